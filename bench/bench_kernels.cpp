@@ -1,0 +1,199 @@
+// Kernel micro-benchmarks. Matmul throughput is reported against the machine's fp32 FMA peak
+// measured in the same process with the same threads (one per core), since these machines
+// are too noisy for absolute figures to compare across runs.
+
+#include <benchmark/benchmark.h>
+#include <tbb/info.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/cpu_features.h"
+#include "kernels/gemm.h"
+
+#include <immintrin.h>
+
+namespace {
+
+using namespace pagoda::kernels;
+
+int cores() { return tbb::info::default_concurrency(); }
+
+tbb::task_arena& all_cores() {
+  static tbb::task_arena arena(cores());
+  return arena;
+}
+
+// Twelve independent FMA chains held in registers (enough to cover FMA latency times pipes),
+// written in asm so the compiler can neither drop nor spill them; returns the flops done.
+// Compiled for its ISA here so the bench itself needs no special flags.
+#define PAGODA_FMA12(R)                                                                   \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "0\n\t"                                          \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "1\n\t"                                          \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "2\n\t"                                          \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "3\n\t"                                          \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "4\n\t"                                          \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "5\n\t"                                          \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "6\n\t"                                          \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "7\n\t"                                          \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "8\n\t"                                          \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "9\n\t"                                          \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "10\n\t"                                         \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "11\n\t"
+
+#define PAGODA_FMA_LOOP(R)                                                                \
+  asm volatile(                                                                           \
+      "vzeroall\n\t"                                                                      \
+      "1:\n\t" PAGODA_FMA12(R) "dec %0\n\t"                                               \
+      "jnz 1b\n\t"                                                                        \
+      : "+r"(iterations)                                                                  \
+      :                                                                                   \
+      : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",       \
+        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15")
+
+constexpr int kChains = 12;
+
+__attribute__((target("avx512f"))) double fma_chains_avx512(long iterations) {
+  const double flops = double(iterations) * kChains * 16 * 2;
+  PAGODA_FMA_LOOP("zmm");
+  return flops;
+}
+
+__attribute__((target("avx2,fma"))) double fma_chains_avx2(long iterations) {
+  const double flops = double(iterations) * kChains * 8 * 2;
+  PAGODA_FMA_LOOP("ymm");
+  return flops;
+}
+
+double fma_chains(long iterations) {
+  if (cpu_supports(Isa::Avx512)) return fma_chains_avx512(iterations);
+  if (cpu_supports(Isa::Avx2)) return fma_chains_avx2(iterations);
+  return 0.0;  // no FMA unit: fraction-of-peak counters read as infinite
+}
+
+// Runs the chains on every thread of `arena` at once; returns the flops done.
+double run_chains(tbb::task_arena& arena, long iterations) {
+  const int threads = arena.max_concurrency();
+  std::vector<double> done(threads);
+  arena.execute([&] {
+    tbb::parallel_for(0, threads, [&](int t) { done[t] = fma_chains(iterations); },
+                      tbb::static_partitioner());
+  });
+  return std::accumulate(done.begin(), done.end(), 0.0);
+}
+
+// The all-core peak in FLOP/s, measured once per process: best of a few runs after a warm-up.
+double peak_flops() {
+  static const double peak = [] {
+    constexpr long kIterations = 10'000'000;
+    run_chains(all_cores(), kIterations);
+    double best = 0.0;
+    for (int run = 0; run < 5; ++run) {
+      const auto start = std::chrono::steady_clock::now();
+      const double flops = run_chains(all_cores(), kIterations);
+      const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+      best = std::max(best, flops / elapsed.count());
+    }
+    return best;
+  }();
+  return peak;
+}
+
+void BM_FmaPeak(benchmark::State& state) {
+  const int threads = int(state.range(0));
+  tbb::task_arena arena(threads);
+  double flops = 0.0;
+  for (auto _ : state) flops += run_chains(arena, 1'000'000);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s/core"] =
+      benchmark::Counter(flops * 1e-9 / threads, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(cores())->ArgName("threads")->UseRealTime();
+
+std::vector<float> random_vector(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+void BM_Matmul(benchmark::State& state) {
+  const int M = int(state.range(0)), N = int(state.range(1)), K = int(state.range(2));
+  const std::vector<float> w = random_vector(std::size_t(N) * K, 1);
+  const std::vector<float> a = random_vector(std::size_t(M) * K, 2);
+  std::vector<float> c(std::size_t(M) * N);
+  const PackedMatrix packed = PackedMatrix::pack(w.data(), N, K);
+  const double peak = peak_flops();
+  for (auto _ : state)
+    all_cores().execute([&] { matmul(a.data(), M, K, packed, c.data(), N); });
+  const double flops = 2.0 * M * N * K * double(state.iterations());
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["peak"] = benchmark::Counter(flops / peak, benchmark::Counter::kIsRate);
+  state.SetLabel(isa_name(packed.isa()));
+}
+BENCHMARK(BM_Matmul)
+    ->ArgsProduct({{1, 8, 32, 64, 128, 256}, {768}, {768}})
+    ->ArgsProduct({{1, 8, 32, 64, 128, 256}, {2048}, {768}})
+    ->ArgsProduct({{1, 8, 32, 64, 128, 256}, {768}, {2048}})
+    ->ArgsProduct({{1, 8, 32, 64, 128, 256}, {288}, {288}})
+    ->ArgsProduct({{1, 8, 32, 64, 128, 256}, {768}, {288}})
+    ->ArgNames({"M", "N", "K"})
+    ->UseRealTime();
+
+constexpr int kHeadDim = 64;
+constexpr int kTokensPerPage = 16;
+
+// One query head over n_ctx cached positions; paged with pages scattered in a pool, as the
+// page pool hands them out, against the same keys and values stored contiguously.
+void attention_bench(benchmark::State& state, bool paged) {
+  const int n_ctx = int(state.range(0));
+  const int pages = (n_ctx + kTokensPerPage - 1) / kTokensPerPage;
+  const std::size_t page_floats = std::size_t(kTokensPerPage) * kHeadDim;
+  const std::vector<float> k_pool = random_vector(page_floats * pages, 3);
+  const std::vector<float> v_pool = random_vector(page_floats * pages, 4);
+  std::vector<int> order(pages);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(5));
+  std::vector<const float*> k_pages(pages), v_pages(pages);
+  std::vector<float> k(std::size_t(n_ctx) * kHeadDim), v(k.size());
+  for (int p = 0; p < pages; ++p) {
+    k_pages[p] = k_pool.data() + order[p] * page_floats;
+    v_pages[p] = v_pool.data() + order[p] * page_floats;
+  }
+  for (int t = 0; t < n_ctx; ++t)
+    for (int d = 0; d < kHeadDim; ++d) {
+      k[std::size_t(t) * kHeadDim + d] = k_pages[t / kTokensPerPage][(t % kTokensPerPage) * kHeadDim + d];
+      v[std::size_t(t) * kHeadDim + d] = v_pages[t / kTokensPerPage][(t % kTokensPerPage) * kHeadDim + d];
+    }
+  const std::vector<float> q = random_vector(kHeadDim, 6);
+  std::vector<float> out(kHeadDim);
+  const float scale = 0.125f;
+  for (auto _ : state) {
+    if (paged)
+      paged_attention(q.data(), 1, kHeadDim, n_ctx, k_pages.data(), v_pages.data(), kTokensPerPage,
+                      scale, out.data());
+    else
+      attention_contiguous(q.data(), 1, kHeadDim, n_ctx, k.data(), v.data(), scale, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["positions/s"] =
+      benchmark::Counter(double(n_ctx) * double(state.iterations()), benchmark::Counter::kIsRate);
+  state.SetLabel(isa_name(active_isa()));
+}
+
+void BM_PagedAttention(benchmark::State& state) { attention_bench(state, true); }
+void BM_ContiguousAttention(benchmark::State& state) { attention_bench(state, false); }
+BENCHMARK(BM_PagedAttention)->RangeMultiplier(2)->Range(128, 4096);
+BENCHMARK(BM_ContiguousAttention)->RangeMultiplier(2)->Range(128, 4096);
+
+}  // namespace
+
+BENCHMARK_MAIN();

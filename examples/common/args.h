@@ -1,0 +1,69 @@
+#pragma once
+// A small command-line reader shared by the example programs: `--flag value` and `-f value`,
+// repeated flags, and one-line errors ("pagoda-generate: --temp needs a number").
+
+#include <charconv>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pagoda/error.h"
+
+namespace pagoda::cli {
+
+class Args {
+ public:
+  // `with_value` names the flags that take a value, `switches` those that do not; aliases map
+  // a short spelling to its long one ("-m" → "--model").
+  Args(int argc, char** argv, std::set<std::string> with_value, std::set<std::string> switches,
+       std::map<std::string, std::string> aliases = {}) {
+    for (int i = 1; i < argc; ++i) {
+      std::string flag = argv[i];
+      if (auto a = aliases.find(flag); a != aliases.end()) flag = a->second;
+      if (switches.count(flag)) {
+        values_[flag].push_back("");
+      } else if (with_value.count(flag)) {
+        if (i + 1 >= argc) throw Error(flag + " needs a value");
+        values_[flag].push_back(argv[++i]);
+      } else {
+        throw Error("unknown argument '" + flag + "' (see --help)");
+      }
+    }
+  }
+
+  bool has(const std::string& flag) const { return values_.count(flag) > 0; }
+
+  std::optional<std::string> get(const std::string& flag) const {
+    auto it = values_.find(flag);
+    if (it == values_.end()) return std::nullopt;
+    return it->second.back();
+  }
+  std::string get(const std::string& flag, const std::string& fallback) const { return get(flag).value_or(fallback); }
+  std::vector<std::string> all(const std::string& flag) const {
+    auto it = values_.find(flag);
+    return it == values_.end() ? std::vector<std::string>{} : it->second;
+  }
+
+  template <typename Number>
+  Number number(const std::string& flag, Number fallback) const {
+    auto text = get(flag);
+    return text ? parse<Number>(flag, *text) : fallback;
+  }
+
+  template <typename Number>
+  static Number parse(const std::string& flag, const std::string& text) {
+    Number value{};
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+      throw Error(flag + " needs a number, got '" + text + "'");
+    }
+    return value;
+  }
+
+ private:
+  std::map<std::string, std::vector<std::string>> values_;
+};
+
+}  // namespace pagoda::cli

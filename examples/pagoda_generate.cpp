@@ -1,0 +1,136 @@
+// pagoda-generate: runs one prompt or a JSONL file of prompts and prints one JSON object a
+// prompt: the prompt ids, the generated ids and their text.
+//   pagoda-generate -m model.gguf --prompt "Once upon a time" --temp 0
+//   pagoda-generate -m model.gguf --prompts prompts.jsonl --temp 0 --stop-id 1
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "engine/model.h"
+#include "engine/reference_model.h"
+#include "engine/sampler.h"
+#include "examples/common/args.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: pagoda-generate -m MODEL (--prompt TEXT | --prompts FILE.jsonl) [options]
+  -m, --model PATH        GGUF file, or llama2.c checkpoint (.bin)
+  --tokenizer PATH        llama2.c tokenizer.bin (default: tokenizer.bin beside the checkpoint)
+  --prompt TEXT           one prompt
+  --prompts FILE          JSON lines with a "prompt" field; optional per-line "max_tokens" and
+                          "max_positions" (llama2.c's steps: prompt + generated positions)
+  -n, --max-tokens N      new tokens at most (default: up to the context length)
+  --max-positions N       stop when prompt + generated positions reach N
+  --temp X                temperature, 0 = greedy (default 1.0)
+  --top-k N  --top-p X  --min-p X  --repeat-penalty X  --repeat-last-n N  --seed N
+  --stop-id ID            also stop on this token id (repeatable); EOS always stops. The
+                          stop token ends generated_ids; the text leaves it out
+)";
+
+struct Job {
+  std::string prompt;
+  int64_t max_tokens;
+  int64_t max_positions;
+};
+
+std::vector<Job> read_jobs(const pagoda::cli::Args& args, int64_t max_tokens, int64_t max_positions) {
+  std::vector<Job> jobs;
+  if (auto prompt = args.get("--prompt")) jobs.push_back({*prompt, max_tokens, max_positions});
+  if (auto file = args.get("--prompts")) {
+    std::ifstream in(*file);
+    if (!in) throw pagoda::Error(*file + ": cannot open");
+    std::string line;
+    for (int line_no = 1; std::getline(in, line); ++line_no) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      auto fail = [&](const std::string& what) {
+        throw pagoda::Error(*file + ":" + std::to_string(line_no) + ": " + what);
+      };
+      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) fail("not a JSON object");
+      if (!j.contains("prompt") || !j["prompt"].is_string()) fail("no \"prompt\" string");
+      Job job{j["prompt"].get<std::string>(), max_tokens, max_positions};
+      if (j.contains("max_tokens")) job.max_tokens = j["max_tokens"].get<int64_t>();
+      if (j.contains("max_positions")) job.max_positions = j["max_positions"].get<int64_t>();
+      jobs.push_back(std::move(job));
+    }
+  }
+  if (jobs.empty()) throw pagoda::Error("give --prompt TEXT or --prompts FILE (see --help)");
+  return jobs;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    pagoda::cli::Args args(argc, argv,
+                           {"--model", "--tokenizer", "--prompt", "--prompts", "--max-tokens", "--max-positions",
+                            "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
+                            "--seed", "--stop-id"},
+                           {"--help"}, {{"-m", "--model"}, {"-n", "--max-tokens"}, {"-h", "--help"}});
+    if (args.has("--help")) {
+      std::cout << kUsage;
+      return 0;
+    }
+    auto model_path = args.get("--model");
+    if (!model_path) throw pagoda::Error("-m MODEL is required (see --help)");
+
+    pagoda::SamplingParams sampling;
+    sampling.temperature = args.number("--temp", sampling.temperature);
+    sampling.top_k = args.number("--top-k", sampling.top_k);
+    sampling.top_p = args.number("--top-p", sampling.top_p);
+    sampling.min_p = args.number("--min-p", sampling.min_p);
+    sampling.repetition_penalty = args.number("--repeat-penalty", sampling.repetition_penalty);
+    sampling.repetition_window = args.number("--repeat-last-n", sampling.repetition_window);
+    sampling.seed = args.number<uint64_t>("--seed", 0);
+    sampling.validate();
+
+    const auto jobs = read_jobs(args, args.number<int64_t>("--max-tokens", INT64_MAX),
+                                args.number<int64_t>("--max-positions", INT64_MAX));
+    const pagoda::Model model = pagoda::load_model(*model_path, args.get("--tokenizer", ""));
+    std::vector<int32_t> stop_ids{model.tokenizer.eos_id()};
+    for (const std::string& id : args.all("--stop-id")) stop_ids.push_back(pagoda::cli::Args::parse<int32_t>("--stop-id", id));
+
+    pagoda::ReferenceModel runner(model);
+    for (const Job& job : jobs) {
+      std::vector<int32_t> tokens = model.tokenizer.encode(job.prompt, model.tokenizer.add_bos());
+      const size_t prompt_len = tokens.size();
+      const int64_t positions = std::min<int64_t>(job.max_positions, model.config.context_length);
+      if (int64_t(prompt_len) > positions) {
+        throw pagoda::Error("prompt of " + std::to_string(prompt_len) + " tokens is longer than the " +
+                            std::to_string(positions) + " positions allowed");
+      }
+      pagoda::Sampler sampler(sampling);
+      runner.reset();
+      std::vector<int32_t> generated;
+      std::string finish = "length";
+      // Position p is fed and predicts the token at p+1; generation ends once the fed positions
+      // reach the limit, as llama2.c's steps do.
+      for (int64_t pos = 0; pos < positions && int64_t(generated.size()) < job.max_tokens; ++pos) {
+        const auto& logits = runner.forward(tokens[pos], int32_t(pos));
+        if (size_t(pos) + 1 < prompt_len) continue;
+        const int32_t next = sampler.sample(logits, tokens);
+        tokens.push_back(next);
+        generated.push_back(next);
+        if (std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) {
+          finish = "stop";
+          break;
+        }
+      }
+      nlohmann::json out;
+      out["prompt"] = job.prompt;
+      out["prompt_ids"] = std::vector<int32_t>(tokens.begin(), tokens.begin() + ptrdiff_t(prompt_len));
+      out["generated_ids"] = generated;
+      // The ids keep the stop token (as vLLM's do); the text leaves it out.
+      const size_t text_len = finish == "stop" ? generated.size() - 1 : generated.size();
+      out["text"] = model.tokenizer.decode(std::span(generated).first(text_len));
+      out["finish_reason"] = finish;
+      std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pagoda-generate: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,53 @@
+#pragma once
+// Internal: the per-ISA kernel tables. Each *_portable/_avx2/_avx512 translation unit fills in
+// one table; the public entry points look the table up once per call, never per element.
+
+#include "kernels/cpu_features.h"
+
+namespace pagoda::kernels::detail {
+
+// The largest register tile height any GEMM kernel uses.
+inline constexpr int kMaxTileRows = 16;
+
+// Computes a tile of `rows` rows by one packed panel of `nr` columns:
+//   C[r][j] = (load_c ? C[r][j] : 0) + Σ_k A[r][k]·panel[k][j], for j < n_valid,
+// each output accumulated over k in order with one multiply-add per step, so its bits depend
+// only on its own row of A and column of W.
+using GemmTileFn = void (*)(const float* a, int lda, const float* panel, int k, float* c, int ldc,
+                            int n_valid, bool load_c);
+
+struct GemmKernels {
+  int tile_rows;                           // MR: rows of a full tile
+  int panel_cols;                          // NR: columns per packed panel
+  GemmTileFn tile[kMaxTileRows + 1];       // tile[r] computes r rows, 1 <= r <= tile_rows
+};
+
+struct OpsKernels {
+  void (*rmsnorm)(const float* x, const float* weight, float* out, int n, float eps);
+  void (*swiglu)(const float* gate, const float* up, float* out, int n);
+  void (*softmax)(float* x, int n);
+};
+
+struct AttentionKernels {
+  void (*paged_attention)(const float* q, int group, int head_dim, int n_ctx,
+                          const float* const* k_pages, const float* const* v_pages,
+                          int tokens_per_page, float scale, float* out);
+};
+
+extern const GemmKernels gemm_portable, gemm_avx2, gemm_avx512;
+extern const OpsKernels ops_portable, ops_avx2, ops_avx512;
+extern const AttentionKernels attention_portable, attention_avx2, attention_avx512;
+
+struct KernelTable {
+  Isa isa;
+  const GemmKernels* gemm;
+  const OpsKernels* ops;
+  const AttentionKernels* attention;
+};
+
+const KernelTable& table_for(Isa isa);
+const KernelTable& active_table();
+void activate(Isa isa);
+Isa initial_isa();  // PAGODA_ISA or detection, decided once
+
+}  // namespace pagoda::kernels::detail

@@ -1,0 +1,107 @@
+#include "kernels/gemm.h"
+
+#include <tbb/blocked_range2d.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cassert>
+#include <new>
+
+#include "kernels/dispatch.h"
+
+namespace pagoda::kernels {
+
+namespace {
+
+constexpr std::size_t kAlignment = 64;
+
+// Depth of one K block: a panel's kKBlock×NR slice (24 KiB at NR=48) stays in L1 while every
+// row tile of the task streams past it. Splitting K this way keeps each output's chain intact:
+// the partial sum goes to C and is reloaded unchanged for the next block.
+constexpr int kKBlock = 128;
+
+// Rows of A handled by one task at most, so its A block stays in L2 across all its panels.
+constexpr int kTaskRows = 128;
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+void run(const float* A, int M, int lda, const PackedMatrix& W, float* C, int ldc,
+         bool accumulate) {
+  const int N = W.rows();
+  const int K = W.cols();
+  if (M <= 0 || N <= 0) return;
+  if (K == 0) {
+    if (!accumulate)
+      for (int m = 0; m < M; ++m) std::fill(C + std::size_t(m) * ldc, C + std::size_t(m) * ldc + N, 0.0f);
+    return;
+  }
+  const detail::GemmKernels& kernels = *detail::table_for(W.isa()).gemm;
+  const int mr = kernels.tile_rows;
+  const int nr = W.panel_cols();
+  const int row_tiles = ceil_div(M, mr);
+  const int panels = ceil_div(N, nr);
+  const int rows_grain = std::max(1, kTaskRows / mr);
+
+  auto body = [&](const tbb::blocked_range2d<int>& range) {
+    for (int k0 = 0; k0 < K; k0 += kKBlock) {
+      const int depth = std::min(kKBlock, K - k0);
+      const bool load_c = accumulate || k0 > 0;
+      for (int p = range.cols().begin(); p < range.cols().end(); ++p) {
+        const float* panel = W.panel(p) + std::size_t(k0) * nr;
+        const int n0 = p * nr;
+        const int n_valid = std::min(nr, N - n0);
+        for (int t = range.rows().begin(); t < range.rows().end(); ++t) {
+          const int m0 = t * mr;
+          const int rows = std::min(mr, M - m0);
+          kernels.tile[rows](A + std::size_t(m0) * lda + k0, lda, panel, depth,
+                             C + std::size_t(m0) * ldc + n0, ldc, n_valid, load_c);
+        }
+      }
+    }
+  };
+  tbb::parallel_for(tbb::blocked_range2d<int>(0, row_tiles, rows_grain, 0, panels, 1), body);
+}
+
+}  // namespace
+
+void PackedMatrix::AlignedFree::operator()(float* p) const {
+  ::operator delete[](p, std::align_val_t(kAlignment));
+}
+
+PackedMatrix PackedMatrix::pack(const float* w, int n_out, int n_in) {
+  return pack(w, n_out, n_in, active_isa());
+}
+
+PackedMatrix PackedMatrix::pack(const float* w, int n_out, int n_in, Isa isa) {
+  assert(n_out >= 0 && n_in >= 0);
+  PackedMatrix m;
+  m.isa_ = isa;
+  m.rows_ = n_out;
+  m.cols_ = n_in;
+  m.panel_cols_ = detail::table_for(isa).gemm->panel_cols;
+  const int nr = m.panel_cols_;
+  const int panels = ceil_div(n_out, nr);
+  const std::size_t count = std::size_t(panels) * nr * n_in;
+  m.data_.reset(static_cast<float*>(
+      ::operator new[](std::max<std::size_t>(count, 1) * sizeof(float), std::align_val_t(kAlignment))));
+  tbb::parallel_for(0, panels, [&](int p) {
+    float* dst = m.data_.get() + std::size_t(p) * nr * n_in;
+    for (int j = 0; j < nr; ++j) {
+      const int n = p * nr + j;
+      for (int k = 0; k < n_in; ++k)
+        dst[std::size_t(k) * nr + j] = n < n_out ? w[std::size_t(n) * n_in + k] : 0.0f;
+    }
+  });
+  return m;
+}
+
+void matmul(const float* A, int M, int lda, const PackedMatrix& W, float* C, int ldc) {
+  run(A, M, lda, W, C, ldc, false);
+}
+
+void matmul_accumulate(const float* A, int M, int lda, const PackedMatrix& W, float* C,
+                       int ldc) {
+  run(A, M, lda, W, C, ldc, true);
+}
+
+}  // namespace pagoda::kernels

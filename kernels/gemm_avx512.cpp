@@ -1,0 +1,61 @@
+// AVX-512 GEMM tiles: MR rows × 48 columns in 24 zmm accumulators. Each k step loads one row
+// of the panel (3 zmm) and broadcasts one A value per row into 3 FMAs.
+
+#include "kernels/simd.h"
+
+#include <utility>
+
+#include "kernels/dispatch.h"
+
+namespace pagoda::kernels::detail {
+
+namespace {
+
+constexpr int kVectors = 3;               // zmm per panel row
+constexpr int kCols = 16 * kVectors;      // NR
+constexpr int kRows = 8;                  // MR
+
+template <int MR>
+void tile(const float* a, int lda, const float* w, int k, float* c, int ldc, int n_valid,
+          bool load_c) {
+  __mmask16 mask[kVectors];
+  for (int v = 0; v < kVectors; ++v) {
+    const int n = n_valid - 16 * v;
+    mask[v] = n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+  }
+  __m512 acc[MR][kVectors];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v)
+      acc[r][v] = load_c ? _mm512_maskz_loadu_ps(mask[v], c + r * ldc + 16 * v) : _mm512_setzero_ps();
+
+  for (int kk = 0; kk < k; ++kk) {
+    const float* wk = w + kk * kCols;
+    __m512 wv[kVectors];
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) wv[v] = _mm512_load_ps(wk + 16 * v);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      const __m512 x = _mm512_set1_ps(a[r * lda + kk]);
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(x, wv[v], acc[r][v]);
+    }
+  }
+
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mask[v], acc[r][v]);
+}
+
+template <int... R>
+constexpr GemmKernels make_kernels(std::integer_sequence<int, R...>) {
+  return {kRows, kCols, {nullptr, &tile<R + 1>...}};
+}
+
+}  // namespace
+
+extern const GemmKernels gemm_avx512 = make_kernels(std::make_integer_sequence<int, kRows>());
+
+}  // namespace pagoda::kernels::detail

@@ -1,0 +1,37 @@
+// Portable row ops: sequential sums, std::exp, the formulas exactly as ops.h states them.
+
+#include <cmath>
+
+#include "kernels/dispatch.h"
+
+namespace pagoda::kernels::detail {
+
+namespace {
+
+void rmsnorm(const float* x, const float* weight, float* out, int n, float eps) {
+  float ss = 0.0f;
+  for (int i = 0; i < n; ++i) ss += x[i] * x[i];
+  const float inv = 1.0f / std::sqrt(ss / float(n) + eps);
+  for (int i = 0; i < n; ++i) out[i] = weight[i] * (inv * x[i]);
+}
+
+void swiglu(const float* gate, const float* up, float* out, int n) {
+  for (int i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void softmax(float* x, int n) {
+  float max = x[0];
+  for (int i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;
+  float sum = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
+  }
+  for (int i = 0; i < n; ++i) x[i] /= sum;
+}
+
+}  // namespace
+
+extern const OpsKernels ops_portable = {&rmsnorm, &swiglu, &softmax};
+
+}  // namespace pagoda::kernels::detail

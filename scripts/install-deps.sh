@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages pagoda builds with (run as root).
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+apt-get install -y --no-install-recommends \
+  g++ cmake ninja-build pkg-config \
+  libtbb-dev libconcurrentqueue-dev libmimalloc-dev nlohmann-json3-dev \
+  libgtest-dev libgmock-dev libbenchmark-dev

@@ -1,0 +1,71 @@
+#include "support/test_support.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/synth.h"
+
+namespace pagoda::test {
+
+namespace fs = std::filesystem;
+
+std::string shared_file(const std::string& relative) {
+  const fs::path path = fs::path(PAGODA_SHARED_DIR) / relative;
+  return fs::exists(path) ? path.string() : std::string();
+}
+
+std::vector<GoldenCase> load_golden(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<GoldenCase> cases;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const auto j = nlohmann::json::parse(line);
+    cases.push_back({j.at("prompt").get<std::string>(), j.at("prompt_ids").get<std::vector<int32_t>>(),
+                     j.at("max_positions").get<int32_t>(), j.at("greedy_ids").get<std::vector<int32_t>>(),
+                     j.at("text").get<std::string>()});
+  }
+  return cases;
+}
+
+namespace {
+
+struct ScratchDir {
+  fs::path path;
+  ScratchDir() {
+    path = fs::temp_directory_path() / ("pagoda-test-" + std::to_string(::getpid()));
+    fs::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+}  // namespace
+
+std::string scratch_path(const std::string& name) {
+  static ScratchDir dir;
+  return (dir.path / name).string();
+}
+
+ModelConfig tiny_gqa_config() {
+  ModelConfig c;
+  c.dim = 64, c.n_layers = 2, c.n_heads = 8, c.n_kv_heads = 2, c.ffn_dim = 160;
+  c.vocab_size = 1000, c.context_length = 256;
+  return c;
+}
+
+const std::string& tiny_gqa_model() {
+  static const std::string path = [] {
+    std::string p = scratch_path("tiny-gqa.gguf");
+    write_synth_model(p, SynthSpec{tiny_gqa_config(), 7});
+    return p;
+  }();
+  return path;
+}
+
+}  // namespace pagoda::test

@@ -1,0 +1,44 @@
+#pragma once
+// Shared test helpers: the ../shared model files and golden outputs, scratch files, and small
+// synthetic models written once per test program.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/model_config.h"
+
+namespace pagoda::test {
+
+// ../shared/<relative>, or "" when that file is absent (a user's clone has no ../shared).
+std::string shared_file(const std::string& relative);
+
+// Skips the current test, with the reason printed, when a ../shared file is absent.
+#define PAGODA_SHARED_OR_SKIP(var, relative)                                            \
+  const std::string var = ::pagoda::test::shared_file(relative);                        \
+  if (var.empty()) GTEST_SKIP() << "../shared/" << (relative) << " is absent; skipping"
+
+inline const char* kStoriesGguf = "models/stories260K/stories260K.gguf";
+inline const char* kStoriesBin = "models/stories260K/stories260K.bin";
+inline const char* kStoriesTokenizer = "models/stories260K/tok512.bin";
+inline const char* kGolden = "golden/stories260K_greedy.jsonl";
+
+struct GoldenCase {
+  std::string prompt;
+  std::vector<int32_t> prompt_ids;
+  int32_t max_positions = 0;
+  std::vector<int32_t> greedy_ids;
+  std::string text;
+};
+std::vector<GoldenCase> load_golden(const std::string& path);
+
+// A fresh path in this test program's scratch folder (removed at exit).
+std::string scratch_path(const std::string& name);
+
+// A small random Llama with grouped-query attention (written once per program and reused).
+const std::string& tiny_gqa_model();
+ModelConfig tiny_gqa_config();
+
+}  // namespace pagoda::test

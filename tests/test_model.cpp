@@ -1,0 +1,265 @@
+// Model loading (GGUF and llama2.c), the synthetic model writer, and the reference forward
+// pass against the golden greedy outputs.
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "engine/gguf.h"
+#include "engine/gguf_writer.h"
+#include "engine/model.h"
+#include "engine/reference_model.h"
+#include "engine/sampler.h"
+#include "engine/synth.h"
+#include "pagoda/error.h"
+#include "support/test_support.h"
+
+namespace pagoda {
+namespace {
+
+using test::GoldenCase;
+
+// Greedy generation with llama2.c's rules: positions 0..max_positions-1 are fed, and the run
+// stops at the first generated `stop_id` (which the golden ids include).
+std::vector<int32_t> reference_greedy(const Model& model, std::vector<int32_t> tokens, int32_t max_positions,
+                                      int32_t stop_id) {
+  ReferenceModel runner(model);
+  const size_t prompt_len = tokens.size();
+  std::vector<int32_t> generated;
+  for (int32_t pos = 0; pos < max_positions; ++pos) {
+    const auto& logits = runner.forward(tokens[pos], pos);
+    if (size_t(pos) + 1 < prompt_len) continue;
+    const int32_t next = argmax(logits);
+    tokens.push_back(next);
+    generated.push_back(next);
+    if (next == stop_id) break;
+  }
+  return generated;
+}
+
+void expect_golden(const Model& model, const std::vector<GoldenCase>& cases) {
+  ASSERT_FALSE(cases.empty());
+  for (const GoldenCase& g : cases) {
+    EXPECT_EQ(model.tokenizer.encode(g.prompt, true), g.prompt_ids) << "prompt: " << g.prompt;
+    EXPECT_EQ(reference_greedy(model, g.prompt_ids, g.max_positions, 1), g.greedy_ids) << "prompt: " << g.prompt;
+  }
+}
+
+TEST(Model, GoldenGreedyFromGguf) {
+  PAGODA_SHARED_OR_SKIP(model_path, test::kStoriesGguf);
+  PAGODA_SHARED_OR_SKIP(golden_path, test::kGolden);
+  const Model model = load_model(model_path);
+  EXPECT_EQ(model.config.dim, 64);
+  EXPECT_EQ(model.config.n_layers, 5);
+  EXPECT_EQ(model.config.n_heads, 8);
+  EXPECT_EQ(model.config.n_kv_heads, 4);
+  EXPECT_EQ(model.config.ffn_dim, 172);
+  EXPECT_EQ(model.config.vocab_size, 512);
+  expect_golden(model, test::load_golden(golden_path));
+}
+
+TEST(Model, GoldenGreedyFromLlama2c) {
+  PAGODA_SHARED_OR_SKIP(model_path, test::kStoriesBin);
+  PAGODA_SHARED_OR_SKIP(tokenizer_path, test::kStoriesTokenizer);
+  PAGODA_SHARED_OR_SKIP(golden_path, test::kGolden);
+  const Model model = load_model(model_path, tokenizer_path);
+  EXPECT_EQ(model.config.context_length, 512);
+  expect_golden(model, test::load_golden(golden_path));
+}
+
+TEST(Model, GgufAndLlama2cGiveTheSameLogits) {
+  PAGODA_SHARED_OR_SKIP(gguf_path, test::kStoriesGguf);
+  PAGODA_SHARED_OR_SKIP(bin_path, test::kStoriesBin);
+  PAGODA_SHARED_OR_SKIP(tokenizer_path, test::kStoriesTokenizer);
+  const Model a = load_model(gguf_path), b = load_model(bin_path, tokenizer_path);
+  ReferenceModel ra(a), rb(b);
+  for (int32_t pos = 0; pos < 8; ++pos) {
+    const int32_t token = 1 + 37 * pos;
+    EXPECT_EQ(ra.forward(token, pos), rb.forward(token, pos)) << "position " << pos;
+  }
+}
+
+TEST(Model, SynthIsDeterministicFromItsSeed) {
+  SynthSpec spec{test::tiny_gqa_config(), 42};
+  const std::string a = test::scratch_path("seed42a.gguf"), b = test::scratch_path("seed42b.gguf");
+  const std::string c = test::scratch_path("seed43.gguf");
+  write_synth_model(a, spec);
+  write_synth_model(b, spec);
+  spec.seed = 43;
+  write_synth_model(c, spec);
+  auto read = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(read(a), read(b));
+  EXPECT_NE(read(a), read(c));
+}
+
+TEST(Model, SynthModelLoadsAndRuns) {
+  const Model model = load_model(test::tiny_gqa_model());
+  const ModelConfig want = test::tiny_gqa_config();
+  EXPECT_EQ(model.config.dim, want.dim);
+  EXPECT_EQ(model.config.n_kv_heads, want.n_kv_heads);
+  EXPECT_EQ(model.config.vocab_size, want.vocab_size);
+  const auto ids = model.tokenizer.encode("Once upon a time there was a cat.", true);
+  ASSERT_GT(ids.size(), 2u);
+  EXPECT_EQ(model.tokenizer.decode(ids), "Once upon a time there was a cat.");
+  ReferenceModel runner(model);
+  for (size_t pos = 0; pos < ids.size(); ++pos) {
+    const auto& logits = runner.forward(ids[pos], int32_t(pos));
+    for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+  }
+}
+
+TEST(Model, SynthStorageTypesLoadCloseToF32) {
+  SynthSpec spec{test::tiny_gqa_config(), 5};
+  const std::string f32 = test::scratch_path("types-f32.gguf");
+  write_synth_model(f32, spec);
+  const Model base = load_model(f32);
+  for (GgmlType type : {GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0}) {
+    spec.type = type;
+    const std::string path = test::scratch_path("types-" + std::to_string(int(type)) + ".gguf");
+    write_synth_model(path, spec);
+    const Model m = load_model(path);
+    const auto& a = base.weights.layers[1].ffn_down;
+    const auto& b = m.weights.layers[1].ffn_down;
+    ASSERT_EQ(a.size(), b.size());
+    double max_err = 0.0;
+    for (size_t i = 0; i < a.size(); ++i) max_err = std::max(max_err, double(std::abs(a[i] - b[i])));
+    EXPECT_GT(max_err, 0.0) << "type " << int(type) << " should be lossy";
+    EXPECT_LT(max_err, 0.01) << "type " << int(type);
+  }
+}
+
+TEST(Model, SynthPresetsHaveTheBriefsShapes) {
+  const ModelConfig s15 = synth_preset("s15m"), s110 = synth_preset("s110m");
+  EXPECT_EQ(std::vector<int>({s15.dim, s15.n_layers, s15.n_heads, s15.ffn_dim, s15.vocab_size}),
+            std::vector<int>({288, 6, 6, 768, 32000}));
+  EXPECT_EQ(std::vector<int>({s110.dim, s110.n_layers, s110.n_heads, s110.ffn_dim, s110.vocab_size}),
+            std::vector<int>({768, 12, 12, 2048, 32000}));
+  EXPECT_THROW(synth_preset("s7b"), Error);
+}
+
+// Rewrites a GGUF file with `edit` applied to its keys and tensors.
+struct GgufEdit {
+  std::function<bool(const std::string& key)> keep_key = [](const std::string&) { return true; };
+  std::function<bool(const std::string& name)> keep_tensor = [](const std::string&) { return true; };
+  std::function<std::vector<uint64_t>(const GgufTensorInfo&)> shape = [](const GgufTensorInfo& t) { return t.shape; };
+  std::vector<std::pair<std::string, GgufValue>> set;
+};
+
+std::string rewrite(const std::string& source, const std::string& name, const GgufEdit& edit) {
+  const GgufFile in = GgufFile::open(source);
+  GgufWriter out;
+  for (const std::string& key : in.keys()) {
+    if (edit.keep_key(key)) out.set(key, *in.find(key));
+  }
+  for (const auto& [key, value] : edit.set) out.set(key, value);
+  for (const GgufTensorInfo& t : in.tensors()) {
+    if (!edit.keep_tensor(t.name)) continue;
+    const std::vector<float> data = in.read_f32(t);
+    std::vector<uint64_t> shape = edit.shape(t);
+    uint64_t n = 1;
+    for (uint64_t d : shape) n *= d;
+    std::vector<float> resized(n);
+    std::copy_n(data.begin(), std::min<uint64_t>(n, data.size()), resized.begin());
+    out.add_tensor(t.name, shape, resized);
+  }
+  const std::string path = test::scratch_path(name);
+  out.write(path);
+  return path;
+}
+
+void expect_load_error(const std::string& path, const std::string& phrase) {
+  try {
+    load_model(path);
+    ADD_FAILURE() << "loading " << path << " should fail with '" << phrase << "'";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+    EXPECT_NE(what.find(phrase), std::string::npos) << what;
+  }
+}
+
+TEST(ModelErrors, MissingRequiredKey) {
+  GgufEdit edit;
+  edit.keep_key = [](const std::string& k) { return k != "llama.block_count"; };
+  expect_load_error(rewrite(test::tiny_gqa_model(), "no-block-count.gguf", edit), "llama.block_count");
+}
+
+TEST(ModelErrors, WrongArchitecture) {
+  GgufEdit edit;
+  edit.keep_key = [](const std::string& k) { return k != "general.architecture"; };
+  edit.set.push_back({"general.architecture", GgufValue(std::string("mamba"))});
+  expect_load_error(rewrite(test::tiny_gqa_model(), "mamba.gguf", edit), "'mamba' is not supported");
+}
+
+TEST(ModelErrors, MissingTensor) {
+  GgufEdit edit;
+  edit.keep_tensor = [](const std::string& n) { return n != "blk.1.ffn_up.weight"; };
+  expect_load_error(rewrite(test::tiny_gqa_model(), "no-ffn-up.gguf", edit), "'blk.1.ffn_up.weight' is missing");
+}
+
+TEST(ModelErrors, TensorShapeMismatch) {
+  GgufEdit edit;
+  edit.shape = [](const GgufTensorInfo& t) {
+    return t.name == "blk.0.attn_k.weight" ? std::vector<uint64_t>{t.shape[0], t.shape[1] + 1} : t.shape;
+  };
+  expect_load_error(rewrite(test::tiny_gqa_model(), "bad-k-shape.gguf", edit), "'blk.0.attn_k.weight' has shape");
+}
+
+TEST(ModelErrors, HeadCountThatDoesNotDivide) {
+  GgufEdit edit;
+  edit.keep_key = [](const std::string& k) { return k != "llama.attention.head_count_kv"; };
+  edit.set.push_back({"llama.attention.head_count_kv", GgufValue(uint32_t(3))});
+  expect_load_error(rewrite(test::tiny_gqa_model(), "kv3.gguf", edit), "does not divide");
+}
+
+TEST(ModelErrors, TiedOutputIsAccepted) {
+  GgufEdit edit;
+  edit.keep_tensor = [](const std::string& n) { return n != "output.weight"; };
+  const Model m = load_model(rewrite(test::tiny_gqa_model(), "tied.gguf", edit));
+  EXPECT_EQ(m.weights.output, m.weights.token_embd);
+}
+
+TEST(ModelErrors, MissingFile) {
+  expect_load_error(test::scratch_path("does-not-exist.gguf"), "does-not-exist");
+}
+
+// llama2.c checkpoints: every truncation and a header that disagrees with the size.
+TEST(ModelErrors, Llama2cTruncatedAndInconsistent) {
+  PAGODA_SHARED_OR_SKIP(bin_path, test::kStoriesBin);
+  PAGODA_SHARED_OR_SKIP(tokenizer_path, test::kStoriesTokenizer);
+  std::ifstream in(bin_path, std::ios::binary);
+  const std::string bytes(std::istreambuf_iterator<char>(in), {});
+  const std::string path = test::scratch_path("broken.bin");
+  auto write = [&](const std::string& content) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
+  };
+  for (size_t cut : {size_t(0), size_t(3), size_t(27), size_t(28), size_t(1000), bytes.size() / 2, bytes.size() - 4}) {
+    write(bytes.substr(0, cut));
+    try {
+      load_model(path, tokenizer_path);
+      ADD_FAILURE() << "a checkpoint cut at " << cut << " bytes loaded";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+  write(bytes + std::string(8, '\0'));
+  EXPECT_THROW(load_model(path, tokenizer_path), Error);
+  std::string absurd = bytes;
+  const int32_t huge = 1 << 30;
+  std::memcpy(absurd.data(), &huge, sizeof huge);  // dim
+  write(absurd);
+  EXPECT_THROW(load_model(path, tokenizer_path), Error);
+  std::string zero_heads = bytes;
+  std::memset(zero_heads.data() + 12, 0, 4);
+  write(zero_heads);
+  EXPECT_THROW(load_model(path, tokenizer_path), Error);
+}
+
+}  // namespace
+}  // namespace pagoda

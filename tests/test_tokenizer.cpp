@@ -1,0 +1,974 @@
+// Tokenizer: the golden prompts of stories260K through both vocabularies (llama2.c's
+// tokenizer.bin and the GGUF one), synthetic vocabularies for merge order, byte fallback and
+// the streaming UTF-8 decoder, and malformed tokenizer.bin files.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/gguf.h"
+#include "engine/gguf_writer.h"
+#include "engine/tokenizer.h"
+#include "pagoda/error.h"
+
+namespace pagoda {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kSpace = "\xE2\x96\x81";  // "▁"
+const std::string kFFFD = "\xEF\xBF\xBD";
+
+// ---------------------------------------------------------------------------------------------
+// A minimal JSON reader for the golden file: objects whose values are strings (the escapes
+// of quote, backslash, slash, b f n r t, and uXXXX with surrogate pairs), integers, or arrays
+// of integers.
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += char(cp);
+  } else if (cp < 0x800) {
+    out += char(0xC0 | (cp >> 6));
+    out += char(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += char(0xE0 | (cp >> 12));
+    out += char(0x80 | ((cp >> 6) & 0x3F));
+    out += char(0x80 | (cp & 0x3F));
+  } else {
+    out += char(0xF0 | (cp >> 18));
+    out += char(0x80 | ((cp >> 12) & 0x3F));
+    out += char(0x80 | ((cp >> 6) & 0x3F));
+    out += char(0x80 | (cp & 0x3F));
+  }
+}
+
+struct JsonValue {
+  std::string str;
+  std::vector<int64_t> ints;
+  int64_t num = 0;
+};
+
+class MiniJson {
+ public:
+  explicit MiniJson(std::string_view text) : t_(text) {}
+
+  std::map<std::string, JsonValue> object() {
+    std::map<std::string, JsonValue> out;
+    expect('{');
+    if (peek() == '}') {
+      ++i_;
+      return out;
+    }
+    while (true) {
+      std::string key = string();
+      expect(':');
+      out[key] = value();
+      const char c = next();
+      if (c == '}') break;
+      if (c != ',') fail("expected , or }");
+    }
+    return out;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) {
+    throw std::runtime_error("golden JSON: " + why + " at offset " + std::to_string(i_));
+  }
+  void ws() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r')) ++i_;
+  }
+  char peek() {
+    ws();
+    if (i_ >= t_.size()) fail("unexpected end");
+    return t_[i_];
+  }
+  char next() {
+    const char c = peek();
+    ++i_;
+    return c;
+  }
+  void expect(char c) {
+    if (next() != c) fail(std::string("expected ") + c);
+  }
+  uint32_t hex4() {
+    if (i_ + 4 > t_.size()) fail("short \\u escape");
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char c = t_[i_++];
+      v <<= 4;
+      if (c >= '0' && c <= '9') v |= uint32_t(c - '0');
+      else if (c >= 'a' && c <= 'f') v |= uint32_t(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F') v |= uint32_t(c - 'A' + 10);
+      else fail("bad hex digit");
+    }
+    return v;
+  }
+  std::string string() {
+    expect('"');
+    std::string out;
+    while (true) {
+      if (i_ >= t_.size()) fail("unterminated string");
+      const char c = t_[i_++];
+      if (c == '"') return out;
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (i_ >= t_.size()) fail("unterminated escape");
+      const char e = t_[i_++];
+      switch (e) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        case 'u': {
+          uint32_t cp = hex4();
+          if (cp >= 0xD800 && cp < 0xDC00) {
+            if (i_ + 2 > t_.size() || t_[i_] != '\\' || t_[i_ + 1] != 'u') fail("lone high surrogate");
+            i_ += 2;
+            const uint32_t lo = hex4();
+            if (lo < 0xDC00 || lo >= 0xE000) fail("bad low surrogate");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          } else if (cp >= 0xDC00 && cp < 0xE000) {
+            fail("lone low surrogate");
+          }
+          append_utf8(out, cp);
+          break;
+        }
+        default: fail("bad escape");
+      }
+    }
+  }
+  int64_t integer() {
+    ws();
+    const size_t start = i_;
+    if (i_ < t_.size() && t_[i_] == '-') ++i_;
+    while (i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9') ++i_;
+    if (i_ == start) fail("expected a number");
+    return std::stoll(std::string(t_.substr(start, i_ - start)));
+  }
+  JsonValue value() {
+    JsonValue v;
+    const char c = peek();
+    if (c == '"') {
+      v.str = string();
+    } else if (c == '[') {
+      ++i_;
+      if (peek() == ']') {
+        ++i_;
+        return v;
+      }
+      while (true) {
+        v.ints.push_back(integer());
+        const char d = next();
+        if (d == ']') break;
+        if (d != ',') fail("expected , or ]");
+      }
+    } else {
+      v.num = integer();
+    }
+    return v;
+  }
+
+  std::string_view t_;
+  size_t i_ = 0;
+};
+
+TEST(MiniJson, ParsesEscapesAndSurrogates) {
+  MiniJson j(R"({"a": "x\"y\\z\n\u00e9\ud83d\ude00", "b": [1, -2, 3], "c": 7, "d": []})");
+  auto o = j.object();
+  EXPECT_EQ(o["a"].str, "x\"y\\z\n\xC3\xA9\xF0\x9F\x98\x80");
+  EXPECT_EQ(o["b"].ints, (std::vector<int64_t>{1, -2, 3}));
+  EXPECT_EQ(o["c"].num, 7);
+  EXPECT_TRUE(o["d"].ints.empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The shared golden data.
+
+const std::string kShared = PAGODA_SHARED_DIR;
+const std::string kTokBin = kShared + "/models/stories260K/tok512.bin";
+const std::string kGguf = kShared + "/models/stories260K/stories260K.gguf";
+const std::string kGolden = kShared + "/golden/stories260K_greedy.jsonl";
+
+struct GoldenCase {
+  std::string prompt;
+  std::vector<int32_t> prompt_ids, greedy_ids;
+  std::string text;
+};
+
+std::vector<int32_t> to_i32(const std::vector<int64_t>& v) { return std::vector<int32_t>(v.begin(), v.end()); }
+
+std::vector<GoldenCase> load_golden() {
+  std::ifstream in(kGolden);
+  std::vector<GoldenCase> out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    auto o = MiniJson(line).object();
+    out.push_back({o["prompt"].str, to_i32(o["prompt_ids"].ints), to_i32(o["greedy_ids"].ints), o["text"].str});
+  }
+  return out;
+}
+
+#define SKIP_WITHOUT_SHARED()                                                                     \
+  do {                                                                                            \
+    if (!fs::exists(kTokBin) || !fs::exists(kGguf) || !fs::exists(kGolden)) {                     \
+      std::printf("[  SKIPPED ] %s (the stories260K files or the golden file) is absent\n", kShared.c_str()); \
+      GTEST_SKIP() << kShared << " is absent: no stories260K model/golden data to test against";  \
+    }                                                                                             \
+  } while (0)
+
+std::vector<std::pair<std::string, Tokenizer>> golden_tokenizers() {
+  std::vector<std::pair<std::string, Tokenizer>> out;
+  out.emplace_back("tok512.bin", Tokenizer::from_llama2c(kTokBin, 512));
+  out.emplace_back("stories260K.gguf", Tokenizer::from_gguf(GgufFile::open(kGguf)));
+  return out;
+}
+
+TEST(TokenizerGolden, EncodesPromptsLikeTheReference) {
+  SKIP_WITHOUT_SHARED();
+  const auto cases = load_golden();
+  ASSERT_FALSE(cases.empty());
+  for (const auto& [name, tok] : golden_tokenizers()) {
+    EXPECT_EQ(tok.vocab_size(), 512) << name;
+    EXPECT_EQ(tok.bos_id(), 1) << name;
+    EXPECT_EQ(tok.eos_id(), 2) << name;
+    EXPECT_TRUE(tok.add_bos()) << name;
+    for (const auto& c : cases) EXPECT_EQ(tok.encode(c.prompt, true), c.prompt_ids) << name << ": \"" << c.prompt << "\"";
+  }
+}
+
+// The reference `text` is what llama2.c's run.c printed: the prompt pieces after BOS and the
+// generated pieces, with the leading space of the piece right after BOS removed ("Once upon",
+// not " Once upon"). That is the StreamDecoder's default rule (strip_leading_space follows
+// add_space_prefix): one leading space is stripped from the first text at the start of the
+// stream and after each BOS. (llama.cpp's llama_detokenize would let the BOS at the front use up
+// its strip-the-first-token rule and print " Once upon"; the golden README says llama.cpp agrees
+// "in text", i.e. up to that leading space.) Without stripping, the text gets exactly that one
+// leading space back.
+TEST(TokenizerGolden, StreamDecodeReproducesTheReferenceText) {
+  SKIP_WITHOUT_SHARED();
+  const auto cases = load_golden();
+  for (const auto& [name, tok] : golden_tokenizers()) {
+    for (const auto& c : cases) {
+      std::vector<int32_t> ids = c.prompt_ids;
+      ids.insert(ids.end(), c.greedy_ids.begin(), c.greedy_ids.end());
+      StreamDecoder d(tok);
+      std::string text;
+      for (int32_t id : ids) text += d.feed(id);
+      text += d.flush();
+      EXPECT_EQ(text, c.text) << name << ": \"" << c.prompt << "\"";
+      EXPECT_EQ(tok.decode(ids), c.text) << name;
+      EXPECT_EQ(tok.decode(ids, false), " " + c.text) << name;
+      // The prompt text is a prefix of the reference text (BOS, then the prompt's pieces).
+      EXPECT_EQ(tok.decode(c.prompt_ids), c.prompt) << name;
+    }
+  }
+}
+
+TEST(TokenizerGolden, BothVocabulariesAgreeAndRoundTrip) {
+  SKIP_WITHOUT_SHARED();
+  auto toks = golden_tokenizers();
+  const Tokenizer& bin = toks[0].second;
+  const Tokenizer& gguf = toks[1].second;
+  for (int32_t id = 0; id < 512; ++id) {
+    EXPECT_EQ(bin.token_text(id), gguf.token_text(id)) << id;
+    EXPECT_EQ(bin.vocab().scores[size_t(id)], gguf.vocab().scores[size_t(id)]) << id;
+    EXPECT_EQ(bin.vocab().types[size_t(id)], gguf.vocab().types[size_t(id)]) << id;
+  }
+  EXPECT_EQ(bin.vocab().space_marker, SpaceMarker::Space);
+  EXPECT_EQ(gguf.vocab().space_marker, SpaceMarker::Escaped);
+  EXPECT_EQ(bin.token_text(13), "\n");
+  EXPECT_EQ(bin.token_text(1), "");  // "\n<s>\n" in llama2.c's file, a control token
+  EXPECT_EQ(bin.token_text(2), "");
+  for (const auto& c : load_golden()) {
+    for (const std::string& text : {c.prompt, c.text, " " + c.text, c.text + "  \n\n x", std::string("caf\xC3\xA9 \xE4\xBD\xA0\xE5\xA5\xBD!")}) {
+      const auto ids = bin.encode(text, true);
+      EXPECT_EQ(ids, gguf.encode(text, true));
+      EXPECT_EQ(bin.decode(ids), text);
+      EXPECT_EQ(gguf.decode(ids), text);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Synthetic vocabularies.
+
+// <unk> <s> </s>, the 256 byte tokens (when `bytes`), then `pieces` (spaces written as ' ',
+// stored as "▁" when `escaped`).
+TokenizerVocab make_vocab(const std::vector<std::pair<std::string, float>>& pieces, bool escaped = true,
+                          bool bytes = true) {
+  TokenizerVocab v;
+  auto add = [&](std::string t, float s, TokenType type) {
+    v.tokens.push_back(std::move(t));
+    v.scores.push_back(s);
+    v.types.push_back(type);
+  };
+  add("<unk>", 0, TokenType::Unknown);
+  add("<s>", 0, TokenType::Control);
+  add("</s>", 0, TokenType::Control);
+  if (bytes) {
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      add(name, 0, TokenType::Byte);
+    }
+  }
+  for (const auto& [text, score] : pieces) {
+    std::string t;
+    for (char c : text) t += (c == ' ' && escaped) ? kSpace : std::string(1, c);
+    add(std::move(t), score, TokenType::Normal);
+  }
+  v.space_marker = escaped ? SpaceMarker::Escaped : SpaceMarker::Space;
+  return v;
+}
+
+int32_t byte_id(unsigned char b) { return 3 + b; }
+
+// The O(n^2) reference: llama2.c's loop (merge the best-scoring adjacent pair, leftmost on
+// ties, until none merges) over text spans, as llama.cpp's SPM tokenizer defines the result.
+std::vector<int32_t> naive_encode(const TokenizerVocab& v, std::string_view text, bool add_bos) {
+  const std::string sp = v.space_marker == SpaceMarker::Escaped ? kSpace : " ";
+  std::unordered_map<std::string, int32_t> ids;
+  for (size_t i = 0; i < v.tokens.size(); ++i) ids[v.tokens[i]] = int32_t(i);
+  std::vector<int32_t> out;
+  if (add_bos) out.push_back(v.bos_id);
+  if (text.empty()) return out;
+  std::string s = v.add_space_prefix ? sp : "";
+  for (char c : text) s += c == ' ' ? sp : std::string(1, c);
+  std::vector<std::string> spans;
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char b = static_cast<unsigned char>(s[i]);
+    size_t len = b < 0xC0 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+    len = std::min(len, s.size() - i);
+    spans.push_back(s.substr(i, len));
+    i += len;
+  }
+  while (true) {
+    bool found = false;
+    float best = 0;
+    size_t at = 0;
+    for (size_t i = 0; i + 1 < spans.size(); ++i) {
+      auto it = ids.find(spans[i] + spans[i + 1]);
+      if (it == ids.end()) continue;
+      const float score = v.scores[size_t(it->second)];
+      if (!found || score > best) found = true, best = score, at = i;
+    }
+    if (!found) break;
+    spans[at] += spans[at + 1];
+    spans.erase(spans.begin() + std::ptrdiff_t(at) + 1);
+  }
+  for (const auto& span : spans) {
+    auto it = ids.find(span);
+    if (it != ids.end()) {
+      out.push_back(it->second);
+    } else {
+      for (unsigned char c : span) {
+        char name[8];
+        std::snprintf(name, sizeof name, "<0x%02X>", c);
+        auto b = ids.find(name);
+        out.push_back(b != ids.end() ? b->second : v.unk_id);
+      }
+    }
+  }
+  return out;
+}
+
+// The id of a piece written with plain spaces.
+int32_t id_of(const Tokenizer& tok, const std::string& piece) {
+  std::string t;
+  for (char c : piece) t += (c == ' ' && tok.vocab().space_marker == SpaceMarker::Escaped) ? kSpace : std::string(1, c);
+  const int32_t id = tok.find_piece(t);
+  EXPECT_GE(id, 0) << "no piece \"" << piece << "\"";
+  return id;
+}
+
+// Merges in BPE order (best score first): " hello" = " " + (he + (ll + o)), " world" =
+// ((" " + w) + (o + r)) + (l + d).
+const std::vector<std::pair<std::string, float>> kWords = {
+    {" ", 0},        {"h", 0},     {"e", 0},     {"l", 0},   {"o", 0},       {"w", 0},       {"r", 0},
+    {"d", 0},        {"!", 0},     {"ll", -1},   {"llo", -2}, {"he", -3},     {"hello", -4},  {" hello", -5},
+    {"or", -6},      {" w", -7},   {" wor", -8}, {"ld", -9}, {" world", -10}, {" h", -11},
+};
+
+TEST(Tokenizer, EncodesWithSpacePrefixAndMerges) {
+  Tokenizer tok(make_vocab(kWords));
+  const auto ids = tok.encode("hello world!", true);
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, id_of(tok, " hello"), id_of(tok, " world"), id_of(tok, "!")}));
+  EXPECT_EQ(ids, naive_encode(tok.vocab(), "hello world!", true));
+  EXPECT_EQ(tok.decode(ids), "hello world!");
+  EXPECT_EQ(tok.token_text(id_of(tok, " hello")), " hello");
+  EXPECT_EQ(tok.token_text(1), "");
+  EXPECT_EQ(tok.token_text(2), "");
+  EXPECT_EQ(tok.token_text(0), "");
+  EXPECT_EQ(tok.token_text(byte_id(0x41)), "A");
+  EXPECT_THROW(tok.token_text(-1), Error);
+  EXPECT_THROW(tok.token_text(tok.vocab_size()), Error);
+  // Without the prefix the first word has no space piece to merge with.
+  TokenizerVocab v = make_vocab(kWords);
+  v.add_space_prefix = false;
+  Tokenizer plain(v);
+  EXPECT_EQ(plain.encode("hello", false), (std::vector<int32_t>{id_of(plain, "hello")}));
+  EXPECT_EQ(plain.decode(plain.encode("hello world", true)), "hello world");
+}
+
+TEST(Tokenizer, BothSpaceSpellingsGiveTheSameIds) {
+  Tokenizer escaped(make_vocab(kWords, true));
+  Tokenizer plain(make_vocab(kWords, false));
+  TokenizerVocab autov = make_vocab(kWords, true);
+  autov.space_marker = SpaceMarker::Auto;
+  Tokenizer detected(autov);
+  EXPECT_EQ(detected.vocab().space_marker, SpaceMarker::Escaped);
+  TokenizerVocab autop = make_vocab(kWords, false);
+  autop.space_marker = SpaceMarker::Auto;
+  EXPECT_EQ(Tokenizer(autop).vocab().space_marker, SpaceMarker::Space);
+  for (std::string text : {"hello world", " hello  world ", "hh ee ll oo", "world hello!! wor ld"}) {
+    EXPECT_EQ(escaped.encode(text, true), plain.encode(text, true)) << text;
+    EXPECT_EQ(escaped.encode(text, true), detected.encode(text, true)) << text;
+    EXPECT_EQ(escaped.decode(escaped.encode(text, true)), text);
+    EXPECT_EQ(plain.decode(plain.encode(text, true)), text);
+  }
+}
+
+TEST(Tokenizer, EmptyTextIsBosOnly) {
+  Tokenizer tok(make_vocab(kWords));
+  EXPECT_EQ(tok.encode("", true), (std::vector<int32_t>{1}));
+  EXPECT_TRUE(tok.encode("", false).empty());
+  EXPECT_EQ(tok.encode(" ", false), (std::vector<int32_t>{id_of(tok, " "), id_of(tok, " ")}));
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{1}), "");
+}
+
+TEST(Tokenizer, MergePriorityAndTies) {
+  // "abc": the better of ab / bc wins; on a tie the leftmost.
+  auto encode_abc = [](float ab, float bc) {
+    TokenizerVocab v = make_vocab({{"a", -1}, {"b", -1}, {"c", -1}, {"ab", ab}, {"bc", bc}});
+    v.add_space_prefix = false;
+    Tokenizer tok(v);
+    auto ids = tok.encode("abc", false);
+    EXPECT_EQ(ids, naive_encode(tok.vocab(), "abc", false));
+    std::string joined;
+    for (int32_t id : ids) joined += tok.vocab().tokens[size_t(id)] + "|";
+    return joined;
+  };
+  EXPECT_EQ(encode_abc(-5, -6), "ab|c|");
+  EXPECT_EQ(encode_abc(-6, -5), "a|bc|");
+  EXPECT_EQ(encode_abc(-5, -5), "ab|c|");
+
+  // Ties over a run: "aaaaa" with "aa" merges left to right: aa aa a; with "aaaa" better than
+  // "aa" nothing changes the first step, then aa+aa → aaaa.
+  TokenizerVocab v = make_vocab({{"a", -1}, {"aa", -2}});
+  v.add_space_prefix = false;
+  Tokenizer tok(v);
+  const int32_t a = id_of(tok, "a"), aa = id_of(tok, "aa");
+  EXPECT_EQ(tok.encode("aaaaa", false), (std::vector<int32_t>{aa, aa, a}));
+  TokenizerVocab v4 = make_vocab({{"a", -1}, {"aa", -2}, {"aaaa", -3}});
+  v4.add_space_prefix = false;
+  Tokenizer tok4(v4);
+  EXPECT_EQ(tok4.encode("aaaaa", false), (std::vector<int32_t>{id_of(tok4, "aaaa"), id_of(tok4, "a")}));
+
+  // Score beats position: "xyz" where "yz" (later) outranks "xy", and "xyz" is only reachable
+  // from "x"+"yz".
+  TokenizerVocab v3 = make_vocab({{"x", -1}, {"y", -1}, {"z", -1}, {"xy", -9}, {"yz", -2}, {"xyz", -8}});
+  v3.add_space_prefix = false;
+  Tokenizer tok3(v3);
+  EXPECT_EQ(tok3.encode("xyz", false), (std::vector<int32_t>{id_of(tok3, "xyz")}));
+  // A piece that is not reachable by pairwise merges is never produced.
+  TokenizerVocab vn = make_vocab({{"x", -1}, {"y", -1}, {"z", -1}, {"xyz", 0}});
+  vn.add_space_prefix = false;
+  Tokenizer tokn(vn);
+  EXPECT_EQ(tokn.encode("xyz", false), (std::vector<int32_t>{id_of(tokn, "x"), id_of(tokn, "y"), id_of(tokn, "z")}));
+}
+
+// The priority queue gives exactly the greedy best-pair result, on random vocabularies (with
+// many tied scores) and random texts, including multi-byte and unknown characters.
+TEST(Tokenizer, MatchesTheNaiveGreedyEncoderOnRandomInput) {
+  std::mt19937_64 rng(12345);
+  const std::vector<std::string> alphabet = {"a", "b", "c", "d", " ", "\xC3\xA9", "\xE4\xBD\xA0", "\xF0\x9F\x98\x80", "z"};
+  for (int round = 0; round < 60; ++round) {
+    std::vector<std::pair<std::string, float>> pieces;
+    std::vector<std::string> known;
+    for (size_t i = 0; i + 1 < alphabet.size(); ++i) {  // "z" stays outside the vocabulary
+      if (rng() % 5 == 0 && alphabet[i].size() > 1) continue;  // some multi-byte chars unknown
+      known.push_back(alphabet[i]);
+      pieces.push_back({alphabet[i], -float(rng() % 4)});
+    }
+    const int extra = 10 + int(rng() % 40);
+    for (int i = 0; i < extra && !known.empty(); ++i) {
+      std::string p = known[rng() % known.size()] + known[rng() % known.size()];
+      if (std::find(known.begin(), known.end(), p) != known.end()) continue;
+      known.push_back(p);
+      pieces.push_back({p, -float(rng() % 6)});  // few distinct scores: many ties
+    }
+    TokenizerVocab v = make_vocab(pieces, round % 2 == 0, round % 3 != 0);
+    v.add_space_prefix = round % 4 != 1;
+    Tokenizer tok(v);
+    for (int t = 0; t < 20; ++t) {
+      std::string text;
+      const int len = int(rng() % 40);
+      for (int k = 0; k < len; ++k) text += alphabet[rng() % alphabet.size()];
+      const auto ids = tok.encode(text, true);
+      ASSERT_EQ(ids, naive_encode(tok.vocab(), text, true)) << "round " << round << " text \"" << text << "\"";
+      if (round % 3 != 0) {
+        EXPECT_EQ(tok.decode(ids, v.add_space_prefix), text);
+      }
+    }
+  }
+}
+
+TEST(Tokenizer, ByteFallbackRoundTrips) {
+  Tokenizer tok(make_vocab(kWords));
+  const std::string emoji = "\xF0\x9F\x98\x80";        // U+1F600
+  const std::string cjk = "\xE4\xBD\xA0\xE5\xA5\xBD";  // 你好
+  auto ids = tok.encode(emoji, false);
+  EXPECT_EQ(ids, (std::vector<int32_t>{id_of(tok, " "), byte_id(0xF0), byte_id(0x9F), byte_id(0x98), byte_id(0x80)}));
+  EXPECT_EQ(tok.decode(ids), emoji);
+  ids = tok.encode(cjk, true);
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, id_of(tok, " "), byte_id(0xE4), byte_id(0xBD), byte_id(0xA0), byte_id(0xE5),
+                                       byte_id(0xA5), byte_id(0xBD)}));
+  EXPECT_EQ(tok.decode(ids), cjk);
+  const std::string mixed = "hello " + cjk + " world" + emoji + "\t\n";
+  ids = tok.encode(mixed, true);
+  EXPECT_EQ(ids, naive_encode(tok.vocab(), mixed, true));
+  EXPECT_EQ(tok.decode(ids), mixed);
+  // Invalid UTF-8 in the input survives as bytes too.
+  const std::string bad = "a\xFF\xC3(\xE4\xBD";
+  ids = tok.encode(bad, false);
+  EXPECT_EQ(tok.decode(ids, false), " " + std::string("a") + kFFFD + kFFFD + "(" + kFFFD);
+}
+
+TEST(Tokenizer, ByteFallbackWithoutByteTokensGivesUnk) {
+  TokenizerVocab v = make_vocab({{" ", -1}, {"a", -1}}, true, /*bytes=*/false);
+  Tokenizer tok(v);
+  EXPECT_EQ(tok.encode("a\xC3\xA9", false), (std::vector<int32_t>{3, 4, 0, 0}));
+}
+
+TEST(StreamDecoder, HoldsBackASplitCharacterUntilComplete) {
+  Tokenizer tok(make_vocab(kWords));
+  StreamDecoder d(tok);
+  EXPECT_EQ(d.feed(1), "");
+  EXPECT_EQ(d.feed(id_of(tok, " hello")), "hello");
+  EXPECT_EQ(d.feed(byte_id(0xF0)), "");
+  EXPECT_EQ(d.feed(byte_id(0x9F)), "");
+  EXPECT_EQ(d.feed(2), "");  // a control token in between changes nothing
+  EXPECT_EQ(d.feed(byte_id(0x98)), "");
+  EXPECT_EQ(d.feed(byte_id(0x80)), "\xF0\x9F\x98\x80");
+  EXPECT_EQ(d.feed(byte_id(0xC3)), "");
+  EXPECT_EQ(d.feed(byte_id(0xA9)), "\xC3\xA9");
+  EXPECT_EQ(d.flush(), "");
+
+  // Normal pieces that cut a character in two (as byte-level vocabularies do).
+  TokenizerVocab v = make_vocab({{"x\xE4\xBD", -1}, {"\xA0y", -1}, {"\xE4", -1}}, true);
+  v.types.back() = TokenType::UserDefined;
+  Tokenizer t2(v);
+  StreamDecoder d2(t2, false);
+  EXPECT_EQ(d2.feed(t2.vocab_size() - 3), "x");
+  EXPECT_EQ(d2.feed(t2.vocab_size() - 2), "\xE4\xBD\xA0y");
+  EXPECT_EQ(d2.feed(t2.vocab_size() - 1), "");
+  EXPECT_EQ(d2.flush(), kFFFD);
+  EXPECT_EQ(d2.flush(), "");
+}
+
+std::string stream(const Tokenizer& tok, const std::vector<int>& bytes, bool flush = true) {
+  StreamDecoder d(tok, false);
+  std::string out;
+  for (int b : bytes) out += d.feed(byte_id(static_cast<unsigned char>(b)));
+  if (flush) out += d.flush();
+  return out;
+}
+
+TEST(StreamDecoder, InvalidBytesBecomeReplacementCharacters) {
+  Tokenizer tok(make_vocab(kWords));
+  EXPECT_EQ(stream(tok, {0xFF}), kFFFD);
+  EXPECT_EQ(stream(tok, {0x80, 0x41}), kFFFD + "A");                       // stray continuation
+  EXPECT_EQ(stream(tok, {0xC3, 0x41}), kFFFD + "A");                       // cut short
+  EXPECT_EQ(stream(tok, {0xE2, 0x82, 0x41}), kFFFD + "A");                 // one per maximal subpart
+  EXPECT_EQ(stream(tok, {0xC0, 0xAF}), kFFFD + kFFFD);                     // overlong
+  EXPECT_EQ(stream(tok, {0xE0, 0x80, 0x80}), kFFFD + kFFFD + kFFFD);       // overlong
+  EXPECT_EQ(stream(tok, {0xED, 0xA0, 0x80}), kFFFD + kFFFD + kFFFD);       // surrogate
+  EXPECT_EQ(stream(tok, {0xF4, 0x90, 0x80, 0x80}), kFFFD + kFFFD + kFFFD + kFFFD);  // > U+10FFFF
+  EXPECT_EQ(stream(tok, {0xF0, 0x9F, 0x98}), kFFFD);                       // incomplete at the end
+  EXPECT_EQ(stream(tok, {0xF0, 0x9F, 0x98}, false), "");                   // ... held back
+  EXPECT_EQ(stream(tok, {0xF0, 0x9F, 0x98, 0xF0, 0x9F, 0x98, 0x80}), kFFFD + "\xF0\x9F\x98\x80");
+  EXPECT_EQ(stream(tok, {0xEF, 0xBF, 0xBD}), kFFFD);                       // U+FFFD itself is fine
+  EXPECT_EQ(stream(tok, {0xF4, 0x8F, 0xBF, 0xBF}), "\xF4\x8F\xBF\xBF");    // U+10FFFF
+  // decode() follows the same rules.
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{byte_id(0xC3), byte_id(0x41), byte_id(0xE4)}, false), kFFFD + "A" + kFFFD);
+  StreamDecoder d(tok);
+  EXPECT_THROW(d.feed(-1), Error);
+  EXPECT_THROW(d.feed(tok.vocab_size()), Error);
+}
+
+TEST(StreamDecoder, LeadingSpaceRules) {
+  Tokenizer tok(make_vocab(kWords));
+  const int32_t hello = id_of(tok, " hello"), world = id_of(tok, " world"), sp = id_of(tok, " ");
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{1, hello, world}), "hello world");
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{hello, world}), "hello world");       // no BOS: stripped too
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{1, hello, world}, false), " hello world");
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{1, 1, hello}), "hello");              // control tokens skipped
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{1, hello, 2, 1, world}), "helloworld");  // again after each BOS
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{1, sp, sp, hello}), "  hello");       // only one space
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{1, byte_id(0x41), hello}), "A hello");
+  TokenizerVocab v = make_vocab(kWords);
+  v.add_space_prefix = false;
+  Tokenizer noprefix(v);
+  EXPECT_EQ(noprefix.decode(std::vector<int32_t>{1, hello, world}), " hello world");
+  EXPECT_EQ(noprefix.decode(noprefix.encode(" hello world", true)), " hello world");
+}
+
+TEST(Tokenizer, ConstructorValidates) {
+  auto ok = [] { return make_vocab(kWords); };
+  EXPECT_NO_THROW((void)Tokenizer(ok()));
+  EXPECT_THROW((void)Tokenizer(TokenizerVocab{}), Error);
+  {
+    auto v = ok();
+    v.scores.pop_back();
+    EXPECT_THROW((void)Tokenizer(std::move(v)), Error);
+  }
+  {
+    auto v = ok();
+    v.types.push_back(TokenType::Normal);
+    EXPECT_THROW((void)Tokenizer(std::move(v)), Error);
+  }
+  for (int32_t TokenizerVocab::*field : {&TokenizerVocab::bos_id, &TokenizerVocab::eos_id, &TokenizerVocab::unk_id}) {
+    auto v = ok();
+    v.*field = int32_t(v.tokens.size());
+    EXPECT_THROW((void)Tokenizer(std::move(v)), Error);
+    v = ok();
+    v.*field = -1;
+    EXPECT_THROW((void)Tokenizer(std::move(v)), Error);
+  }
+  {
+    auto v = ok();
+    v.types[5] = TokenType(0);
+    EXPECT_THROW((void)Tokenizer(std::move(v)), Error);
+  }
+  {
+    auto v = ok();
+    v.types.back() = TokenType::Byte;  // " h" is not <0xXX>
+    EXPECT_THROW((void)Tokenizer(std::move(v)), Error);
+  }
+  {
+    auto v = ok();
+    v.scores[7] = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_THROW((void)Tokenizer(std::move(v)), Error);
+  }
+}
+
+// 100k characters encode in O(n log n) (llama2.c's rescans would take minutes here).
+TEST(Tokenizer, LongInput) {
+  Tokenizer tok(make_vocab(kWords));
+  std::mt19937_64 rng(7);
+  const std::vector<std::string> words = {"hello", "world", "hell", "low", "row", "\xE4\xBD\xA0", "!", "old", "\n"};
+  std::string text;
+  while (text.size() < 100000) text += words[rng() % words.size()] + (rng() % 3 ? " " : "");
+  const auto ids = tok.encode(text, true);
+  EXPECT_GT(ids.size(), 10000u);
+  EXPECT_EQ(tok.decode(ids), text);
+  // One long run of a single merging character: the worst case for stale queue entries.
+  const std::string run(100000, 'l');
+  const auto run_ids = tok.encode(run, false);
+  EXPECT_EQ(run_ids.size(), 50001u);  // " " then 50000 × "ll"
+  EXPECT_EQ(tok.decode(run_ids), run);
+  // The naive encoder agrees on a prefix short enough for it.
+  const std::string head = text.substr(0, 1500);
+  EXPECT_EQ(tok.encode(head, true), naive_encode(tok.vocab(), head, true));
+}
+
+// ---------------------------------------------------------------------------------------------
+// llama2.c tokenizer.bin files.
+
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = fs::temp_directory_path() / ("pagoda_tok_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+void put_i32(std::string& s, int32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); }
+void put_f32(std::string& s, float v) { s.append(reinterpret_cast<const char*>(&v), 4); }
+
+struct BinToken {
+  std::string text;
+  float score;
+};
+
+std::string make_bin(const std::vector<BinToken>& toks, int32_t max_len = -1) {
+  if (max_len < 0) {
+    max_len = 0;
+    for (const auto& t : toks) max_len = std::max(max_len, int32_t(t.text.size()));
+  }
+  std::string s;
+  put_i32(s, max_len);
+  for (const auto& t : toks) {
+    put_f32(s, t.score);
+    put_i32(s, int32_t(t.text.size()));
+    s += t.text;
+  }
+  return s;
+}
+
+void write_file(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), std::streamsize(data.size()));
+}
+
+const std::vector<BinToken> kBinTokens = {
+    {"<unk>", 0}, {"\n<s>\n", 0}, {"\n</s>\n", 0}, {"<0x41>", 0}, {"<0xe9>", 0}, {" ", -1},
+    {"a", -2},    {"b", -3},      {" a", -4},      {"ab", -5},    {" ab", -6},
+};
+
+#define EXPECT_ERROR_NAMING(stmt, path)                                                  \
+  do {                                                                                    \
+    try {                                                                                 \
+      stmt;                                                                               \
+      ADD_FAILURE() << "no pagoda::Error from " #stmt;                                    \
+    } catch (const Error& e) {                                                            \
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();         \
+    }                                                                                     \
+  } while (0)
+
+TEST(TokenizerBin, LoadsAndDerivesTypes) {
+  TempDir dir;
+  const std::string path = dir.file("tok.bin");
+  write_file(path, make_bin(kBinTokens));
+  Tokenizer tok = Tokenizer::from_llama2c(path, int32_t(kBinTokens.size()));
+  const auto& v = tok.vocab();
+  EXPECT_EQ(v.types[0], TokenType::Unknown);
+  EXPECT_EQ(v.types[1], TokenType::Control);
+  EXPECT_EQ(v.types[2], TokenType::Control);
+  EXPECT_EQ(v.types[3], TokenType::Byte);
+  EXPECT_EQ(v.types[4], TokenType::Byte);  // lower-case hex, as llama2.c's sscanf accepts
+  EXPECT_EQ(v.types[5], TokenType::Normal);
+  EXPECT_EQ(v.space_marker, SpaceMarker::Space);
+  EXPECT_EQ(tok.token_text(4), "\xE9");
+  EXPECT_EQ(tok.encode("ab a", true), (std::vector<int32_t>{1, 10, 8}));
+  EXPECT_EQ(tok.decode(tok.encode("ab a", true)), "ab a");
+  EXPECT_EQ(tok.encode("c", false), (std::vector<int32_t>{5, 0}));  // no <0x63>: unknown
+}
+
+TEST(TokenizerBin, MalformedFilesThrowErrorsNamingThePath) {
+  TempDir dir;
+  const std::string good = make_bin(kBinTokens);
+  const int32_t n = int32_t(kBinTokens.size());
+  const std::string path = dir.file("bad_tokenizer.bin");
+
+  // Truncated at every offset.
+  for (size_t cut = 0; cut < good.size(); ++cut) {
+    write_file(path, good.substr(0, cut));
+    EXPECT_ERROR_NAMING(Tokenizer::from_llama2c(path, n), path);
+  }
+  // Trailing bytes, or a vocab_size that does not match the file.
+  write_file(path, good + "x");
+  EXPECT_ERROR_NAMING(Tokenizer::from_llama2c(path, n), path);
+  write_file(path, good);
+  EXPECT_NO_THROW(Tokenizer::from_llama2c(path, n));
+  EXPECT_ERROR_NAMING(Tokenizer::from_llama2c(path, n - 1), path);
+  EXPECT_ERROR_NAMING(Tokenizer::from_llama2c(path, n + 1), path);
+  EXPECT_ERROR_NAMING(Tokenizer::from_llama2c(path, 0), path);
+  EXPECT_ERROR_NAMING(Tokenizer::from_llama2c(path, -5), path);
+  EXPECT_ERROR_NAMING(Tokenizer::from_llama2c(path, std::numeric_limits<int32_t>::max()), path);
+
+  // Bad lengths: negative, absurd, longer than max_token_length; a bad max_token_length.
+  const size_t len_at = 4 + 4;  // first token's length field
+  for (int32_t bad : {-1, -100000, std::numeric_limits<int32_t>::min(), 7, 1 << 30, std::numeric_limits<int32_t>::max()}) {
+    std::string data = good;
+    std::memcpy(data.data() + len_at, &bad, 4);
+    write_file(path, data);
+    EXPECT_ERROR_NAMING(Tokenizer::from_llama2c(path, n), path);
+  }
+  for (int32_t bad : {0, -1, std::numeric_limits<int32_t>::min()}) {
+    std::string data = good;
+    std::memcpy(data.data(), &bad, 4);
+    write_file(path, data);
+    EXPECT_ERROR_NAMING(Tokenizer::from_llama2c(path, n), path);
+  }
+  // A huge max_token_length with a length that runs past the end of the file.
+  {
+    std::string data = make_bin(kBinTokens, std::numeric_limits<int32_t>::max());
+    const int32_t huge = 1 << 30;
+    std::memcpy(data.data() + len_at, &huge, 4);
+    write_file(path, data);
+    EXPECT_ERROR_NAMING(Tokenizer::from_llama2c(path, n), path);
+  }
+  // NaN scores, a byte token missing, a missing file, a directory.
+  {
+    auto toks = kBinTokens;
+    toks[6].score = std::numeric_limits<float>::quiet_NaN();
+    write_file(path, make_bin(toks));
+    EXPECT_ERROR_NAMING(Tokenizer::from_llama2c(path, n), path);
+  }
+  {
+    write_file(path, make_bin({{"<unk>", 0}, {"<s>", 0}}));  // BOS ok, EOS (2) out of range
+    EXPECT_ERROR_NAMING(Tokenizer::from_llama2c(path, 2), path);
+  }
+  EXPECT_ERROR_NAMING(Tokenizer::from_llama2c(dir.file("missing.bin"), n), dir.file("missing.bin"));
+  EXPECT_ERROR_NAMING(Tokenizer::from_llama2c(dir.file(""), n), dir.file(""));
+
+  // Random corruption never crashes: either it loads or it throws a pagoda::Error.
+  std::mt19937_64 rng(99);
+  for (int i = 0; i < 500; ++i) {
+    std::string data = good;
+    const int flips = 1 + int(rng() % 4);
+    for (int f = 0; f < flips; ++f) data[rng() % data.size()] = char(rng());
+    write_file(path, data);
+    try {
+      Tokenizer t = Tokenizer::from_llama2c(path, n);
+      (void)t.encode("ab a b", true);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tokenizer inside a GGUF file.
+
+struct GgufTokSpec {
+  bool model = true, tokens = true, scores = true, types = true;
+};
+
+// A GGUF file with a small "llama" vocabulary (GGUF spelling: "▁"), tweaked by `tweak`.
+std::string write_tok_gguf(const TempDir& dir, const std::string& name, GgufTokSpec spec,
+                           const std::function<void(GgufWriter&)>& tweak = {}) {
+  const TokenizerVocab v = make_vocab(kWords, true);
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  if (spec.model) w.set_string("tokenizer.ggml.model", "llama");
+  if (spec.tokens) w.set_string_array("tokenizer.ggml.tokens", v.tokens);
+  if (spec.scores) w.set_f32_array("tokenizer.ggml.scores", v.scores);
+  if (spec.types) {
+    std::vector<int32_t> types;
+    for (TokenType t : v.types) types.push_back(int32_t(t));
+    w.set_i32_array("tokenizer.ggml.token_type", std::move(types));
+  }
+  if (tweak) tweak(w);
+  const std::string path = dir.file(name);
+  w.write(path);
+  return path;
+}
+
+#define EXPECT_ERROR_NAMING2(stmt, a, b)                                                      \
+  do {                                                                                         \
+    try {                                                                                      \
+      stmt;                                                                                    \
+      ADD_FAILURE() << "no pagoda::Error from " #stmt;                                         \
+    } catch (const Error& e) {                                                                 \
+      EXPECT_NE(std::string(e.what()).find(a), std::string::npos) << e.what();                 \
+      EXPECT_NE(std::string(e.what()).find(b), std::string::npos) << e.what();                 \
+    }                                                                                          \
+  } while (0)
+
+TEST(TokenizerGguf, LoadsWithDefaultsAndOptions) {
+  TempDir dir;
+  {
+    // Only the model and the tokens: scores 0, every token Normal, ids 1/2/0, BOS and prefix on.
+    Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(write_tok_gguf(dir, "min.gguf", {true, true, false, false})));
+    EXPECT_EQ(tok.vocab_size(), int32_t(make_vocab(kWords).tokens.size()));
+    EXPECT_EQ(tok.bos_id(), 1);
+    EXPECT_EQ(tok.eos_id(), 2);
+    EXPECT_EQ(tok.unk_id(), 0);
+    EXPECT_TRUE(tok.add_bos());
+    EXPECT_TRUE(tok.add_space_prefix());
+    EXPECT_EQ(tok.vocab().space_marker, SpaceMarker::Escaped);
+    for (float s : tok.vocab().scores) EXPECT_EQ(s, 0.0f);
+    for (TokenType t : tok.vocab().types) EXPECT_EQ(t, TokenType::Normal);
+    EXPECT_EQ(tok.token_text(1), "<s>");  // a Normal token now: its text
+  }
+  {
+    Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(write_tok_gguf(dir, "full.gguf", {}, [](GgufWriter& w) {
+      w.set_u32("tokenizer.ggml.bos_token_id", 2);
+      w.set_u32("tokenizer.ggml.eos_token_id", 1);
+      w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+      w.set_bool("tokenizer.ggml.add_bos_token", false);
+      w.set_bool("tokenizer.ggml.add_space_prefix", false);
+    })));
+    EXPECT_EQ(tok.bos_id(), 2);
+    EXPECT_EQ(tok.eos_id(), 1);
+    EXPECT_FALSE(tok.add_bos());
+    EXPECT_FALSE(tok.add_space_prefix());
+    EXPECT_EQ(tok.encode("hello", true), (std::vector<int32_t>{2, id_of(tok, "hello")}));
+    Tokenizer same(make_vocab(kWords));
+    EXPECT_EQ(tok.encode(" hello world!", false), same.encode("hello world!", false));
+  }
+}
+
+TEST(TokenizerGguf, BadTokenizerMetadataNamesFileAndKey) {
+  TempDir dir;
+  auto load = [](const std::string& path) { return Tokenizer::from_gguf(GgufFile::open(path)); };
+  std::string p = write_tok_gguf(dir, "nomodel.gguf", {false, true, true, true});
+  EXPECT_ERROR_NAMING2(load(p), p, "tokenizer.ggml.model");
+  p = write_tok_gguf(dir, "gpt2.gguf", {}, [](GgufWriter& w) { w.set_string("tokenizer.ggml.model", "gpt2"); });
+  EXPECT_ERROR_NAMING2(load(p), p, "tokenizer.ggml.model");
+  p = write_tok_gguf(dir, "notokens.gguf", {true, false, false, false});
+  EXPECT_ERROR_NAMING2(load(p), p, "tokenizer.ggml.tokens");
+  p = write_tok_gguf(dir, "emptytokens.gguf", {true, false, false, false},
+                     [](GgufWriter& w) { w.set_string_array("tokenizer.ggml.tokens", {}); });
+  EXPECT_ERROR_NAMING2(load(p), p, "tokenizer.ggml.tokens");
+  p = write_tok_gguf(dir, "fewscores.gguf", {}, [](GgufWriter& w) { w.set_f32_array("tokenizer.ggml.scores", {0, 1}); });
+  EXPECT_ERROR_NAMING2(load(p), p, "tokenizer.ggml.scores");
+  p = write_tok_gguf(dir, "nanscore.gguf", {}, [](GgufWriter& w) {
+    std::vector<float> s(make_vocab(kWords).tokens.size(), 0.0f);
+    s[4] = std::numeric_limits<float>::quiet_NaN();
+    w.set_f32_array("tokenizer.ggml.scores", s);
+  });
+  EXPECT_ERROR_NAMING2(load(p), p, "tokenizer.ggml.scores");
+  p = write_tok_gguf(dir, "strscores.gguf", {}, [](GgufWriter& w) { w.set_string("tokenizer.ggml.scores", "x"); });
+  EXPECT_ERROR_NAMING2(load(p), p, "tokenizer.ggml.scores");
+  p = write_tok_gguf(dir, "fewtypes.gguf", {}, [](GgufWriter& w) { w.set_i32_array("tokenizer.ggml.token_type", {1}); });
+  EXPECT_ERROR_NAMING2(load(p), p, "tokenizer.ggml.token_type");
+  p = write_tok_gguf(dir, "badtype.gguf", {}, [](GgufWriter& w) {
+    std::vector<int32_t> t(make_vocab(kWords).tokens.size(), 1);
+    t[7] = 9;
+    w.set_i32_array("tokenizer.ggml.token_type", t);
+  });
+  EXPECT_ERROR_NAMING2(load(p), p, "tokenizer.ggml.token_type");
+  p = write_tok_gguf(dir, "bytetype.gguf", {}, [](GgufWriter& w) {
+    std::vector<int32_t> t(make_vocab(kWords).tokens.size(), 1);
+    t.back() = 6;  // a Byte token spelled " h"
+    w.set_i32_array("tokenizer.ggml.token_type", t);
+  });
+  EXPECT_ERROR_NAMING2(load(p), p, "tokenizer.ggml.token");
+  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id"}) {
+    p = write_tok_gguf(dir, "badid.gguf", {}, [&](GgufWriter& w) { w.set_u32(key, 100000); });
+    EXPECT_ERROR_NAMING2(load(p), p, key);
+    p = write_tok_gguf(dir, "negid.gguf", {}, [&](GgufWriter& w) { w.set_i32(key, -1); });
+    EXPECT_ERROR_NAMING2(load(p), p, key);
+    p = write_tok_gguf(dir, "strid.gguf", {}, [&](GgufWriter& w) { w.set_string(key, "1"); });
+    EXPECT_ERROR_NAMING2(load(p), p, key);
+  }
+  p = write_tok_gguf(dir, "strbool.gguf", {}, [](GgufWriter& w) { w.set_string("tokenizer.ggml.add_bos_token", "yes"); });
+  EXPECT_ERROR_NAMING2(load(p), p, "tokenizer.ggml.add_bos_token");
+}
+
+}  // namespace
+}  // namespace pagoda
