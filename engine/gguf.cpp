@@ -39,6 +39,11 @@ uint64_t min_encoded_size(GgufType type) {
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;
 
+// Each metadata entry, array element and tensor costs tens of bytes in memory however few it
+// takes in the file (a UINT8 element: 1 byte on disk, 40 as a GgufValue), so a hostile file
+// could exhaust memory within the bounds above. Real models have well under a million.
+constexpr uint64_t kMaxEntries = uint64_t(1) << 24;
+
 bool is_supported(uint32_t type) {
   switch (static_cast<GgmlType>(type)) {
     case GgmlType::F32: case GgmlType::F16: case GgmlType::Q8_0: case GgmlType::BF16: return true;
@@ -85,27 +90,26 @@ uint64_t ggml_type_bytes(GgmlType type, uint64_t n_elements) {
 }
 
 GgmlTensorSize ggml_tensor_size(std::span<const uint64_t> shape, GgmlType type, const std::string& context) {
-  auto fail = [&](const std::string& what) { throw Error(context + ": " + what); };
+  auto error = [&](const std::string& what) { return Error(context + ": " + what); };
   if (shape.empty() || shape.size() > kMaxDims) {
-    fail("has " + std::to_string(shape.size()) + " dimensions (must be 1 to " + std::to_string(kMaxDims) + ")");
+    throw error("has " + std::to_string(shape.size()) + " dimensions (must be 1 to " + std::to_string(kMaxDims) + ")");
   }
   // ggml keeps element counts in int64_t.
   uint64_t n = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 0) fail("dimension " + std::to_string(i) + " is 0");
-    if (shape[i] > uint64_t(INT64_MAX) / n) fail("element count overflows (too large a shape)");
+    if (shape[i] == 0) throw error("dimension " + std::to_string(i) + " is 0");
+    if (shape[i] > uint64_t(INT64_MAX) / n) throw error("element count overflows (too large a shape)");
     n *= shape[i];
   }
   // Quantized blocks never straddle rows.
   if (type == GgmlType::Q8_0 && shape[0] % kQ8_0BlockElements != 0) {
-    fail("Q8_0 rows must be a multiple of 32 elements, but shape[0] is " + std::to_string(shape[0]));
+    throw error("Q8_0 rows must be a multiple of 32 elements, but shape[0] is " + std::to_string(shape[0]));
   }
   try {
     return {n, ggml_type_bytes(type, n)};
   } catch (const Error& e) {
-    fail(e.what());
+    throw error(e.what());
   }
-  return {};
 }
 
 float f16_to_f32(uint16_t h) {
@@ -201,6 +205,13 @@ class GgufParser {
     return s;
   }
 
+  void spend_entries(uint64_t n) {
+    if (n > entries_left_) {
+      fail("more than " + std::to_string(kMaxEntries) + " metadata values and tensors in all (pagoda's limit)");
+    }
+    entries_left_ -= n;
+  }
+
   GgufType read_type(const char* what) {
     const uint32_t id = read<uint32_t>(what);
     if (id > kMaxTypeId) fail("unknown value type " + std::to_string(id));
@@ -213,7 +224,9 @@ class GgufParser {
     }
     pos_ = 4;
     const uint32_t version = read<uint32_t>("version");
-    if (version == 1) fail("GGUF version 1 is not supported (only versions 2 and 3); convert the model again");
+    if (version == 1) {
+      fail("GGUF version 1 is not supported (only versions 2 and 3); re-convert the model with a current llama.cpp");
+    }
     // A big-endian file's small version number reads as a multiple of 2^16 here.
     if (version > 0xffff && (version & 0xffff) == 0) {
       fail("looks like a big-endian GGUF file (version field reads " + std::to_string(version) +
@@ -224,17 +237,20 @@ class GgufParser {
     n_tensors_ = read<uint64_t>("tensor count");
     n_kv_ = read<uint64_t>("metadata count");
     if (n_kv_ > remaining() / kMinKvBytes) {
-      fail("metadata key-value count " + std::to_string(n_kv_) + " cannot fit in the file");
+      fail("metadata key-value count " + std::to_string(n_kv_) + " cannot fit in the " + std::to_string(remaining()) +
+           " bytes left (truncated or corrupt file)");
     }
     if (n_tensors_ > remaining() / kMinTensorInfoBytes) {
-      fail("tensor count " + std::to_string(n_tensors_) + " cannot fit in the file");
+      fail("tensor count " + std::to_string(n_tensors_) + " cannot fit in the " + std::to_string(remaining()) +
+           " bytes left (truncated or corrupt file)");
     }
+    spend_entries(n_kv_ + n_tensors_);
   }
 
   void read_kv(uint64_t index) {
     context_ = "metadata entry " + std::to_string(index);
     std::string key = read_string("key");
-    context_ = "key '" + key + "'";
+    context_ = key.empty() ? context_ + " (empty key)" : "key '" + key + "'";
     if (f_.kv_index_.contains(key)) fail("duplicate key");
     const GgufType type = read_type("value type");
     GgufValue value = read_value(type, 0);
@@ -272,8 +288,10 @@ class GgufParser {
     const uint64_t count = read<uint64_t>("array length");
     if (count > remaining() / min_encoded_size(array.type)) {
       fail("array of " + std::to_string(count) + " " + gguf_type_name(array.type) + " at offset " +
-           std::to_string(at) + " cannot fit in the " + std::to_string(remaining()) + " bytes left");
+           std::to_string(at) + " cannot fit in the " + std::to_string(remaining()) +
+           " bytes left (truncated or corrupt file)");
     }
+    spend_entries(count);
     array.items.reserve(count);
     for (uint64_t i = 0; i < count; ++i) array.items.push_back(read_value(array.type, depth));
     return array;
@@ -293,7 +311,7 @@ class GgufParser {
     context_ = "tensor info " + std::to_string(index);
     GgufTensorInfo t;
     t.name = read_string("tensor name");
-    context_ = "tensor '" + t.name + "'";
+    context_ = t.name.empty() ? context_ + " (empty name)" : "tensor '" + t.name + "'";
     if (f_.tensor_index_.contains(t.name)) fail("duplicate tensor name");
     const uint32_t n_dims = read<uint32_t>("dimension count");
     if (n_dims == 0 || n_dims > kMaxDims) {
@@ -341,6 +359,7 @@ class GgufParser {
   std::span<const std::byte> bytes_;
   uint64_t pos_ = 0;
   uint64_t n_tensors_ = 0, n_kv_ = 0;
+  uint64_t entries_left_ = kMaxEntries;
   std::string context_;  // which entry is being read, for error messages
 };
 

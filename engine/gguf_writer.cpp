@@ -75,6 +75,12 @@ GgufArray array_of(GgufType type, std::vector<T> values) {
 
 uint64_t padding(uint64_t size, uint64_t alignment) { return (alignment - size % alignment) % alignment; }
 
+// iostreams do not promise errno, so name it only when there is one.
+Error io_error(const std::string& path, const char* what) {
+  const int err = errno;
+  return Error(path + ": " + what + (err ? ": " + std::generic_category().message(err) : std::string()));
+}
+
 }  // namespace
 
 void GgufWriter::set_string_array(std::string key, std::vector<std::string> v) {
@@ -145,8 +151,9 @@ void GgufWriter::write(const std::string& path) const {
   }
   head.append(padding(head.size(), alignment), '\0');
 
+  errno = 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(path + ": cannot create: " + std::generic_category().message(errno));
+  if (!out) throw io_error(path, "cannot create");
   out.write(head.data(), std::streamsize(head.size()));
   const std::string zeros(alignment, '\0');
   for (const Tensor& t : tensors_) {
@@ -154,7 +161,7 @@ void GgufWriter::write(const std::string& path) const {
     out.write(zeros.data(), std::streamsize(padding(t.data.size(), alignment)));
   }
   out.close();
-  if (!out) throw Error(path + ": cannot write: " + std::generic_category().message(errno));
+  if (!out) throw io_error(path, "cannot write");
 }
 
 uint16_t f32_to_f16(float f) {

@@ -1,7 +1,6 @@
 // Tokenizer loaders: llama2.c's tokenizer.bin and the tokenizer inside a GGUF file.
 
 #include <algorithm>
-#include <bit>
 #include <cctype>
 #include <cmath>
 #include <cstring>

@@ -1,45 +1,110 @@
-// AVX2 attention primitives: 8 lanes with a masked tail, dot products reduced in a fixed order.
-
-#include "kernels/simd.h"
+// AVX2 attention primitives, as in attention_avx512.cpp with 8 lanes: scores by a
+// transpose-and-add tree over 8 positions at a time, values by two interleaved FMA chains.
 
 #include "kernels/attention_impl.h"
 #include "kernels/dispatch.h"
 #include "kernels/exp_avx2.h"
+#include "kernels/simd.h"
 
 namespace pagoda::kernels::detail {
 
 namespace {
 
-static_assert(kAttentionBlock == 16, "exp_shifted handles two ymm of scores");
+static_assert(kAttentionBlock == 16, "two ymm hold a block's scores");
 
 __m256i tail_mask(int remaining) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(remaining), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+// Lane i of the result is the sum of the lanes of p[i].
+__m256 transpose_sum(__m256 p[8]) {
+  __m256 t[4], u[2];
+  for (int i = 0; i < 4; ++i)
+    t[i] = _mm256_add_ps(_mm256_unpacklo_ps(p[2 * i], p[2 * i + 1]),
+                         _mm256_unpackhi_ps(p[2 * i], p[2 * i + 1]));
+  for (int i = 0; i < 2; ++i) {
+    const __m256d x = _mm256_castps_pd(t[2 * i]), y = _mm256_castps_pd(t[2 * i + 1]);
+    u[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(x, y)),
+                         _mm256_castpd_ps(_mm256_unpackhi_pd(x, y)));
+  }
+  return _mm256_add_ps(_mm256_permute2f128_ps(u[0], u[1], 0x20),
+                       _mm256_permute2f128_ps(u[0], u[1], 0x31));
+}
+
+float reduce_add(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
 struct Avx2 {
-  static float dot(const float* a, const float* b, int n) {
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < n; i += 8) {
-      const __m256i m = tail_mask(n - i);
-      acc = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m), acc);
+  static void scores(const float* q, const float* const* k, int count, int head_dim, float scale,
+                     float* s) {
+    for (int half = 0; half < 2; ++half) {
+      const float* const* kh = k + 8 * half;
+      __m256 p[8];
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) p[i] = _mm256_setzero_ps();
+      for (int d = 0; d < head_dim; d += 8) {
+        const __m256i m = tail_mask(head_dim - d);
+        const __m256 qd = _mm256_maskload_ps(q + d, m);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) p[i] = _mm256_fmadd_ps(qd, _mm256_maskload_ps(kh[i] + d, m), p[i]);
+      }
+      const __m256 r = _mm256_mul_ps(transpose_sum(p), _mm256_set1_ps(scale));
+      const __m256 valid = _mm256_castsi256_ps(tail_mask(count - 8 * half));
+      _mm256_store_ps(s + 8 * half, _mm256_blendv_ps(_mm256_set1_ps(-__builtin_inff()), r, valid));
     }
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
   }
-  static void axpy(float* y, float a, const float* x, int n) {
-    const __m256 va = _mm256_set1_ps(a);
-    for (int i = 0; i < n; i += 8) {
-      const __m256i m = tail_mask(n - i);
-      _mm256_maskstore_ps(y + i, m, _mm256_fmadd_ps(va, _mm256_maskload_ps(x + i, m), _mm256_maskload_ps(y + i, m)));
-    }
+  static float max(const float* s) {
+    __m256 m = _mm256_max_ps(_mm256_load_ps(s), _mm256_load_ps(s + 8));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
   }
-  static void scale(float* y, float a, int n) {
-    const __m256 va = _mm256_set1_ps(a);
-    for (int i = 0; i < n; i += 8) {
-      const __m256i m = tail_mask(n - i);
-      _mm256_maskstore_ps(y + i, m, _mm256_mul_ps(_mm256_maskload_ps(y + i, m), va));
+  static float sum(const float* e) {
+    return reduce_add(_mm256_add_ps(_mm256_load_ps(e), _mm256_load_ps(e + 8)));
+  }
+  static float exp(float x) { return _mm256_cvtss_f32(exp_ps_avx2(_mm256_set1_ps(x))); }
+  static void exp_shifted(const float* s, float m, float* e) {
+    const __m256 vm = _mm256_set1_ps(m);
+    _mm256_store_ps(e, exp_ps_avx2(_mm256_sub_ps(_mm256_load_ps(s), vm)));
+    _mm256_store_ps(e + 8, exp_ps_avx2(_mm256_sub_ps(_mm256_load_ps(s + 8), vm)));
+  }
+  static void accumulate(float* out, float alpha, const float* e, const float* const* v,
+                         int count, int head_dim) {
+    constexpr int W = 4;  // ymm of columns per pass
+    for (int d = 0; d < head_dim; d += 8 * W) {
+      __m256i m[W];
+      __m256 even[W], odd[W];
+#pragma GCC unroll 4
+      for (int j = 0; j < W; ++j) {
+        m[j] = tail_mask(head_dim - d - 8 * j);
+        even[j] = odd[j] = _mm256_setzero_ps();
+      }
+      int i = 0;
+      for (; i + 1 < count; i += 2) {
+        const __m256 e0 = _mm256_set1_ps(e[i]), e1 = _mm256_set1_ps(e[i + 1]);
+#pragma GCC unroll 4
+        for (int j = 0; j < W; ++j) {
+          even[j] = _mm256_fmadd_ps(e0, _mm256_maskload_ps(v[i] + d + 8 * j, m[j]), even[j]);
+          odd[j] = _mm256_fmadd_ps(e1, _mm256_maskload_ps(v[i + 1] + d + 8 * j, m[j]), odd[j]);
+        }
+      }
+      if (i < count) {
+        const __m256 e0 = _mm256_set1_ps(e[i]);
+#pragma GCC unroll 4
+        for (int j = 0; j < W; ++j)
+          even[j] = _mm256_fmadd_ps(e0, _mm256_maskload_ps(v[i] + d + 8 * j, m[j]), even[j]);
+      }
+      const __m256 va = _mm256_set1_ps(alpha);
+#pragma GCC unroll 4
+      for (int j = 0; j < W; ++j) {
+        float* o = out + d + 8 * j;
+        const __m256 block = _mm256_add_ps(even[j], odd[j]);
+        _mm256_maskstore_ps(o, m[j], _mm256_fmadd_ps(_mm256_maskload_ps(o, m[j]), va, block));
+      }
     }
   }
   static void divide(float* y, float a, int n) {
@@ -48,12 +113,6 @@ struct Avx2 {
       const __m256i m = tail_mask(n - i);
       _mm256_maskstore_ps(y + i, m, _mm256_div_ps(_mm256_maskload_ps(y + i, m), va));
     }
-  }
-  static float exp(float x) { return _mm256_cvtss_f32(exp_ps_avx2(_mm256_set1_ps(x))); }
-  static void exp_shifted(const float* s, float m, float* e) {
-    const __m256 vm = _mm256_set1_ps(m);
-    _mm256_store_ps(e, exp_ps_avx2(_mm256_sub_ps(_mm256_load_ps(s), vm)));
-    _mm256_store_ps(e + 8, exp_ps_avx2(_mm256_sub_ps(_mm256_load_ps(s + 8), vm)));
   }
 };
 

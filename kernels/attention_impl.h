@@ -1,37 +1,39 @@
 #pragma once
 // Internal: the online-softmax attention loop shared by every ISA, parameterised by a policy
-// of vector primitives. Each *_<isa>.cpp instantiates it with a policy type of its own
-// anonymous namespace, so every instantiation stays local to its translation unit (compiled
-// with that ISA's flags) and none can be merged with another's.
+// of block primitives. Each attention_<isa>.cpp instantiates it with a policy type from its
+// own anonymous namespace, so every instantiation stays local to its translation unit
+// (compiled with that ISA's flags) and none can be merged with another's.
 //
-// Policy: static float dot(const float* a, const float* b, int n);
-//         static void axpy(float* y, float a, const float* x, int n);   // y += a·x
-//         static void scale(float* y, float a, int n);                  // y *= a
-//         static void divide(float* y, float a, int n);                 // y /= a
-//         static float exp(float x);
-//         static void exp_shifted(const float* s, float m, float* e);   // e[i] = exp(s[i]-m), i < kBlock
+// Positions are taken in blocks of kAttentionBlock aligned to absolute position (not to
+// pages), and each block's arithmetic is a fixed function of its positions, so a head's
+// result depends on nothing but its q and positions 0..n_ctx-1.
+//
+// Policy, for one query head and one block (k and v hold kAttentionBlock row pointers, all
+// valid; only the first `count` are positions of the context):
+//   scores(q, k, count, head_dim, scale, s)   s[i] = scale·q·k[i] for i < count, -inf after
+//   max(s), sum(e)                            over the block, in a fixed order
+//   exp(x); exp_shifted(s, m, e)              e[i] = exp(s[i] - m)
+//   accumulate(out, alpha, e, v, count, hd)   out = out·alpha + Σ_{i<count} e[i]·v[i]
+//   divide(out, a, n)                         out /= a
 
 namespace pagoda::kernels::detail {
 
-// Positions per online-softmax step; blocks start at multiples of kBlock.
 inline constexpr int kAttentionBlock = 16;
-// Query heads handled together; larger groups are split, each head being independent anyway.
+// Query heads carried through the context together, sharing each block's K and V while they
+// are in L1; larger groups are split, which changes no bits since heads are independent.
 inline constexpr int kAttentionHeads = 8;
 
 template <class P>
 void attend_heads(const float* q, int heads, int head_dim, int n_ctx, const float* const* k_pages,
                   const float* const* v_pages, int tokens_per_page, float scale, float* out) {
   constexpr int B = kAttentionBlock;
-  float max[kAttentionHeads], sum[kAttentionHeads];
-  alignas(64) float s[kAttentionHeads][B];
-  alignas(64) float e[kAttentionHeads][B];
+  alignas(64) float s[B];
+  alignas(64) float e[B];
   const float* k[B];
   const float* v[B];
-  for (int h = 0; h < heads; ++h) {
-    max[h] = -__builtin_inff();
-    sum[h] = 0.0f;
-    for (int d = 0; d < head_dim; ++d) out[h * head_dim + d] = 0.0f;
-  }
+  float max[kAttentionHeads], sum[kAttentionHeads];
+  for (int h = 0; h < heads; ++h) max[h] = -__builtin_inff(), sum[h] = 0.0f;
+  for (int d = 0; d < heads * head_dim; ++d) out[d] = 0.0f;
   int page = 0, slot = 0;
   for (int p0 = 0; p0 < n_ctx; p0 += B) {
     const int count = n_ctx - p0 < B ? n_ctx - p0 : B;
@@ -40,24 +42,19 @@ void attend_heads(const float* q, int heads, int head_dim, int n_ctx, const floa
       v[i] = v_pages[page] + slot * head_dim;
       if (++slot == tokens_per_page) slot = 0, ++page;
     }
+    for (int i = count; i < B; ++i) k[i] = k[0], v[i] = v[0];  // readable; masked out
     for (int h = 0; h < heads; ++h) {
-      const float* qh = q + h * head_dim;
-      float block_max = -__builtin_inff();
-      for (int i = 0; i < B; ++i) {
-        s[h][i] = i < count ? scale * P::dot(qh, k[i], head_dim) : -__builtin_inff();
-        block_max = s[h][i] > block_max ? s[h][i] : block_max;
-      }
+      P::scores(q + h * head_dim, k, count, head_dim, scale, s);
+      const float block_max = P::max(s);
+      float alpha = 1.0f;  // rescaling by exactly 1 changes no bits
       if (block_max > max[h]) {
-        const float alpha = P::exp(max[h] - block_max);
-        sum[h] *= alpha;
-        P::scale(out + h * head_dim, alpha, head_dim);
+        alpha = P::exp(max[h] - block_max);
         max[h] = block_max;
       }
-      P::exp_shifted(s[h], max[h], e[h]);
-      for (int i = 0; i < count; ++i) sum[h] += e[h][i];
+      P::exp_shifted(s, max[h], e);
+      sum[h] = sum[h] * alpha + P::sum(e);
+      P::accumulate(out + h * head_dim, alpha, e, v, count, head_dim);
     }
-    for (int i = 0; i < count; ++i)
-      for (int h = 0; h < heads; ++h) P::axpy(out + h * head_dim, e[h][i], v[i], head_dim);
   }
   for (int h = 0; h < heads; ++h) P::divide(out + h * head_dim, sum[h], head_dim);
 }

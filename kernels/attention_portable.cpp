@@ -1,4 +1,4 @@
-// Portable attention primitives: sequential dot products and std::exp.
+// Portable attention primitives: sequential sums and std::exp.
 
 #include <cmath>
 
@@ -9,24 +9,41 @@ namespace pagoda::kernels::detail {
 
 namespace {
 
+constexpr int B = kAttentionBlock;
+
 struct Portable {
-  static float dot(const float* a, const float* b, int n) {
-    float acc = 0.0f;
-    for (int i = 0; i < n; ++i) acc += a[i] * b[i];
-    return acc;
+  static void scores(const float* q, const float* const* k, int count, int head_dim, float scale,
+                     float* s) {
+    for (int i = 0; i < B; ++i) {
+      float dot = 0.0f;
+      for (int d = 0; d < head_dim; ++d) dot += q[d] * k[i][d];
+      s[i] = i < count ? scale * dot : -INFINITY;
+    }
   }
-  static void axpy(float* y, float a, const float* x, int n) {
-    for (int i = 0; i < n; ++i) y[i] += a * x[i];
+  static float max(const float* s) {
+    float m = s[0];
+    for (int i = 1; i < B; ++i) m = s[i] > m ? s[i] : m;
+    return m;
   }
-  static void scale(float* y, float a, int n) {
-    for (int i = 0; i < n; ++i) y[i] *= a;
-  }
-  static void divide(float* y, float a, int n) {
-    for (int i = 0; i < n; ++i) y[i] /= a;
+  static float sum(const float* e) {
+    float total = 0.0f;
+    for (int i = 0; i < B; ++i) total += e[i];
+    return total;
   }
   static float exp(float x) { return std::exp(x); }
   static void exp_shifted(const float* s, float m, float* e) {
-    for (int i = 0; i < kAttentionBlock; ++i) e[i] = std::exp(s[i] - m);
+    for (int i = 0; i < B; ++i) e[i] = std::exp(s[i] - m);
+  }
+  static void accumulate(float* out, float alpha, const float* e, const float* const* v,
+                         int count, int head_dim) {
+    for (int d = 0; d < head_dim; ++d) {
+      float block = 0.0f;
+      for (int i = 0; i < count; ++i) block += e[i] * v[i][d];
+      out[d] = out[d] * alpha + block;
+    }
+  }
+  static void divide(float* y, float a, int n) {
+    for (int i = 0; i < n; ++i) y[i] /= a;
   }
 };
 

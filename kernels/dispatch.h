@@ -9,12 +9,27 @@ namespace pagoda::kernels::detail {
 // The largest register tile height any GEMM kernel uses.
 inline constexpr int kMaxTileRows = 16;
 
-// Computes a tile of `rows` rows by one packed panel of `nr` columns:
+// One call of a GEMM tile kernel: `rows` rows of A (the kernel's own height) by one packed
+// panel of NR columns, over `depth` values of k:
 //   C[r][j] = (load_c ? C[r][j] : 0) + Σ_k A[r][k]·panel[k][j], for j < n_valid,
 // each output accumulated over k in order with one multiply-add per step, so its bits depend
-// only on its own row of A and column of W.
-using GemmTileFn = void (*)(const float* a, int lda, const float* panel, int k, float* c, int ldc,
-                            int n_valid, bool load_c);
+// only on its own row of A and column of W. Meanwhile the kernel pulls `prefetch_lines` cache
+// lines from `prefetch` into L2 (the weights the task needs next), spread over its k steps,
+// so streaming weights from memory overlaps the arithmetic.
+struct GemmTile {
+  const float* a;
+  int lda;
+  const float* panel;
+  int depth;
+  float* c;
+  int ldc;
+  int n_valid;
+  bool load_c;
+  const char* prefetch;
+  int prefetch_lines;
+};
+
+using GemmTileFn = void (*)(const GemmTile& tile);
 
 struct GemmKernels {
   int tile_rows;                           // MR: rows of a full tile

@@ -42,19 +42,34 @@ void run(const float* A, int M, int lda, const PackedMatrix& W, float* C, int ld
   const int panels = ceil_div(N, nr);
   const int rows_grain = std::max(1, kTaskRows / mr);
 
+  // Where panel p's K block starting at k0 lives, and how many cache lines it spans.
+  auto block = [&](int p, int k0) { return reinterpret_cast<const char*>(W.panel(p) + std::size_t(k0) * nr); };
+  auto block_lines = [&](int k0) { return std::min(kKBlock, K - k0) * nr * int(sizeof(float)) / 64; };
+
   auto body = [&](const tbb::blocked_range2d<int>& range) {
+    const int t0 = range.rows().begin(), tiles = range.rows().size();
+    const int p0 = range.cols().begin(), p1 = range.cols().end();
+    detail::GemmTile tile{};
+    tile.lda = lda;
+    tile.ldc = ldc;
     for (int k0 = 0; k0 < K; k0 += kKBlock) {
-      const int depth = std::min(kKBlock, K - k0);
-      const bool load_c = accumulate || k0 > 0;
-      for (int p = range.cols().begin(); p < range.cols().end(); ++p) {
-        const float* panel = W.panel(p) + std::size_t(k0) * nr;
-        const int n0 = p * nr;
-        const int n_valid = std::min(nr, N - n0);
-        for (int t = range.rows().begin(); t < range.rows().end(); ++t) {
-          const int m0 = t * mr;
-          const int rows = std::min(mr, M - m0);
-          kernels.tile[rows](A + std::size_t(m0) * lda + k0, lda, panel, depth,
-                             C + std::size_t(m0) * ldc + n0, ldc, n_valid, load_c);
+      tile.depth = std::min(kKBlock, K - k0);
+      tile.load_c = accumulate || k0 > 0;
+      for (int p = p0; p < p1; ++p) {
+        tile.panel = W.panel(p) + std::size_t(k0) * nr;
+        tile.n_valid = std::min(nr, N - p * nr);
+        // The block this task reads next; its tiles share out prefetching it.
+        const int next_p = p + 1 < p1 ? p + 1 : p0;
+        const int next_k0 = p + 1 < p1 ? k0 : k0 + kKBlock;
+        const int next_lines = next_k0 < K ? block_lines(next_k0) : 0;
+        for (int i = 0; i < tiles; ++i) {
+          const int m0 = (t0 + i) * mr;
+          const int first_line = next_lines * i / tiles;
+          tile.a = A + std::size_t(m0) * lda + k0;
+          tile.c = C + std::size_t(m0) * ldc + p * nr;
+          tile.prefetch = next_lines > 0 ? block(next_p, next_k0) + 64 * first_line : nullptr;
+          tile.prefetch_lines = next_lines * (i + 1) / tiles - first_line;
+          kernels.tile[std::min(mr, M - m0)](tile);
         }
       }
     }

@@ -1,11 +1,10 @@
 // AVX2 GEMM tiles: MR rows × 16 columns in 12 ymm accumulators (of the 16 registers, the rest
 // hold the panel row and the broadcast).
 
-#include "kernels/simd.h"
-
 #include <utility>
 
 #include "kernels/dispatch.h"
+#include "kernels/simd.h"
 
 namespace pagoda::kernels::detail {
 
@@ -16,27 +15,36 @@ constexpr int kCols = 8 * kVectors;      // NR
 constexpr int kRows = 6;                 // MR
 
 template <int MR>
-void tile(const float* a, int lda, const float* w, int k, float* c, int ldc, int n_valid,
-          bool load_c) {
+void tile(const GemmTile& t) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   __m256i mask[kVectors];
   for (int v = 0; v < kVectors; ++v)
-    mask[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_valid - 8 * v), lane);
+    mask[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(t.n_valid - 8 * v), lane);
+  const float* a[MR];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) a[r] = t.a + r * t.lda;
+  float* c = t.c;
+  const int ldc = t.ldc;
+
   __m256 acc[MR][kVectors];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < kVectors; ++v)
-      acc[r][v] = load_c ? _mm256_maskload_ps(c + r * ldc + 8 * v, mask[v]) : _mm256_setzero_ps();
+      acc[r][v] = t.load_c ? _mm256_maskload_ps(c + r * ldc + 8 * v, mask[v]) : _mm256_setzero_ps();
 
-  for (int kk = 0; kk < k; ++kk) {
-    const float* wk = w + kk * kCols;
+  const int lines_per_step = (t.prefetch_lines + t.depth - 1) / t.depth;
+  int line = 0;
+  for (int k = 0; k < t.depth; ++k) {
+    for (int i = 0; i < lines_per_step && line < t.prefetch_lines; ++i, ++line)
+      _mm_prefetch(t.prefetch + 64 * line, _MM_HINT_T1);
+    const float* w = t.panel + k * kCols;
     __m256 wv[kVectors];
 #pragma GCC unroll 4
-    for (int v = 0; v < kVectors; ++v) wv[v] = _mm256_load_ps(wk + 8 * v);
+    for (int v = 0; v < kVectors; ++v) wv[v] = _mm256_load_ps(w + 8 * v);
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
-      const __m256 x = _mm256_broadcast_ss(a + r * lda + kk);
+      const __m256 x = _mm256_broadcast_ss(a[r] + k);
 #pragma GCC unroll 4
       for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm256_fmadd_ps(x, wv[v], acc[r][v]);
     }

@@ -1,11 +1,10 @@
 // AVX-512 GEMM tiles: MR rows × 48 columns in 24 zmm accumulators. Each k step loads one row
 // of the panel (3 zmm) and broadcasts one A value per row into 3 FMAs.
 
-#include "kernels/simd.h"
-
 #include <utility>
 
 #include "kernels/dispatch.h"
+#include "kernels/simd.h"
 
 namespace pagoda::kernels::detail {
 
@@ -16,28 +15,37 @@ constexpr int kCols = 16 * kVectors;      // NR
 constexpr int kRows = 8;                  // MR
 
 template <int MR>
-void tile(const float* a, int lda, const float* w, int k, float* c, int ldc, int n_valid,
-          bool load_c) {
+void tile(const GemmTile& t) {
   __mmask16 mask[kVectors];
   for (int v = 0; v < kVectors; ++v) {
-    const int n = n_valid - 16 * v;
+    const int n = t.n_valid - 16 * v;
     mask[v] = n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
   }
+  const float* a[MR];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) a[r] = t.a + r * t.lda;
+  float* c = t.c;
+  const int ldc = t.ldc;
+
   __m512 acc[MR][kVectors];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < kVectors; ++v)
-      acc[r][v] = load_c ? _mm512_maskz_loadu_ps(mask[v], c + r * ldc + 16 * v) : _mm512_setzero_ps();
+      acc[r][v] = t.load_c ? _mm512_maskz_loadu_ps(mask[v], c + r * ldc + 16 * v) : _mm512_setzero_ps();
 
-  for (int kk = 0; kk < k; ++kk) {
-    const float* wk = w + kk * kCols;
+  const int lines_per_step = (t.prefetch_lines + t.depth - 1) / t.depth;
+  int line = 0;
+  for (int k = 0; k < t.depth; ++k) {
+    for (int i = 0; i < lines_per_step && line < t.prefetch_lines; ++i, ++line)
+      _mm_prefetch(t.prefetch + 64 * line, _MM_HINT_T1);
+    const float* w = t.panel + k * kCols;
     __m512 wv[kVectors];
 #pragma GCC unroll 4
-    for (int v = 0; v < kVectors; ++v) wv[v] = _mm512_load_ps(wk + 16 * v);
+    for (int v = 0; v < kVectors; ++v) wv[v] = _mm512_load_ps(w + 16 * v);
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
-      const __m512 x = _mm512_set1_ps(a[r * lda + kk]);
+      const __m512 x = _mm512_set1_ps(a[r][k]);
 #pragma GCC unroll 4
       for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(x, wv[v], acc[r][v]);
     }

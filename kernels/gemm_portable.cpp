@@ -14,20 +14,24 @@ constexpr int kCols = 16;  // NR
 constexpr int kRows = 4;   // MR
 
 template <int MR>
-void tile(const float* a, int lda, const float* w, int k, float* c, int ldc, int n_valid,
-          bool load_c) {
+void tile(const GemmTile& t) {
   float acc[MR][kCols];
   for (int r = 0; r < MR; ++r)
-    for (int j = 0; j < kCols; ++j) acc[r][j] = load_c && j < n_valid ? c[r * ldc + j] : 0.0f;
-  for (int kk = 0; kk < k; ++kk) {
-    const float* wk = w + kk * kCols;
+    for (int j = 0; j < kCols; ++j)
+      acc[r][j] = t.load_c && j < t.n_valid ? t.c[r * t.ldc + j] : 0.0f;
+  const int lines_per_step = (t.prefetch_lines + t.depth - 1) / t.depth;
+  int line = 0;
+  for (int k = 0; k < t.depth; ++k) {
+    for (int i = 0; i < lines_per_step && line < t.prefetch_lines; ++i, ++line)
+      __builtin_prefetch(t.prefetch + 64 * line, 0, 2);
+    const float* w = t.panel + k * kCols;
     for (int r = 0; r < MR; ++r) {
-      const float x = a[r * lda + kk];
-      for (int j = 0; j < kCols; ++j) acc[r][j] = acc[r][j] + x * wk[j];
+      const float x = t.a[r * t.lda + k];
+      for (int j = 0; j < kCols; ++j) acc[r][j] = acc[r][j] + x * w[j];
     }
   }
   for (int r = 0; r < MR; ++r)
-    for (int j = 0; j < n_valid; ++j) c[r * ldc + j] = acc[r][j];
+    for (int j = 0; j < t.n_valid; ++j) t.c[r * t.ldc + j] = acc[r][j];
 }
 
 template <int... R>

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -26,6 +25,7 @@
 #include "engine/gguf_writer.h"
 #include "engine/tokenizer.h"
 #include "pagoda/error.h"
+#include "support/test_support.h"
 
 namespace pagoda {
 namespace {
@@ -36,174 +36,6 @@ const std::string kSpace = "\xE2\x96\x81";  // "▁"
 const std::string kFFFD = "\xEF\xBF\xBD";
 
 // ---------------------------------------------------------------------------------------------
-// A minimal JSON reader for the golden file: objects whose values are strings (the escapes
-// of quote, backslash, slash, b f n r t, and uXXXX with surrogate pairs), integers, or arrays
-// of integers.
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-}
-
-struct JsonValue {
-  std::string str;
-  std::vector<int64_t> ints;
-  int64_t num = 0;
-};
-
-class MiniJson {
- public:
-  explicit MiniJson(std::string_view text) : t_(text) {}
-
-  std::map<std::string, JsonValue> object() {
-    std::map<std::string, JsonValue> out;
-    expect('{');
-    if (peek() == '}') {
-      ++i_;
-      return out;
-    }
-    while (true) {
-      std::string key = string();
-      expect(':');
-      out[key] = value();
-      const char c = next();
-      if (c == '}') break;
-      if (c != ',') fail("expected , or }");
-    }
-    return out;
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& why) {
-    throw std::runtime_error("golden JSON: " + why + " at offset " + std::to_string(i_));
-  }
-  void ws() {
-    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r')) ++i_;
-  }
-  char peek() {
-    ws();
-    if (i_ >= t_.size()) fail("unexpected end");
-    return t_[i_];
-  }
-  char next() {
-    const char c = peek();
-    ++i_;
-    return c;
-  }
-  void expect(char c) {
-    if (next() != c) fail(std::string("expected ") + c);
-  }
-  uint32_t hex4() {
-    if (i_ + 4 > t_.size()) fail("short \\u escape");
-    uint32_t v = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = t_[i_++];
-      v <<= 4;
-      if (c >= '0' && c <= '9') v |= uint32_t(c - '0');
-      else if (c >= 'a' && c <= 'f') v |= uint32_t(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') v |= uint32_t(c - 'A' + 10);
-      else fail("bad hex digit");
-    }
-    return v;
-  }
-  std::string string() {
-    expect('"');
-    std::string out;
-    while (true) {
-      if (i_ >= t_.size()) fail("unterminated string");
-      const char c = t_[i_++];
-      if (c == '"') return out;
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (i_ >= t_.size()) fail("unterminated escape");
-      const char e = t_[i_++];
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-          uint32_t cp = hex4();
-          if (cp >= 0xD800 && cp < 0xDC00) {
-            if (i_ + 2 > t_.size() || t_[i_] != '\\' || t_[i_ + 1] != 'u') fail("lone high surrogate");
-            i_ += 2;
-            const uint32_t lo = hex4();
-            if (lo < 0xDC00 || lo >= 0xE000) fail("bad low surrogate");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          } else if (cp >= 0xDC00 && cp < 0xE000) {
-            fail("lone low surrogate");
-          }
-          append_utf8(out, cp);
-          break;
-        }
-        default: fail("bad escape");
-      }
-    }
-  }
-  int64_t integer() {
-    ws();
-    const size_t start = i_;
-    if (i_ < t_.size() && t_[i_] == '-') ++i_;
-    while (i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9') ++i_;
-    if (i_ == start) fail("expected a number");
-    return std::stoll(std::string(t_.substr(start, i_ - start)));
-  }
-  JsonValue value() {
-    JsonValue v;
-    const char c = peek();
-    if (c == '"') {
-      v.str = string();
-    } else if (c == '[') {
-      ++i_;
-      if (peek() == ']') {
-        ++i_;
-        return v;
-      }
-      while (true) {
-        v.ints.push_back(integer());
-        const char d = next();
-        if (d == ']') break;
-        if (d != ',') fail("expected , or ]");
-      }
-    } else {
-      v.num = integer();
-    }
-    return v;
-  }
-
-  std::string_view t_;
-  size_t i_ = 0;
-};
-
-TEST(MiniJson, ParsesEscapesAndSurrogates) {
-  MiniJson j(R"({"a": "x\"y\\z\n\u00e9\ud83d\ude00", "b": [1, -2, 3], "c": 7, "d": []})");
-  auto o = j.object();
-  EXPECT_EQ(o["a"].str, "x\"y\\z\n\xC3\xA9\xF0\x9F\x98\x80");
-  EXPECT_EQ(o["b"].ints, (std::vector<int64_t>{1, -2, 3}));
-  EXPECT_EQ(o["c"].num, 7);
-  EXPECT_TRUE(o["d"].ints.empty());
-}
-
-// ---------------------------------------------------------------------------------------------
 // The shared golden data.
 
 const std::string kShared = PAGODA_SHARED_DIR;
@@ -211,29 +43,13 @@ const std::string kTokBin = kShared + "/models/stories260K/tok512.bin";
 const std::string kGguf = kShared + "/models/stories260K/stories260K.gguf";
 const std::string kGolden = kShared + "/golden/stories260K_greedy.jsonl";
 
-struct GoldenCase {
-  std::string prompt;
-  std::vector<int32_t> prompt_ids, greedy_ids;
-  std::string text;
-};
+using test::GoldenCase;
 
-std::vector<int32_t> to_i32(const std::vector<int64_t>& v) { return std::vector<int32_t>(v.begin(), v.end()); }
-
-std::vector<GoldenCase> load_golden() {
-  std::ifstream in(kGolden);
-  std::vector<GoldenCase> out;
-  for (std::string line; std::getline(in, line);) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    auto o = MiniJson(line).object();
-    out.push_back({o["prompt"].str, to_i32(o["prompt_ids"].ints), to_i32(o["greedy_ids"].ints), o["text"].str});
-  }
-  return out;
-}
+std::vector<GoldenCase> load_golden() { return test::load_golden(kGolden); }
 
 #define SKIP_WITHOUT_SHARED()                                                                     \
   do {                                                                                            \
     if (!fs::exists(kTokBin) || !fs::exists(kGguf) || !fs::exists(kGolden)) {                     \
-      std::printf("[  SKIPPED ] %s (the stories260K files or the golden file) is absent\n", kShared.c_str()); \
       GTEST_SKIP() << kShared << " is absent: no stories260K model/golden data to test against";  \
     }                                                                                             \
   } while (0)

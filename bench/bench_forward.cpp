@@ -1,0 +1,110 @@
+// One forward step of the batched paged runner: decode steps at batch 1..256 and prefill
+// chunks, on the brief's shapes (s15m, s110m, random weights written by the synth tool) and
+// on the real stories260K. Reports tokens/s, achieved GFLOP/s and the fraction of the fp32
+// FMA peak measured in this same process.
+
+#include <benchmark/benchmark.h>
+#include <tbb/info.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "bench/fma_peak.h"
+#include "engine/model_runner.h"
+#include "engine/synth.h"
+
+namespace {
+
+using namespace pagoda;
+
+constexpr int32_t kTokensPerPage = 16;
+constexpr int32_t kDecodeContext = 128;  // positions already cached when a decode step runs
+
+double peak_flops() {
+  static const double peak = [] {
+    tbb::task_arena arena(tbb::info::default_concurrency());
+    return bench::measure_peak_flops(arena);
+  }();
+  return peak;
+}
+
+// The model file for a name: the brief's shapes are written once into the build folder.
+std::string model_path(const std::string& name) {
+  if (name == "stories260K") return std::string(PAGODA_SHARED_DIR) + "/models/stories260K/stories260K.gguf";
+  const std::filesystem::path path = std::filesystem::path(PAGODA_BINARY_DIR) / "models" / (name + ".gguf");
+  if (!std::filesystem::exists(path)) {
+    std::filesystem::create_directories(path.parent_path());
+    write_synth_model(path.string(), SynthSpec{synth_preset(name), 1});
+  }
+  return path.string();
+}
+
+struct Loaded {
+  Model model;
+  ModelRunner runner;
+  explicit Loaded(const std::string& path) : model(load_model(path)), runner(model) {}
+};
+
+Loaded& loaded(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<Loaded>> cache;
+  auto& slot = cache[name];
+  if (!slot) slot = std::make_unique<Loaded>(model_path(name));
+  return *slot;
+}
+
+// `batch` sequences with `n_cached` positions each (their cached K/V are the pool's zeros,
+// which cost the same to attend to as real ones), each adding `n_new` tokens this step.
+void run_steps(benchmark::State& state, const std::string& name, int32_t batch_size, int32_t n_cached, int32_t n_new) {
+  if (name == "stories260K" && !std::filesystem::exists(model_path(name))) {
+    state.SkipWithError("../shared/models/stories260K is absent");
+    return;
+  }
+  Loaded& l = loaded(name);
+  const int32_t pages_per_seq = (n_cached + n_new + kTokensPerPage - 1) / kTokensPerPage;
+  PagePool pool(KvLayout::for_model(l.model.config, kTokensPerPage), batch_size * pages_per_seq);
+  std::vector<BlockTable> tables(batch_size, BlockTable(kTokensPerPage));
+  const std::vector<int32_t> tokens(n_new, 42);
+  Batch batch;
+  for (BlockTable& t : tables) {
+    t.reserve(n_cached + n_new, pool);
+    batch.entries.push_back({tokens, n_cached, &t, true});
+  }
+  std::vector<float> logits;
+  l.runner.forward(batch, pool.view(), logits);  // warm-up: scratch buffers reach their size
+  for (auto _ : state) {
+    l.runner.forward(batch, pool.view(), logits);
+    benchmark::DoNotOptimize(logits.data());
+  }
+  const double flops = l.runner.flops(batch) * double(state.iterations());
+  state.counters["tokens/s"] = benchmark::Counter(double(batch.total_tokens()) * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["peak"] = benchmark::Counter(flops / peak_flops(), benchmark::Counter::kIsRate);
+  state.counters["threads"] = l.runner.threads();
+}
+
+void BM_Decode(benchmark::State& state, const std::string& name) {
+  run_steps(state, name, int32_t(state.range(0)), kDecodeContext, 1);
+}
+
+void BM_Prefill(benchmark::State& state, const std::string& name) {
+  run_steps(state, name, 1, 0, int32_t(state.range(0)));
+}
+
+void BM_FmaPeak(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(peak_flops());
+  state.counters["GFLOP/s"] = peak_flops() * 1e-9;
+}
+
+}  // namespace
+
+BENCHMARK(BM_FmaPeak)->Iterations(1);
+BENCHMARK_CAPTURE(BM_Decode, stories260K, std::string("stories260K"))->Arg(1)->Arg(8)->Arg(64)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Decode, s15m, std::string("s15m"))
+    ->ArgName("batch")->Arg(1)->Arg(8)->Arg(32)->Arg(64)->Arg(128)->Arg(256)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Decode, s110m, std::string("s110m"))
+    ->ArgName("batch")->Arg(1)->Arg(8)->Arg(32)->Arg(64)->Arg(128)->Arg(256)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Prefill, s15m, std::string("s15m"))->ArgName("chunk")->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Prefill, s110m, std::string("s110m"))->ArgName("chunk")->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
+
+BENCHMARK_MAIN();
