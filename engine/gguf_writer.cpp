@@ -53,7 +53,7 @@ void check_value(const std::string& key, const GgufValue& v, int depth) {
   if (depth + 1 > kGgufMaxArrayDepth) {
     throw Error("GGUF key '" + key + "': arrays nested deeper than " + std::to_string(kGgufMaxArrayDepth) + " levels");
   }
-  if (std::string_view(gguf_type_name(a->type)) == "unknown") {
+  if (uint32_t(a->type) > uint32_t(GgufType::FLOAT64)) {
     throw Error("GGUF key '" + key + "': unknown array element type " + std::to_string(uint32_t(a->type)));
   }
   for (size_t i = 0; i < a->items.size(); ++i) {

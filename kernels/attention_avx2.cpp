@@ -10,8 +10,6 @@ namespace pagoda::kernels::detail {
 
 namespace {
 
-static_assert(kAttentionBlock == 16, "two ymm hold a block's scores");
-
 __m256i tail_mask(int remaining) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(remaining), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
@@ -38,71 +36,89 @@ float reduce_add(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+constexpr int B = kAttentionBlock;
+constexpr int kGroups = B / 8;  // ymm per block of scores
+static_assert(B % 8 == 0);
+
+// Scores of 8 positions: one lane-wise product vector each, then the transpose tree.
+__m256 scores8(const float* q, const float* const* k, int head_dim) {
+  __m256 p[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) p[i] = _mm256_setzero_ps();
+  for (int d = 0; d < head_dim; d += 8) {
+    const __m256i m = tail_mask(head_dim - d);
+    const __m256 qd = _mm256_maskload_ps(q + d, m);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) p[i] = _mm256_fmadd_ps(qd, _mm256_maskload_ps(k[i] + d, m), p[i]);
+  }
+  return transpose_sum(p);
+}
+
 struct Avx2 {
   static void scores(const float* q, const float* const* k, int count, int head_dim, float scale,
                      float* s) {
-    for (int half = 0; half < 2; ++half) {
-      const float* const* kh = k + 8 * half;
-      __m256 p[8];
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) p[i] = _mm256_setzero_ps();
-      for (int d = 0; d < head_dim; d += 8) {
-        const __m256i m = tail_mask(head_dim - d);
-        const __m256 qd = _mm256_maskload_ps(q + d, m);
-#pragma GCC unroll 8
-        for (int i = 0; i < 8; ++i) p[i] = _mm256_fmadd_ps(qd, _mm256_maskload_ps(kh[i] + d, m), p[i]);
+    const __m256 neg_inf = _mm256_set1_ps(-__builtin_inff());
+    for (int g = 0; g < kGroups; ++g) {
+      __m256 r = neg_inf;
+      if (8 * g < count) {
+        r = _mm256_mul_ps(scores8(q, k + 8 * g, head_dim), _mm256_set1_ps(scale));
+        r = _mm256_blendv_ps(neg_inf, r, _mm256_castsi256_ps(tail_mask(count - 8 * g)));
       }
-      const __m256 r = _mm256_mul_ps(transpose_sum(p), _mm256_set1_ps(scale));
-      const __m256 valid = _mm256_castsi256_ps(tail_mask(count - 8 * half));
-      _mm256_store_ps(s + 8 * half, _mm256_blendv_ps(_mm256_set1_ps(-__builtin_inff()), r, valid));
+      _mm256_store_ps(s + 8 * g, r);
     }
   }
   static float max(const float* s) {
-    __m256 m = _mm256_max_ps(_mm256_load_ps(s), _mm256_load_ps(s + 8));
+    __m256 m = _mm256_load_ps(s);
+    for (int g = 1; g < kGroups; ++g) m = _mm256_max_ps(m, _mm256_load_ps(s + 8 * g));
     __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
     h = _mm_max_ps(h, _mm_movehl_ps(h, h));
     return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
   }
   static float sum(const float* e) {
-    return reduce_add(_mm256_add_ps(_mm256_load_ps(e), _mm256_load_ps(e + 8)));
+    static_assert(kGroups == 8, "pairwise sum of eight vectors");
+    __m256 x[8];
+    for (int g = 0; g < 8; ++g) x[g] = _mm256_load_ps(e + 8 * g);
+    for (int g = 0; g < 4; ++g) x[g] = _mm256_add_ps(x[2 * g], x[2 * g + 1]);
+    for (int g = 0; g < 2; ++g) x[g] = _mm256_add_ps(x[2 * g], x[2 * g + 1]);
+    return reduce_add(_mm256_add_ps(x[0], x[1]));
   }
   static float exp(float x) { return _mm256_cvtss_f32(exp_ps_avx2(_mm256_set1_ps(x))); }
-  static void exp_shifted(const float* s, float m, float* e) {
+  static void exp_shifted(const float* s, float m, int count, float* e) {
     const __m256 vm = _mm256_set1_ps(m);
-    _mm256_store_ps(e, exp_ps_avx2(_mm256_sub_ps(_mm256_load_ps(s), vm)));
-    _mm256_store_ps(e + 8, exp_ps_avx2(_mm256_sub_ps(_mm256_load_ps(s + 8), vm)));
+    for (int g = 0; g < kGroups; ++g)
+      _mm256_store_ps(e + 8 * g, 8 * g < count ? exp_ps_avx2(_mm256_sub_ps(_mm256_load_ps(s + 8 * g), vm))
+                                               : _mm256_setzero_ps());
   }
+  // Four FMA chains (positions i mod 4) per 8 columns, added pairwise at the end.
   static void accumulate(float* out, float alpha, const float* e, const float* const* v,
                          int count, int head_dim) {
-    constexpr int W = 4;  // ymm of columns per pass
+    constexpr int W = 2;  // ymm of columns per pass
     for (int d = 0; d < head_dim; d += 8 * W) {
       __m256i m[W];
-      __m256 even[W], odd[W];
+      __m256 acc[4][W];
 #pragma GCC unroll 4
       for (int j = 0; j < W; ++j) {
         m[j] = tail_mask(head_dim - d - 8 * j);
-        even[j] = odd[j] = _mm256_setzero_ps();
-      }
-      int i = 0;
-      for (; i + 1 < count; i += 2) {
-        const __m256 e0 = _mm256_set1_ps(e[i]), e1 = _mm256_set1_ps(e[i + 1]);
 #pragma GCC unroll 4
-        for (int j = 0; j < W; ++j) {
-          even[j] = _mm256_fmadd_ps(e0, _mm256_maskload_ps(v[i] + d + 8 * j, m[j]), even[j]);
-          odd[j] = _mm256_fmadd_ps(e1, _mm256_maskload_ps(v[i + 1] + d + 8 * j, m[j]), odd[j]);
-        }
+        for (int c = 0; c < 4; ++c) acc[c][j] = _mm256_setzero_ps();
       }
-      if (i < count) {
-        const __m256 e0 = _mm256_set1_ps(e[i]);
+      auto step = [&](int c, int i) {
+        const __m256 ei = _mm256_set1_ps(e[i]);
+        const float* vi = v[i] + d;
 #pragma GCC unroll 4
         for (int j = 0; j < W; ++j)
-          even[j] = _mm256_fmadd_ps(e0, _mm256_maskload_ps(v[i] + d + 8 * j, m[j]), even[j]);
-      }
+          acc[c][j] = _mm256_fmadd_ps(ei, _mm256_maskload_ps(vi + 8 * j, m[j]), acc[c][j]);
+      };
+      int i = 0;
+      for (; i + 3 < count; i += 4) step(0, i), step(1, i + 1), step(2, i + 2), step(3, i + 3);
+      if (i < count) step(0, i);
+      if (i + 1 < count) step(1, i + 1);
+      if (i + 2 < count) step(2, i + 2);
       const __m256 va = _mm256_set1_ps(alpha);
 #pragma GCC unroll 4
       for (int j = 0; j < W; ++j) {
         float* o = out + d + 8 * j;
-        const __m256 block = _mm256_add_ps(even[j], odd[j]);
+        const __m256 block = _mm256_add_ps(_mm256_add_ps(acc[0][j], acc[1][j]), _mm256_add_ps(acc[2][j], acc[3][j]));
         _mm256_maskstore_ps(o, m[j], _mm256_fmadd_ps(_mm256_maskload_ps(o, m[j]), va, block));
       }
     }

@@ -12,8 +12,6 @@ namespace pagoda::kernels::detail {
 
 namespace {
 
-static_assert(kAttentionBlock == 16, "one zmm holds a block's scores");
-
 __mmask16 tail_mask(int remaining) {
   return remaining >= 16 ? __mmask16(0xFFFF)
          : remaining <= 0 ? __mmask16(0)
@@ -38,68 +36,95 @@ __m512 transpose_sum(__m512 p[16]) {
                        _mm512_shuffle_f32x4(w[0], w[1], 0xDD));
 }
 
+constexpr int B = kAttentionBlock;
+constexpr int kGroups = B / 16;  // zmm per block of scores
+static_assert(B % 16 == 0);
+
+// Scores of 16 positions: one lane-wise product vector each, then the transpose tree.
+__m512 scores16(const float* q, const float* const* k, int head_dim) {
+  constexpr int W = 4;  // zmm of q held in registers per pass over the keys
+  __m512 p[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) p[i] = _mm512_setzero_ps();
+  for (int d = 0; d < head_dim; d += 16 * W) {
+    __mmask16 m[W];
+    __m512 qd[W];
+#pragma GCC unroll 4
+    for (int j = 0; j < W; ++j) {
+      m[j] = tail_mask(head_dim - d - 16 * j);
+      qd[j] = _mm512_maskz_loadu_ps(m[j], q + d + 16 * j);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+      const float* ki = k[i] + d;
+#pragma GCC unroll 4
+      for (int j = 0; j < W; ++j) p[i] = _mm512_fmadd_ps(qd[j], _mm512_maskz_loadu_ps(m[j], ki + 16 * j), p[i]);
+    }
+  }
+  return transpose_sum(p);
+}
+
 struct Avx512 {
   static void scores(const float* q, const float* const* k, int count, int head_dim, float scale,
                      float* s) {
-    constexpr int W = 4;  // zmm of q held in registers per pass over the block's keys
-    __m512 p[16];
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i) p[i] = _mm512_setzero_ps();
-    for (int d = 0; d < head_dim; d += 16 * W) {
-      __mmask16 m[W];
-      __m512 qd[W];
-#pragma GCC unroll 4
-      for (int j = 0; j < W; ++j) {
-        m[j] = tail_mask(head_dim - d - 16 * j);
-        qd[j] = _mm512_maskz_loadu_ps(m[j], q + d + 16 * j);
+    const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
+    for (int g = 0; g < kGroups; ++g) {
+      __m512 r = neg_inf;
+      if (16 * g < count) {
+        r = _mm512_mul_ps(scores16(q, k + 16 * g, head_dim), _mm512_set1_ps(scale));
+        r = _mm512_mask_blend_ps(tail_mask(count - 16 * g), neg_inf, r);
       }
-#pragma GCC unroll 16
-      for (int i = 0; i < 16; ++i) {
-        const float* ki = k[i] + d;
-#pragma GCC unroll 4
-        for (int j = 0; j < W; ++j) p[i] = _mm512_fmadd_ps(qd[j], _mm512_maskz_loadu_ps(m[j], ki + 16 * j), p[i]);
-      }
+      _mm512_store_ps(s + 16 * g, r);
     }
-    const __m512 r = _mm512_mul_ps(transpose_sum(p), _mm512_set1_ps(scale));
-    _mm512_store_ps(s, _mm512_mask_blend_ps(tail_mask(count), _mm512_set1_ps(-__builtin_inff()), r));
   }
-  static float max(const float* s) { return _mm512_reduce_max_ps(_mm512_load_ps(s)); }
-  static float sum(const float* e) { return _mm512_reduce_add_ps(_mm512_load_ps(e)); }
+  static float max(const float* s) {
+    __m512 m = _mm512_load_ps(s);
+    for (int g = 1; g < kGroups; ++g) m = _mm512_max_ps(m, _mm512_load_ps(s + 16 * g));
+    return _mm512_reduce_max_ps(m);
+  }
+  static float sum(const float* e) {
+    static_assert(kGroups == 4, "pairwise sum of four vectors");
+    const __m512 a = _mm512_add_ps(_mm512_load_ps(e), _mm512_load_ps(e + 16));
+    const __m512 b = _mm512_add_ps(_mm512_load_ps(e + 32), _mm512_load_ps(e + 48));
+    return _mm512_reduce_add_ps(_mm512_add_ps(a, b));
+  }
   static float exp(float x) { return _mm512_cvtss_f32(exp_ps_avx512(_mm512_set1_ps(x))); }
-  static void exp_shifted(const float* s, float m, float* e) {
-    _mm512_store_ps(e, exp_ps_avx512(_mm512_sub_ps(_mm512_load_ps(s), _mm512_set1_ps(m))));
+  static void exp_shifted(const float* s, float m, int count, float* e) {
+    const __m512 vm = _mm512_set1_ps(m);
+    for (int g = 0; g < kGroups; ++g)
+      _mm512_store_ps(e + 16 * g, 16 * g < count ? exp_ps_avx512(_mm512_sub_ps(_mm512_load_ps(s + 16 * g), vm))
+                                                 : _mm512_setzero_ps());
   }
+  // Four FMA chains (positions i mod 4) per 16 columns, added pairwise at the end.
   static void accumulate(float* out, float alpha, const float* e, const float* const* v,
                          int count, int head_dim) {
     constexpr int W = 4;  // zmm of columns per pass
     for (int d = 0; d < head_dim; d += 16 * W) {
       __mmask16 m[W];
-      __m512 even[W], odd[W];
+      __m512 acc[4][W];
 #pragma GCC unroll 4
       for (int j = 0; j < W; ++j) {
         m[j] = tail_mask(head_dim - d - 16 * j);
-        even[j] = odd[j] = _mm512_setzero_ps();
-      }
-      int i = 0;
-      for (; i + 1 < count; i += 2) {
-        const __m512 e0 = _mm512_set1_ps(e[i]), e1 = _mm512_set1_ps(e[i + 1]);
 #pragma GCC unroll 4
-        for (int j = 0; j < W; ++j) {
-          even[j] = _mm512_fmadd_ps(e0, _mm512_maskz_loadu_ps(m[j], v[i] + d + 16 * j), even[j]);
-          odd[j] = _mm512_fmadd_ps(e1, _mm512_maskz_loadu_ps(m[j], v[i + 1] + d + 16 * j), odd[j]);
-        }
+        for (int c = 0; c < 4; ++c) acc[c][j] = _mm512_setzero_ps();
       }
-      if (i < count) {
-        const __m512 e0 = _mm512_set1_ps(e[i]);
+      auto step = [&](int c, int i) {
+        const __m512 ei = _mm512_set1_ps(e[i]);
+        const float* vi = v[i] + d;
 #pragma GCC unroll 4
         for (int j = 0; j < W; ++j)
-          even[j] = _mm512_fmadd_ps(e0, _mm512_maskz_loadu_ps(m[j], v[i] + d + 16 * j), even[j]);
-      }
+          acc[c][j] = _mm512_fmadd_ps(ei, _mm512_maskz_loadu_ps(m[j], vi + 16 * j), acc[c][j]);
+      };
+      int i = 0;
+      for (; i + 3 < count; i += 4) step(0, i), step(1, i + 1), step(2, i + 2), step(3, i + 3);
+      if (i < count) step(0, i);
+      if (i + 1 < count) step(1, i + 1);
+      if (i + 2 < count) step(2, i + 2);
       const __m512 va = _mm512_set1_ps(alpha);
 #pragma GCC unroll 4
       for (int j = 0; j < W; ++j) {
         float* o = out + d + 16 * j;
-        const __m512 block = _mm512_add_ps(even[j], odd[j]);
+        const __m512 block = _mm512_add_ps(_mm512_add_ps(acc[0][j], acc[1][j]), _mm512_add_ps(acc[2][j], acc[3][j]));
         _mm512_mask_storeu_ps(o, m[j], _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m[j], o), va, block));
       }
     }

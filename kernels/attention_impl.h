@@ -9,16 +9,18 @@
 // result depends on nothing but its q and positions 0..n_ctx-1.
 //
 // Policy, for one query head and one block (k and v hold kAttentionBlock row pointers, all
-// valid; only the first `count` are positions of the context):
+// readable; only the first `count` are positions of the context):
 //   scores(q, k, count, head_dim, scale, s)   s[i] = scale·q·k[i] for i < count, -inf after
 //   max(s), sum(e)                            over the block, in a fixed order
-//   exp(x); exp_shifted(s, m, e)              e[i] = exp(s[i] - m)
+//   exp(x); exp_shifted(s, m, count, e)       e[i] = exp(s[i] - m) (0 from count on)
 //   accumulate(out, alpha, e, v, count, hd)   out = out·alpha + Σ_{i<count} e[i]·v[i]
 //   divide(out, a, n)                         out /= a
+// Blocks are long (64 positions) so that each step's dependent chain (scores, max, exp,
+// weighted sum) is amortised over much independent work.
 
 namespace pagoda::kernels::detail {
 
-inline constexpr int kAttentionBlock = 16;
+inline constexpr int kAttentionBlock = 64;
 // Query heads carried through the context together, sharing each block's K and V while they
 // are in L1; larger groups are split, which changes no bits since heads are independent.
 inline constexpr int kAttentionHeads = 8;
@@ -37,10 +39,14 @@ void attend_heads(const float* q, int heads, int head_dim, int n_ctx, const floa
   int page = 0, slot = 0;
   for (int p0 = 0; p0 < n_ctx; p0 += B) {
     const int count = n_ctx - p0 < B ? n_ctx - p0 : B;
-    for (int i = 0; i < count; ++i) {
-      k[i] = k_pages[page] + slot * head_dim;
-      v[i] = v_pages[page] + slot * head_dim;
-      if (++slot == tokens_per_page) slot = 0, ++page;
+    for (int i = 0; i < count;) {  // runs of consecutive rows within a page
+      const int left = tokens_per_page - slot;
+      const int run = count - i < left ? count - i : left;
+      const float* kr = k_pages[page] + slot * head_dim;
+      const float* vr = v_pages[page] + slot * head_dim;
+      for (int j = 0; j < run; ++j, ++i) k[i] = kr + j * head_dim, v[i] = vr + j * head_dim;
+      slot += run;
+      if (slot == tokens_per_page) slot = 0, ++page;
     }
     for (int i = count; i < B; ++i) k[i] = k[0], v[i] = v[0];  // readable; masked out
     for (int h = 0; h < heads; ++h) {
@@ -51,7 +57,7 @@ void attend_heads(const float* q, int heads, int head_dim, int n_ctx, const floa
         alpha = P::exp(max[h] - block_max);
         max[h] = block_max;
       }
-      P::exp_shifted(s, max[h], e);
+      P::exp_shifted(s, max[h], count, e);
       sum[h] = sum[h] * alpha + P::sum(e);
       P::accumulate(out + h * head_dim, alpha, e, v, count, head_dim);
     }

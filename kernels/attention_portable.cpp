@@ -15,9 +15,13 @@ struct Portable {
   static void scores(const float* q, const float* const* k, int count, int head_dim, float scale,
                      float* s) {
     for (int i = 0; i < B; ++i) {
+      if (i >= count) {
+        s[i] = -INFINITY;
+        continue;
+      }
       float dot = 0.0f;
       for (int d = 0; d < head_dim; ++d) dot += q[d] * k[i][d];
-      s[i] = i < count ? scale * dot : -INFINITY;
+      s[i] = scale * dot;
     }
   }
   static float max(const float* s) {
@@ -31,8 +35,8 @@ struct Portable {
     return total;
   }
   static float exp(float x) { return std::exp(x); }
-  static void exp_shifted(const float* s, float m, float* e) {
-    for (int i = 0; i < B; ++i) e[i] = std::exp(s[i] - m);
+  static void exp_shifted(const float* s, float m, int count, float* e) {
+    for (int i = 0; i < B; ++i) e[i] = i < count ? std::exp(s[i] - m) : 0.0f;
   }
   static void accumulate(float* out, float alpha, const float* e, const float* const* v,
                          int count, int head_dim) {

@@ -121,7 +121,7 @@ GgufValue string_array(std::vector<std::string> items) {
   return GgufValue(std::move(a));
 }
 
-std::vector<float> ramp(size_t n, float scale) {
+std::vector<float> random_values(size_t n, float scale) {
   std::vector<float> v(n);
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-scale, scale);
@@ -137,7 +137,7 @@ std::string sample_file(const std::string& name) {
   w.set_string_array("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "hello"});
   w.set_f32_array("tokenizer.ggml.scores", {0.0f, -1.0f, -2.0f, -3.5f});
   w.set_bool("tokenizer.ggml.add_bos_token", true);
-  const std::vector<float> values = ramp(64, 1.0f);
+  const std::vector<float> values = random_values(64, 1.0f);
   w.add_tensor("f32", {32, 2}, values);
   for (GgmlType type : {GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0}) {
     w.add_tensor(ggml_type_name(type), {32, 2}, type, encode_tensor(type, values));
@@ -285,7 +285,7 @@ TEST(GgufRoundTrip, TypedGettersConvertAndRangeCheck) {
 }
 
 TEST(GgufRoundTrip, EveryTensorType) {
-  const std::vector<float> values = ramp(64 * 3, 4.0f);
+  const std::vector<float> values = random_values(64 * 3, 4.0f);
   GgufWriter w;
   w.add_tensor("f32", {64, 3}, values);
   for (GgmlType type : {GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0}) {
@@ -330,7 +330,7 @@ TEST(GgufRoundTrip, Alignment64) {
   GgufWriter w;
   w.set_u32("general.alignment", 64);
   w.add_tensor("a", {3}, std::vector<float>{1, 2, 3});
-  w.add_tensor("b", {40}, ramp(40, 1.0f));
+  w.add_tensor("b", {40}, random_values(40, 1.0f));
   w.add_tensor("c", {1}, std::vector<float>{9});
   const std::string path = test::scratch_path("align64.gguf");
   w.write(path);
@@ -355,7 +355,7 @@ TEST(GgufRoundTrip, Version2) {
   EXPECT_EQ(f.version(), 2u);
   EXPECT_EQ(f.get_uint("llama.embedding_length"), 64u);
   EXPECT_EQ(f.tensors().size(), 4u);
-  EXPECT_EQ(f.read_f32(*f.find_tensor("f32")), ramp(64, 1.0f));
+  EXPECT_EQ(f.read_f32(*f.find_tensor("f32")), random_values(64, 1.0f));
 }
 
 // ---- f16 / bf16 -------------------------------------------------------------------------
