@@ -4,21 +4,18 @@
 
 #include <benchmark/benchmark.h>
 #include <tbb/info.h>
-#include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstddef>
 #include <numeric>
 #include <random>
 #include <vector>
 
+#include "bench/fma_peak.h"
 #include "kernels/attention.h"
 #include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
-
-#include <immintrin.h>
 
 namespace {
 
@@ -31,78 +28,9 @@ tbb::task_arena& all_cores() {
   return arena;
 }
 
-// Twelve independent FMA chains held in registers (enough to cover FMA latency times pipes),
-// written in asm so the compiler can neither drop nor spill them; returns the flops done.
-// Compiled for its ISA here so the bench itself needs no special flags.
-#define PAGODA_FMA12(R)                                                                   \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "0\n\t"                                          \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "1\n\t"                                          \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "2\n\t"                                          \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "3\n\t"                                          \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "4\n\t"                                          \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "5\n\t"                                          \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "6\n\t"                                          \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "7\n\t"                                          \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "8\n\t"                                          \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "9\n\t"                                          \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "10\n\t"                                         \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "11\n\t"
-
-#define PAGODA_FMA_LOOP(R)                                                                \
-  asm volatile(                                                                           \
-      "vzeroall\n\t"                                                                      \
-      "1:\n\t" PAGODA_FMA12(R) "dec %0\n\t"                                               \
-      "jnz 1b\n\t"                                                                        \
-      : "+r"(iterations)                                                                  \
-      :                                                                                   \
-      : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",       \
-        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15")
-
-constexpr int kChains = 12;
-
-__attribute__((target("avx512f"))) double fma_chains_avx512(long iterations) {
-  const double flops = double(iterations) * kChains * 16 * 2;
-  PAGODA_FMA_LOOP("zmm");
-  return flops;
-}
-
-__attribute__((target("avx2,fma"))) double fma_chains_avx2(long iterations) {
-  const double flops = double(iterations) * kChains * 8 * 2;
-  PAGODA_FMA_LOOP("ymm");
-  return flops;
-}
-
-double fma_chains(long iterations) {
-  if (cpu_supports(Isa::Avx512)) return fma_chains_avx512(iterations);
-  if (cpu_supports(Isa::Avx2)) return fma_chains_avx2(iterations);
-  return 0.0;  // no FMA unit: fraction-of-peak counters read as infinite
-}
-
-// Runs the chains on every thread of `arena` at once; returns the flops done.
-double run_chains(tbb::task_arena& arena, long iterations) {
-  const int threads = arena.max_concurrency();
-  std::vector<double> done(threads);
-  arena.execute([&] {
-    tbb::parallel_for(0, threads, [&](int t) { done[t] = fma_chains(iterations); },
-                      tbb::static_partitioner());
-  });
-  return std::accumulate(done.begin(), done.end(), 0.0);
-}
-
-// The all-core peak in FLOP/s, measured once per process: best of a few runs after a warm-up.
+// The all-core peak in FLOP/s, measured once per process.
 double peak_flops() {
-  static const double peak = [] {
-    constexpr long kIterations = 10'000'000;
-    run_chains(all_cores(), kIterations);
-    double best = 0.0;
-    for (int run = 0; run < 5; ++run) {
-      const auto start = std::chrono::steady_clock::now();
-      const double flops = run_chains(all_cores(), kIterations);
-      const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-      best = std::max(best, flops / elapsed.count());
-    }
-    return best;
-  }();
+  static const double peak = pagoda::bench::measure_peak_flops(all_cores());
   return peak;
 }
 
@@ -110,7 +38,7 @@ void BM_FmaPeak(benchmark::State& state) {
   const int threads = int(state.range(0));
   tbb::task_arena arena(threads);
   double flops = 0.0;
-  for (auto _ : state) flops += run_chains(arena, 1'000'000);
+  for (auto _ : state) flops += pagoda::bench::run_fma_chains(arena, 1'000'000);
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsRate);
   state.counters["GFLOP/s/core"] =
       benchmark::Counter(flops * 1e-9 / threads, benchmark::Counter::kIsRate);

@@ -1,29 +1,26 @@
 #include "engine/page_pool.h"
 
-#include <cstdlib>
-#include <cstring>
+#include <sys/mman.h>
+
 #include <string>
 
 #include "pagoda/error.h"
 
 namespace pagoda {
 
-namespace {
-constexpr size_t kArenaAlignment = 64;  // a cache line, and an AVX-512 vector
-}
-
-void PagePool::FreeArena::operator()(float* p) const { std::free(p); }
+void PagePool::FreeArena::operator()(float* p) const { munmap(p, bytes); }
 
 PagePool::PagePool(const KvLayout& layout, int32_t n_pages) : layout_(layout), capacity_(n_pages) {
   if (n_pages <= 0) throw Error("KV cache: the page count must be positive, got " + std::to_string(n_pages));
   if (layout.tokens_per_page <= 0) throw Error("KV cache: tokens per page must be positive");
-  size_t bytes = layout.bytes_per_page() * size_t(n_pages);
-  bytes = (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
-  auto* memory = static_cast<float*>(std::aligned_alloc(kArenaAlignment, bytes));
-  if (!memory) throw Error("KV cache: cannot allocate " + std::to_string(bytes) + " bytes for " + std::to_string(n_pages) + " pages");
-  // Zeroed so a (buggy) read of an unwritten slot is deterministic rather than garbage.
-  std::memset(memory, 0, bytes);
-  arena_.reset(memory);
+  // Anonymous memory: page-aligned, zero-filled (a read of an unwritten slot is deterministic),
+  // and committed by the OS only as pages are first written, so start-up is instant.
+  const size_t bytes = layout.bytes_per_page() * size_t(n_pages);
+  void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) {
+    throw Error("KV cache: cannot map " + std::to_string(bytes) + " bytes for " + std::to_string(n_pages) + " pages");
+  }
+  arena_ = std::unique_ptr<float[], FreeArena>(static_cast<float*>(memory), FreeArena{bytes});
   free_list_.reserve(n_pages);
   for (int32_t p = n_pages - 1; p >= 0; --p) free_list_.push_back(p);
   ref_counts_.assign(n_pages, 0);

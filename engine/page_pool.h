@@ -46,6 +46,7 @@ class PagePool {
 
  private:
   struct FreeArena {
+    size_t bytes;  // no initializer: it would make this type not default-constructible here
     void operator()(float* p) const;
   };
 

@@ -1,5 +1,5 @@
 // AVX2 attention primitives, as in attention_avx512.cpp with 8 lanes: scores by a
-// transpose-and-add tree over 8 positions at a time, values by two interleaved FMA chains.
+// transpose-and-add tree over 8 positions at a time, values by four interleaved FMA chains.
 
 #include "kernels/attention_impl.h"
 #include "kernels/dispatch.h"

@@ -1,6 +1,6 @@
 // AVX-512 attention primitives. Scores: one lane-wise product vector per position, then a
-// transpose-and-add tree turns the 16 vectors into the 16 dot products at once. Values: two
-// interleaved FMA chains per 16 columns, so the sum over a block is not one long dependency.
+// transpose-and-add tree turns 16 such vectors into 16 dot products at once. Values: four
+// interleaved FMA chains per 16 columns, so a block's weighted sum is not one long dependency.
 // head_dim need not be a multiple of 16 (masked tails).
 
 #include "kernels/attention_impl.h"

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cassert>
 #include <new>
+#include <string>
 
 #include "kernels/dispatch.h"
+#include "pagoda/error.h"
 
 namespace pagoda::kernels {
 
@@ -22,6 +24,10 @@ constexpr int kKBlock = 128;
 
 // Rows of A handled by one task at most, so its A block stays in L2 across all its panels.
 constexpr int kTaskRows = 128;
+
+// Below this many multiply-adds (a few microseconds of work) waking other threads costs more
+// than it saves, as in every matmul of a tiny model's decode step.
+constexpr double kParallelWork = 1 << 17;
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -42,10 +48,6 @@ void run(const float* A, int M, int lda, const PackedMatrix& W, float* C, int ld
   const int panels = ceil_div(N, nr);
   const int rows_grain = std::max(1, kTaskRows / mr);
 
-  // Where panel p's K block starting at k0 lives, and how many cache lines it spans.
-  auto block = [&](int p, int k0) { return reinterpret_cast<const char*>(W.panel(p) + std::size_t(k0) * nr); };
-  auto block_lines = [&](int k0) { return std::min(kKBlock, K - k0) * nr * int(sizeof(float)) / 64; };
-
   auto body = [&](const tbb::blocked_range2d<int>& range) {
     const int t0 = range.rows().begin(), tiles = range.rows().size();
     const int p0 = range.cols().begin(), p1 = range.cols().end();
@@ -58,23 +60,28 @@ void run(const float* A, int M, int lda, const PackedMatrix& W, float* C, int ld
       for (int p = p0; p < p1; ++p) {
         tile.panel = W.panel(p) + std::size_t(k0) * nr;
         tile.n_valid = std::min(nr, N - p * nr);
-        // The block this task reads next; its tiles share out prefetching it.
+        // The panel block this task reads next; its row tiles share out prefetching it.
         const int next_p = p + 1 < p1 ? p + 1 : p0;
         const int next_k0 = p + 1 < p1 ? k0 : k0 + kKBlock;
-        const int next_lines = next_k0 < K ? block_lines(next_k0) : 0;
+        const int next_lines = next_k0 < K ? std::min(kKBlock, K - next_k0) * nr * 4 / 64 : 0;
+        const char* next = next_lines > 0 ? reinterpret_cast<const char*>(W.panel(next_p) + std::size_t(next_k0) * nr) : nullptr;
         for (int i = 0; i < tiles; ++i) {
           const int m0 = (t0 + i) * mr;
           const int first_line = next_lines * i / tiles;
           tile.a = A + std::size_t(m0) * lda + k0;
           tile.c = C + std::size_t(m0) * ldc + p * nr;
-          tile.prefetch = next_lines > 0 ? block(next_p, next_k0) + 64 * first_line : nullptr;
+          tile.prefetch = next + 64 * first_line;
           tile.prefetch_lines = next_lines * (i + 1) / tiles - first_line;
           kernels.tile[std::min(mr, M - m0)](tile);
         }
       }
     }
   };
-  tbb::parallel_for(tbb::blocked_range2d<int>(0, row_tiles, rows_grain, 0, panels, 1), body);
+  const tbb::blocked_range2d<int> all(0, row_tiles, rows_grain, 0, panels, 1);
+  if (double(M) * N * K < kParallelWork)
+    body(all);
+  else
+    tbb::parallel_for(all, body);
 }
 
 }  // namespace
@@ -89,6 +96,8 @@ PackedMatrix PackedMatrix::pack(const float* w, int n_out, int n_in) {
 
 PackedMatrix PackedMatrix::pack(const float* w, int n_out, int n_in, Isa isa) {
   assert(n_out >= 0 && n_in >= 0);
+  if (!cpu_supports(isa))
+    throw Error(std::string("cannot pack a matrix for ") + isa_name(isa) + ": this CPU lacks it");
   PackedMatrix m;
   m.isa_ = isa;
   m.rows_ = n_out;

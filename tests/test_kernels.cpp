@@ -63,6 +63,13 @@ TEST(CpuFeatures, ActiveIsaIsSupportedAndNamed) {
   set_isa(detected_isa());
 }
 
+TEST(CpuFeatures, PackingForAMissingIsaThrows) {
+  const std::vector<float> w(4, 1.0f);
+  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+    if (!cpu_supports(isa)) EXPECT_ANY_THROW(PackedMatrix::pack(w.data(), 2, 2, isa));
+  }
+}
+
 // ---- GEMM ----
 
 void reference_matmul(const std::vector<float>& a, int M, int K, const std::vector<float>& w,
@@ -175,6 +182,25 @@ TEST_P(KernelTest, MatmulColumnsAreIndependentOfN) {
   matmul(a.data(), M, K, part, c_part.data(), 17);
   for (int m = 0; m < M; ++m)
     ASSERT_TRUE(bitwise_equal(c_full.data() + m * 40, c_part.data() + m * 17, 17)) << m;
+}
+
+TEST(Matmul, UsesTheKernelOfThePackedIsa) {
+  const int M = 5, N = 70, K = 90;
+  const auto w = random_vector(std::size_t(N) * K, 8);
+  const auto a = random_vector(std::size_t(M) * K, 9);
+  for (Isa packed_for : supported_isas()) {
+    const PackedMatrix packed = PackedMatrix::pack(w.data(), N, K, packed_for);
+    std::vector<float> expected(std::size_t(M) * N), got(expected.size());
+    set_isa(packed_for);
+    matmul(a.data(), M, K, packed, expected.data(), N);
+    for (Isa active : supported_isas()) {
+      set_isa(active);
+      matmul(a.data(), M, K, packed, got.data(), N);
+      EXPECT_TRUE(bitwise_equal(expected.data(), got.data(), got.size()))
+          << isa_name(packed_for) << " under " << isa_name(active);
+    }
+  }
+  set_isa(detected_isa());
 }
 
 // ---- Row ops ----

@@ -1,0 +1,206 @@
+#include "actors/decode_scheduler.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace pagoda {
+
+DecodeScheduler::DecodeScheduler(std::shared_ptr<Mailbox<DecodeMessage>> mailbox, ModelRunner& runner, KvView kv,
+                                 PagePoolActor& pool, std::shared_ptr<Mailbox<PrefillMessage>> prefill,
+                                 const EngineConfig& config, MetricsBoard& metrics)
+    : Actor(std::move(mailbox)),
+      runner_(runner),
+      kv_(kv),
+      pool_(pool),
+      prefill_(std::move(prefill)),
+      config_(config),
+      metrics_(metrics),
+      eos_id_(runner.model().tokenizer.eos_id()) {}
+
+void DecodeScheduler::run() {
+  while (!stopped()) {
+    if (running_.empty()) handle(mailbox_->receive());  // idle: block
+    while (!stopped()) {
+      auto message = mailbox_->try_receive();
+      if (!message) break;
+      handle(std::move(*message));
+    }
+    if (!stopped()) step();
+  }
+}
+
+void DecodeScheduler::handle(DecodeMessage message) {
+  if (auto* a = std::get_if<Admitted>(&message)) {
+    Sequence& seq = *a->seq;
+    if (!seq.swapped_kv.empty()) {
+      // Swap in: the pages' contents come back from host memory, page for page.
+      const size_t page_floats = kv_.layout.floats_per_page();
+      for (size_t i = 0; i * page_floats < seq.swapped_kv.size(); ++i) {
+        std::memcpy(kv_.base + size_t(seq.table.pages()[i]) * page_floats, seq.swapped_kv.data() + i * page_floats,
+                    page_floats * sizeof(float));
+      }
+      seq.swapped_kv = {};
+    }
+    running_.push_back(std::move(a->seq));
+    metrics_.running.fetch_add(1, std::memory_order_relaxed);
+  } else if (std::holds_alternative<Stop>(message)) {
+    for (SequencePtr& seq : running_) retire(*seq, FinishReason::Cancelled);
+    running_.clear();
+    pool_.post(Stop{});
+    stop();
+  }
+  // Wake: the cancel flags are read at the start of every step.
+}
+
+void DecodeScheduler::step() {
+  const auto start = Clock::now();
+  for (SequencePtr& seq : running_) {
+    if (seq->cancel_requested()) retire(*seq, FinishReason::Cancelled);
+  }
+  remove_finished();
+
+  std::vector<Planned> planned;
+  if (plan(planned)) {
+    batch_.entries.clear();
+    for (const Planned& p : planned) {
+      Sequence& s = *p.seq;
+      const bool last_chunk = s.n_cached + p.n_tokens == int32_t(s.tokens.size());
+      batch_.entries.push_back(
+          {std::span<const int32_t>(s.tokens).subspan(s.n_cached, p.n_tokens), s.n_cached, &s.table, last_chunk});
+    }
+    try {
+      runner_.forward(batch_, kv_, logits_);
+      process_outputs(planned, logits_);
+    } catch (const std::exception& e) {
+      for (const Planned& p : planned) {
+        if (p.seq->status != SequenceStatus::Finished) retire(*p.seq, FinishReason::Error, e.what());
+      }
+    }
+    remove_finished();
+  }
+  if (slots_to_return_ > 0) {
+    prefill_->post(SlotsFreed{slots_to_return_});
+    slots_to_return_ = 0;
+  }
+  metrics_.busy_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count(),
+                             std::memory_order_relaxed);
+}
+
+bool DecodeScheduler::plan(std::vector<Planned>& planned) {
+  for (;;) {
+    planned.clear();
+    int32_t budget = config_.max_tokens_per_step;
+    // Decodes first: each running sequence's next token keeps latency flat.
+    for (SequencePtr& seq : running_) {
+      if (seq->status != SequenceStatus::Decoding) continue;
+      if (int32_t(planned.size()) == config_.max_entries_per_step || budget == 0) break;
+      planned.push_back({seq.get(), 1});
+      --budget;
+    }
+    // Then prefill chunks, in admission order, cut to what is left of the budget.
+    for (SequencePtr& seq : running_) {
+      if (seq->status != SequenceStatus::Prefilling) continue;
+      if (int32_t(planned.size()) == config_.max_entries_per_step || budget == 0) break;
+      const int32_t n = std::min({seq->pending(), config_.prefill_chunk, budget});
+      planned.push_back({seq.get(), n});
+      budget -= n;
+    }
+    if (planned.empty()) return false;
+
+    int32_t need = 0;
+    for (const Planned& p : planned) need += p.seq->table.pages_needed(p.seq->n_cached + p.n_tokens);
+    if (auto pages = pool_.allocate(need, 0, PageRequester::Decode)) {
+      auto next = pages->begin();
+      for (const Planned& p : planned) {
+        const int32_t k = p.seq->table.pages_needed(p.seq->n_cached + p.n_tokens);
+        p.seq->table.append(std::vector<int32_t>(next, next + k));
+        next += k;
+      }
+      return true;
+    }
+    // The pool is dry: the most recently admitted sequence makes room, then plan again.
+    SequencePtr victim = std::move(running_.back());
+    running_.pop_back();
+    preempt(std::move(victim));
+  }
+}
+
+void DecodeScheduler::preempt(SequencePtr victim) {
+  Sequence& seq = *victim;
+  if (config_.preemption == PreemptionMode::Swap && seq.n_cached > 0) {
+    const size_t page_floats = kv_.layout.floats_per_page();
+    const int32_t used = (seq.n_cached + kv_.layout.tokens_per_page - 1) / kv_.layout.tokens_per_page;
+    seq.swapped_kv.resize(size_t(used) * page_floats);
+    for (int32_t i = 0; i < used; ++i) {
+      std::memcpy(seq.swapped_kv.data() + size_t(i) * page_floats, kv_.base + size_t(seq.table.pages()[i]) * page_floats,
+                  page_floats * sizeof(float));
+    }
+  } else {
+    seq.n_cached = 0;  // recompute: every token is fed again
+  }
+  pool_.release(seq.table.take_pages());
+  seq.requeued = true;
+  ++seq.preemptions;
+  metrics_.preempted.fetch_add(1, std::memory_order_relaxed);
+  metrics_.running.fetch_sub(1, std::memory_order_relaxed);
+  metrics_.queued.fetch_add(1, std::memory_order_relaxed);
+  prefill_->post(Requeue{std::move(victim)});
+}
+
+void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const std::vector<float>& logits) {
+  const size_t vocab = size_t(runner_.config().vocab_size);
+  size_t row = 0;
+  for (const Planned& p : planned) {
+    Sequence& seq = *p.seq;
+    seq.n_cached += p.n_tokens;
+    if (seq.n_cached < int32_t(seq.tokens.size())) continue;  // more prompt to come
+    const std::span<const float> row_logits(logits.data() + row++ * vocab, vocab);
+    seq.status = SequenceStatus::Decoding;
+    append_token(seq, seq.sampler.sample(row_logits, seq.tokens));
+  }
+}
+
+void DecodeScheduler::append_token(Sequence& seq, int32_t token) {
+  const auto now = Clock::now();
+  if (seq.generated() == 0) seq.first_token = now;
+  seq.last_token = now;
+  seq.tokens.push_back(token);
+  metrics_.generated_tokens.fetch_add(1, std::memory_order_relaxed);
+
+  const bool eos = !seq.ignore_eos && token == eos_id_;
+  const bool stop_id = std::find(seq.stop_token_ids.begin(), seq.stop_token_ids.end(), token) != seq.stop_token_ids.end();
+  if (eos || stop_id) {
+    seq.emit({token, {}});  // a stop token's text is not part of the output
+    retire(seq, eos ? FinishReason::Eos : FinishReason::Stop);
+    return;
+  }
+  seq.emit({token, seq.output.append(token)});
+  if (seq.output.stopped()) {
+    retire(seq, FinishReason::Stop);
+  } else if (seq.generated() >= seq.max_new_tokens) {
+    retire(seq, FinishReason::Length);
+  }
+}
+
+void DecodeScheduler::retire(Sequence& seq, FinishReason reason, std::string error) {
+  seq.finish(reason, std::move(error));
+  pool_.release(seq.table.take_pages());
+  ++slots_to_return_;
+  metrics_.running.fetch_sub(1, std::memory_order_relaxed);
+  metrics_.finished.fetch_add(1, std::memory_order_relaxed);
+}
+
+void DecodeScheduler::remove_finished() {
+  std::erase_if(running_, [](const SequencePtr& s) { return s->status == SequenceStatus::Finished; });
+}
+
+void DecodeScheduler::drain() {
+  while (auto m = mailbox_->try_receive()) {
+    if (auto* a = std::get_if<Admitted>(&*m)) {
+      metrics_.running.fetch_add(1, std::memory_order_relaxed);
+      retire(*a->seq, FinishReason::Cancelled);
+    }
+  }
+}
+
+}  // namespace pagoda

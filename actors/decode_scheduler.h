@@ -1,0 +1,58 @@
+#pragma once
+// The decode scheduler actor: owns the running sequences and the step loop. Each step it
+// builds the batch — every decoding sequence first, then prefill chunks until the token
+// budget or the entry cap (a chunk may be cut to fit) — runs the forward pass, samples,
+// streams, finishes and frees. When the page pool runs dry it preempts the most recently
+// admitted sequences (recompute or swap). With nothing to run it blocks on its mailbox.
+
+#include <vector>
+
+#include "actors/actor.h"
+#include "actors/messages.h"
+#include "actors/page_pool_actor.h"
+#include "engine/metrics_board.h"
+#include "engine/model_runner.h"
+#include "pagoda/engine.h"
+
+namespace pagoda {
+
+class DecodeScheduler : public Actor<DecodeMessage> {
+ public:
+  DecodeScheduler(std::shared_ptr<Mailbox<DecodeMessage>> mailbox, ModelRunner& runner, KvView kv, PagePoolActor& pool,
+                  std::shared_ptr<Mailbox<PrefillMessage>> prefill, const EngineConfig& config,
+                  MetricsBoard& metrics);
+
+  // Cancels what is left in the mailbox after the actor stopped (shutdown).
+  void drain();
+
+ private:
+  struct Planned {
+    Sequence* seq;
+    int32_t n_tokens;
+  };
+
+  void run() override;
+  void handle(DecodeMessage message) override;
+  void step();
+  bool plan(std::vector<Planned>& planned);
+  void preempt(SequencePtr victim);
+  void process_outputs(const std::vector<Planned>& planned, const std::vector<float>& logits);
+  void append_token(Sequence& seq, int32_t token);
+  void retire(Sequence& seq, FinishReason reason, std::string error = {});
+  void remove_finished();
+
+  ModelRunner& runner_;
+  KvView kv_;
+  PagePoolActor& pool_;
+  std::shared_ptr<Mailbox<PrefillMessage>> prefill_;
+  EngineConfig config_;
+  MetricsBoard& metrics_;
+  int32_t eos_id_;
+
+  std::vector<SequencePtr> running_;  // in admission order
+  int32_t slots_to_return_ = 0;
+  Batch batch_;
+  std::vector<float> logits_;
+};
+
+}  // namespace pagoda

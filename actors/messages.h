@@ -1,0 +1,53 @@
+#pragma once
+// The messages the actors exchange. Each actor's mailbox takes one variant; a Sequence
+// travels inside a message, so only its current holder can touch it.
+//
+//   Engine::submit ──NewRequest──▶ LoraRouter ──NewRequest──▶ PrefillScheduler
+//   PrefillScheduler ──Admitted──▶ DecodeScheduler ──Requeue / SlotsFreed──▶ PrefillScheduler
+//   Prefill/DecodeScheduler ──AllocatePages (reply)/ReleasePages──▶ PagePoolActor
+//   PagePoolActor ──PagesFreed──▶ PrefillScheduler
+//   RequestHandle::cancel ──Wake──▶ Prefill/DecodeScheduler;  Engine::shutdown ──Stop──▶ ...
+
+#include <memory>
+#include <optional>
+#include <variant>
+#include <vector>
+
+#include "actors/reply.h"
+#include "engine/sequence.h"
+
+namespace pagoda {
+
+struct NewRequest {
+  SequencePtr seq;
+};
+struct Admitted {
+  SequencePtr seq;  // holds pages for every token it still has to feed
+};
+struct Requeue {
+  SequencePtr seq;  // preempted: its slot is free again, it waits ahead of new work
+};
+struct SlotsFreed {
+  int32_t count = 0;  // sequences that finished: room for as many admissions
+};
+struct PagesFreed {};
+struct Wake {};  // something was cancelled: look at the cancel flags
+struct Stop {};  // shut down: cancel what you hold and pass the Stop on
+
+enum class PageRequester { Prefill, Decode };
+struct AllocatePages {
+  int32_t count = 0;
+  int32_t keep_free = 0;  // refuse unless this many pages stay free afterwards
+  PageRequester requester = PageRequester::Decode;
+  std::shared_ptr<Reply<std::optional<std::vector<int32_t>>>> reply;
+};
+struct ReleasePages {
+  std::vector<int32_t> pages;
+};
+
+using RouterMessage = std::variant<Stop, NewRequest>;
+using PrefillMessage = std::variant<Stop, NewRequest, Requeue, SlotsFreed, PagesFreed, Wake>;
+using DecodeMessage = std::variant<Stop, Admitted, Wake>;
+using PageMessage = std::variant<Stop, AllocatePages, ReleasePages>;
+
+}  // namespace pagoda

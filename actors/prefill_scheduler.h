@@ -1,0 +1,44 @@
+#pragma once
+// The prefill scheduler actor: the waiting requests. It admits them, highest priority first
+// and preempted ones ahead of all new work, when the page pool grants pages for every token
+// they still have to feed and the decode scheduler has room (slot credits), then hands them
+// to the decode scheduler, which cuts their prompts into prefill chunks.
+
+#include <vector>
+
+#include "actors/actor.h"
+#include "actors/messages.h"
+#include "actors/page_pool_actor.h"
+#include "engine/metrics_board.h"
+
+namespace pagoda {
+
+class PrefillScheduler : public Actor<PrefillMessage> {
+ public:
+  // `keep_free`: pages a new admission must leave free, so running sequences can grow.
+  PrefillScheduler(std::shared_ptr<Mailbox<PrefillMessage>> mailbox, PagePoolActor& pool,
+                   std::shared_ptr<Mailbox<DecodeMessage>> decode, int32_t max_running, int32_t keep_free,
+                   MetricsBoard& metrics)
+      : Actor(std::move(mailbox)),
+        pool_(pool), decode_(std::move(decode)), credits_(max_running), keep_free_(keep_free), metrics_(metrics) {}
+
+  // Cancels what is left in the mailbox after the actor stopped (shutdown).
+  void drain();
+
+ private:
+  void handle(PrefillMessage message) override;
+  void enqueue(SequencePtr seq);
+  void drop_cancelled();
+  void admit();
+  void cancel(Sequence& seq);
+
+  PagePoolActor& pool_;
+  std::shared_ptr<Mailbox<DecodeMessage>> decode_;
+  std::vector<SequencePtr> waiting_;  // in admission order
+  int32_t credits_;                   // sequences the decode scheduler can take now
+  int32_t keep_free_;
+  uint64_t next_admit_order_ = 1;
+  MetricsBoard& metrics_;
+};
+
+}  // namespace pagoda

@@ -1,0 +1,202 @@
+// The Engine facade: loads the model, wires the four actors, validates and submits requests,
+// and shuts everything down so that every future resolves and every page comes back.
+
+#include "pagoda/engine.h"
+
+#include <atomic>
+#include <thread>
+
+#include "actors/decode_scheduler.h"
+#include "actors/lora_router.h"
+#include "actors/page_pool_actor.h"
+#include "actors/prefill_scheduler.h"
+#include "engine/gguf.h"
+#include "engine/model.h"
+#include "engine/model_runner.h"
+#include "pagoda/error.h"
+
+namespace pagoda {
+
+namespace {
+
+void validate_config(const EngineConfig& c) {
+  auto fail = [](const std::string& what) { throw Error("bad engine config: " + what); };
+  if (c.threads < 0) fail("threads must be >= 0");
+  if (c.kv_pages < 0) fail("kv_pages must be >= 0");
+  if (c.tokens_per_page <= 0) fail("tokens_per_page must be positive");
+  if (c.max_tokens_per_step <= 0) fail("max_tokens_per_step must be positive");
+  if (c.max_entries_per_step <= 0) fail("max_entries_per_step must be positive");
+  if (c.max_running <= 0) fail("max_running must be positive");
+  if (c.prefill_chunk <= 0) fail("prefill_chunk must be positive");
+}
+
+int32_t kv_page_count(const EngineConfig& c, const KvLayout& layout) {
+  const int32_t pages = c.kv_pages > 0 ? c.kv_pages : PagePool::pages_for_bytes(layout, c.kv_bytes);
+  if (pages <= 0) throw Error("bad engine config: the KV budget holds no page (a page is " + std::to_string(layout.bytes_per_page()) + " bytes)");
+  return pages;
+}
+
+std::optional<std::string> read_chat_template(const std::string& path) {
+  try {
+    return GgufFile::open(path).get_string_opt("tokenizer.chat_template");
+  } catch (const Error&) {
+    return std::nullopt;  // not a GGUF file (llama2.c checkpoints have no template)
+  }
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  explicit Impl(const EngineConfig& c)
+      : config(c),
+        model(load_model(c.model_path, c.tokenizer_path)),
+        chat_template(read_chat_template(c.model_path)),
+        runner(model, c.threads),
+        pool(KvLayout::for_model(model.config, c.tokens_per_page),
+             kv_page_count(c, KvLayout::for_model(model.config, c.tokens_per_page))),
+        pool_actor(pool, metrics),
+        // A new admission leaves 1% of the pages free so running sequences can still grow.
+        prefill(prefill_mailbox, pool_actor, decode_mailbox, c.max_running, std::max(1, pool.capacity() / 100), metrics),
+        decode(decode_mailbox, runner, pool.view(), pool_actor, prefill_mailbox, c, metrics),
+        router(prefill_mailbox, metrics) {
+    pool_actor.set_prefill_mailbox(prefill_mailbox);
+    pool_actor.start();
+    decode.start();
+    prefill.start();
+    router.start();
+  }
+
+  std::vector<int32_t> validated_prompt(const Request& r) const;
+
+  EngineConfig config;
+  Model model;
+  std::optional<std::string> chat_template;
+  ModelRunner runner;
+  PagePool pool;
+  MetricsBoard metrics;
+  // The schedulers post to each other, so their mailboxes exist before either of them.
+  std::shared_ptr<Mailbox<PrefillMessage>> prefill_mailbox = std::make_shared<Mailbox<PrefillMessage>>();
+  std::shared_ptr<Mailbox<DecodeMessage>> decode_mailbox = std::make_shared<Mailbox<DecodeMessage>>();
+  PagePoolActor pool_actor;
+  PrefillScheduler prefill;
+  DecodeScheduler decode;
+  LoraRouter router;
+
+  std::atomic<uint64_t> next_id{1};
+  std::atomic<bool> accepting{true};
+  std::atomic<int32_t> submitting{0};
+  std::atomic<bool> shut_down{false};
+};
+
+}  // namespace pagoda
+
+namespace pagoda {
+
+std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
+  auto refuse = [](const std::string& what) { throw Error("bad request: " + what); };
+  std::vector<int32_t> ids = r.prompt_ids;
+  if (ids.empty()) {
+    if (r.prompt.empty()) refuse("the prompt is empty");
+    ids = model.tokenizer.encode(r.prompt, model.tokenizer.add_bos());
+  }
+  const int32_t vocab = model.config.vocab_size;
+  for (int32_t id : ids) {
+    if (id < 0 || id >= vocab) refuse("prompt token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(vocab - 1) + ")");
+  }
+  for (int32_t id : r.stop_token_ids) {
+    if (id < 0 || id >= vocab) refuse("stop token id " + std::to_string(id) + " is outside the vocabulary");
+  }
+  if (r.max_new_tokens < 1) refuse("max_new_tokens must be at least 1, got " + std::to_string(r.max_new_tokens));
+  const int64_t total = int64_t(ids.size()) + r.max_new_tokens;
+  if (total > model.config.context_length) {
+    refuse("prompt (" + std::to_string(ids.size()) + " tokens) + max_new_tokens (" + std::to_string(r.max_new_tokens) +
+           ") exceeds the context length " + std::to_string(model.config.context_length));
+  }
+  const int64_t pages = (total + config.tokens_per_page - 1) / config.tokens_per_page;
+  if (pages > pool.capacity()) {
+    refuse("prompt + max_new_tokens needs " + std::to_string(pages) + " KV pages but the whole cache has " +
+           std::to_string(pool.capacity()) + "; it could never run");
+  }
+  r.sampling.validate();
+  return ids;
+}
+
+Engine::Engine(const EngineConfig& config) {
+  validate_config(config);
+  impl_ = std::make_unique<Impl>(config);
+}
+
+Engine::~Engine() { shutdown(); }
+
+RequestHandle Engine::submit(Request request) {
+  Impl& m = *impl_;
+  // Counted so shutdown can wait for submits already past the `accepting` check.
+  m.submitting.fetch_add(1);
+  struct Leave {
+    std::atomic<int32_t>& n;
+    ~Leave() { n.fetch_sub(1); }
+  } leave{m.submitting};
+  if (!m.accepting.load()) throw Error("the engine is shut down");
+  std::vector<int32_t> prompt = m.validated_prompt(request);
+
+  auto state = std::make_shared<detail::RequestState>();
+  state->id = m.next_id.fetch_add(1, std::memory_order_relaxed);
+  state->streaming = request.stream;
+  state->notify_cancel = [prefill = std::weak_ptr(m.prefill_mailbox), decode = std::weak_ptr(m.decode_mailbox)] {
+    if (auto p = prefill.lock()) p->post(Wake{});
+    if (auto d = decode.lock()) d->post(Wake{});
+  };
+  std::future<Completion> future = state->promise.get_future();
+  auto seq = std::make_unique<Sequence>(state, request, std::move(prompt), m.model.tokenizer, m.config.tokens_per_page);
+  m.metrics.queued.fetch_add(1, std::memory_order_relaxed);
+  m.router.post(NewRequest{std::move(seq)});
+  return RequestHandle(std::move(state), std::move(future));
+}
+
+EngineMetrics Engine::metrics() const {
+  const MetricsBoard& b = impl_->metrics;
+  EngineMetrics e;
+  e.queued = b.queued.load(std::memory_order_relaxed);
+  e.running = b.running.load(std::memory_order_relaxed);
+  e.preempted = b.preempted.load(std::memory_order_relaxed);
+  e.finished = b.finished.load(std::memory_order_relaxed);
+  e.kv_pages_total = b.pages_total.load(std::memory_order_relaxed);
+  e.kv_pages_used = b.pages_used.load(std::memory_order_relaxed);
+  e.kv_pages_free = e.kv_pages_total - e.kv_pages_used;
+  e.generated_tokens = b.generated_tokens.load(std::memory_order_relaxed);
+  const double busy_s = double(b.busy_ns.load(std::memory_order_relaxed)) * 1e-9;
+  e.tokens_per_second = busy_s > 0.0 ? double(e.generated_tokens) / busy_s : 0.0;
+  return e;
+}
+
+void Engine::shutdown() {
+  Impl& m = *impl_;
+  if (m.shut_down.exchange(true)) return;
+  m.accepting.store(false);
+  while (m.submitting.load() > 0) std::this_thread::yield();
+  // The Stop travels router → prefill → decode → page pool, behind everything already sent;
+  // each actor cancels what it holds on the way. What reached a mailbox after its actor
+  // stopped is cancelled by the drains, in the same order, so every page comes back.
+  m.router.post(Stop{});
+  m.router.join();
+  m.prefill.join();
+  m.decode.join();
+  m.pool_actor.join();
+  m.router.drain();
+  m.prefill.drain();
+  m.decode.drain();
+  m.pool_actor.drain();
+}
+
+std::vector<int32_t> Engine::tokenize(const std::string& text, bool add_bos) const {
+  return impl_->model.tokenizer.encode(text, add_bos);
+}
+
+std::string Engine::detokenize(const std::vector<int32_t>& ids) const { return impl_->model.tokenizer.decode(ids, false); }
+
+int32_t Engine::context_length() const { return impl_->model.config.context_length; }
+int32_t Engine::vocab_size() const { return impl_->model.config.vocab_size; }
+int32_t Engine::eos_id() const { return impl_->model.tokenizer.eos_id(); }
+std::optional<std::string> Engine::chat_template() const { return impl_->chat_template; }
+
+}  // namespace pagoda

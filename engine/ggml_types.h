@@ -1,0 +1,60 @@
+#pragma once
+// ggml's tensor element types as GGUF stores them: their sizes, the shapes a tensor may have,
+// and conversion between encoded bytes and f32.
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace pagoda {
+
+// GGUF files and ggml tensor data are little-endian, and pagoda reads and writes them by
+// memcpy of native integers and floats.
+static_assert(std::endian::native == std::endian::little, "pagoda reads and writes GGUF on little-endian hosts only");
+
+// Tensor element types pagoda reads, numbered as ggml's; a file with any other type is refused.
+enum class GgmlType : uint32_t { F32 = 0, F16 = 1, Q8_0 = 8, BF16 = 30 };
+const char* ggml_type_name(GgmlType type);  // "F32", "F16", "Q8_0", "BF16"
+bool ggml_type_supported(uint32_t id);      // whether `id` is one of GgmlType's
+
+// Q8_0 packs 32 values as an f16 scale d and 32 int8 q: value = d * q.
+inline constexpr uint64_t kQ8_0BlockElements = 32;
+inline constexpr uint64_t kQ8_0BlockBytes = 2 + 32;
+
+// Bytes that `n_elements` values of `type` take. Throws pagoda::Error when n_elements is not
+// a whole number of blocks or the size overflows.
+uint64_t ggml_type_bytes(GgmlType type, uint64_t n_elements);
+
+// Throws pagoda::Error "<context>: <problem>" unless a tensor may have `n_dims` dimensions
+// (1 to 4, as ggml's GGML_MAX_DIMS).
+void ggml_check_n_dims(uint64_t n_dims, const std::string& context);
+
+struct GgmlTensorSize {
+  uint64_t n_elements;
+  uint64_t n_bytes;
+};
+// Validates a tensor shape as GGUF stores it (1 to 4 dimensions, none 0, no overflow, rows of
+// whole Q8_0 blocks) and returns its sizes. Throws pagoda::Error "<context>: <problem>".
+GgmlTensorSize ggml_tensor_size(std::span<const uint64_t> shape, GgmlType type, const std::string& context);
+
+// Half-precision to float, exact for every input (subnormals, infinities, NaN included).
+float f16_to_f32(uint16_t h);
+// bfloat16 is the upper half of a float.
+inline float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
+// Float to half precision, rounding to nearest even; overflow gives infinity.
+uint16_t f32_to_f16(float f);
+// Float to bfloat16, rounding to nearest even.
+uint16_t f32_to_bf16(float f);
+
+// Decodes `dst.size()` values of `type` from `src`, which must hold exactly that many.
+void dequantize(GgmlType type, std::span<const std::byte> src, std::span<float> dst);
+
+// `values` encoded as `type`, as ggml does (Q8_0: per block of 32, d = max|x| / 127,
+// q = round(x / d)). Throws pagoda::Error when Q8_0 gets a count that is not a multiple of 32
+// or a non-finite value.
+std::vector<std::byte> encode_tensor(GgmlType type, std::span<const float> values);
+
+}  // namespace pagoda

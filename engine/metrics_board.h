@@ -1,0 +1,21 @@
+#pragma once
+// Counters the actors update and Engine::metrics() reads: relaxed atomics, written by their
+// one owner each, so reading them never stops an actor.
+
+#include <atomic>
+#include <cstdint>
+
+namespace pagoda {
+
+struct MetricsBoard {
+  std::atomic<int64_t> queued{0};
+  std::atomic<int64_t> running{0};
+  std::atomic<int64_t> preempted{0};
+  std::atomic<int64_t> finished{0};
+  std::atomic<int64_t> generated_tokens{0};
+  std::atomic<int64_t> pages_used{0};
+  std::atomic<int64_t> pages_total{0};
+  std::atomic<int64_t> busy_ns{0};  // time the decode scheduler spent on steps
+};
+
+}  // namespace pagoda

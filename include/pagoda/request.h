@@ -1,0 +1,82 @@
+#pragma once
+// What an application submits and what it gets back.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pagoda/sampling.h"
+
+namespace pagoda {
+
+// One step of a request's output stream: the token and the text it completed (possibly empty
+// when a UTF-8 character spans tokens, or while text is held back because it may be the start
+// of a stop string).
+struct StreamEvent {
+  int32_t token = -1;
+  std::string text;
+};
+
+struct Request {
+  std::string prompt;               // text, tokenized with the model's tokenizer (BOS added), or
+  std::vector<int32_t> prompt_ids;  // token ids, used as given when not empty
+  SamplingParams sampling;
+  int32_t max_new_tokens = 256;
+  std::vector<int32_t> stop_token_ids;  // besides EOS
+  std::vector<std::string> stop_strings;
+  bool ignore_eos = false;
+  std::string adapter;              // LoRA adapter name; empty = the base model
+  int32_t priority = 0;             // higher is admitted first
+  // Called on the engine's scheduler thread for every token as it is made: keep it short.
+  std::function<void(const StreamEvent&)> on_token;
+  bool stream = false;              // also queue tokens for RequestHandle::next_token()
+};
+
+enum class FinishReason { Eos, Length, Stop, Cancelled, Error };
+const char* finish_reason_name(FinishReason reason);
+
+struct Completion {
+  std::vector<int32_t> token_ids;  // generated ids, ending with the stop or EOS id if one ended it
+  std::string text;                // their text, without a stop token, cut before a stop string
+  FinishReason finish_reason = FinishReason::Length;
+  std::string error;               // for FinishReason::Error
+  int32_t prompt_tokens = 0;
+  double time_to_first_token_s = 0.0;
+  double time_per_output_token_s = 0.0;  // mean gap between tokens after the first
+  int32_t preemptions = 0;
+};
+
+namespace detail {
+struct RequestState;
+}
+
+// The caller's side of a submitted request. Movable; dropping it does not cancel the request.
+class RequestHandle {
+ public:
+  RequestHandle(std::shared_ptr<detail::RequestState> state, std::future<Completion> future);
+  RequestHandle(RequestHandle&&) noexcept;
+  RequestHandle& operator=(RequestHandle&&) noexcept;
+  ~RequestHandle();
+
+  uint64_t id() const;
+  std::future<Completion>& future() { return future_; }
+  Completion get() { return future_.get(); }
+
+  // Asks the engine to stop this request; its future resolves with FinishReason::Cancelled
+  // (unless it had already finished). Safe from any thread, at any moment, more than once.
+  void cancel();
+
+  // With Request::stream: blocks for the next token; nullopt once the request has finished.
+  std::optional<StreamEvent> next_token();
+
+ private:
+  std::shared_ptr<detail::RequestState> state_;
+  std::future<Completion> future_;
+};
+
+}  // namespace pagoda
