@@ -8,10 +8,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "engine/model.h"
-#include "engine/reference_model.h"
-#include "engine/sampler.h"
 #include "examples/common/args.h"
+#include "pagoda/engine.h"
 
 namespace {
 
@@ -27,6 +25,7 @@ constexpr const char* kUsage = R"(usage: pagoda-generate -m MODEL (--prompt TEXT
   --top-k N  --top-p X  --min-p X  --repeat-penalty X  --repeat-last-n N  --seed N
   --stop-id ID            also stop on this token id (repeatable); EOS always stops. The
                           stop token ends generated_ids; the text leaves it out
+  -t, --threads N         compute threads (default: all cores)
 )";
 
 struct Job {
@@ -67,8 +66,8 @@ int main(int argc, char** argv) {
     pagoda::cli::Args args(argc, argv,
                            {"--model", "--tokenizer", "--prompt", "--prompts", "--max-tokens", "--max-positions",
                             "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
-                            "--seed", "--stop-id"},
-                           {"--help"}, {{"-m", "--model"}, {"-n", "--max-tokens"}, {"-h", "--help"}});
+                            "--seed", "--stop-id", "--threads"},
+                           {"--help"}, {{"-m", "--model"}, {"-n", "--max-tokens"}, {"-t", "--threads"}, {"-h", "--help"}});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;
@@ -84,48 +83,39 @@ int main(int argc, char** argv) {
     sampling.repetition_penalty = args.number("--repeat-penalty", sampling.repetition_penalty);
     sampling.repetition_window = args.number("--repeat-last-n", sampling.repetition_window);
     sampling.seed = args.number<uint64_t>("--seed", 0);
-    sampling.validate();
 
     const auto jobs = read_jobs(args, args.number<int64_t>("--max-tokens", INT64_MAX),
                                 args.number<int64_t>("--max-positions", INT64_MAX));
-    const pagoda::Model model = pagoda::load_model(*model_path, args.get("--tokenizer", ""));
-    std::vector<int32_t> stop_ids{model.tokenizer.eos_id()};
+    std::vector<int32_t> stop_ids;
     for (const std::string& id : args.all("--stop-id")) stop_ids.push_back(pagoda::cli::Args::parse<int32_t>("--stop-id", id));
 
-    pagoda::ReferenceModel runner(model);
+    pagoda::Engine engine({.model_path = *model_path,
+                           .tokenizer_path = args.get("--tokenizer", ""),
+                           .threads = args.number("--threads", 0)});
+    // Every prompt is submitted at once and runs in the same continuous batch.
+    std::vector<pagoda::RequestHandle> handles;
+    std::vector<std::vector<int32_t>> prompts;
     for (const Job& job : jobs) {
-      std::vector<int32_t> tokens = model.tokenizer.encode(job.prompt, model.tokenizer.add_bos());
-      const size_t prompt_len = tokens.size();
-      const int64_t positions = std::min<int64_t>(job.max_positions, model.config.context_length);
-      if (int64_t(prompt_len) > positions) {
-        throw pagoda::Error("prompt of " + std::to_string(prompt_len) + " tokens is longer than the " +
-                            std::to_string(positions) + " positions allowed");
-      }
-      pagoda::Sampler sampler(sampling);
-      runner.reset();
-      std::vector<int32_t> generated;
-      std::string finish = "length";
-      // Position p is fed and predicts the token at p+1; generation ends once the fed positions
-      // reach the limit, as llama2.c's steps do.
-      for (int64_t pos = 0; pos < positions && int64_t(generated.size()) < job.max_tokens; ++pos) {
-        const auto& logits = runner.forward(tokens[pos], int32_t(pos));
-        if (size_t(pos) + 1 < prompt_len) continue;
-        const int32_t next = sampler.sample(logits, tokens);
-        tokens.push_back(next);
-        generated.push_back(next);
-        if (std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) {
-          finish = "stop";
-          break;
-        }
-      }
+      pagoda::Request r;
+      r.prompt_ids = engine.tokenize(job.prompt, true);
+      // llama2.c's positions: the last generated token is never fed, so it may sit at the limit.
+      const int64_t by_positions = job.max_positions - int64_t(r.prompt_ids.size()) + 1;
+      const int64_t room = engine.context_length() - int64_t(r.prompt_ids.size());
+      r.max_new_tokens = int32_t(std::min({job.max_tokens, by_positions, room}));
+      r.sampling = sampling;
+      r.stop_token_ids = stop_ids;
+      prompts.push_back(r.prompt_ids);
+      handles.push_back(engine.submit(std::move(r)));
+    }
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const pagoda::Completion c = handles[i].get();
+      if (c.finish_reason == pagoda::FinishReason::Error) throw pagoda::Error(c.error);
       nlohmann::json out;
-      out["prompt"] = job.prompt;
-      out["prompt_ids"] = std::vector<int32_t>(tokens.begin(), tokens.begin() + ptrdiff_t(prompt_len));
-      out["generated_ids"] = generated;
-      // The ids keep the stop token (as vLLM's do); the text leaves it out.
-      const size_t text_len = finish == "stop" ? generated.size() - 1 : generated.size();
-      out["text"] = model.tokenizer.decode(std::span(generated).first(text_len));
-      out["finish_reason"] = finish;
+      out["prompt"] = jobs[i].prompt;
+      out["prompt_ids"] = prompts[i];
+      out["generated_ids"] = c.token_ids;
+      out["text"] = c.text;
+      out["finish_reason"] = pagoda::finish_reason_name(c.finish_reason);
       std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
     }
     return 0;
