@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/block_table.h"
+#include "engine/lora_weights.h"
 
 namespace pagoda {
 
@@ -16,6 +17,7 @@ struct BatchEntry {
   int32_t n_cached = 0;              // positions already in this sequence's KV cache
   const BlockTable* block_table = nullptr;  // holds pages for n_cached + tokens.size() positions
   bool needs_logits = false;         // logits for the entry's last new token
+  const LoraWeights* lora = nullptr; // the entry's adapter; nullptr = the base model
 };
 
 struct Batch {

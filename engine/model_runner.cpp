@@ -83,8 +83,23 @@ void ModelRunner::prepare(const Batch& batch) {
     }
   }
 
+  lora_segments_.clear();
+  lora_stride_ = 0;
+  for (size_t e = 0; e < batch.entries.size(); ++e) {
+    const LoraWeights* lora = batch.entries[e].lora;
+    if (!lora) continue;
+    // Neighbouring entries on one adapter form one segment: one pair of GEMMs for all.
+    if (!lora_segments_.empty() && lora_segments_.back().lora == lora && lora_segments_.back().end == entry_start_[e]) {
+      lora_segments_.back().end = entry_start_[e + 1];
+    } else {
+      lora_segments_.push_back({entry_start_[e], entry_start_[e + 1], lora});
+    }
+    lora_stride_ = std::max(lora_stride_, lora->max_rank());
+  }
+
   const ModelConfig& c = model_.config;
   const size_t n = tokens_.size();
+  lora_tmp_.resize(n * size_t(lora_stride_));
   const size_t q_dim = size_t(c.n_heads) * c.head_dim();
   x_.resize(n * c.dim);
   xb_.resize(n * c.dim);
@@ -100,7 +115,7 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
   prepare(batch);
   const ModelConfig& c = model_.config;
   const int32_t n = int32_t(tokens_.size());
-  const int32_t dim = c.dim, ffn = c.ffn_dim;
+  const int32_t dim = c.dim, ffn = c.ffn_dim, q_dim = c.n_heads * c.head_dim();
 
   arena_.execute([&] {
     for (int32_t e = 0; e < int32_t(batch.entries.size()); ++e) {
@@ -115,11 +130,17 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
       const PackedLayer& p = layers_[l];
       kernels::rmsnorm_rows(x_.data(), dim, w.attn_norm.data(), xb_.data(), dim, n, dim, c.norm_eps);
       kernels::matmul(xb_.data(), n, dim, p.qkv, qkv_.data(), p.qkv.rows());
+      apply_lora(l, LoraProjection::Q, xb_.data(), dim, qkv_.data(), p.qkv.rows());
+      apply_lora(l, LoraProjection::K, xb_.data(), dim, qkv_.data() + q_dim, p.qkv.rows());
+      apply_lora(l, LoraProjection::V, xb_.data(), dim, qkv_.data() + q_dim + c.kv_dim(), p.qkv.rows());
       attention_layer(batch, kv, l);
       kernels::matmul_accumulate(att_.data(), n, p.output.cols(), p.output, x_.data(), dim);
+      apply_lora(l, LoraProjection::Output, att_.data(), q_dim, x_.data(), dim);
 
       kernels::rmsnorm_rows(x_.data(), dim, w.ffn_norm.data(), xb_.data(), dim, n, dim, c.norm_eps);
       kernels::matmul(xb_.data(), n, dim, p.gate_up, ffn_.data(), 2 * ffn);
+      apply_lora(l, LoraProjection::Gate, xb_.data(), dim, ffn_.data(), 2 * ffn);
+      apply_lora(l, LoraProjection::Up, xb_.data(), dim, ffn_.data() + ffn, 2 * ffn);
       tbb::parallel_for(tbb::blocked_range<int32_t>(0, n, 8), [&](const tbb::blocked_range<int32_t>& r) {
         for (int32_t t = r.begin(); t < r.end(); ++t) {
           const float* gate = ffn_.data() + size_t(t) * 2 * ffn;
@@ -127,6 +148,7 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
         }
       });
       kernels::matmul_accumulate(hidden_.data(), n, ffn, p.down, x_.data(), dim);
+      apply_lora(l, LoraProjection::Down, hidden_.data(), ffn, x_.data(), dim);
     }
 
     const int32_t rows = int32_t(logit_rows_.size());
@@ -192,6 +214,21 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
                                  scale, out);
       }
     }
+  });
+}
+
+void ModelRunner::apply_lora(int32_t layer, LoraProjection p, const float* in, int ld_in, float* out, int ld_out) {
+  if (lora_segments_.empty()) return;
+  // Segments are independent rows, so they run side by side; each row's delta is computed the
+  // same way whatever else is in the batch (Punica's SGMV, on the row-invariant GEMM).
+  tbb::parallel_for(size_t(0), lora_segments_.size(), [&](size_t s) {
+    const LoraSegment& seg = lora_segments_[s];
+    const LoraWeights::Target* t = seg.lora->target(layer, p);
+    if (!t) return;
+    const int rows = seg.end - seg.begin;
+    float* tmp = lora_tmp_.data() + size_t(seg.begin) * lora_stride_;
+    kernels::matmul(in + size_t(seg.begin) * ld_in, rows, ld_in, t->a, tmp, lora_stride_);
+    kernels::matmul_accumulate(tmp, rows, lora_stride_, t->b, out + size_t(seg.begin) * ld_out, ld_out);
   });
 }
 

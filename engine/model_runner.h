@@ -50,6 +50,8 @@ class ModelRunner {
   void validate(const Batch& batch, const KvView& kv) const;
   void prepare(const Batch& batch);
   void attention_layer(const Batch& batch, const KvView& kv, int32_t layer);
+  // Adds the LoRA deltas of projection `p` to `out` for the rows whose entry has an adapter.
+  void apply_lora(int32_t layer, LoraProjection p, const float* in, int ld_in, float* out, int ld_out);
 
   const Model& model_;
   tbb::task_arena arena_;
@@ -69,6 +71,13 @@ class ModelRunner {
     int32_t begin, end;  // rows of tokens_, all of one entry
   };
   std::vector<AttentionChunk> attention_chunks_;
+  struct LoraSegment {
+    int32_t begin, end;  // rows of tokens_ that share one adapter
+    const LoraWeights* lora;
+  };
+  std::vector<LoraSegment> lora_segments_;
+  std::vector<float> lora_tmp_;  // [row][max rank]: x·Aᵀ of each segment
+  int32_t lora_stride_ = 0;
   std::vector<float> x_, xb_, qkv_, att_, ffn_, hidden_, final_;
 };
 

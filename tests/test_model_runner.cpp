@@ -10,67 +10,15 @@
 #include "engine/sampler.h"
 #include "kernels/cpu_features.h"
 #include "pagoda/error.h"
+#include "support/batch_driver.h"
 #include "support/test_support.h"
 
 namespace pagoda {
 namespace {
 
-// A sequence driven through the runner with llama2.c's greedy rules.
-struct Sequence {
-  std::vector<int32_t> tokens;  // prompt, then generated
-  size_t prompt_len = 0;
-  int32_t max_positions = 0;    // positions fed at most
-  int32_t stop_id = -1;
-  int32_t n_cached = 0;
-  BlockTable table{16};
-  std::vector<std::vector<float>> logits;  // one row each time logits were produced
-  bool done = false;
-
-  Sequence(std::vector<int32_t> prompt, int32_t max_pos, int32_t stop, int32_t tokens_per_page)
-      : tokens(std::move(prompt)), prompt_len(tokens.size()), max_positions(max_pos), stop_id(stop),
-        table(tokens_per_page) {}
-  std::vector<int32_t> generated() const { return {tokens.begin() + ptrdiff_t(prompt_len), tokens.end()}; }
-};
-
-// Runs every sequence to its end, all in the same steps: each step holds a chunk of at most
-// `chunk` tokens of every unfinished sequence (prefill chunks and decodes mixed). Logits come
-// for each chunk's last token, only at the sequence's end unless `logits_everywhere`.
-void run_together(ModelRunner& runner, PagePool& pool, std::vector<Sequence>& seqs, int32_t chunk,
-                  bool logits_everywhere = false) {
-  std::vector<float> logits;
-  for (;;) {
-    Batch batch;
-    std::vector<Sequence*> in_batch;
-    for (Sequence& s : seqs) {
-      if (s.done) continue;
-      const int32_t n_new = std::min<int32_t>(chunk, int32_t(s.tokens.size()) - s.n_cached);
-      ASSERT_TRUE(s.table.reserve(s.n_cached + n_new, pool)) << "the test's pool is too small";
-      BatchEntry e;
-      e.tokens = std::span<const int32_t>(s.tokens).subspan(s.n_cached, n_new);
-      e.n_cached = s.n_cached;
-      e.block_table = &s.table;
-      e.needs_logits = logits_everywhere || s.n_cached + n_new == int32_t(s.tokens.size());
-      batch.entries.push_back(e);
-      in_batch.push_back(&s);
-    }
-    if (batch.entries.empty()) break;
-    runner.forward(batch, pool.view(), logits);
-    const int32_t vocab = runner.config().vocab_size;
-    size_t row = 0;
-    for (size_t i = 0; i < in_batch.size(); ++i) {
-      Sequence& s = *in_batch[i];
-      s.n_cached += int32_t(batch.entries[i].tokens.size());
-      if (!batch.entries[i].needs_logits) continue;
-      std::span<const float> r(logits.data() + row++ * vocab, vocab);
-      s.logits.emplace_back(r.begin(), r.end());
-      if (s.n_cached < int32_t(s.tokens.size())) continue;  // still in the prompt
-      const int32_t next = argmax(r);
-      s.tokens.push_back(next);
-      s.done = next == s.stop_id || s.n_cached >= s.max_positions;
-    }
-  }
-  for (Sequence& s : seqs) s.table.release(pool);
-}
+using test::DrivenSequence;
+using test::run_together;
+using Sequence = DrivenSequence;
 
 struct Fixture {
   Model model;

@@ -1,0 +1,50 @@
+#include "support/batch_driver.h"
+
+#include <stdexcept>
+
+#include "engine/sampler.h"
+
+namespace pagoda::test {
+
+// Runs every sequence to its end, all in the same steps: each step holds a chunk of at most
+// `chunk` tokens of every unfinished sequence (prefill chunks and decodes mixed). Logits come
+// for each chunk's last token, only at the sequence's end unless `logits_everywhere`.
+void run_together(ModelRunner& runner, PagePool& pool, std::vector<DrivenSequence>& seqs, int32_t chunk,
+                  bool logits_everywhere) {
+  std::vector<float> logits;
+  for (;;) {
+    Batch batch;
+    std::vector<DrivenSequence*> in_batch;
+    for (DrivenSequence& s : seqs) {
+      if (s.done) continue;
+      const int32_t n_new = std::min<int32_t>(chunk, int32_t(s.tokens.size()) - s.n_cached);
+      if (!s.table.reserve(s.n_cached + n_new, pool)) throw std::runtime_error("the test's KV pool is too small");
+      BatchEntry e;
+      e.tokens = std::span<const int32_t>(s.tokens).subspan(s.n_cached, n_new);
+      e.n_cached = s.n_cached;
+      e.block_table = &s.table;
+      e.lora = s.lora;
+      e.needs_logits = logits_everywhere || s.n_cached + n_new == int32_t(s.tokens.size());
+      batch.entries.push_back(e);
+      in_batch.push_back(&s);
+    }
+    if (batch.entries.empty()) break;
+    runner.forward(batch, pool.view(), logits);
+    const int32_t vocab = runner.config().vocab_size;
+    size_t row = 0;
+    for (size_t i = 0; i < in_batch.size(); ++i) {
+      DrivenSequence& s = *in_batch[i];
+      s.n_cached += int32_t(batch.entries[i].tokens.size());
+      if (!batch.entries[i].needs_logits) continue;
+      std::span<const float> r(logits.data() + row++ * vocab, vocab);
+      s.logits.emplace_back(r.begin(), r.end());
+      if (s.n_cached < int32_t(s.tokens.size())) continue;  // still in the prompt
+      const int32_t next = argmax(r);
+      s.tokens.push_back(next);
+      s.done = next == s.stop_id || s.n_cached >= s.max_positions;
+    }
+  }
+  for (DrivenSequence& s : seqs) s.table.release(pool);
+}
+
+}  // namespace pagoda::test

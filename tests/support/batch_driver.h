@@ -1,0 +1,36 @@
+#pragma once
+// Drives sequences through ModelRunner directly, without the engine: greedy decoding with
+// llama2.c's rules, every sequence in the same steps, in prefill chunks of a given size.
+
+#include <vector>
+
+#include "engine/model_runner.h"
+#include "engine/page_pool.h"
+
+namespace pagoda::test {
+
+// A sequence driven through the runner with llama2.c's greedy rules.
+struct DrivenSequence {
+  std::vector<int32_t> tokens;  // prompt, then generated
+  size_t prompt_len = 0;
+  int32_t max_positions = 0;    // positions fed at most
+  int32_t stop_id = -1;
+  int32_t n_cached = 0;
+  BlockTable table{16};
+  const LoraWeights* lora = nullptr;  // its adapter, if any
+  std::vector<std::vector<float>> logits;  // one row each time logits were produced
+  bool done = false;
+
+  DrivenSequence(std::vector<int32_t> prompt, int32_t max_pos, int32_t stop, int32_t tokens_per_page)
+      : tokens(std::move(prompt)), prompt_len(tokens.size()), max_positions(max_pos), stop_id(stop),
+        table(tokens_per_page) {}
+  std::vector<int32_t> generated() const { return {tokens.begin() + ptrdiff_t(prompt_len), tokens.end()}; }
+};
+
+// Runs every sequence to its end, all in the same steps: each step holds a chunk of at most
+// `chunk` tokens of every unfinished sequence (prefill chunks and decodes mixed). Logits come
+// for each chunk's last token, only at the sequence's end unless `logits_everywhere`.
+void run_together(ModelRunner& runner, PagePool& pool, std::vector<DrivenSequence>& seqs, int32_t chunk,
+                  bool logits_everywhere = false);
+
+}  // namespace pagoda::test
