@@ -19,12 +19,14 @@ inline constexpr std::string_view kGgufAlignmentKey = "general.alignment";
 constexpr uint64_t gguf_padding(uint64_t size, uint64_t alignment) { return (alignment - size % alignment) % alignment; }
 
 // The alignment of the tensor data that the value of general.alignment sets (nullptr when the
-// key is absent). Throws pagoda::Error "<context>: <problem>" unless it is a UINT32 power of two.
-inline uint64_t gguf_alignment(const GgufValue* value, const std::string& context) {
+// key is absent). Throws pagoda::Error "<path>: key 'general.alignment': <problem>" unless it
+// is a UINT32 power of two.
+inline uint64_t gguf_alignment(const GgufValue* value, const std::string& path) {
   if (!value) return 32;
+  const std::string at = path + ": key '" + std::string(kGgufAlignmentKey) + "': ";
   const uint32_t* a = value->get_if<uint32_t>();
-  if (!a) throw Error(context + ": has type " + gguf_type_name(value->type()) + ", expected UINT32");
-  if (!std::has_single_bit(*a)) throw Error(context + ": " + std::to_string(*a) + " is not a power of two");
+  if (!a) throw Error(at + "has type " + gguf_type_name(value->type()) + ", expected UINT32");
+  if (!std::has_single_bit(*a)) throw Error(at + std::to_string(*a) + " is not a power of two");
   return *a;
 }
 

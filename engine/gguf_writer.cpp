@@ -1,17 +1,14 @@
 #include "engine/gguf_writer.h"
 
-#include <bit>
 #include <cerrno>
-#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <system_error>
 
+#include "engine/gguf_format.h"
 #include "pagoda/error.h"
 
 namespace pagoda {
-
-static_assert(std::endian::native == std::endian::little, "GGUF is written as native little-endian bytes");
 
 namespace {
 
@@ -53,7 +50,7 @@ void check_value(const std::string& key, const GgufValue& v, int depth) {
   if (depth + 1 > kGgufMaxArrayDepth) {
     throw Error("GGUF key '" + key + "': arrays nested deeper than " + std::to_string(kGgufMaxArrayDepth) + " levels");
   }
-  if (uint32_t(a->type) > uint32_t(GgufType::FLOAT64)) {
+  if (!gguf_type_known(uint32_t(a->type))) {
     throw Error("GGUF key '" + key + "': unknown array element type " + std::to_string(uint32_t(a->type)));
   }
   for (size_t i = 0; i < a->items.size(); ++i) {
@@ -72,8 +69,6 @@ GgufArray array_of(GgufType type, std::vector<T> values) {
   for (T& v : values) a.items.emplace_back(std::move(v));
   return a;
 }
-
-uint64_t padding(uint64_t size, uint64_t alignment) { return (alignment - size % alignment) % alignment; }
 
 // iostreams do not promise errno, so name it only when there is one.
 Error io_error(const std::string& path, const char* what) {
@@ -123,15 +118,11 @@ void GgufWriter::add_tensor(std::string name, std::vector<uint64_t> shape, GgmlT
 }
 
 void GgufWriter::write(const std::string& path) const {
-  uint64_t alignment = 32;
-  if (const auto it = kv_index_.find("general.alignment"); it != kv_index_.end()) {
-    const uint32_t* a = kv_[it->second].second.get_if<uint32_t>();
-    if (!a || !std::has_single_bit(*a)) throw Error(path + ": general.alignment must be a UINT32 power of two");
-    alignment = *a;
-  }
+  const auto alignment_kv = kv_index_.find(kGgufAlignmentKey);
+  const uint64_t alignment =
+      gguf_alignment(alignment_kv == kv_index_.end() ? nullptr : &kv_[alignment_kv->second].second, path);
 
-  std::string head;
-  head += "GGUF";
+  std::string head(kGgufMagic);
   put<uint32_t>(head, 3);
   put<uint64_t>(head, tensors_.size());
   put<uint64_t>(head, kv_.size());
@@ -147,9 +138,9 @@ void GgufWriter::write(const std::string& path) const {
     for (uint64_t d : t.shape) put<uint64_t>(head, d);
     put<uint32_t>(head, uint32_t(t.type));
     put<uint64_t>(head, offset);
-    offset += t.data.size() + padding(t.data.size(), alignment);
+    offset += t.data.size() + gguf_padding(t.data.size(), alignment);
   }
-  head.append(padding(head.size(), alignment), '\0');
+  head.append(gguf_padding(head.size(), alignment), '\0');
 
   errno = 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -158,73 +149,10 @@ void GgufWriter::write(const std::string& path) const {
   const std::string zeros(alignment, '\0');
   for (const Tensor& t : tensors_) {
     out.write(reinterpret_cast<const char*>(t.data.data()), std::streamsize(t.data.size()));
-    out.write(zeros.data(), std::streamsize(padding(t.data.size(), alignment)));
+    out.write(zeros.data(), std::streamsize(gguf_padding(t.data.size(), alignment)));
   }
   out.close();
   if (!out) throw io_error(path, "cannot write");
-}
-
-uint16_t f32_to_f16(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const auto sign = uint16_t((x >> 16) & 0x8000);
-  const uint32_t magnitude = x & 0x7fffffff;
-  if (magnitude > 0x7f800000) return sign | 0x7e00;   // NaN stays a (quiet) NaN
-  if (magnitude >= 0x477ff000) return sign | 0x7c00;  // >= 65520 rounds to infinity
-  if (magnitude >= 0x38800000) {                      // >= 2^-14: a normal half
-    // Rebias the exponent (127 -> 15), then round the 13 dropped bits to nearest even; a
-    // carry out of the mantissa correctly bumps the exponent.
-    const uint32_t rebiased = magnitude - ((127u - 15u) << 23);
-    return sign | uint16_t((rebiased + 0xfff + ((rebiased >> 13) & 1)) >> 13);
-  }
-  // A subnormal half counts units of 2^-24; anything below 2^-25 rounds to zero.
-  const uint32_t exponent = magnitude >> 23;
-  if (exponent < 102) return sign;
-  const uint32_t mantissa = (magnitude & 0x7fffff) | 0x800000;
-  const uint32_t shift = 126 - exponent;  // mantissa * 2^(exponent - 150) in units of 2^-24
-  uint32_t h = mantissa >> shift;
-  const uint32_t rest = mantissa & ((1u << shift) - 1), half = 1u << (shift - 1);
-  if (rest > half || (rest == half && (h & 1))) ++h;
-  return sign | uint16_t(h);
-}
-
-uint16_t f32_to_bf16(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffff) > 0x7f800000) return uint16_t((x >> 16) | 0x40);  // keep NaN a quiet NaN
-  return uint16_t((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-}
-
-std::vector<std::byte> encode_tensor(GgmlType type, std::span<const float> values) {
-  std::vector<std::byte> out(ggml_type_bytes(type, values.size()));
-  auto put16 = [&](size_t at, uint16_t v) { std::memcpy(out.data() + at, &v, 2); };
-  switch (type) {
-    case GgmlType::F32:
-      if (!values.empty()) std::memcpy(out.data(), values.data(), out.size());
-      break;
-    case GgmlType::F16:
-      for (size_t i = 0; i < values.size(); ++i) put16(2 * i, f32_to_f16(values[i]));
-      break;
-    case GgmlType::BF16:
-      for (size_t i = 0; i < values.size(); ++i) put16(2 * i, f32_to_bf16(values[i]));
-      break;
-    case GgmlType::Q8_0:
-      for (size_t b = 0; b < values.size() / kQ8_0BlockElements; ++b) {
-        const std::span<const float> block = values.subspan(b * kQ8_0BlockElements, kQ8_0BlockElements);
-        float amax = 0.0f;
-        for (float x : block) {
-          if (!std::isfinite(x)) throw Error("Q8_0 cannot encode the non-finite value " + std::to_string(x));
-          amax = std::max(amax, std::abs(x));
-        }
-        // Like ggml: quantize with the exact scale, store it rounded to f16.
-        const float d = amax / 127.0f, inverse = d != 0.0f ? 1.0f / d : 0.0f;
-        const size_t at = b * kQ8_0BlockBytes;
-        put16(at, f32_to_f16(d));
-        for (size_t j = 0; j < kQ8_0BlockElements; ++j) {
-          out[at + 2 + j] = std::byte(static_cast<uint8_t>(static_cast<int8_t>(std::round(block[j] * inverse))));
-        }
-      }
-      break;
-  }
-  return out;
 }
 
 }  // namespace pagoda

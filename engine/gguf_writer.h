@@ -32,7 +32,7 @@ class GgufWriter {
 
   // An F32 tensor; `shape` in GGUF order (shape[0] innermost).
   void add_tensor(std::string name, std::vector<uint64_t> shape, std::span<const float> data);
-  // A tensor already encoded as `type` (see encode_tensor).
+  // A tensor already encoded as `type` (see encode_tensor in ggml_types.h).
   void add_tensor(std::string name, std::vector<uint64_t> shape, GgmlType type, std::span<const std::byte> raw);
 
   // Throws pagoda::Error naming `path` on an I/O failure or a bad general.alignment.
@@ -51,15 +51,5 @@ class GgufWriter {
   std::vector<Tensor> tensors_;
   std::map<std::string, size_t, std::less<>> tensor_index_;
 };
-
-// Float to half precision, rounding to nearest even; overflow gives infinity.
-uint16_t f32_to_f16(float f);
-// Float to bfloat16, rounding to nearest even.
-uint16_t f32_to_bf16(float f);
-
-// `values` encoded as `type`, as ggml does (Q8_0: per block of 32, d = max|x| / 127,
-// q = round(x / d)). Throws pagoda::Error when Q8_0 gets a count that is not a multiple of 32
-// or a non-finite value.
-std::vector<std::byte> encode_tensor(GgmlType type, std::span<const float> values);
 
 }  // namespace pagoda
