@@ -4,23 +4,23 @@
 #include "kernels/attention_impl.h"
 #include "kernels/dispatch.h"
 #include "kernels/exp_avx2.h"
-#include "kernels/simd.h"
+#include "kernels/simd_avx2.h"
 
 namespace pagoda::kernels::detail {
 
 namespace {
 
-__m256i tail_mask(int remaining) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(remaining), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
+constexpr int B = kAttentionBlock;
+constexpr int kGroups = B / 8;  // ymm per block of scores
+static_assert(B % 8 == 0);
 
 // Lane i of the result is the sum of the lanes of p[i].
-__m256 transpose_sum(__m256 p[8]) {
+[[gnu::always_inline]] inline __m256 transpose_sum(__m256 (&p)[8]) {
   __m256 t[4], u[2];
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i)  // 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3]
     t[i] = _mm256_add_ps(_mm256_unpacklo_ps(p[2 * i], p[2 * i + 1]),
                          _mm256_unpackhi_ps(p[2 * i], p[2 * i + 1]));
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 2; ++i) {  // 128-bit lane: [a, b, c, d] partial sums
     const __m256d x = _mm256_castps_pd(t[2 * i]), y = _mm256_castps_pd(t[2 * i + 1]);
     u[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(x, y)),
                          _mm256_castpd_ps(_mm256_unpackhi_pd(x, y)));
@@ -29,29 +29,51 @@ __m256 transpose_sum(__m256 p[8]) {
                        _mm256_permute2f128_ps(u[0], u[1], 0x31));
 }
 
-float reduce_add(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-constexpr int B = kAttentionBlock;
-constexpr int kGroups = B / 8;  // ymm per block of scores
-static_assert(B % 8 == 0);
-
-// Scores of 8 positions: one lane-wise product vector each, then the transpose tree.
+// Scores of 8 positions (unscaled).
 __m256 scores8(const float* q, const float* const* k, int head_dim) {
   __m256 p[8];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) p[i] = _mm256_setzero_ps();
-  for (int d = 0; d < head_dim; d += 8) {
-    const __m256i m = tail_mask(head_dim - d);
-    const __m256 qd = _mm256_maskload_ps(q + d, m);
+  for_chunks(head_dim, [&]<bool kMasked>(int d, __m256i m) {
+    const __m256 qd = load<kMasked>(q + d, m);
 #pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) p[i] = _mm256_fmadd_ps(qd, _mm256_maskload_ps(k[i] + d, m), p[i]);
-  }
+    for (int i = 0; i < 8; ++i) p[i] = _mm256_fmadd_ps(qd, load<kMasked>(k[i] + d, m), p[i]);
+  });
   return transpose_sum(p);
+}
+
+// out[d..d+16) = out·alpha + Σ_{i<count} e[i]·v[i][d..d+16), with four FMA chains (positions
+// i mod 4) per 8 columns, added pairwise at the end.
+template <bool kMasked>
+[[gnu::always_inline]] inline void accumulate16(float* out, __m256 alpha, const float* e,
+                                                const float* const* v, int count, int d,
+                                                int head_dim) {
+  constexpr int W = 2;
+  __m256i m[W];
+  __m256 acc[4][W];
+#pragma GCC unroll 2
+  for (int j = 0; j < W; ++j) {
+    m[j] = kMasked ? tail_mask(head_dim - d - 8 * j) : _mm256_set1_epi32(-1);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) acc[c][j] = _mm256_setzero_ps();
+  }
+  auto step = [&](int c, int i) {
+    const __m256 ei = _mm256_set1_ps(e[i]);
+    const float* vi = v[i] + d;
+#pragma GCC unroll 2
+    for (int j = 0; j < W; ++j) acc[c][j] = _mm256_fmadd_ps(ei, load<kMasked>(vi + 8 * j, m[j]), acc[c][j]);
+  };
+  int i = 0;
+  for (; i + 3 < count; i += 4) step(0, i), step(1, i + 1), step(2, i + 2), step(3, i + 3);
+  if (i < count) step(0, i);
+  if (i + 1 < count) step(1, i + 1);
+  if (i + 2 < count) step(2, i + 2);
+#pragma GCC unroll 2
+  for (int j = 0; j < W; ++j) {
+    float* o = out + d + 8 * j;
+    const __m256 block = _mm256_add_ps(_mm256_add_ps(acc[0][j], acc[1][j]), _mm256_add_ps(acc[2][j], acc[3][j]));
+    store<kMasked>(o, m[j], _mm256_fmadd_ps(load<kMasked>(o, m[j]), alpha, block));
+  }
 }
 
 struct Avx2 {
@@ -70,9 +92,7 @@ struct Avx2 {
   static float max(const float* s) {
     __m256 m = _mm256_load_ps(s);
     for (int g = 1; g < kGroups; ++g) m = _mm256_max_ps(m, _mm256_load_ps(s + 8 * g));
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+    return reduce_max(m);
   }
   static float sum(const float* e) {
     static_assert(kGroups == 8, "pairwise sum of eight vectors");
@@ -89,46 +109,18 @@ struct Avx2 {
       _mm256_store_ps(e + 8 * g, 8 * g < count ? exp_ps_avx2(_mm256_sub_ps(_mm256_load_ps(s + 8 * g), vm))
                                                : _mm256_setzero_ps());
   }
-  // Four FMA chains (positions i mod 4) per 8 columns, added pairwise at the end.
   static void accumulate(float* out, float alpha, const float* e, const float* const* v,
                          int count, int head_dim) {
-    constexpr int W = 2;  // ymm of columns per pass
-    for (int d = 0; d < head_dim; d += 8 * W) {
-      __m256i m[W];
-      __m256 acc[4][W];
-#pragma GCC unroll 4
-      for (int j = 0; j < W; ++j) {
-        m[j] = tail_mask(head_dim - d - 8 * j);
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) acc[c][j] = _mm256_setzero_ps();
-      }
-      auto step = [&](int c, int i) {
-        const __m256 ei = _mm256_set1_ps(e[i]);
-        const float* vi = v[i] + d;
-#pragma GCC unroll 4
-        for (int j = 0; j < W; ++j)
-          acc[c][j] = _mm256_fmadd_ps(ei, _mm256_maskload_ps(vi + 8 * j, m[j]), acc[c][j]);
-      };
-      int i = 0;
-      for (; i + 3 < count; i += 4) step(0, i), step(1, i + 1), step(2, i + 2), step(3, i + 3);
-      if (i < count) step(0, i);
-      if (i + 1 < count) step(1, i + 1);
-      if (i + 2 < count) step(2, i + 2);
-      const __m256 va = _mm256_set1_ps(alpha);
-#pragma GCC unroll 4
-      for (int j = 0; j < W; ++j) {
-        float* o = out + d + 8 * j;
-        const __m256 block = _mm256_add_ps(_mm256_add_ps(acc[0][j], acc[1][j]), _mm256_add_ps(acc[2][j], acc[3][j]));
-        _mm256_maskstore_ps(o, m[j], _mm256_fmadd_ps(_mm256_maskload_ps(o, m[j]), va, block));
-      }
-    }
+    const __m256 va = _mm256_set1_ps(alpha);
+    int d = 0;
+    for (; d + 16 <= head_dim; d += 16) accumulate16<false>(out, va, e, v, count, d, head_dim);
+    if (d < head_dim) accumulate16<true>(out, va, e, v, count, d, head_dim);
   }
   static void divide(float* y, float a, int n) {
     const __m256 va = _mm256_set1_ps(a);
-    for (int i = 0; i < n; i += 8) {
-      const __m256i m = tail_mask(n - i);
-      _mm256_maskstore_ps(y + i, m, _mm256_div_ps(_mm256_maskload_ps(y + i, m), va));
-    }
+    for_chunks(n, [&]<bool kMasked>(int i, __m256i m) {
+      store<kMasked>(y + i, m, _mm256_div_ps(load<kMasked>(y + i, m), va));
+    });
   }
 };
 

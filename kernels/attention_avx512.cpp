@@ -1,25 +1,23 @@
 // AVX-512 attention primitives. Scores: one lane-wise product vector per position, then a
 // transpose-and-add tree turns 16 such vectors into 16 dot products at once. Values: four
 // interleaved FMA chains per 16 columns, so a block's weighted sum is not one long dependency.
-// head_dim need not be a multiple of 16 (masked tails).
+// head_dim need not be a multiple of 16: its tail is handled with (slower) masked loads.
 
 #include "kernels/attention_impl.h"
 #include "kernels/dispatch.h"
 #include "kernels/exp_avx512.h"
-#include "kernels/simd.h"
+#include "kernels/simd_avx512.h"
 
 namespace pagoda::kernels::detail {
 
 namespace {
 
-__mmask16 tail_mask(int remaining) {
-  return remaining >= 16 ? __mmask16(0xFFFF)
-         : remaining <= 0 ? __mmask16(0)
-                          : __mmask16((1u << remaining) - 1);
-}
+constexpr int B = kAttentionBlock;
+constexpr int kGroups = B / 16;  // zmm per block of scores
+static_assert(B % 16 == 0);
 
 // Lane i of the result is the sum of the lanes of p[i].
-__m512 transpose_sum(__m512 p[16]) {
+[[gnu::always_inline]] inline __m512 transpose_sum(__m512 (&p)[16]) {
   __m512 t[8], u[4], w[2];
   for (int i = 0; i < 8; ++i)  // 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3]
     t[i] = _mm512_add_ps(_mm512_unpacklo_ps(p[2 * i], p[2 * i + 1]),
@@ -36,32 +34,58 @@ __m512 transpose_sum(__m512 p[16]) {
                        _mm512_shuffle_f32x4(w[0], w[1], 0xDD));
 }
 
-constexpr int B = kAttentionBlock;
-constexpr int kGroups = B / 16;  // zmm per block of scores
-static_assert(B % 16 == 0);
+// p[i] += q[d..d+16) ⊙ k[i][d..d+16) for 16 positions.
+template <bool kMasked>
+[[gnu::always_inline]] inline void dot_step(const float* q, const float* const* k, int d,
+                                            __mmask16 m, __m512 (&p)[16]) {
+  const __m512 qd = load<kMasked>(q + d, m);
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) p[i] = _mm512_fmadd_ps(qd, load<kMasked>(k[i] + d, m), p[i]);
+}
 
-// Scores of 16 positions: one lane-wise product vector each, then the transpose tree.
+// Scores of 16 positions (unscaled).
 __m512 scores16(const float* q, const float* const* k, int head_dim) {
-  constexpr int W = 4;  // zmm of q held in registers per pass over the keys
   __m512 p[16];
 #pragma GCC unroll 16
   for (int i = 0; i < 16; ++i) p[i] = _mm512_setzero_ps();
-  for (int d = 0; d < head_dim; d += 16 * W) {
-    __mmask16 m[W];
-    __m512 qd[W];
-#pragma GCC unroll 4
-    for (int j = 0; j < W; ++j) {
-      m[j] = tail_mask(head_dim - d - 16 * j);
-      qd[j] = _mm512_maskz_loadu_ps(m[j], q + d + 16 * j);
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i) {
-      const float* ki = k[i] + d;
-#pragma GCC unroll 4
-      for (int j = 0; j < W; ++j) p[i] = _mm512_fmadd_ps(qd[j], _mm512_maskz_loadu_ps(m[j], ki + 16 * j), p[i]);
-    }
-  }
+  int d = 0;
+  for (; d + 16 <= head_dim; d += 16) dot_step<false>(q, k, d, 0, p);
+  if (d < head_dim) dot_step<true>(q, k, d, tail_mask(head_dim - d), p);
   return transpose_sum(p);
+}
+
+// out[d..d+64) = out·alpha + Σ_{i<count} e[i]·v[i][d..d+64), with four FMA chains (positions
+// i mod 4) per 16 columns, added pairwise at the end.
+template <bool kMasked>
+[[gnu::always_inline]] inline void accumulate64(float* out, __m512 alpha, const float* e,
+                                                const float* const* v, int count, int d,
+                                                int head_dim) {
+  constexpr int W = 4;
+  __mmask16 m[W];
+  __m512 acc[4][W];
+#pragma GCC unroll 4
+  for (int j = 0; j < W; ++j) {
+    m[j] = kMasked ? tail_mask(head_dim - d - 16 * j) : __mmask16(0xFFFF);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) acc[c][j] = _mm512_setzero_ps();
+  }
+  auto step = [&](int c, int i) {
+    const __m512 ei = _mm512_set1_ps(e[i]);
+    const float* vi = v[i] + d;
+#pragma GCC unroll 4
+    for (int j = 0; j < W; ++j) acc[c][j] = _mm512_fmadd_ps(ei, load<kMasked>(vi + 16 * j, m[j]), acc[c][j]);
+  };
+  int i = 0;
+  for (; i + 3 < count; i += 4) step(0, i), step(1, i + 1), step(2, i + 2), step(3, i + 3);
+  if (i < count) step(0, i);
+  if (i + 1 < count) step(1, i + 1);
+  if (i + 2 < count) step(2, i + 2);
+#pragma GCC unroll 4
+  for (int j = 0; j < W; ++j) {
+    float* o = out + d + 16 * j;
+    const __m512 block = _mm512_add_ps(_mm512_add_ps(acc[0][j], acc[1][j]), _mm512_add_ps(acc[2][j], acc[3][j]));
+    store<kMasked>(o, m[j], _mm512_fmadd_ps(load<kMasked>(o, m[j]), alpha, block));
+  }
 }
 
 struct Avx512 {
@@ -95,46 +119,18 @@ struct Avx512 {
       _mm512_store_ps(e + 16 * g, 16 * g < count ? exp_ps_avx512(_mm512_sub_ps(_mm512_load_ps(s + 16 * g), vm))
                                                  : _mm512_setzero_ps());
   }
-  // Four FMA chains (positions i mod 4) per 16 columns, added pairwise at the end.
   static void accumulate(float* out, float alpha, const float* e, const float* const* v,
                          int count, int head_dim) {
-    constexpr int W = 4;  // zmm of columns per pass
-    for (int d = 0; d < head_dim; d += 16 * W) {
-      __mmask16 m[W];
-      __m512 acc[4][W];
-#pragma GCC unroll 4
-      for (int j = 0; j < W; ++j) {
-        m[j] = tail_mask(head_dim - d - 16 * j);
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) acc[c][j] = _mm512_setzero_ps();
-      }
-      auto step = [&](int c, int i) {
-        const __m512 ei = _mm512_set1_ps(e[i]);
-        const float* vi = v[i] + d;
-#pragma GCC unroll 4
-        for (int j = 0; j < W; ++j)
-          acc[c][j] = _mm512_fmadd_ps(ei, _mm512_maskz_loadu_ps(m[j], vi + 16 * j), acc[c][j]);
-      };
-      int i = 0;
-      for (; i + 3 < count; i += 4) step(0, i), step(1, i + 1), step(2, i + 2), step(3, i + 3);
-      if (i < count) step(0, i);
-      if (i + 1 < count) step(1, i + 1);
-      if (i + 2 < count) step(2, i + 2);
-      const __m512 va = _mm512_set1_ps(alpha);
-#pragma GCC unroll 4
-      for (int j = 0; j < W; ++j) {
-        float* o = out + d + 16 * j;
-        const __m512 block = _mm512_add_ps(_mm512_add_ps(acc[0][j], acc[1][j]), _mm512_add_ps(acc[2][j], acc[3][j]));
-        _mm512_mask_storeu_ps(o, m[j], _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m[j], o), va, block));
-      }
-    }
+    const __m512 va = _mm512_set1_ps(alpha);
+    int d = 0;
+    for (; d + 64 <= head_dim; d += 64) accumulate64<false>(out, va, e, v, count, d, head_dim);
+    if (d < head_dim) accumulate64<true>(out, va, e, v, count, d, head_dim);
   }
   static void divide(float* y, float a, int n) {
     const __m512 va = _mm512_set1_ps(a);
-    for (int i = 0; i < n; i += 16) {
-      const __mmask16 m = tail_mask(n - i);
-      _mm512_mask_storeu_ps(y + i, m, _mm512_div_ps(_mm512_maskz_loadu_ps(m, y + i), va));
-    }
+    for_chunks(n, [&]<bool kMasked>(int i, __mmask16 m) {
+      store<kMasked>(y + i, m, _mm512_div_ps(load<kMasked>(y + i, m), va));
+    });
   }
 };
 

@@ -13,7 +13,8 @@
 //   scores(q, k, count, head_dim, scale, s)   s[i] = scale·q·k[i] for i < count, -inf after
 //   max(s), sum(e)                            over the block, in a fixed order
 //   exp(x); exp_shifted(s, m, count, e)       e[i] = exp(s[i] - m) (0 from count on)
-//   accumulate(out, alpha, e, v, count, hd)   out = out·alpha + Σ_{i<count} e[i]·v[i]
+//   accumulate(out, alpha, e, v, count, hd)   out = out·alpha + Σ_{i<count} e[i]·v[i] (in an
+//                                             order of the policy's choosing)
 //   divide(out, a, n)                         out /= a
 // Blocks are long (64 positions) so that each step's dependent chain (scores, max, exp,
 // weighted sum) is amortised over much independent work.

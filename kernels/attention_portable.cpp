@@ -38,13 +38,12 @@ struct Portable {
   static void exp_shifted(const float* s, float m, int count, float* e) {
     for (int i = 0; i < B; ++i) e[i] = i < count ? std::exp(s[i] - m) : 0.0f;
   }
+  // Position by position over all columns, so the compiler can vectorise across columns.
   static void accumulate(float* out, float alpha, const float* e, const float* const* v,
                          int count, int head_dim) {
-    for (int d = 0; d < head_dim; ++d) {
-      float block = 0.0f;
-      for (int i = 0; i < count; ++i) block += e[i] * v[i][d];
-      out[d] = out[d] * alpha + block;
-    }
+    for (int d = 0; d < head_dim; ++d) out[d] *= alpha;
+    for (int i = 0; i < count; ++i)
+      for (int d = 0; d < head_dim; ++d) out[d] += e[i] * v[i][d];
   }
   static void divide(float* y, float a, int n) {
     for (int i = 0; i < n; ++i) y[i] /= a;

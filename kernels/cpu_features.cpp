@@ -19,6 +19,7 @@ const char* isa_name(Isa isa) {
 }
 
 bool cpu_supports(Isa isa) {
+  __builtin_cpu_init();  // idempotent; needed if this runs before the library's constructors
   switch (isa) {
     case Isa::Portable: return true;
     case Isa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");

@@ -21,7 +21,8 @@ Isa detected_isa();
 Isa active_isa();
 
 // Switches every kernel table to `isa`; returns false and changes nothing if the CPU lacks it.
-// Not meant to race with running kernels: call it between runs (tests, start-up).
+// Calls already running finish on the table they started with; matrices packed earlier keep
+// their ISA (see PackedMatrix).
 bool set_isa(Isa isa);
 
 }  // namespace pagoda::kernels

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "kernels/dispatch.h"
-#include "kernels/simd.h"
+#include "kernels/simd_avx2.h"
 
 namespace pagoda::kernels::detail {
 
@@ -16,10 +16,9 @@ constexpr int kRows = 6;                 // MR
 
 template <int MR>
 void tile(const GemmTile& t) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   __m256i mask[kVectors];
-  for (int v = 0; v < kVectors; ++v)
-    mask[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(t.n_valid - 8 * v), lane);
+  for (int v = 0; v < kVectors; ++v) mask[v] = tail_mask(t.n_valid - 8 * v);
+  const bool full = t.n_valid == kCols;  // vmaskmovps is slow: only the last panel needs it
   const float* a[MR];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) a[r] = t.a + r * t.lda;
@@ -31,7 +30,9 @@ void tile(const GemmTile& t) {
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < kVectors; ++v)
-      acc[r][v] = t.load_c ? _mm256_maskload_ps(c + r * ldc + 8 * v, mask[v]) : _mm256_setzero_ps();
+      acc[r][v] = !t.load_c ? _mm256_setzero_ps()
+                  : full    ? _mm256_loadu_ps(c + r * ldc + 8 * v)
+                            : _mm256_maskload_ps(c + r * ldc + 8 * v, mask[v]);
 
   const int lines_per_step = (t.prefetch_lines + t.depth - 1) / t.depth;
   int line = 0;
@@ -53,7 +54,12 @@ void tile(const GemmTile& t) {
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < kVectors; ++v) _mm256_maskstore_ps(c + r * ldc + 8 * v, mask[v], acc[r][v]);
+    for (int v = 0; v < kVectors; ++v) {
+      if (full)
+        _mm256_storeu_ps(c + r * ldc + 8 * v, acc[r][v]);
+      else
+        _mm256_maskstore_ps(c + r * ldc + 8 * v, mask[v], acc[r][v]);
+    }
 }
 
 template <int... R>

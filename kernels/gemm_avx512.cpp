@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "kernels/dispatch.h"
-#include "kernels/simd.h"
+#include "kernels/simd_avx512.h"
 
 namespace pagoda::kernels::detail {
 
@@ -17,10 +17,7 @@ constexpr int kRows = 8;                  // MR
 template <int MR>
 void tile(const GemmTile& t) {
   __mmask16 mask[kVectors];
-  for (int v = 0; v < kVectors; ++v) {
-    const int n = t.n_valid - 16 * v;
-    mask[v] = n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
-  }
+  for (int v = 0; v < kVectors; ++v) mask[v] = tail_mask(t.n_valid - 16 * v);
   const float* a[MR];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) a[r] = t.a + r * t.lda;

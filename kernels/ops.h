@@ -5,7 +5,7 @@
 
 namespace pagoda::kernels {
 
-// out[i] = weight[i] · (x[i] / sqrt(mean(x²) + eps)), as llama2.c computes it.
+// out[i] = weight[i] · (x[i] / sqrt(mean(x²) + eps)), as llama2.c computes it. out may be x.
 void rmsnorm(const float* x, const float* weight, float* out, int n, float eps);
 
 // rmsnorm of `rows` rows (strides ldx and ldo), in parallel in the caller's task arena.

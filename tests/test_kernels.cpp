@@ -66,7 +66,9 @@ TEST(CpuFeatures, ActiveIsaIsSupportedAndNamed) {
 TEST(CpuFeatures, PackingForAMissingIsaThrows) {
   const std::vector<float> w(4, 1.0f);
   for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
-    if (!cpu_supports(isa)) EXPECT_ANY_THROW(PackedMatrix::pack(w.data(), 2, 2, isa));
+    if (!cpu_supports(isa)) {
+      EXPECT_ANY_THROW(PackedMatrix::pack(w.data(), 2, 2, isa));
+    }
   }
 }
 
