@@ -65,8 +65,8 @@ void DecodeScheduler::step() {
     for (const Planned& p : planned) {
       Sequence& s = *p.seq;
       const bool last_chunk = s.n_cached + p.n_tokens == int32_t(s.tokens.size());
-      batch_.entries.push_back(
-          {std::span<const int32_t>(s.tokens).subspan(s.n_cached, p.n_tokens), s.n_cached, &s.table, last_chunk});
+      batch_.entries.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_cached, p.n_tokens), s.n_cached,
+                                &s.table, last_chunk, s.lora.get()});
     }
     try {
       runner_.forward(batch_, kv_, logits_);
@@ -89,17 +89,21 @@ void DecodeScheduler::step() {
 bool DecodeScheduler::plan(std::vector<Planned>& planned) {
   for (;;) {
     planned.clear();
+    if (running_.empty()) return false;
     int32_t budget = config_.max_tokens_per_step;
+    // Without mixed-adapter batches, a step serves one adapter (or the base), taking turns.
+    const LoraWeights* only = config_.mixed_adapter_batches ? nullptr : running_[turn_++ % running_.size()]->lora.get();
+    auto excluded = [&](const Sequence& s) { return !config_.mixed_adapter_batches && s.lora.get() != only; };
     // Decodes first: each running sequence's next token keeps latency flat.
     for (SequencePtr& seq : running_) {
-      if (seq->status != SequenceStatus::Decoding) continue;
+      if (seq->status != SequenceStatus::Decoding || excluded(*seq)) continue;
       if (int32_t(planned.size()) == config_.max_entries_per_step || budget == 0) break;
       planned.push_back({seq.get(), 1});
       --budget;
     }
     // Then prefill chunks, in admission order, cut to what is left of the budget.
     for (SequencePtr& seq : running_) {
-      if (seq->status != SequenceStatus::Prefilling) continue;
+      if (seq->status != SequenceStatus::Prefilling || excluded(*seq)) continue;
       if (int32_t(planned.size()) == config_.max_entries_per_step || budget == 0) break;
       const int32_t n = std::min({seq->pending(), config_.prefill_chunk, budget});
       planned.push_back({seq.get(), n});

@@ -51,6 +51,7 @@ class DecodeScheduler : public Actor<DecodeMessage> {
 
   std::vector<SequencePtr> running_;  // in admission order
   int32_t slots_to_return_ = 0;
+  size_t turn_ = 0;  // whose adapter's turn it is, without mixed-adapter batches
   Batch batch_;
   std::vector<float> logits_;
 };

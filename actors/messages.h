@@ -3,6 +3,8 @@
 // travels inside a message, so only its current holder can touch it.
 //
 //   Engine::submit ──NewRequest──▶ LoraRouter ──NewRequest──▶ PrefillScheduler
+//   Engine::load/unload_adapter ──Register/UnregisterAdapter (reply)──▶ LoraRouter
+//   any finisher of an adapter request ──AdapterDone──▶ LoraRouter
 //   PrefillScheduler ──Admitted──▶ DecodeScheduler ──Requeue / SlotsFreed──▶ PrefillScheduler
 //   Prefill/DecodeScheduler ──AllocatePages (reply)/ReleasePages──▶ PagePoolActor
 //   PagePoolActor ──PagesFreed──▶ PrefillScheduler
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "actors/reply.h"
+#include "engine/lora_adapter.h"
 #include "engine/sequence.h"
 
 namespace pagoda {
@@ -32,6 +35,21 @@ struct SlotsFreed {
 };
 struct PagesFreed {};
 struct Wake {};  // something was cancelled: look at the cancel flags
+
+// Adapter registry changes, from Engine::load_adapter / unload_adapter; the reply is an
+// error message, empty on success.
+struct RegisterAdapter {
+  std::string name;
+  std::shared_ptr<const LoraAdapter> adapter;
+  std::shared_ptr<Reply<std::string>> reply;
+};
+struct UnregisterAdapter {
+  std::string name;
+  std::shared_ptr<Reply<std::string>> reply;
+};
+struct AdapterDone {
+  std::string name;  // a request on this adapter finished: one fewer in flight
+};
 struct Stop {};  // shut down: cancel what you hold and pass the Stop on
 
 enum class PageRequester { Prefill, Decode };
@@ -45,7 +63,7 @@ struct ReleasePages {
   std::vector<int32_t> pages;
 };
 
-using RouterMessage = std::variant<Stop, NewRequest>;
+using RouterMessage = std::variant<Stop, NewRequest, RegisterAdapter, UnregisterAdapter, AdapterDone>;
 using PrefillMessage = std::variant<Stop, NewRequest, Requeue, SlotsFreed, PagesFreed, Wake>;
 using DecodeMessage = std::variant<Stop, Admitted, Wake>;
 using PageMessage = std::variant<Stop, AllocatePages, ReleasePages>;

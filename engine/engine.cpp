@@ -11,6 +11,7 @@
 #include "actors/page_pool_actor.h"
 #include "actors/prefill_scheduler.h"
 #include "engine/gguf.h"
+#include "engine/lora_adapter.h"
 #include "engine/model.h"
 #include "engine/model_runner.h"
 #include "pagoda/error.h"
@@ -28,6 +29,8 @@ void validate_config(const EngineConfig& c) {
   if (c.max_entries_per_step <= 0) fail("max_entries_per_step must be positive");
   if (c.max_running <= 0) fail("max_running must be positive");
   if (c.prefill_chunk <= 0) fail("prefill_chunk must be positive");
+  if (c.max_resident_adapters <= 0) fail("max_resident_adapters must be positive");
+  if (c.adapter_run_cap <= 0) fail("adapter_run_cap must be positive");
 }
 
 int32_t kv_page_count(const EngineConfig& c, const KvLayout& layout) {
@@ -58,7 +61,7 @@ struct Engine::Impl {
         // A new admission leaves 1% of the pages free so running sequences can still grow.
         prefill(prefill_mailbox, pool_actor, decode_mailbox, c.max_running, std::max(1, pool.capacity() / 100), metrics),
         decode(decode_mailbox, runner, pool.view(), pool_actor, prefill_mailbox, c, metrics),
-        router(prefill_mailbox, metrics) {
+        router(prefill_mailbox, c.max_resident_adapters, c.adapter_run_cap, metrics) {
     pool_actor.set_prefill_mailbox(prefill_mailbox);
     pool_actor.start();
     decode.start();
@@ -166,7 +169,25 @@ EngineMetrics Engine::metrics() const {
   e.generated_tokens = b.generated_tokens.load(std::memory_order_relaxed);
   const double busy_s = double(b.busy_ns.load(std::memory_order_relaxed)) * 1e-9;
   e.tokens_per_second = busy_s > 0.0 ? double(e.generated_tokens) / busy_s : 0.0;
+  e.adapters_resident = b.adapters_resident.load(std::memory_order_relaxed);
+  e.adapter_swaps = b.adapter_swaps.load(std::memory_order_relaxed);
+  e.adapter_swap_seconds = double(b.adapter_swap_ns.load(std::memory_order_relaxed)) * 1e-9;
   return e;
+}
+
+void Engine::load_adapter(const std::string& name, const std::string& path, float scale) {
+  if (name.empty()) throw Error("a LoRA adapter needs a name");
+  // Parsed and checked on the caller's thread: a bad file never reaches the actors.
+  auto adapter = std::make_shared<const LoraAdapter>(load_lora_adapter(path, impl_->model.config, scale));
+  auto reply = Reply<std::string>::make();
+  impl_->router.post(RegisterAdapter{name, std::move(adapter), reply});
+  if (std::string error = reply->wait(); !error.empty()) throw Error(error);
+}
+
+void Engine::unload_adapter(const std::string& name) {
+  auto reply = Reply<std::string>::make();
+  impl_->router.post(UnregisterAdapter{name, reply});
+  if (std::string error = reply->wait(); !error.empty()) throw Error(error);
 }
 
 void Engine::shutdown() {

@@ -22,6 +22,14 @@ inline constexpr int32_t kLoraProjections = 7;
 // llama.cpp's tensor name stem of a projection: "attn_q", ..., "ffn_down".
 const char* lora_projection_name(LoraProjection p);
 
+// The input and output widths of projection p's base weight in a model of shape `c`: the
+// widths a LoRA target of p must have.
+struct LoraShape {
+  int32_t n_in = 0;
+  int32_t n_out = 0;
+};
+LoraShape lora_projection_shape(const ModelConfig& c, LoraProjection p);
+
 struct LoraTarget {
   int32_t rank = 0;
   int32_t n_in = 0;
@@ -41,8 +49,9 @@ struct LoraAdapter {
 
 // Reads and validates an adapter for a base model of shape `base`. Throws pagoda::Error
 // naming the file and what is wrong: not an adapter, not LoRA, another architecture, a lone
-// lora_a or lora_b, an unknown or unsupported tensor, shapes that do not fit the base model,
-// ranks that disagree, a non-finite alpha or scale.
+// lora_a or lora_b, an unknown or unsupported tensor, a block the base model lacks, shapes
+// that do not fit the base model, ranks that disagree, a non-finite alpha, scale or value, no
+// tensors at all.
 LoraAdapter load_lora_adapter(const std::string& path, const ModelConfig& base, float user_scale = 1.0f);
 
 }  // namespace pagoda

@@ -16,6 +16,9 @@ struct MetricsBoard {
   std::atomic<int64_t> pages_used{0};
   std::atomic<int64_t> pages_total{0};
   std::atomic<int64_t> busy_ns{0};  // time the decode scheduler spent on steps
+  std::atomic<int64_t> adapter_swaps{0};
+  std::atomic<int64_t> adapter_swap_ns{0};
+  std::atomic<int64_t> adapters_resident{0};
 };
 
 }  // namespace pagoda

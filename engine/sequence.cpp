@@ -1,6 +1,7 @@
 #include "engine/sequence.h"
 
 #include <chrono>
+#include <utility>
 
 namespace pagoda {
 
@@ -21,6 +22,7 @@ void Sequence::finish(FinishReason reason, std::string error) {
     if (generated() > 1) c.time_per_output_token_s = Seconds(last_token - first_token).count() / (generated() - 1);
   }
   state->complete(std::move(c));
+  if (on_adapter_done) std::exchange(on_adapter_done, nullptr)();
 }
 
 void Sequence::emit(const StreamEvent& event) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/block_table.h"
+#include "engine/lora_weights.h"
 #include "engine/output_text.h"
 #include "engine/request_state.h"
 #include "engine/sampler.h"
@@ -54,6 +55,8 @@ struct Sequence {
   int32_t priority;
   std::string adapter;
   std::function<void(const StreamEvent&)> on_token;
+  std::shared_ptr<const LoraWeights> lora;  // set by the router: the resident adapter
+  std::function<void()> on_adapter_done;    // set by the router: tells it this request is done
 
   std::vector<int32_t> tokens;  // the prompt, then what was generated
   int32_t prompt_len;

@@ -38,6 +38,11 @@ struct EngineConfig {
   int32_t max_running = 256;            // sequences admitted at once
   int32_t prefill_chunk = 256;          // prefill tokens of one sequence in one step
   PreemptionMode preemption = PreemptionMode::Recompute;
+  int32_t max_resident_adapters = 8;    // LoRA adapters packed for the kernels at once
+  int32_t adapter_run_cap = 32;         // same-adapter requests the router forwards in one run
+  // Requests on different adapters (and the base model) share a step. Off: a step holds one
+  // adapter's requests only, taking turns (the coalesce-only baseline of the benchmarks).
+  bool mixed_adapter_batches = true;
 };
 
 struct EngineMetrics {
@@ -50,6 +55,9 @@ struct EngineMetrics {
   int64_t kv_pages_total = 0;
   int64_t generated_tokens = 0;
   double tokens_per_second = 0.0;  // generated tokens over the engine's busy time
+  int64_t adapters_resident = 0;
+  int64_t adapter_swaps = 0;       // adapters made resident (packed) so far
+  double adapter_swap_seconds = 0.0;
 };
 
 class Engine {
@@ -66,6 +74,17 @@ class Engine {
   RequestHandle submit(Request request);
 
   EngineMetrics metrics() const;
+
+  // Registers a LoRA adapter (llama.cpp's GGUF adapter format) under `name`, with the user
+  // scale multiplying alpha / rank. Requests name it in Request::adapter. Throws pagoda::Error
+  // for a bad file, one that does not fit the model, or a name already loaded; the engine
+  // keeps serving. Thread-safe; may be called while requests run.
+  void load_adapter(const std::string& name, const std::string& path, float scale = 1.0f);
+
+  // Unregisters an adapter. Requests already running on it finish on it (they hold its
+  // weights); requests still waiting for it fail with an error naming it. Throws
+  // pagoda::Error if no adapter has that name.
+  void unload_adapter(const std::string& name);
 
   // Stops accepting requests, cancels those in flight (every future resolves) and stops the
   // actors. Idempotent.
