@@ -187,11 +187,12 @@ void DecodeScheduler::append_token(Sequence& seq, int32_t token) {
 }
 
 void DecodeScheduler::retire(Sequence& seq, FinishReason reason, std::string error) {
-  seq.finish(reason, std::move(error));
   pool_.release(seq.table.take_pages());
   ++slots_to_return_;
+  // Counted before the future resolves, so a caller who saw it resolve sees the counts too.
   metrics_.running.fetch_sub(1, std::memory_order_relaxed);
   metrics_.finished.fetch_add(1, std::memory_order_relaxed);
+  seq.finish(reason, std::move(error));
 }
 
 void DecodeScheduler::remove_finished() {

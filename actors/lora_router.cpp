@@ -111,9 +111,9 @@ void LoraRouter::forward(SequencePtr seq, Entry* entry) {
 }
 
 void LoraRouter::fail(Sequence& seq, FinishReason reason, std::string error) {
-  seq.finish(reason, std::move(error));
   metrics_.queued.fetch_sub(1, std::memory_order_relaxed);
   metrics_.finished.fetch_add(1, std::memory_order_relaxed);
+  seq.finish(reason, std::move(error));
 }
 
 void LoraRouter::drain() {

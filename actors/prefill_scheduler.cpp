@@ -67,9 +67,9 @@ void PrefillScheduler::admit() {
 }
 
 void PrefillScheduler::cancel(Sequence& seq) {
-  seq.finish(FinishReason::Cancelled);
   metrics_.queued.fetch_sub(1, std::memory_order_relaxed);
   metrics_.finished.fetch_add(1, std::memory_order_relaxed);
+  seq.finish(FinishReason::Cancelled);
 }
 
 void PrefillScheduler::drain() {

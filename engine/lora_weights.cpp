@@ -1,8 +1,16 @@
 #include "engine/lora_weights.h"
 
+#include <tbb/task_arena.h>
+
 namespace pagoda {
 
 LoraWeights::LoraWeights(std::string name, const LoraAdapter& adapter) : name_(std::move(name)) {
+  // Packed on the calling (router) thread alone, so a swap never takes cores from the step.
+  tbb::task_arena one_thread(1);
+  one_thread.execute([&] { pack(adapter); });
+}
+
+void LoraWeights::pack(const LoraAdapter& adapter) {
   layers_.resize(adapter.layers.size());
   for (size_t l = 0; l < adapter.layers.size(); ++l) {
     for (int32_t p = 0; p < kLoraProjections; ++p) {

@@ -32,6 +32,8 @@ class LoraWeights {
   int32_t max_rank() const { return max_rank_; }
 
  private:
+  void pack(const LoraAdapter& adapter);
+
   std::string name_;
   int32_t max_rank_ = 0;
   std::vector<std::array<std::optional<Target>, kLoraProjections>> layers_;

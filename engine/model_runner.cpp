@@ -26,12 +26,28 @@ kernels::PackedMatrix pack_stacked(std::initializer_list<const std::vector<float
 
 // Query tokens per attention task: small enough to spread a long prefill chunk over the cores.
 constexpr int32_t kAttentionChunk = 16;
+// Multiply-adds of a layer's attention below which it runs on the calling thread.
+constexpr double kParallelAttentionWork = 64 * 1024;
+
+#if defined(__SANITIZE_THREAD__)
+// Debian's oneTBB is not built with ThreadSanitizer, so TSan cannot see the synchronization
+// inside its scheduler and would flag every hand-off between workers. Under TSan the forward
+// pass stays on the calling thread; what TSan checks is then the actor layer, which is ours.
+constexpr int kMaxComputeThreads = 1;
+#else
+constexpr int kMaxComputeThreads = 0;  // no cap
+#endif
+
+int arena_threads(int requested) {
+  if (kMaxComputeThreads > 0) return kMaxComputeThreads;
+  return requested > 0 ? requested : tbb::task_arena::automatic;
+}
 
 }  // namespace
 
 ModelRunner::ModelRunner(const Model& model, int threads)
     : model_(model),
-      arena_(threads > 0 ? threads : tbb::task_arena::automatic),
+      arena_(arena_threads(threads)),
       rope_(model.config.context_length, model.config.head_dim(), model.config.rope_theta) {
   const ModelConfig& c = model.config;
   arena_.execute([&] {
@@ -69,10 +85,14 @@ void ModelRunner::prepare(const Batch& batch) {
   tokens_.clear();
   entry_start_.clear();
   logit_rows_.clear();
+  attention_work_ = 0.0;
   for (int32_t e = 0; e < int32_t(batch.entries.size()); ++e) {
     const BatchEntry& entry = batch.entries[e];
     entry_start_.push_back(int32_t(tokens_.size()));
-    for (int32_t i = 0; i < int32_t(entry.tokens.size()); ++i) tokens_.push_back({e, entry.n_cached + i});
+    for (int32_t i = 0; i < int32_t(entry.tokens.size()); ++i) {
+      tokens_.push_back({e, entry.n_cached + i});
+      attention_work_ += 2.0 * (entry.n_cached + i + 1) * model_.config.n_heads * model_.config.head_dim();
+    }
     if (entry.needs_logits) logit_rows_.push_back(int32_t(tokens_.size()) - 1);
   }
   entry_start_.push_back(int32_t(tokens_.size()));
@@ -195,7 +215,7 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
   static thread_local PagePointers pointers;
   const float scale = 1.0f / std::sqrt(float(head_dim));
   const int32_t n_items = int32_t(attention_chunks_.size());
-  tbb::parallel_for(tbb::blocked_range<int32_t>(0, n_items * c.n_kv_heads), [&](const tbb::blocked_range<int32_t>& r) {
+  auto attend = [&](const tbb::blocked_range<int32_t>& r) {
     for (int32_t item = r.begin(); item < r.end(); ++item) {
       const AttentionChunk chunk = attention_chunks_[item / c.n_kv_heads];
       const int32_t h = item % c.n_kv_heads;
@@ -214,7 +234,14 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
                                  scale, out);
       }
     }
-  });
+  };
+  const tbb::blocked_range<int32_t> all(0, n_items * c.n_kv_heads);
+  // A small step's attention (one short sequence, say) costs less than waking the workers.
+  if (attention_work_ < kParallelAttentionWork) {
+    attend(all);
+  } else {
+    tbb::parallel_for(all, attend);
+  }
 }
 
 void ModelRunner::apply_lora(int32_t layer, LoraProjection p, const float* in, int ld_in, float* out, int ld_out) {

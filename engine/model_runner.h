@@ -71,6 +71,7 @@ class ModelRunner {
     int32_t begin, end;  // rows of tokens_, all of one entry
   };
   std::vector<AttentionChunk> attention_chunks_;
+  double attention_work_ = 0.0;  // multiply-adds of one layer's attention this step
   struct LoraSegment {
     int32_t begin, end;  // rows of tokens_ that share one adapter
     const LoraWeights* lora;

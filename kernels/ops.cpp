@@ -1,5 +1,6 @@
 #include "kernels/ops.h"
 
+#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include <cstddef>
@@ -15,8 +16,9 @@ void rmsnorm(const float* x, const float* weight, float* out, int n, float eps) 
 void rmsnorm_rows(const float* x, int ldx, const float* weight, float* out, int ldo, int rows,
                   int n, float eps) {
   const auto fn = detail::active_table().ops->rmsnorm;
-  tbb::parallel_for(0, rows, [&](int r) {
-    fn(x + std::size_t(r) * ldx, weight, out + std::size_t(r) * ldo, n, eps);
+  // Rows in blocks: one row is too little work for a task of its own.
+  tbb::parallel_for(tbb::blocked_range<int>(0, rows, 16), [&](const tbb::blocked_range<int>& r) {
+    for (int i = r.begin(); i < r.end(); ++i) fn(x + std::size_t(i) * ldx, weight, out + std::size_t(i) * ldo, n, eps);
   });
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs, builds and runs the whole test suite: the Release build, then the memory tests
-# under AddressSanitizer + UBSan and the concurrency tests under ThreadSanitizer.
+# Installs, builds and runs the whole test suite: every test in the Release build, every test
+# again under AddressSanitizer + UBSan, and the concurrency tests (engine, actors, page pool)
+# under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -13,3 +14,7 @@ ctest --preset release
 cmake --preset asan
 cmake --build --preset asan -j "$jobs"
 ctest --preset asan
+
+cmake --preset tsan
+cmake --build --preset tsan -j "$jobs" --target test_engine test_engine_lora test_page_pool test_actors
+ctest --preset tsan

@@ -206,13 +206,17 @@ TEST_F(EngineGolden, CancelAtEveryStage) {
   {
     Request r = golden_request(cases_[0]);
     std::atomic<int> seen{0};
-    RequestHandle* self = nullptr;
+    std::optional<RequestHandle> h;
+    std::latch published(1);  // the callback may run before submit() has returned
     r.on_token = [&](const StreamEvent&) {
-      if (++seen == 5) self->cancel();
+      if (++seen == 5) {
+        published.wait();
+        h->cancel();
+      }
     };
-    RequestHandle h = engine.submit(r);
-    self = &h;
-    const Completion c = await(h);
+    h.emplace(engine.submit(r));
+    published.count_down();
+    const Completion c = await(*h);
     EXPECT_EQ(c.finish_reason, FinishReason::Cancelled);
     EXPECT_GE(c.token_ids.size(), 5u);
     EXPECT_LT(c.token_ids.size(), cases_[0].greedy_ids.size());
