@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <string_view>
 
 #include "engine/gguf.h"
@@ -16,7 +17,7 @@ namespace pagoda {
 
 namespace {
 
-constexpr const char* kProjectionNames[kLoraProjections] = {"attn_q",   "attn_k", "attn_v", "attn_output",
+constexpr const char* kProjectionNames[kLoraProjections] = {"attn_q",   "attn_k", "attn_v",  "attn_output",
                                                             "ffn_gate", "ffn_up", "ffn_down"};
 constexpr std::string_view kSuffixA = ".lora_a", kSuffixB = ".lora_b";
 
@@ -24,6 +25,13 @@ std::string shape_str(const std::vector<uint64_t>& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
   return out + "]";
+}
+
+// Floats as people write them: "3e+38", not std::to_string's forty digits.
+std::string num(float x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", double(x));
+  return buf;
 }
 
 std::string tensor_error(const GgufFile& f, std::string_view name, const std::string& what) {
@@ -37,7 +45,9 @@ void check_kind(const GgufFile& f) {
                 ", expected 'adapter')");
   }
   const std::string adapter_type = f.get_string("adapter.type");
-  if (adapter_type != "lora") throw Error(f.path() + ": adapter type '" + adapter_type + "' is not supported (only 'lora')");
+  if (adapter_type != "lora") {
+    throw Error(f.path() + ": adapter type '" + adapter_type + "' is not supported (only 'lora')");
+  }
   const std::string arch = f.get_string("general.architecture");
   if (arch != "llama") throw Error(f.path() + ": architecture '" + arch + "' is not supported (only 'llama')");
 }
@@ -45,7 +55,7 @@ void check_kind(const GgufFile& f) {
 float read_alpha(const GgufFile& f) {
   // llama.cpp's default: without alpha the scale is the user's scale alone.
   const float alpha = f.get_float_opt("adapter.lora.alpha").value_or(0.0f);
-  if (!std::isfinite(alpha)) throw Error(f.path() + ": adapter.lora.alpha = " + std::to_string(alpha) + " is not finite");
+  if (!std::isfinite(alpha)) throw Error(f.path() + ": adapter.lora.alpha = " + num(alpha) + " is not finite");
   return alpha;
 }
 
@@ -81,13 +91,14 @@ std::optional<std::string_view> lora_stem(std::string_view name) {
 TargetId find_target(const GgufFile& f, const std::string& a_name, std::string_view stem, const ModelConfig& base) {
   const std::optional<TargetId> id = parse_target(stem);
   if (!id) {
-    throw Error(tensor_error(f, a_name, ": LoRA on '" + std::string(stem) +
-                                            "' is not supported (only blk.N.{attn_q,attn_k,attn_v,attn_output,"
-                                            "ffn_gate,ffn_up,ffn_down}.weight)"));
+    const std::string what = ": LoRA on '" + std::string(stem) + "' is not supported (only blk.N.{attn_q,attn_k,"
+                             "attn_v,attn_output,ffn_gate,ffn_up,ffn_down}.weight)";
+    throw Error(tensor_error(f, a_name, what));
   }
   if (id->layer >= uint64_t(base.n_layers)) {
-    throw Error(tensor_error(f, a_name, ": block " + std::to_string(id->layer) + " does not exist (the base model has " +
-                                            std::to_string(base.n_layers) + " blocks)"));
+    const std::string what = ": block " + std::to_string(id->layer) + " does not exist (the base model has " +
+                             std::to_string(base.n_layers) + " blocks)";
+    throw Error(tensor_error(f, a_name, what));
   }
   return *id;
 }
@@ -106,7 +117,7 @@ LoraTarget read_target(const GgufFile& f, const GgufTensorInfo& a, const GgufTen
                        LoraShape want, float alpha, float user_scale) {
   for (const GgufTensorInfo* t : {&a, &b}) {
     if (t->shape.size() != 2) {
-      throw Error(tensor_error(f, t->name, " has " + std::to_string(t->shape.size()) + " dimensions, expected 2"));
+      throw Error(tensor_error(f, t->name, " has shape " + shape_str(t->shape) + "; LoRA tensors are matrices"));
     }
   }
   if (a.shape[0] != uint64_t(want.n_in) || b.shape[1] != uint64_t(want.n_out)) {
@@ -121,11 +132,13 @@ LoraTarget read_target(const GgufFile& f, const GgufTensorInfo& a, const GgufTen
     throw Error(f.path() + ": tensors '" + a.name + "' and '" + b.name + "' disagree on the rank (" +
                 std::to_string(rank) + " and " + std::to_string(b.shape[0]) + "; is lora_a not transposed?)");
   }
-  if (rank > uint64_t(INT32_MAX)) throw Error(tensor_error(f, a.name, " has rank " + std::to_string(rank) + ", out of range"));
+  if (rank > uint64_t(INT32_MAX)) {
+    throw Error(tensor_error(f, a.name, " has rank " + std::to_string(rank) + ", out of range"));
+  }
   const float scale = (alpha != 0.0f ? alpha / float(rank) : 1.0f) * user_scale;
   if (!std::isfinite(scale)) {
-    throw Error(f.path() + ": the scale of '" + std::string(stem) + "' (alpha " + std::to_string(alpha) + " / rank " +
-                std::to_string(rank) + " × " + std::to_string(user_scale) + ") is not finite");
+    throw Error(f.path() + ": the scale of '" + std::string(stem) + "' (alpha " + num(alpha) + " / rank " +
+                std::to_string(rank) + " × " + num(user_scale) + ") is not finite");
   }
   return {int32_t(rank), want.n_in, want.n_out, scale, read_values(f, a), read_values(f, b)};
 }
@@ -149,7 +162,7 @@ LoraShape lora_projection_shape(const ModelConfig& c, LoraProjection p) {
 }
 
 LoraAdapter load_lora_adapter(const std::string& path, const ModelConfig& base, float user_scale) {
-  if (!std::isfinite(user_scale)) throw Error(path + ": the adapter scale " + std::to_string(user_scale) + " is not finite");
+  if (!std::isfinite(user_scale)) throw Error(path + ": the adapter scale " + num(user_scale) + " is not finite");
   const GgufFile f = GgufFile::open(path);
   check_kind(f);
   LoraAdapter adapter{path, read_alpha(f), user_scale, {}};
@@ -158,7 +171,7 @@ LoraAdapter load_lora_adapter(const std::string& path, const ModelConfig& base, 
   for (const GgufTensorInfo& t : f.tensors()) {
     const std::optional<std::string_view> stem = lora_stem(t.name);
     if (!stem) throw Error(tensor_error(f, t.name, " is not a LoRA tensor (names end in .lora_a or .lora_b)"));
-    const std::string a_name = std::string(*stem) + std::string(kSuffixA), b_name = std::string(*stem) + std::string(kSuffixB);
+    const std::string a_name = std::string(*stem).append(kSuffixA), b_name = std::string(*stem).append(kSuffixB);
     const GgufTensorInfo* a = f.find_tensor(a_name);
     const GgufTensorInfo* b = f.find_tensor(b_name);
     if (!a || !b) throw Error(tensor_error(f, t.name, " has no matching '" + (a ? b_name : a_name) + "'"));

@@ -16,10 +16,10 @@ struct LoraSynthSpec {
   int32_t rank = 8;
   float alpha = 8.0f;  // written as adapter.lora.alpha; scale = alpha / rank (0: scale 1)
   uint64_t seed = 1;
-  std::vector<LoraProjection> projections = {LoraProjection::Q,    LoraProjection::K,  LoraProjection::V,
+  std::vector<LoraProjection> projections = {LoraProjection::Q,      LoraProjection::K,    LoraProjection::V,
                                              LoraProjection::Output, LoraProjection::Gate, LoraProjection::Up,
                                              LoraProjection::Down};
-  std::vector<int32_t> layers;    // the blocks to adapt; empty means every block
+  std::vector<int32_t> layers{};  // the blocks to adapt; empty means every block
   GgmlType type = GgmlType::F32;  // storage type of lora_a and lora_b
 };
 

@@ -26,17 +26,41 @@ constexpr const char* kUsage = R"(usage: pagoda-generate -m MODEL (--prompt TEXT
   --stop-id ID            also stop on this token id (repeatable); EOS always stops. The
                           stop token ends generated_ids; the text leaves it out
   -t, --threads N         compute threads (default: all cores)
+  --lora NAME=PATH[:SCALE]  load a LoRA adapter (GGUF) under NAME (repeatable)
+  --adapter NAME          run the prompts on this adapter (a JSONL line's "adapter" field
+                          overrides it; default: the base model)
 )";
 
 struct Job {
   std::string prompt;
   int64_t max_tokens;
   int64_t max_positions;
+  std::string adapter;
 };
+
+struct LoraFlag {
+  std::string name, path;
+  float scale = 1.0f;
+};
+
+// NAME=PATH[:SCALE], as llama.cpp's --lora-scaled spells a scaled adapter.
+LoraFlag parse_lora(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    throw pagoda::Error("--lora needs NAME=PATH[:SCALE], got '" + text + "'");
+  }
+  LoraFlag flag{text.substr(0, eq), text.substr(eq + 1)};
+  if (const size_t colon = flag.path.rfind(':'); colon != std::string::npos) {
+    flag.scale = pagoda::cli::Args::parse<float>("--lora scale", flag.path.substr(colon + 1));
+    flag.path.resize(colon);
+  }
+  return flag;
+}
 
 std::vector<Job> read_jobs(const pagoda::cli::Args& args, int64_t max_tokens, int64_t max_positions) {
   std::vector<Job> jobs;
-  if (auto prompt = args.get("--prompt")) jobs.push_back({*prompt, max_tokens, max_positions});
+  const std::string adapter = args.get("--adapter", "");
+  if (auto prompt = args.get("--prompt")) jobs.push_back({*prompt, max_tokens, max_positions, adapter});
   if (auto file = args.get("--prompts")) {
     std::ifstream in(*file);
     if (!in) throw pagoda::Error(*file + ": cannot open");
@@ -49,7 +73,8 @@ std::vector<Job> read_jobs(const pagoda::cli::Args& args, int64_t max_tokens, in
       nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
       if (j.is_discarded() || !j.is_object()) fail("not a JSON object");
       if (!j.contains("prompt") || !j["prompt"].is_string()) fail("no \"prompt\" string");
-      Job job{j["prompt"].get<std::string>(), max_tokens, max_positions};
+      Job job{j["prompt"].get<std::string>(), max_tokens, max_positions, adapter};
+      if (j.contains("adapter")) job.adapter = j["adapter"].get<std::string>();
       if (j.contains("max_tokens")) job.max_tokens = j["max_tokens"].get<int64_t>();
       if (j.contains("max_positions")) job.max_positions = j["max_positions"].get<int64_t>();
       jobs.push_back(std::move(job));
@@ -66,7 +91,7 @@ int main(int argc, char** argv) {
     pagoda::cli::Args args(argc, argv,
                            {"--model", "--tokenizer", "--prompt", "--prompts", "--max-tokens", "--max-positions",
                             "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
-                            "--seed", "--stop-id", "--threads"},
+                            "--seed", "--stop-id", "--threads", "--lora", "--adapter"},
                            {"--help"}, {{"-m", "--model"}, {"-n", "--max-tokens"}, {"-t", "--threads"}, {"-h", "--help"}});
     if (args.has("--help")) {
       std::cout << kUsage;
@@ -92,6 +117,10 @@ int main(int argc, char** argv) {
     pagoda::Engine engine({.model_path = *model_path,
                            .tokenizer_path = args.get("--tokenizer", ""),
                            .threads = args.number("--threads", 0)});
+    for (const std::string& text : args.all("--lora")) {
+      const LoraFlag lora = parse_lora(text);
+      engine.load_adapter(lora.name, lora.path, lora.scale);
+    }
     // Every prompt is submitted at once and runs in the same continuous batch.
     std::vector<pagoda::RequestHandle> handles;
     std::vector<std::vector<int32_t>> prompts;
@@ -104,6 +133,7 @@ int main(int argc, char** argv) {
       r.max_new_tokens = int32_t(std::min({job.max_tokens, by_positions, room}));
       r.sampling = sampling;
       r.stop_token_ids = stop_ids;
+      r.adapter = job.adapter;
       prompts.push_back(r.prompt_ids);
       handles.push_back(engine.submit(std::move(r)));
     }
@@ -116,6 +146,7 @@ int main(int argc, char** argv) {
       out["generated_ids"] = c.token_ids;
       out["text"] = c.text;
       out["finish_reason"] = pagoda::finish_reason_name(c.finish_reason);
+      if (!jobs[i].adapter.empty()) out["adapter"] = jobs[i].adapter;
       std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
     }
     return 0;

@@ -1,18 +1,26 @@
-// pagoda-synth: writes a random-weight Llama model as GGUF, deterministic from a seed.
+// pagoda-synth: writes a random-weight Llama model, or a random LoRA adapter for one, as GGUF,
+// deterministic from a seed.
 //   pagoda-synth --preset s15m -o s15m.gguf
 //   pagoda-synth --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 160 --vocab 1000 -o tiny.gguf
+//   pagoda-synth --lora-for s15m.gguf --rank 16 -o s15m-lora.gguf
 
 #include <cstdio>
 #include <iostream>
+#include <span>
 
+#include "engine/lora_synth.h"
+#include "engine/model.h"
 #include "engine/synth.h"
 #include "examples/common/args.h"
 
 namespace {
 
 constexpr const char* kUsage = R"(usage: pagoda-synth [--preset s15m|s110m] -o FILE.gguf [options]
+       pagoda-synth --lora-for BASE -o ADAPTER.gguf [--rank N] [--alpha X] [--type T] [--seed N]
 Writes a Llama model with random weights (deterministic from --seed) and a synthetic
 SentencePiece vocabulary. Flags override the preset's shape.
+With --lora-for, writes instead a random LoRA adapter (llama.cpp's GGUF adapter format) on
+every attention and FFN projection of every block of BASE.
   -o, --output FILE   where to write (required)
   --preset NAME       s15m (dim 288, 6 layers, 6 heads, FFN 768, vocab 32000)
                       s110m (dim 768, 12 layers, 12 heads, FFN 2048, vocab 32000)
@@ -21,7 +29,15 @@ SentencePiece vocabulary. Flags override the preset's shape.
   --type T            f32 (default), f16, bf16 or q8_0 for the matrices
   --tied              no output.weight: the classifier reuses token_embd
   --seed N            random seed (1)
+  --lora-for BASE     write a LoRA adapter shaped for the model BASE (GGUF or llama2.c)
+  --rank N            the adapter's rank (8)
+  --alpha X           adapter.lora.alpha (the rank, so scale 1); the scale is alpha / rank
 )";
+
+// Flags that shape a model, meaningless for an adapter, and those only an adapter takes.
+constexpr const char* kModelOnly[] = {"--preset", "--dim", "--layers", "--heads", "--kv-heads", "--ffn",
+                                      "--vocab", "--context", "--rope-theta", "--tied"};
+constexpr const char* kAdapterOnly[] = {"--rank", "--alpha"};
 
 pagoda::GgmlType parse_type(const std::string& name) {
   if (name == "f32") return pagoda::GgmlType::F32;
@@ -31,13 +47,49 @@ pagoda::GgmlType parse_type(const std::string& name) {
   throw pagoda::Error("--type must be f32, f16, bf16 or q8_0, got '" + name + "'");
 }
 
+void write_model(const pagoda::cli::Args& args, const std::string& output) {
+  pagoda::SynthSpec spec;
+  spec.config = pagoda::synth_preset(args.get("--preset", "s15m"));
+  pagoda::ModelConfig& c = spec.config;
+  c.dim = args.number("--dim", c.dim);
+  c.n_layers = args.number("--layers", c.n_layers);
+  c.n_heads = args.number("--heads", c.n_heads);
+  c.n_kv_heads = args.number("--kv-heads", args.has("--heads") ? c.n_heads : c.n_kv_heads);
+  c.ffn_dim = args.number("--ffn", c.ffn_dim);
+  c.vocab_size = args.number("--vocab", c.vocab_size);
+  c.context_length = args.number("--context", c.context_length);
+  c.rope_theta = args.number("--rope-theta", c.rope_theta);
+  spec.type = parse_type(args.get("--type", "f32"));
+  spec.tied_output = args.has("--tied");
+  spec.seed = args.number<uint64_t>("--seed", 1);
+
+  pagoda::write_synth_model(output, spec);
+  std::fprintf(stderr, "pagoda-synth: wrote %s (dim %d, %d layers, %d heads, %d KV heads, FFN %d, vocab %d)\n",
+               output.c_str(), c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.ffn_dim, c.vocab_size);
+}
+
+void write_adapter(const pagoda::cli::Args& args, const std::string& output, const std::string& base_path) {
+  // Loading the whole base model also proves it is one the engine can serve the adapter on.
+  const pagoda::ModelConfig base = pagoda::load_model(base_path).config;
+  pagoda::LoraSynthSpec spec;
+  spec.rank = args.number("--rank", spec.rank);
+  spec.alpha = args.number("--alpha", float(spec.rank));
+  spec.seed = args.number<uint64_t>("--seed", 1);
+  spec.type = parse_type(args.get("--type", "f32"));
+
+  pagoda::write_synth_lora(output, base, spec);
+  std::fprintf(stderr, "pagoda-synth: wrote %s (LoRA rank %d, alpha %g, for %s: %d blocks, 7 projections each)\n",
+               output.c_str(), spec.rank, double(spec.alpha), base_path.c_str(), base.n_layers);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     pagoda::cli::Args args(argc, argv,
                            {"--output", "--preset", "--dim", "--layers", "--heads", "--kv-heads", "--ffn",
-                            "--vocab", "--context", "--rope-theta", "--type", "--seed"},
+                            "--vocab", "--context", "--rope-theta", "--type", "--seed", "--lora-for", "--rank",
+                            "--alpha"},
                            {"--tied", "--help"}, {{"-o", "--output"}, {"-h", "--help"}});
     if (args.has("--help")) {
       std::cout << kUsage;
@@ -46,24 +98,18 @@ int main(int argc, char** argv) {
     auto output = args.get("--output");
     if (!output) throw pagoda::Error("-o FILE is required (see --help)");
 
-    pagoda::SynthSpec spec;
-    spec.config = pagoda::synth_preset(args.get("--preset", "s15m"));
-    pagoda::ModelConfig& c = spec.config;
-    c.dim = args.number("--dim", c.dim);
-    c.n_layers = args.number("--layers", c.n_layers);
-    c.n_heads = args.number("--heads", c.n_heads);
-    c.n_kv_heads = args.number("--kv-heads", args.has("--heads") ? c.n_heads : c.n_kv_heads);
-    c.ffn_dim = args.number("--ffn", c.ffn_dim);
-    c.vocab_size = args.number("--vocab", c.vocab_size);
-    c.context_length = args.number("--context", c.context_length);
-    c.rope_theta = args.number("--rope-theta", c.rope_theta);
-    spec.type = parse_type(args.get("--type", "f32"));
-    spec.tied_output = args.has("--tied");
-    spec.seed = args.number<uint64_t>("--seed", 1);
-
-    pagoda::write_synth_model(*output, spec);
-    std::fprintf(stderr, "pagoda-synth: wrote %s (dim %d, %d layers, %d heads, %d KV heads, FFN %d, vocab %d)\n",
-                 output->c_str(), c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.ffn_dim, c.vocab_size);
+    const std::optional<std::string> lora_for = args.get("--lora-for");
+    using Flags = std::span<const char* const>;
+    for (const char* flag : lora_for ? Flags(kModelOnly) : Flags(kAdapterOnly)) {
+      if (args.has(flag)) {
+        throw pagoda::Error(std::string(flag) + (lora_for ? " does not apply with" : " needs") + " --lora-for");
+      }
+    }
+    if (lora_for) {
+      write_adapter(args, *output, *lora_for);
+    } else {
+      write_model(args, *output);
+    }
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pagoda-synth: %s\n", e.what());
