@@ -4,6 +4,7 @@
 #include <random>
 
 #include "engine/gguf_writer.h"
+#include "engine/synth_random.h"
 #include "pagoda/error.h"
 
 namespace pagoda {
@@ -16,9 +17,6 @@ std::mt19937_64 target_rng(uint64_t seed, int32_t layer, LoraProjection p) {
   std::seed_seq seq{uint32_t(seed), uint32_t(seed >> 32), uint32_t(layer), uint32_t(p)};
   return std::mt19937_64(seq);
 }
-
-// Uniform in [-1, 1), from raw bits so every platform draws the same numbers.
-float symmetric(std::mt19937_64& rng) { return float(int64_t(rng() >> 40) - (1 << 23)) * (1.0f / float(1 << 23)); }
 
 void add(GgufWriter& w, const std::string& name, std::vector<uint64_t> shape, GgmlType type,
          const std::vector<float>& values) {
@@ -35,8 +33,8 @@ void add_target(GgufWriter& w, const ModelConfig& base, const LoraSynthSpec& spe
   const LoraShape s = lora_projection_shape(base, p);
   std::mt19937_64 rng = target_rng(spec.seed, layer, p);
   std::vector<float> a(size_t(spec.rank) * size_t(s.n_in)), b(size_t(s.n_out) * size_t(spec.rank));
-  for (float& x : a) x = symmetric(rng) / std::sqrt(float(s.n_in));
-  for (float& x : b) x = 0.5f * symmetric(rng) / std::sqrt(float(spec.rank));
+  for (float& x : a) x = uniform_symmetric(rng) / std::sqrt(float(s.n_in));
+  for (float& x : b) x = 0.5f * uniform_symmetric(rng) / std::sqrt(float(spec.rank));
   const std::string stem = "blk." + std::to_string(layer) + "." + lora_projection_name(p) + ".weight";
   add(w, stem + ".lora_a", {uint64_t(s.n_in), uint64_t(spec.rank)}, spec.type, a);
   add(w, stem + ".lora_b", {uint64_t(spec.rank), uint64_t(s.n_out)}, spec.type, b);

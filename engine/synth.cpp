@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/gguf_writer.h"
+#include "engine/synth_random.h"
 #include "engine/tokenizer.h"
 #include "pagoda/error.h"
 
@@ -16,8 +17,7 @@ namespace {
 class Random {
  public:
   explicit Random(uint64_t seed) : rng_(seed) {}
-  // Uniform in [-1, 1), from raw bits so every platform draws the same numbers.
-  float symmetric() { return float(int64_t(rng_() >> 40) - (1 << 23)) * (1.0f / float(1 << 23)); }
+  float symmetric() { return uniform_symmetric(rng_); }
   uint64_t below(uint64_t n) { return rng_() % n; }
 
  private:
