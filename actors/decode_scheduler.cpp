@@ -59,7 +59,7 @@ void DecodeScheduler::step() {
   }
   remove_finished();
 
-  std::vector<Planned> planned;
+  std::vector<Planned>& planned = planned_;
   if (plan(planned)) {
     batch_.entries.clear();
     for (const Planned& p : planned) {

@@ -52,6 +52,7 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   std::vector<SequencePtr> running_;  // in admission order
   int32_t slots_to_return_ = 0;
   size_t turn_ = 0;  // whose adapter's turn it is, without mixed-adapter batches
+  std::vector<Planned> planned_;  // this step's entries; reused so steps do not allocate
   Batch batch_;
   std::vector<float> logits_;
 };

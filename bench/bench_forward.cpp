@@ -10,9 +10,9 @@
 #include <map>
 #include <memory>
 
+#include "bench/bench_models.h"
 #include "bench/fma_peak.h"
 #include "engine/model_runner.h"
-#include "engine/synth.h"
 
 namespace {
 
@@ -29,17 +29,6 @@ double peak_flops() {
   return peak;
 }
 
-// The model file for a name: the brief's shapes are written once into the build folder.
-std::string model_path(const std::string& name) {
-  if (name == "stories260K") return std::string(PAGODA_SHARED_DIR) + "/models/stories260K/stories260K.gguf";
-  const std::filesystem::path path = std::filesystem::path(PAGODA_BINARY_DIR) / "models" / (name + ".gguf");
-  if (!std::filesystem::exists(path)) {
-    std::filesystem::create_directories(path.parent_path());
-    write_synth_model(path.string(), SynthSpec{synth_preset(name), 1});
-  }
-  return path.string();
-}
-
 struct Loaded {
   Model model;
   ModelRunner runner;
@@ -49,14 +38,14 @@ struct Loaded {
 Loaded& loaded(const std::string& name) {
   static std::map<std::string, std::unique_ptr<Loaded>> cache;
   auto& slot = cache[name];
-  if (!slot) slot = std::make_unique<Loaded>(model_path(name));
+  if (!slot) slot = std::make_unique<Loaded>(bench::model_path(name));
   return *slot;
 }
 
 // `batch` sequences with `n_cached` positions each (their cached K/V are the pool's zeros,
 // which cost the same to attend to as real ones), each adding `n_new` tokens this step.
 void run_steps(benchmark::State& state, const std::string& name, int32_t batch_size, int32_t n_cached, int32_t n_new) {
-  if (name == "stories260K" && !std::filesystem::exists(model_path(name))) {
+  if (name == "stories260K" && !std::filesystem::exists(bench::model_path(name))) {
     state.SkipWithError("../shared/models/stories260K is absent");
     return;
   }
