@@ -1,0 +1,522 @@
+// pagoda-chat: talk to a model in the terminal. Each reply streams token by token as the engine
+// makes it; the conversation is kept (in the model's chat template when it is one we know, else
+// as plain text the model continues) and submitted whole each turn.
+//   pagoda-chat -m model.gguf                        interactive
+//   pagoda-chat -m model.gguf -p "Once upon a time"  one-shot: print the completion and exit
+//   echo "Once upon a time" | pagoda-chat -m model.gguf
+
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/gguf.h"
+#include "engine/tokenizer.h"
+#include "examples/common/args.h"
+#include "examples/common/chat_template.h"
+#include "examples/common/default_model.h"
+#include "pagoda/engine.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: pagoda-chat [-m MODEL] [-p TEXT] [options]
+Chat with a model in the terminal: type a line, and the reply streams as it is made. The whole
+conversation is sent each turn (the oldest turns dropped when it outgrows the context), laid out
+in the model's chat template when it is a known family (ChatML, Llama-2, Llama-3, Mistral,
+Zephyr, Gemma, Phi-3, Vicuna), else as plain text that the model continues.
+With -p, or with the prompt piped on stdin, it prints one completion and exits.
+
+  -m, --model PATH        GGUF file, or llama2.c checkpoint (.bin). Without it: a random-weight
+                          s15m model, written on first use to $XDG_CACHE_HOME/pagoda (or
+                          ~/.cache/pagoda); its text means nothing
+  --tokenizer PATH        llama2.c tokenizer.bin (default: tokenizer.bin beside the checkpoint)
+  -p, --prompt TEXT       one-shot: print the completion of TEXT and exit
+  -n, --n-predict N       tokens a reply may have, -1 = no limit (default 256); always capped to
+                          the room left in the context
+  -c, --ctx-size N        context tokens to use, at most the model's; 0 = the model's (default)
+  --temp X                temperature, 0 = greedy (default 0.8)
+  --top-k N               keep the N most likely tokens, 0 = off (default 40)
+  --top-p X               keep the likeliest tokens up to probability X, 1 = off (default 0.95)
+  --min-p X               drop tokens below X times the top probability, 0 = off (default 0.05)
+  --repeat-penalty X      penalty on recently seen tokens, 1 = off (default 1.0)
+  --repeat-last-n N       how many recent tokens the penalty looks at (default 64)
+  --seed N                random seed, -1 = a random one (default -1)
+  -t, --threads N         compute threads (default: all cores)
+  -h, --help              this text
+)";
+
+constexpr const char* kCommands = R"(  /reset   forget the conversation
+  /stats   the engine's figures and the last reply's
+  /help    this list
+  /quit    leave (so do Ctrl-D and Ctrl-C at the prompt)
+  Ctrl-C while a reply streams stops that reply, not the program.
+)";
+
+constexpr const char* kNotes = R"(
+A reply ends at EOS, at the end of the template's turn or, in plain continuation, at BOS (the
+model starting a new document). After each reply stderr shows its tokens, time to first token,
+tokens/s and prompt tokens. In one-shot mode Ctrl-C stops the reply and the program exits with
+status 130.
+)";
+
+constexpr int32_t kTokensPerPage = 16;
+
+// Set by the SIGINT handler, which does nothing else; the main thread polls it while it waits
+// for input or for a reply, so it does not matter which thread the signal lands on.
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler needs a lock-free flag");
+
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+void install_sigint_handler() {
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;  // writes to the terminal resume; the waits poll the flag themselves
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+struct Options {
+  std::optional<std::string> model;
+  std::string tokenizer;
+  std::optional<std::string> prompt;
+  int32_t n_predict = 256;
+  int32_t ctx_size = 0;  // 0: the model's
+  int threads = 0;
+  pagoda::SamplingParams sampling;
+};
+
+// llama.cpp's flags and defaults.
+Options parse_options(const pagoda::cli::Args& args) {
+  Options o;
+  o.model = args.get("--model");
+  o.tokenizer = args.get("--tokenizer", "");
+  o.prompt = args.get("--prompt");
+  o.n_predict = args.number<int32_t>("--n-predict", 256);
+  if (o.n_predict == -1) o.n_predict = INT32_MAX;
+  if (o.n_predict < 1) throw pagoda::Error("-n must be at least 1, or -1 for no limit");
+  o.ctx_size = args.number<int32_t>("--ctx-size", 0);
+  if (o.ctx_size < 0) throw pagoda::Error("-c must be 0 (the model's context) or a token count");
+  o.threads = args.number("--threads", 0);
+  pagoda::SamplingParams& s = o.sampling;
+  s.temperature = args.number("--temp", 0.8f);
+  s.top_k = args.number<int32_t>("--top-k", 40);
+  s.top_p = args.number("--top-p", 0.95f);
+  s.min_p = args.number("--min-p", 0.05f);
+  s.repetition_penalty = args.number("--repeat-penalty", 1.0f);
+  s.repetition_window = args.number<int32_t>("--repeat-last-n", 64);
+  const int64_t seed = args.number<int64_t>("--seed", -1);
+  if (seed < -1) throw pagoda::Error("--seed must be -1 (random) or >= 0");
+  s.seed = seed == -1 ? std::random_device{}() : uint64_t(seed);
+  s.validate();
+  return o;
+}
+
+// The whole of a piped stdin, without the trailing newline `echo` adds.
+std::string read_stdin() {
+  std::string text(std::istreambuf_iterator<char>(std::cin), {});
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
+std::string model_path(const Options& o) {
+  if (o.model) return *o.model;
+  const pagoda::cli::DefaultModel m = pagoda::cli::ensure_default_model();
+  if (m.written) std::fprintf(stderr, "pagoda-chat: wrote the default model to %s\n", m.path.c_str());
+  std::fprintf(stderr,
+               "pagoda-chat: no -m given, so this is %s: random weights in the shape of llama2.c's 15M-parameter "
+               "stories15M. Its text means nothing; for real text pass a Llama GGUF: pagoda-chat -m model.gguf\n",
+               m.path.c_str());
+  return m.path;
+}
+
+// -c sizes the KV cache to hold that context; otherwise the engine's default budget is used.
+pagoda::EngineConfig engine_config(const Options& o, const std::string& model) {
+  pagoda::EngineConfig c{.model_path = model, .tokenizer_path = o.tokenizer, .threads = o.threads};
+  c.tokens_per_page = kTokensPerPage;
+  if (o.ctx_size > 0) {
+    const int32_t pages = (o.ctx_size + kTokensPerPage - 1) / kTokensPerPage;
+    c.kv_pages = pages + pages / 50 + 2;  // and the 1% the engine keeps free at admission
+  }
+  return c;
+}
+
+// The context a conversation may fill: -c, else the model's, and never more than the KV cache
+// holds for one prompt (the engine admits a prompt only while 1% of the pages stay free).
+int32_t context_size(const pagoda::Engine& engine, const Options& o) {
+  const int32_t model_ctx = engine.context_length();
+  if (o.ctx_size > model_ctx) {
+    throw pagoda::Error("-c " + std::to_string(o.ctx_size) + " is more than the model's context (" +
+                        std::to_string(model_ctx) + " tokens)");
+  }
+  const int64_t pages = engine.metrics().kv_pages_total;
+  const int64_t cache_tokens = (pages - std::max<int64_t>(1, pages / 100)) * kTokensPerPage;
+  const int32_t n_ctx = int32_t(std::min<int64_t>(o.ctx_size > 0 ? o.ctx_size : model_ctx, cache_tokens));
+  if (n_ctx < 2) throw pagoda::Error("the context must hold at least 2 tokens (a prompt and a reply)");
+  return n_ctx;
+}
+
+// What the chat needs to know of the vocabulary and the public API does not say: whether the
+// model starts prompts with BOS, how EOS is spelled, and which tokens are special.
+struct Vocabulary {
+  bool add_bos = true;
+  std::string eos_text;
+  std::vector<pagoda::chat::Special> specials;
+};
+
+Vocabulary read_vocabulary(const std::string& path) {
+  std::optional<pagoda::Tokenizer> tok;
+  try {
+    tok.emplace(pagoda::Tokenizer::from_gguf(pagoda::GgufFile::open(path)));
+  } catch (const pagoda::Error&) {
+    return {};  // not GGUF, yet the engine loaded it: a llama2.c checkpoint, BOS first, no specials
+  }
+  Vocabulary v;
+  v.add_bos = tok->add_bos();
+  v.eos_text = tok->vocab().tokens[size_t(tok->eos_id())];
+  for (size_t id = 0; id < tok->vocab().tokens.size(); ++id) {
+    const pagoda::TokenType type = tok->vocab().types[id];
+    if (type == pagoda::TokenType::Control || type == pagoda::TokenType::UserDefined) {
+      v.specials.push_back({tok->vocab().tokens[id], int32_t(id)});
+    }
+  }
+  return v;
+}
+
+// The reply's text as the engine streams it on its scheduler thread, handed to the main thread,
+// which prints it and looks at the Ctrl-C flag in between.
+class ReplySink {
+ public:
+  void push(const std::string& text) {
+    {
+      std::lock_guard lock(mutex_);
+      pending_ += text;
+    }
+    ready_.notify_one();
+  }
+
+  // What has arrived, waiting up to `wait` for something to.
+  std::string take(std::chrono::milliseconds wait) {
+    std::unique_lock lock(mutex_);
+    ready_.wait_for(lock, wait, [&] { return !pending_.empty(); });
+    return std::exchange(pending_, {});
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::string pending_;
+};
+
+void print(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+// Submits `r`, prints its text as it streams, and cancels it on Ctrl-C. Returns the completion.
+pagoda::Completion stream_reply(pagoda::Engine& engine, pagoda::Request r) {
+  auto sink = std::make_shared<ReplySink>();
+  r.on_token = [sink](const pagoda::StreamEvent& e) {
+    if (!e.text.empty()) sink->push(e.text);
+  };
+  pagoda::RequestHandle handle = engine.submit(std::move(r));
+  for (bool done = false; !done;) {
+    // Every token's text is pushed before the future resolves, so once it has, one last take
+    // gets the rest.
+    done = handle.future().wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    print(sink->take(std::chrono::milliseconds(done ? 0 : 50)));
+    if (g_interrupted.load()) handle.cancel();
+  }
+  g_interrupted.store(false);  // that Ctrl-C was for this reply
+  return handle.get();
+}
+
+std::string describe(const pagoda::Completion& c) {
+  char text[200];
+  const double rate = c.time_per_output_token_s > 0 ? 1.0 / c.time_per_output_token_s : 0.0;
+  std::snprintf(text, sizeof text, "%zu tokens, time to first token %.1f ms, %.1f tokens/s, prompt %d tokens",
+                c.token_ids.size(), c.time_to_first_token_s * 1e3, rate, c.prompt_tokens);
+  return text;
+}
+
+class Chat {
+ public:
+  Chat(pagoda::Engine& engine, const Options& o, int32_t n_ctx, Vocabulary vocab,
+       std::optional<pagoda::chat::Template> tmpl)
+      : engine_(engine),
+        sampling_(o.sampling),
+        n_predict_(o.n_predict),
+        n_ctx_(n_ctx),
+        vocab_(std::move(vocab)),
+        template_(std::move(tmpl)),
+        bos_id_(engine.tokenize("", true).front()) {}
+
+  std::string mode() const {
+    return template_ ? std::string("chat template ") + pagoda::chat::family_name(template_->family)
+                     : "plain continuation";
+  }
+
+  // One exchange: the user's text in, the reply streamed to stdout and its figures to stderr.
+  // Nullopt when the text cannot be answered (too long for the context, or an engine error).
+  std::optional<pagoda::Completion> turn(const std::string& text) {
+    messages_.push_back({"user", text});
+    const std::optional<std::vector<int32_t>> ids = fitted_prompt();
+    if (!ids) {
+      messages_.pop_back();
+      std::fprintf(stderr, "pagoda-chat: that message does not fit the context of %d tokens\n", n_ctx_);
+      return std::nullopt;
+    }
+    const pagoda::Completion c = stream_reply(engine_, request(*ids));
+    print("\n");
+    if (c.finish_reason == pagoda::FinishReason::Error) {
+      messages_.pop_back();
+      std::fprintf(stderr, "pagoda-chat: %s\n", c.error.c_str());
+      return std::nullopt;
+    }
+    messages_.push_back({"assistant", c.text});
+    const bool stopped = c.finish_reason == pagoda::FinishReason::Cancelled;
+    std::fprintf(stderr, "[%s%s]\n", stopped ? "stopped: " : "", describe(c).c_str());
+    last_ = c;
+    return c;
+  }
+
+  void reset() { messages_.clear(); }
+
+  void print_stats() const {
+    if (last_) std::printf("last reply: %s, ended by %s\n", describe(*last_).c_str(), finish_reason_name(last_->finish_reason));
+    // In plain continuation the conversation may outgrow the context; each prompt is its tail.
+    const size_t tokens = messages_.empty() ? 0 : tokenize(render(messages_)).size();
+    std::printf("conversation: %zu messages, %zu tokens, context %d tokens, %s\n", messages_.size(), tokens, n_ctx_,
+                mode().c_str());
+    const pagoda::EngineMetrics m = engine_.metrics();
+    std::printf("engine: %lld requests finished, %lld tokens generated at %.1f tokens/s, KV pages %lld of %lld in use, "
+                "%lld preemptions\n",
+                (long long)m.finished, (long long)m.generated_tokens, m.tokens_per_second, (long long)m.kv_pages_used,
+                (long long)m.kv_pages_total, (long long)m.preempted);
+  }
+
+ private:
+  std::string render(const std::vector<pagoda::chat::Message>& messages) const {
+    if (template_) return pagoda::chat::apply_template(*template_, messages);
+    std::string text;  // plain continuation: each line the user typed starts a new line
+    for (const auto& m : messages) {
+      if (m.role == "user" && !text.empty()) text += '\n';
+      text += m.content;
+    }
+    return text;
+  }
+
+  // As the engine tokenizes a text prompt, except that special tokens spelled in the text
+  // become themselves (as llama.cpp parses them), so a template's "<|im_start|>" is one token.
+  std::vector<int32_t> tokenize(const std::string& text) const {
+    std::vector<int32_t> ids;
+    if (vocab_.add_bos) ids.push_back(bos_id_);
+    for (const pagoda::chat::Piece& piece : pagoda::chat::split_special(text, vocab_.specials)) {
+      if (piece.id >= 0) {
+        ids.push_back(piece.id);
+      } else {
+        const std::vector<int32_t> part = engine_.tokenize(piece.text, false);
+        ids.insert(ids.end(), part.begin(), part.end());
+      }
+    }
+    return ids;
+  }
+
+  // The conversation as a prompt that leaves room for a reply: the oldest messages go first
+  // (whole exchanges with a template, which wants user and assistant turns alternating). In
+  // plain continuation a message is kept while part of it still fits, and the prompt is cut
+  // from the front to the tokens the model continues from. Nullopt when, with a template, the
+  // newest message alone is too long.
+  std::optional<std::vector<int32_t>> fitted_prompt() {
+    const size_t budget = size_t(n_ctx_ - std::min(n_predict_, n_ctx_ / 2));
+    const size_t drop = template_ ? 2 : 1;
+    std::vector<int32_t> ids = tokenize(render(messages_));
+    while (ids.size() > budget && messages_.size() > drop) {
+      const std::vector<pagoda::chat::Message> shorter(messages_.begin() + ptrdiff_t(drop), messages_.end());
+      std::vector<int32_t> shorter_ids = tokenize(render(shorter));
+      if (!template_ && shorter_ids.size() < budget) break;
+      messages_ = shorter;
+      ids = std::move(shorter_ids);
+    }
+    if (ids.size() <= budget) return ids;
+    if (template_) return std::nullopt;
+    const size_t keep_front = vocab_.add_bos ? 1 : 0;  // BOS stays first
+    ids.erase(ids.begin() + ptrdiff_t(keep_front), ids.end() - ptrdiff_t(budget - keep_front));
+    return ids;
+  }
+
+  pagoda::Request request(std::vector<int32_t> ids) {
+    pagoda::Request r;
+    r.max_new_tokens = std::min(n_predict_, n_ctx_ - int32_t(ids.size()));
+    r.prompt_ids = std::move(ids);
+    r.sampling = sampling_;
+    r.sampling.seed += turns_++;  // a fixed --seed makes the session repeatable, not each reply alike
+    if (!template_) {
+      r.stop_token_ids = {bos_id_};
+    } else if (auto id = special_id(template_->end_of_turn)) {
+      r.stop_token_ids = {*id};
+    } else {
+      r.stop_strings = {template_->end_of_turn};
+    }
+    return r;
+  }
+
+  std::optional<int32_t> special_id(const std::string& text) const {
+    for (const auto& s : vocab_.specials) {
+      if (s.text == text) return s.id;
+    }
+    return std::nullopt;
+  }
+
+  pagoda::Engine& engine_;
+  pagoda::SamplingParams sampling_;
+  int32_t n_predict_;
+  int32_t n_ctx_;
+  Vocabulary vocab_;
+  std::optional<pagoda::chat::Template> template_;
+  int32_t bos_id_;
+  std::vector<pagoda::chat::Message> messages_;
+  uint64_t turns_ = 0;
+  std::optional<pagoda::Completion> last_;
+};
+
+// The template family of the model's chat template; none (plain continuation) when it has none
+// or one we do not know, which is worth a note.
+std::optional<pagoda::chat::Template> chat_template(const pagoda::Engine& engine, const Vocabulary& vocab) {
+  const std::optional<std::string> jinja = engine.chat_template();
+  if (!jinja) return std::nullopt;
+  auto t = pagoda::chat::detect_template(*jinja, vocab.eos_text);
+  if (!t) std::fprintf(stderr, "pagoda-chat: the model's chat template is not a family pagoda-chat knows; using plain continuation\n");
+  return t;
+}
+
+// Lines from the terminal. Waits in short polls so that Ctrl-C is noticed within a tenth of a
+// second whichever thread the signal lands on.
+class LineReader {
+ public:
+  // The next line without its newline; nullopt at end of input or on Ctrl-C.
+  std::optional<std::string> read_line() {
+    for (;;) {
+      if (const size_t nl = buffer_.find('\n'); nl != std::string::npos) {
+        std::string line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        return line;
+      }
+      if (eof_) return buffer_.empty() ? std::nullopt : std::optional(std::exchange(buffer_, {}));
+      if (g_interrupted.load()) return std::nullopt;
+      fill();
+    }
+  }
+
+ private:
+  void fill() {
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) return;  // a timeout, or a signal: look at the flag again
+    char chunk[4096];
+    const ssize_t n = read(STDIN_FILENO, chunk, sizeof chunk);
+    if (n > 0) {
+      buffer_.append(chunk, size_t(n));
+    } else if (n == 0 || errno != EINTR) {
+      eof_ = true;
+    }
+  }
+
+  std::string buffer_;
+  bool eof_ = false;
+};
+
+bool is_command(const std::string& line) {
+  return line.size() > 1 && line[0] == '/' &&
+         std::all_of(line.begin() + 1, line.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+}
+
+// Runs a /command; false for /quit.
+bool run_command(Chat& chat, const std::string& command) {
+  if (command == "/quit") return false;
+  if (command == "/reset") {
+    chat.reset();
+    std::fprintf(stderr, "[conversation forgotten]\n");
+  } else if (command == "/stats") {
+    chat.print_stats();
+  } else if (command == "/help") {
+    std::fputs(kCommands, stdout);
+  } else {
+    std::fprintf(stderr, "pagoda-chat: unknown command %s (/help lists them)\n", command.c_str());
+  }
+  return true;
+}
+
+int interactive(Chat& chat, const std::string& model) {
+  std::fprintf(stderr, "pagoda-chat: %s, %s\n", model.c_str(), chat.mode().c_str());
+  std::fprintf(stderr, "Type a line and press Enter; /help lists the commands. Ctrl-C stops a reply; "
+                       "Ctrl-D or Ctrl-C at the prompt quits.\n");
+  LineReader in;
+  for (;;) {
+    print("> ");
+    const std::optional<std::string> line = in.read_line();
+    if (!line) {
+      print("\n");
+      return 0;
+    }
+    const std::string word = line->substr(0, line->find_last_not_of(" \t\r") + 1);  // "/quit " too
+    if (is_command(word)) {
+      if (!run_command(chat, word)) return 0;
+    } else if (!word.empty()) {
+      chat.turn(*line);
+    }
+  }
+}
+
+int one_shot(Chat& chat, const std::string& prompt) {
+  const std::optional<pagoda::Completion> c = chat.turn(prompt);
+  if (!c) return 1;
+  return c->finish_reason == pagoda::FinishReason::Cancelled ? 130 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const pagoda::cli::Args args(argc, argv,
+                                 {"--model", "--tokenizer", "--prompt", "--n-predict", "--ctx-size", "--temp", "--top-k",
+                                  "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed", "--threads"},
+                                 {"--help"},
+                                 {{"-m", "--model"}, {"-p", "--prompt"}, {"-n", "--n-predict"}, {"-c", "--ctx-size"},
+                                  {"-t", "--threads"}, {"-h", "--help"}});
+    if (args.has("--help")) {
+      std::cout << kUsage << "\nIn the chat:\n" << kCommands << kNotes;
+      return 0;
+    }
+    const Options opt = parse_options(args);
+    std::optional<std::string> prompt = opt.prompt;
+    if (!prompt && !isatty(STDIN_FILENO)) {
+      prompt = read_stdin();
+      if (prompt->empty()) throw pagoda::Error("stdin is not a terminal and holds no prompt (or give -p TEXT)");
+    }
+    if (prompt && prompt->empty()) throw pagoda::Error("the prompt is empty");
+
+    const std::string model = model_path(opt);
+    pagoda::Engine engine(engine_config(opt, model));
+    Vocabulary vocab = read_vocabulary(model);
+    auto tmpl = chat_template(engine, vocab);
+    Chat chat(engine, opt, context_size(engine, opt), std::move(vocab), std::move(tmpl));
+    install_sigint_handler();
+    return prompt ? one_shot(chat, *prompt) : interactive(chat, model);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pagoda-chat: %s\n", e.what());
+    return 1;
+  }
+}

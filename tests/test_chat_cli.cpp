@@ -1,0 +1,755 @@
+// pagoda-chat as a person uses it: the real binary on a pseudo-terminal (a prompt, the streamed
+// reply, Ctrl-C mid-reply, /stats, /quit), one-shot and piped runs against the golden output,
+// the errors, and the default model; plus the chat-template header on its own (detection and
+// layout checked against llama.cpp's expected prompts, and the special-token split).
+//
+// Every wait on the program has a timeout, so a bug fails a test instead of hanging it. No
+// assertion depends on timing.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/gguf.h"
+#include "engine/gguf_writer.h"
+#include "engine/tokenizer.h"
+#include "examples/common/chat_template.h"
+#include "examples/common/default_model.h"
+#include "support/test_support.h"
+
+extern char** environ;
+
+namespace pagoda {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+const std::string kChat = PAGODA_BINARY_DIR "/examples/pagoda-chat";
+
+// ---------------------------------------------------------------------------------------------
+// Running the program
+
+// argv or envp for execve, built before fork (the child may only make async-signal-safe calls).
+class CStrings {
+ public:
+  explicit CStrings(std::vector<std::string> strings) : strings_(std::move(strings)) {
+    for (std::string& s : strings_) pointers_.push_back(s.data());
+    pointers_.push_back(nullptr);
+  }
+  CStrings(const CStrings&) = delete;
+  CStrings& operator=(const CStrings&) = delete;
+  char* const* get() const { return pointers_.data(); }
+
+ private:
+  std::vector<std::string> strings_;
+  std::vector<char*> pointers_;
+};
+
+// This process's environment with `overrides` ("KEY=value") put in.
+std::vector<std::string> environment(const std::vector<std::string>& overrides) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    const bool overridden = std::any_of(overrides.begin(), overrides.end(), [&](const std::string& o) {
+      return entry.compare(0, o.find('=') + 1, o, 0, o.find('=') + 1) == 0;
+    });
+    if (!overridden) env.push_back(entry);
+  }
+  env.insert(env.end(), overrides.begin(), overrides.end());
+  return env;
+}
+
+int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
+// Waits for `pid` until `deadline`, calling `drain` in between so its output never fills up.
+// Kills it and returns nullopt at the deadline.
+template <typename Drain>
+std::optional<int> wait_exit(pid_t pid, Clock::time_point deadline, Drain drain) {
+  for (;;) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return exit_code(status);
+    if (Clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return std::nullopt;
+    }
+    drain();
+    std::this_thread::sleep_for(1ms);  // not a busy loop once the output has closed
+  }
+}
+
+// Reads what `fd` has within `wait_ms` into `out`; false once it is closed.
+bool read_some(int fd, std::string& out, int wait_ms) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, wait_ms) <= 0) return true;
+  char buf[4096];
+  const ssize_t n = read(fd, buf, sizeof buf);
+  if (n > 0) out.append(buf, size_t(n));
+  return n > 0 || (n < 0 && errno == EINTR);
+}
+
+struct RunResult {
+  int status = -1;  // -1: killed at the timeout
+  std::string out, err;
+};
+
+// Runs the program with `args`, stdin from `stdin_path`, stdout and stderr captured.
+RunResult run(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+              const std::string& stdin_path = "/dev/null") {
+  CStrings argv(args), envp(environment(env));
+  int out[2], err[2];
+  if (pipe(out) != 0 || pipe(err) != 0) return {};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int in = open(stdin_path.c_str(), O_RDONLY);
+    dup2(in, 0), dup2(out[1], 1), dup2(err[1], 2);
+    execve(argv.get()[0], argv.get(), envp.get());
+    _exit(127);
+  }
+  close(out[1]), close(err[1]);
+  RunResult r;
+  bool out_open = true, err_open = true;
+  const auto status = wait_exit(pid, Clock::now() + 120s, [&] {
+    if (out_open) out_open = read_some(out[0], r.out, 5);
+    if (err_open) err_open = read_some(err[0], r.err, 5);
+  });
+  // It has exited (or been killed), so both pipes reach their end.
+  while (out_open) out_open = read_some(out[0], r.out, 100);
+  while (err_open) err_open = read_some(err[0], r.err, 100);
+  close(out[0]), close(err[0]);
+  r.status = status.value_or(-1);
+  return r;
+}
+
+// The program on a pseudo-terminal, as in a terminal window: stdout and stderr arrive together
+// (with the terminal's "\r\n" turned back into "\n"), typed text is echoed, and Ctrl-C (byte
+// 0x03) becomes SIGINT for the program.
+class PtyProcess {
+ public:
+  explicit PtyProcess(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    CStrings argv(args), envp(environment(env));
+    master_ = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master_ < 0 || grantpt(master_) != 0 || unlockpt(master_) != 0) return;
+    const std::string slave = ptsname(master_);
+    pid_ = fork();
+    if (pid_ == 0) {
+      setsid();  // a new session, whose controlling terminal the pty becomes when opened
+      const int fd = open(slave.c_str(), O_RDWR);
+      dup2(fd, 0), dup2(fd, 1), dup2(fd, 2);
+      close(master_);
+      execve(argv.get()[0], argv.get(), envp.get());
+      _exit(127);
+    }
+  }
+
+  ~PtyProcess() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (master_ >= 0) close(master_);
+  }
+
+  void type(const std::string& text) { ASSERT_EQ(write(master_, text.data(), text.size()), ssize_t(text.size())); }
+
+  // Reads until `needle` appears after what earlier expects matched, and moves past it. `got`,
+  // when given, receives the text up to and including the needle. False at the timeout.
+  bool expect(const std::string& needle, std::string* got = nullptr, std::chrono::seconds timeout = 60s) {
+    return read_until(timeout, [&]() -> bool {
+      const size_t at = output_.find(needle, cursor_);
+      if (at == std::string::npos) return false;
+      if (got) *got = output_.substr(cursor_, at + needle.size() - cursor_);
+      cursor_ = at + needle.size();
+      return true;
+    });
+  }
+
+  // Reads until at least `bytes` more have arrived past the last match (without moving past them).
+  bool expect_more(size_t bytes) {
+    return read_until(60s, [&] { return output_.size() >= cursor_ + bytes; });
+  }
+
+  // Running, and not even a zombie yet (WNOWAIT leaves it for wait_exit to collect).
+  bool alive() {
+    siginfo_t info{};
+    return !exited_ && waitid(P_PID, id_t(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0;
+  }
+
+  // The exit code, or nullopt if the program had not exited by the timeout (it is then killed).
+  std::optional<int> wait_exit() {
+    const auto code = pagoda::wait_exit(pid_, Clock::now() + 60s, [&] { read_once(10); });
+    exited_ = true;
+    return code;
+  }
+
+  const std::string& output() const { return output_; }
+
+ private:
+  template <typename Done>
+  bool read_until(std::chrono::seconds timeout, Done done) {
+    const auto deadline = Clock::now() + timeout;
+    while (!done()) {
+      if (Clock::now() > deadline || !read_once(50)) return done();
+    }
+    return true;
+  }
+
+  // False once the terminal is closed (the program has exited).
+  bool read_once(int wait_ms) {
+    std::string chunk;
+    const bool open = read_some(master_, chunk, wait_ms);
+    for (char c : chunk) {
+      if (c != '\r') output_ += c;
+    }
+    return open;
+  }
+
+  int master_ = -1;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  std::string output_;
+  size_t cursor_ = 0;
+};
+
+int count_lines(const std::string& text) { return int(std::count(text.begin(), text.end(), '\n')); }
+
+// ---------------------------------------------------------------------------------------------
+// Models
+
+// The tiny test model with `jinja` as its chat template; with `chatml_tokens` its last two
+// tokens become ChatML's special tokens, so a ChatML prompt can be tokenized as it should be.
+std::string tiny_model_with_template(const std::string& name, const std::string& jinja, bool chatml_tokens) {
+  const GgufFile in = GgufFile::open(test::tiny_gqa_model());
+  GgufWriter w;
+  for (const std::string& key : in.keys()) w.set(key, *in.find(key));
+  w.set_string("tokenizer.chat_template", jinja);
+  if (chatml_tokens) {
+    std::vector<std::string> tokens = in.get_string_array("tokenizer.ggml.tokens");
+    std::vector<int32_t> types = in.get_int32_array("tokenizer.ggml.token_type");
+    const size_t n = tokens.size();
+    tokens[n - 2] = "<|im_start|>", tokens[n - 1] = "<|im_end|>";
+    types[n - 2] = types[n - 1] = int32_t(TokenType::Control);
+    w.set_string_array("tokenizer.ggml.tokens", tokens);
+    w.set_i32_array("tokenizer.ggml.token_type", types);
+  }
+  for (const GgufTensorInfo& t : in.tensors()) w.add_tensor(t.name, t.shape, t.type, in.tensor_bytes(t));
+  const std::string path = test::scratch_path(name);
+  w.write(path);
+  return path;
+}
+
+const char* kChatmlJinja =
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + "
+    "'\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+// ---------------------------------------------------------------------------------------------
+// Chat templates: detection and layout, against llama.cpp's tests/test-chat-template.cpp
+
+using chat::Family;
+
+struct DetectCase {
+  const char* name;
+  std::string jinja;
+  std::optional<Family> family;
+};
+
+std::vector<DetectCase> detect_cases() {
+  return {
+      {"OpenHermes-2.5 (ChatML)", kChatmlJinja, Family::ChatML},
+      {"Mistral-7B-Instruct-v0.2, pre-v1",
+       "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + "
+       "' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% endif %}{% endfor %}",
+       Family::Llama2},
+      {"Llama-2-chat (no strip)",
+       "{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + "
+       "'\\n<</SYS>>\\n\\n' + message['content'] %}{% endif %}{{ '[INST] ' + content + ' [/INST]' }}",
+       Family::Llama2Sys},
+      {"FusionNet_34Bx2_MoE",
+       "{%- if idx > 1 -%}{{- bos_token + '[INST] ' + messages[idx]['content'] + ' [/INST]' -}}{%- endif -%}"
+       "{{- '[INST] <<SYS>>\\n' + messages[idx]['content'] + '\\n<</SYS>>\\n\\n' -}}",
+       Family::Llama2SysBos},
+      {"vigogne-2-70b-chat",
+       "{% set content = '<<SYS>>\\n' + system_message %}{{ '[INST] ' + content.strip() + ' [/INST]' }}",
+       Family::Llama2SysStrip},
+      {"Mistral v1 (official)",
+       "{{- ' [INST] ' + system_message + '\\n\\n' + message['content'] + ' [/INST]' }}{{- ' ' + message['content'] + "
+       "eos_token}}",
+       Family::MistralV1},
+      {"Mistral-Large-Instruct-2407 (v3)",
+       "{{- \"[AVAILABLE_TOOLS] [\" }}{{- \"[INST] \" + message[\"content\"] + \"[/INST]\" }}", Family::MistralV3},
+      {"Mistral-Nemo-Instruct-2407 (v3-tekken)",
+       "{{- \"[AVAILABLE_TOOLS][\" }}{{- \"[INST]\" + message[\"content\"] + \"[/INST]\" }}", Family::MistralV3Tekken},
+      {"Mistral-Large-Instruct-2411 (v7)",
+       "{{ '[INST] ' + message['content'] + '[/INST]' }}{{ '[SYSTEM_PROMPT] ' + message['content'] + "
+       "'[/SYSTEM_PROMPT]' }}",
+       Family::MistralV7},
+      {"Phi-3-mini",
+       "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') %}{{'<|user|>' + '\\n' + "
+       "message['content'] + '<|end|>' + '\\n' + '<|assistant|>' + '\\n'}}{% endif %}{% endfor %}",
+       Family::Phi3},
+      {"TinyLlama-1.1B-Chat (Zephyr)",
+       "{% if message['role'] == 'user' %}\n{{ '<|user|>\\n' + message['content'] + eos_token }}\n{% elif "
+       "message['role'] == 'assistant' %}\n{{ '<|assistant|>\\n'  + message['content'] + eos_token }}\n{% endif %}",
+       Family::Zephyr},
+      {"gemma-7b-it",
+       "{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}{% if "
+       "add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}",
+       Family::Gemma},
+      {"vicuna-13b-1.1",
+       "{{-'USER: ' + message['content'] + '\\n'-}}{{-'ASSISTANT: ' + message['content'] + '</s>\\n' -}}",
+       Family::Vicuna},
+      {"Orca-Vicuna",
+       "{{-'SYSTEM: ' + message['content'] + '\\n' -}}{{-'USER: ' + message['content'] + '\\n'-}}{{-'ASSISTANT: ' + "
+       "message['content'] + '</s>\\n' -}}",
+       Family::VicunaOrca},
+      {"Llama-3",
+       "{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim "
+       "+ '<|eot_id|>' %}",
+       Family::Llama3},
+      {"deepseek-coder (not supported)", "{{'### Instruction:\\n' + message['content'] + '\\n'}}{{'\\n<|EOT|>\\n'}}",
+       std::nullopt},
+      {"command-r (not supported)", "{{ '<|START_OF_TURN_TOKEN|><|USER_TOKEN|>' + content.strip() }}", std::nullopt},
+      {"plain Jinja", "{% for m in messages %}{{ m['content'] }}{% endfor %}", std::nullopt},
+  };
+}
+
+TEST(ChatTemplate, DetectsTheFamilyOfWellKnownTemplates) {
+  for (const DetectCase& c : detect_cases()) {
+    const auto t = chat::detect_template(c.jinja, "</s>");
+    ASSERT_EQ(t.has_value(), c.family.has_value()) << c.name;
+    if (t) {
+      EXPECT_EQ(chat::family_name(t->family), std::string(chat::family_name(*c.family))) << c.name;
+    }
+  }
+}
+
+TEST(ChatTemplate, ZephyrEndsTurnsWithTheTemplatesMarkerElseTheModelsEos) {
+  EXPECT_EQ(chat::detect_template("{{ '<|user|>\\n' + message['content'] + eos_token }}", "</s>")->end_of_turn, "</s>");
+  EXPECT_EQ(chat::detect_template("{{ '<|user|>\\n' + message['content'] + '<|endoftext|>' }}", "</s>")->end_of_turn,
+            "<|endoftext|>");
+}
+
+// llama.cpp's test conversation: every family gives the prompt llama.cpp's test expects.
+const std::vector<chat::Message> kConversation = {
+    {"system", "You are a helpful assistant"}, {"user", "Hello"},
+    {"assistant", "Hi there"},                 {"user", "Who are you"},
+    {"assistant", "   I am an assistant   "},  {"user", "Another question"},
+};
+
+struct LayoutCase {
+  Family family;
+  std::string end_of_turn;
+  std::string expected;
+};
+
+TEST(ChatTemplate, LaysOutTurnsAsLlamaCppDoes) {
+  const std::vector<LayoutCase> cases = {
+      {Family::ChatML, "<|im_end|>",
+       "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>"
+       "assistant\nHi there<|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n   I am an "
+       "assistant   <|im_end|>\n<|im_start|>user\nAnother question<|im_end|>\n<|im_start|>assistant\n"},
+      {Family::Llama2, "</s>",
+       "[INST] You are a helpful assistant\nHello [/INST]Hi there</s>[INST] Who are you [/INST]   I am an assistant   "
+       "</s>[INST] Another question [/INST]"},
+      {Family::Llama2Sys, "</s>",
+       "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST]Hi there</s>[INST] Who are you [/INST]   "
+       "I am an assistant   </s>[INST] Another question [/INST]"},
+      {Family::Llama2SysBos, "</s>",
+       "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST]Hi there</s><s>[INST] Who are you "
+       "[/INST]   I am an assistant   </s><s>[INST] Another question [/INST]"},
+      {Family::Llama2SysStrip, "</s>",
+       "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST]Hi there</s>[INST] Who are you "
+       "[/INST]I am an assistant</s>[INST] Another question [/INST]"},
+      {Family::MistralV1, "</s>",
+       " [INST] You are a helpful assistant\n\nHello [/INST] Hi there</s> [INST] Who are you [/INST]    I am an "
+       "assistant   </s> [INST] Another question [/INST]"},
+      {Family::MistralV3, "</s>",
+       "[INST] You are a helpful assistant\n\nHello[/INST] Hi there</s>[INST] Who are you[/INST] I am an "
+       "assistant</s>[INST] Another question[/INST]"},
+      {Family::MistralV3Tekken, "</s>",
+       "[INST]You are a helpful assistant\n\nHello[/INST]Hi there</s>[INST]Who are you[/INST]   I am an assistant   "
+       "</s>[INST]Another question[/INST]"},
+      {Family::MistralV7, "</s>",
+       "[SYSTEM_PROMPT] You are a helpful assistant[/SYSTEM_PROMPT][INST] Hello[/INST] Hi there</s>[INST] Who are "
+       "you[/INST]    I am an assistant   </s>[INST] Another question[/INST]"},
+      {Family::Phi3, "<|end|>",
+       "<|system|>\nYou are a helpful assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\nHi there<|end|>\n"
+       "<|user|>\nWho are you<|end|>\n<|assistant|>\n   I am an assistant   <|end|>\n<|user|>\nAnother "
+       "question<|end|>\n<|assistant|>\n"},
+      {Family::Zephyr, "<|endoftext|>",
+       "<|system|>\nYou are a helpful assistant<|endoftext|>\n<|user|>\nHello<|endoftext|>\n<|assistant|>\nHi "
+       "there<|endoftext|>\n<|user|>\nWho are you<|endoftext|>\n<|assistant|>\n   I am an assistant   "
+       "<|endoftext|>\n<|user|>\nAnother question<|endoftext|>\n<|assistant|>\n"},
+      {Family::Zephyr, "</s>",
+       "<|system|>\nYou are a helpful assistant</s>\n<|user|>\nHello</s>\n<|assistant|>\nHi there</s>\n<|user|>\nWho "
+       "are you</s>\n<|assistant|>\n   I am an assistant   </s>\n<|user|>\nAnother question</s>\n<|assistant|>\n"},
+      {Family::Gemma, "<end_of_turn>",
+       "<start_of_turn>user\nYou are a helpful assistant\n\nHello<end_of_turn>\n<start_of_turn>model\nHi "
+       "there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\nI am an "
+       "assistant<end_of_turn>\n<start_of_turn>user\nAnother question<end_of_turn>\n<start_of_turn>model\n"},
+      {Family::Llama3, "<|eot_id|>",
+       "<|start_header_id|>system<|end_header_id|>\n\nYou are a helpful "
+       "assistant<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|"
+       "end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWho are "
+       "you<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nI am an "
+       "assistant<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nAnother "
+       "question<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
+      {Family::Vicuna, "</s>",
+       "You are a helpful assistant\n\nUSER: Hello\nASSISTANT: Hi there</s>\nUSER: Who are you\nASSISTANT:    I am an "
+       "assistant   </s>\nUSER: Another question\nASSISTANT:"},
+      {Family::VicunaOrca, "</s>",
+       "SYSTEM: You are a helpful assistant\nUSER: Hello\nASSISTANT: Hi there</s>\nUSER: Who are you\nASSISTANT:    I "
+       "am an assistant   </s>\nUSER: Another question\nASSISTANT:"},
+  };
+  for (const LayoutCase& c : cases) {
+    EXPECT_EQ(chat::apply_template({c.family, c.end_of_turn}, kConversation), c.expected) << chat::family_name(c.family);
+  }
+}
+
+TEST(ChatTemplate, SplitsSpecialTokensOutOfTheText) {
+  const std::vector<chat::Special> specials = {{"<|im", 7}, {"<|im_start|>", 5}, {"<|im_end|>", 6}, {"", 9}};
+  const auto pieces = chat::split_special("<|im_start|>user\nhi<|im_end|><|im_end|>\n<|i", specials);
+  ASSERT_EQ(pieces.size(), 5u);
+  EXPECT_EQ(pieces[0].id, 5) << "the longest special wins where several start";
+  EXPECT_EQ(pieces[1].text, "user\nhi");
+  EXPECT_EQ(pieces[1].id, -1);
+  EXPECT_EQ(pieces[2].id, 6);
+  EXPECT_EQ(pieces[3].id, 6);
+  EXPECT_EQ(pieces[4].id, -1);
+  EXPECT_EQ(pieces[4].text, "\n<|i") << "a partial spelling is text";
+
+  const auto plain = chat::split_special("no specials here", specials);
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(plain[0].text, "no specials here");
+  EXPECT_TRUE(chat::split_special("", specials).empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The default model's folder
+
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const char* name) : name_(name) {
+    if (const char* v = std::getenv(name)) old_ = v;
+  }
+  ~ScopedEnv() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(DefaultModel, LivesInTheXdgCacheElseHomeElseTmp) {
+  ScopedEnv xdg("XDG_CACHE_HOME"), home("HOME");
+  setenv("XDG_CACHE_HOME", "/somewhere/cache", 1);
+  setenv("HOME", "/home/someone", 1);
+  EXPECT_EQ(cli::cache_dir(), "/somewhere/cache/pagoda");
+  setenv("XDG_CACHE_HOME", "relative/cache", 1);
+  EXPECT_EQ(cli::cache_dir(), "/home/someone/.cache/pagoda") << "the XDG spec ignores a relative path";
+  unsetenv("XDG_CACHE_HOME");
+  EXPECT_EQ(cli::cache_dir(), "/home/someone/.cache/pagoda");
+  unsetenv("HOME");
+  EXPECT_EQ(cli::cache_dir(), "/tmp/pagoda-cache");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The program
+
+// Ctrl-C mid-reply needs a reply that is still streaming when the test has read its start and
+// sends the Ctrl-C: the default model (s15m, a few hundred tokens a second here) greedily
+// fills its 2048-token context, which takes seconds, while stories260K and the tiny model
+// finish a whole reply in milliseconds.
+TEST(ChatCli, DefaultModelIsWrittenOnceAndCtrlCStopsAReply) {
+  const std::string cache = test::scratch_path("xdg-cache");
+  fs::remove_all(cache);  // a first use, also when the test repeats
+  const std::vector<std::string> env = {"XDG_CACHE_HOME=" + cache};
+  {
+    PtyProcess chat({kChat, "--temp", "0", "-n", "-1"}, env);
+    ASSERT_TRUE(chat.expect("\n> ", nullptr, 300s)) << chat.output();
+    EXPECT_NE(chat.output().find("wrote the default model"), std::string::npos) << chat.output();
+    EXPECT_NE(chat.output().find("random weights"), std::string::npos);
+    EXPECT_NE(chat.output().find("means nothing"), std::string::npos);
+    EXPECT_NE(chat.output().find("-m model.gguf"), std::string::npos) << "it says how to use a real model";
+
+    chat.type("Once upon a time\n");
+    ASSERT_TRUE(chat.expect("Once upon a time\n")) << "the terminal echoes the line";
+    ASSERT_TRUE(chat.expect_more(8)) << "the reply streams: " << chat.output();
+    chat.type("\x03");
+    ASSERT_TRUE(chat.expect("[stopped: ")) << chat.output();
+    ASSERT_TRUE(chat.expect("\n> ")) << "it prompts again: " << chat.output();
+    EXPECT_TRUE(chat.alive());
+
+    chat.type("/stats\n");
+    ASSERT_TRUE(chat.expect("ended by cancelled")) << chat.output();
+    ASSERT_TRUE(chat.expect("2 messages")) << "the stopped reply stays in the conversation";
+    ASSERT_TRUE(chat.expect("\n> "));
+    chat.type("/quit\n");
+    EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+  }
+  EXPECT_TRUE(fs::exists(fs::path(cache) / "pagoda" / "s15m-random.gguf"));
+
+  const RunResult again = run({kChat, "-p", "Once upon a time", "--temp", "0", "-n", "4"}, env);
+  EXPECT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(again.err.find("wrote the default model"), std::string::npos) << "the cached model is reused";
+  EXPECT_NE(again.err.find("random weights"), std::string::npos) << "and still named as what it is";
+  EXPECT_NE(again.err.find("[4 tokens"), std::string::npos) << again.err;
+
+  PtyProcess one_shot({kChat, "-p", "Once upon a time", "--temp", "0", "-n", "-1"}, env);
+  ASSERT_TRUE(one_shot.expect("-m model.gguf\n")) << one_shot.output();
+  ASSERT_TRUE(one_shot.expect_more(8)) << "the reply streams: " << one_shot.output();
+  one_shot.type("\x03");
+  ASSERT_TRUE(one_shot.expect("[stopped: ")) << one_shot.output();
+  EXPECT_EQ(one_shot.wait_exit(), 130) << "Ctrl-C ends a one-shot run as interrupted";
+}
+
+TEST(ChatCli, TinyModelConversationWithCommands) {
+  PtyProcess chat({kChat, "-m", test::tiny_gqa_model(), "--temp", "0", "-n", "20"});
+  ASSERT_TRUE(chat.expect("\n> ")) << chat.output();
+  EXPECT_NE(chat.output().find("plain continuation"), std::string::npos) << chat.output();
+
+  chat.type("hello\n");
+  ASSERT_TRUE(chat.expect("hello\n"));
+  std::string reply;
+  ASSERT_TRUE(chat.expect("\n[20 tokens, time to first token ", &reply)) << chat.output();
+  ASSERT_TRUE(chat.expect("tokens/s, prompt ")) << chat.output();
+  ASSERT_TRUE(chat.expect("\n> "));
+
+  chat.type("/help\n");
+  ASSERT_TRUE(chat.expect("/reset")) << chat.output();
+  ASSERT_TRUE(chat.expect("\n> "));
+  chat.type("/stats\n");
+  ASSERT_TRUE(chat.expect("last reply: 20 tokens")) << chat.output();
+  ASSERT_TRUE(chat.expect("2 messages")) << chat.output();
+  ASSERT_TRUE(chat.expect("engine: 1 requests finished, 20 tokens generated")) << chat.output();
+  ASSERT_TRUE(chat.expect("\n> "));
+  chat.type("/bogus\n");
+  ASSERT_TRUE(chat.expect("unknown command /bogus")) << chat.output();
+  ASSERT_TRUE(chat.expect("\n> "));
+  chat.type("/reset\n");
+  ASSERT_TRUE(chat.expect("\n> "));
+  chat.type("/stats\n");
+  ASSERT_TRUE(chat.expect("0 messages")) << chat.output();
+  ASSERT_TRUE(chat.expect("\n> "));
+
+  chat.type("\x03");  // at the prompt: leave
+  EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+}
+
+TEST(ChatCli, EndOfInputAtThePromptExits) {
+  PtyProcess chat({kChat, "-m", test::tiny_gqa_model()});
+  ASSERT_TRUE(chat.expect("\n> ")) << chat.output();
+  chat.type("\x04");  // Ctrl-D
+  EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+}
+
+class ChatCliStories : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = test::shared_file(test::kStoriesGguf);
+    const std::string golden = test::shared_file(test::kGolden);
+    if (model_.empty() || golden.empty()) GTEST_SKIP() << "../shared (stories260K and its golden outputs) is absent";
+    cases_ = test::load_golden(golden);
+  }
+
+  std::string continuation(size_t i) const { return cases_[i].text.substr(cases_[i].prompt.size()); }
+
+  std::string model_;
+  std::vector<test::GoldenCase> cases_;
+};
+
+// Greedy one-shot output is the golden continuation: llama2.c's positions limit as -n, and
+// stories that end early end where llama2.c's do, at the BOS that starts the next one.
+TEST_F(ChatCliStories, OneShotGreedyIsTheGoldenContinuation) {
+  for (size_t i = 0; i < cases_.size(); ++i) {
+    const test::GoldenCase& g = cases_[i];
+    if (g.prompt.empty()) continue;  // pagoda-chat refuses an empty prompt
+    const int n = g.max_positions - int(g.prompt_ids.size()) + 1;
+    const RunResult r = run({kChat, "-m", model_, "-p", g.prompt, "--temp", "0", "-n", std::to_string(n)});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, continuation(i) + "\n") << g.prompt;
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("[" + std::to_string(g.greedy_ids.size()) + " tokens"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(ChatCliStories, PipedPromptIsOneShot) {
+  const std::string input = test::scratch_path("prompt.txt");
+  std::ofstream(input) << cases_[0].prompt << "\n";
+  const RunResult r = run({kChat, "-m", model_, "--temp", "0", "-n", "40"}, {}, input);
+  EXPECT_EQ(r.status, 0) << r.err;
+  ASSERT_GT(r.out.size(), 20u);
+  EXPECT_EQ(r.out.back(), '\n');
+  EXPECT_TRUE(continuation(0).starts_with(r.out.substr(0, r.out.size() - 1))) << r.out;
+  EXPECT_NE(r.err.find("[40 tokens"), std::string::npos) << r.err;
+}
+
+TEST_F(ChatCliStories, InteractiveStreamsRepliesAndKeepsTheConversation) {
+  PtyProcess chat({kChat, "-m", model_, "--temp", "0", "-n", "40"});
+  ASSERT_TRUE(chat.expect("\n> ")) << chat.output();
+  chat.type(cases_[0].prompt + "\n");
+  ASSERT_TRUE(chat.expect(cases_[0].prompt + "\n"));
+  std::string reply;
+  ASSERT_TRUE(chat.expect("\n[40 tokens", &reply)) << chat.output();
+  reply.resize(reply.size() - std::string("\n[40 tokens").size());
+  EXPECT_GT(reply.size(), 20u);
+  EXPECT_TRUE(continuation(0).starts_with(reply)) << "greedy: the golden story's start: " << reply;
+  ASSERT_TRUE(chat.expect("\n> "));
+
+  chat.type("Then Lily\n");  // the second turn continues the first
+  ASSERT_TRUE(chat.expect("tokens/s")) << chat.output();
+  ASSERT_TRUE(chat.expect("\n> "));
+  chat.type("/stats\n");
+  ASSERT_TRUE(chat.expect("4 messages")) << chat.output();
+  ASSERT_TRUE(chat.expect("engine: 2 requests finished")) << chat.output();
+  ASSERT_TRUE(chat.expect("\n> "));
+  chat.type("/quit\n");
+  EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+}
+
+TEST(ChatCli, ChatTemplateModelTokenizesItsSpecialTokens) {
+  const std::string model = tiny_model_with_template("tiny-chatml.gguf", kChatmlJinja, true);
+  {
+    PtyProcess chat({kChat, "-m", model, "--temp", "0", "-n", "8"});
+    ASSERT_TRUE(chat.expect("chat template chatml")) << chat.output();
+    ASSERT_TRUE(chat.expect("\n> "));
+    chat.type("hello\n");
+    ASSERT_TRUE(chat.expect("tokens/s")) << chat.output();
+    ASSERT_TRUE(chat.expect("\n> "));
+    chat.type("/quit\n");
+    EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+  }
+  // The prompt is BOS, <|im_start|>, "user\nhello", <|im_end|>, "\n", <|im_start|>, "assistant\n",
+  // each special one token and each text run tokenized on its own (as llama.cpp does).
+  const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(model));
+  const size_t expected = 4 + tok.encode("user\nhello", false).size() + tok.encode("\n", false).size() +
+                          tok.encode("assistant\n", false).size();
+  const RunResult r = run({kChat, "-m", model, "-p", "hello", "--temp", "0", "-n", "1"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("prompt " + std::to_string(expected) + " tokens]"), std::string::npos) << r.err;
+}
+
+TEST(ChatCli, UnknownTemplateFallsBackToPlainContinuationWithANote) {
+  const std::string model =
+      tiny_model_with_template("tiny-unknown.gguf", "{% for m in messages %}{{ m['content'] }}{% endfor %}", false);
+  const RunResult r = run({kChat, "-m", model, "-p", "hello", "--temp", "0", "-n", "4"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count_lines(r.err), 2) << "the note, then the reply's figures: " << r.err;
+  EXPECT_NE(r.err.find("not a family pagoda-chat knows; using plain continuation\n"), std::string::npos) << r.err;
+}
+
+// The prompt sizes in the figures after each reply ("..., 850.0 tokens/s, prompt 12 tokens]").
+std::vector<int> prompt_sizes(const std::string& output) {
+  std::vector<int> sizes;
+  const std::string mark = "tokens/s, prompt ";
+  for (size_t at = output.find(mark); at != std::string::npos; at = output.find(mark, at + 1)) {
+    sizes.push_back(std::atoi(output.c_str() + at + mark.size()));
+  }
+  return sizes;
+}
+
+// -c 48 -n 16 leaves prompts 32 tokens; plain continuation keeps the conversation's last 32.
+TEST(ChatCli, PlainContinuationKeepsTheTailOfALongConversation) {
+  PtyProcess chat({kChat, "-m", test::tiny_gqa_model(), "-c", "48", "-n", "16", "--temp", "0"});
+  ASSERT_TRUE(chat.expect("\n> ")) << chat.output();
+  for (int turn = 0; turn < 4; ++turn) {
+    chat.type("and then the little dog ran home\n");
+    ASSERT_TRUE(chat.expect("tokens]\n> ")) << chat.output();
+  }
+  const std::vector<int> sizes = prompt_sizes(chat.output());
+  ASSERT_EQ(sizes.size(), 4u) << chat.output();
+  for (int size : sizes) EXPECT_LE(size, 32);
+  EXPECT_EQ(sizes.back(), 32) << "the conversation outgrew the context and was cut to its tail";
+  chat.type("/quit\n");
+  EXPECT_EQ(chat.wait_exit(), 0);
+}
+
+// With a template whole exchanges go, oldest first; a message too long for the context alone is
+// refused and the chat goes on.
+TEST(ChatCli, ChatTemplateDropsTheOldestExchanges) {
+  const std::string model = tiny_model_with_template("tiny-chatml-small.gguf", kChatmlJinja, true);
+  PtyProcess chat({kChat, "-m", model, "-c", "64", "-n", "16", "--temp", "0"});
+  ASSERT_TRUE(chat.expect("\n> ")) << chat.output();
+  for (int turn = 0; turn < 4; ++turn) {
+    chat.type("tell me more\n");
+    ASSERT_TRUE(chat.expect("tokens]\n> ")) << chat.output();
+  }
+  for (int size : prompt_sizes(chat.output())) EXPECT_LE(size, 48);
+  chat.type("/stats\n");
+  std::string stats;
+  ASSERT_TRUE(chat.expect("\n> ", &stats)) << chat.output();
+  EXPECT_EQ(stats.find("8 messages"), std::string::npos) << "older exchanges were dropped: " << stats;
+
+  std::string words;
+  for (int i = 0; i < 60; ++i) words += "word ";
+  chat.type(words + "\n");
+  ASSERT_TRUE(chat.expect("does not fit the context of 64 tokens")) << chat.output();
+  ASSERT_TRUE(chat.expect("\n> "));
+  chat.type("/quit\n");
+  EXPECT_EQ(chat.wait_exit(), 0);
+}
+
+// Each mistake gives one line on stderr naming it, nothing on stdout, and a failing status.
+TEST(ChatCli, ErrorsAreOneLineAndAFailingStatus) {
+  const std::string tiny = test::tiny_gqa_model();
+  const std::string garbage = test::scratch_path("garbage.gguf");
+  std::ofstream(garbage) << "not a model at all";
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"-m", "/no/such/model.gguf", "-p", "hi"}, "/no/such/model.gguf"},
+      {{"-m", garbage, "-p", "hi"}, garbage},
+      {{"-m", test::scratch_path(""), "-p", "hi"}, "directory"},
+      {{"-m", tiny, "--bogus"}, "unknown argument '--bogus'"},
+      {{"-m", tiny, "-p", "hi", "--temp", "warm"}, "--temp needs a number, got 'warm'"},
+      {{"-m", tiny, "-p", "hi", "-n", "12x"}, "--n-predict needs a number"},
+      {{"-m", tiny, "-p", "hi", "-n", "0"}, "-n must be at least 1"},
+      {{"-m", tiny, "-p", "hi", "--temp", "-1"}, "temperature"},
+      {{"-m", tiny, "-p", "hi", "--top-p", "0"}, "top_p"},
+      {{"-m", tiny, "-p", "hi", "-c", "100000"}, "-c 100000 is more than the model's context (256 tokens)"},
+      {{"-m", tiny, "-p", "hi", "-t", "-2"}, "threads"},
+      {{"-m", tiny, "-p", ""}, "the prompt is empty"},
+      {{"-m", tiny, "-p"}, "--prompt needs a value"},
+      {{"-m", tiny}, "stdin is not a terminal and holds no prompt"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {kChat};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const RunResult r = run(args);
+    const std::string what = testing::PrintToString(c.args);
+    EXPECT_NE(r.status, 0) << what;
+    EXPECT_NE(r.status, -1) << what << ": killed at the timeout";
+    EXPECT_EQ(r.out, "") << what;
+    EXPECT_EQ(count_lines(r.err), 1) << what << ": " << r.err;
+    EXPECT_TRUE(r.err.starts_with("pagoda-chat: ")) << what << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << what << ": " << r.err;
+  }
+}
+
+TEST(ChatCli, HelpDocumentsTheFlagsAndCommands) {
+  const RunResult r = run({kChat, "--help"});
+  EXPECT_EQ(r.status, 0);
+  for (const char* s : {"--model", "--prompt", "--n-predict", "--ctx-size", "--temp", "--top-k", "--top-p", "--min-p",
+                        "--repeat-penalty", "--repeat-last-n", "--seed", "--threads", "--tokenizer", "/reset", "/stats",
+                        "/help", "/quit", "Ctrl-C"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  }
+}
+
+}  // namespace
+}  // namespace pagoda
