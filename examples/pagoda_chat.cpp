@@ -26,6 +26,7 @@
 #include "engine/gguf.h"
 #include "engine/tokenizer.h"
 #include "examples/common/args.h"
+#include "examples/common/lora_flag.h"
 #include "examples/common/chat_template.h"
 #include "examples/common/default_model.h"
 #include "pagoda/engine.h"
@@ -55,6 +56,8 @@ With -p, or with the prompt piped on stdin, it prints one completion and exits.
   --repeat-last-n N       how many recent tokens the penalty looks at (default 64)
   --seed N                random seed, -1 = a random one (default -1)
   -t, --threads N         compute threads (default: all cores)
+  --lora NAME=PATH[:SCALE]  reply with this LoRA adapter (llama.cpp's GGUF adapter format),
+                          its alpha / rank times SCALE (default 1)
   -h, --help              this text
 )";
 
@@ -97,6 +100,7 @@ struct Options {
   int32_t ctx_size = 0;  // 0: the model's
   int threads = 0;
   pagoda::SamplingParams sampling;
+  std::optional<pagoda::cli::LoraFlag> lora;
 };
 
 // llama.cpp's flags and defaults.
@@ -111,6 +115,11 @@ Options parse_options(const pagoda::cli::Args& args) {
   o.ctx_size = args.number<int32_t>("--ctx-size", 0);
   if (o.ctx_size < 0) throw pagoda::Error("-c must be 0 (the model's context) or a token count");
   o.threads = args.number("--threads", 0);
+  if (const auto loras = args.all("--lora"); loras.size() > 1) {
+    throw pagoda::Error("give --lora once: a chat runs on one adapter");
+  } else if (loras.size() == 1) {
+    o.lora = pagoda::cli::parse_lora(loras.front());
+  }
   pagoda::SamplingParams& s = o.sampling;
   s.temperature = args.number("--temp", 0.8f);
   s.top_k = args.number<int32_t>("--top-k", 40);
@@ -262,7 +271,8 @@ class Chat {
         n_ctx_(n_ctx),
         vocab_(std::move(vocab)),
         template_(std::move(tmpl)),
-        bos_id_(engine.tokenize("", true).front()) {}
+        bos_id_(engine.tokenize("", true).front()),
+        adapter_(o.lora ? o.lora->name : std::string()) {}
 
   std::string mode() const {
     return template_ ? std::string("chat template ") + pagoda::chat::family_name(template_->family)
@@ -364,6 +374,7 @@ class Chat {
     r.prompt_ids = std::move(ids);
     r.sampling = sampling_;
     r.sampling.seed += turns_++;  // a fixed --seed makes the session repeatable, not each reply alike
+    r.adapter = adapter_;
     if (!template_) {
       r.stop_token_ids = {bos_id_};
     } else if (auto id = special_id(template_->end_of_turn)) {
@@ -388,6 +399,7 @@ class Chat {
   Vocabulary vocab_;
   std::optional<pagoda::chat::Template> template_;
   int32_t bos_id_;
+  std::string adapter_;  // the --lora adapter replies use; empty = the base model
   std::vector<pagoda::chat::Message> messages_;
   uint64_t turns_ = 0;
   std::optional<pagoda::Completion> last_;
@@ -492,7 +504,7 @@ int main(int argc, char** argv) {
   try {
     const pagoda::cli::Args args(argc, argv,
                                  {"--model", "--tokenizer", "--prompt", "--n-predict", "--ctx-size", "--temp", "--top-k",
-                                  "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed", "--threads"},
+                                  "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed", "--threads", "--lora"},
                                  {"--help"},
                                  {{"-m", "--model"}, {"-p", "--prompt"}, {"-n", "--n-predict"}, {"-c", "--ctx-size"},
                                   {"-t", "--threads"}, {"-h", "--help"}});
@@ -510,6 +522,7 @@ int main(int argc, char** argv) {
 
     const std::string model = model_path(opt);
     pagoda::Engine engine(engine_config(opt, model));
+    if (opt.lora) engine.load_adapter(opt.lora->name, opt.lora->path, opt.lora->scale);
     Vocabulary vocab = read_vocabulary(model);
     auto tmpl = chat_template(engine, vocab);
     Chat chat(engine, opt, context_size(engine, opt), std::move(vocab), std::move(tmpl));

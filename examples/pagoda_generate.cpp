@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "examples/common/args.h"
+#include "examples/common/lora_flag.h"
 #include "pagoda/engine.h"
 
 namespace {
@@ -37,25 +38,6 @@ struct Job {
   int64_t max_positions;
   std::string adapter;
 };
-
-struct LoraFlag {
-  std::string name, path;
-  float scale = 1.0f;
-};
-
-// NAME=PATH[:SCALE], as llama.cpp's --lora-scaled spells a scaled adapter.
-LoraFlag parse_lora(const std::string& text) {
-  const size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
-    throw pagoda::Error("--lora needs NAME=PATH[:SCALE], got '" + text + "'");
-  }
-  LoraFlag flag{text.substr(0, eq), text.substr(eq + 1)};
-  if (const size_t colon = flag.path.rfind(':'); colon != std::string::npos) {
-    flag.scale = pagoda::cli::Args::parse<float>("--lora scale", flag.path.substr(colon + 1));
-    flag.path.resize(colon);
-  }
-  return flag;
-}
 
 std::vector<Job> read_jobs(const pagoda::cli::Args& args, int64_t max_tokens, int64_t max_positions) {
   std::vector<Job> jobs;
@@ -118,7 +100,7 @@ int main(int argc, char** argv) {
                            .tokenizer_path = args.get("--tokenizer", ""),
                            .threads = args.number("--threads", 0)});
     for (const std::string& text : args.all("--lora")) {
-      const LoraFlag lora = parse_lora(text);
+      const pagoda::cli::LoraFlag lora = pagoda::cli::parse_lora(text);
       engine.load_adapter(lora.name, lora.path, lora.scale);
     }
     // Every prompt is submitted at once and runs in the same continuous batch.

@@ -1,14 +1,10 @@
 #!/usr/bin/env bash
-# Installs, builds, and runs the main job: greedy generation on a random-weight s15m model that
-# pagoda-synth writes on first use (its text is meaningless: the weights are random).
+# Installs, builds, and runs the main job: pagoda-chat on its default model, a random-weight
+# s15m that pagoda writes on first use (its text means nothing: the weights are random).
+# Extra arguments go to pagoda-chat, e.g. `bash scripts/run.sh -m stories260K.gguf`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake --preset release
 cmake --build --preset release -j "$(nproc)"
-model=build/models/s15m.gguf
-if [ ! -f "$model" ]; then
-  mkdir -p build/models
-  ./build/release/examples/pagoda-synth --preset s15m -o "$model"
-fi
-./build/release/examples/pagoda-generate -m "$model" --prompt "${1:-Once upon a time}" -n 32 --temp 0
+exec ./build/release/examples/pagoda-chat "$@"

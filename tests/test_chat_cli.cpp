@@ -24,9 +24,12 @@
 
 #include "engine/gguf.h"
 #include "engine/gguf_writer.h"
+#include "engine/lora_synth.h"
+#include "engine/model.h"
 #include "engine/tokenizer.h"
 #include "examples/common/chat_template.h"
 #include "examples/common/default_model.h"
+#include "pagoda/engine.h"
 #include "support/test_support.h"
 
 extern char** environ;
@@ -586,6 +589,31 @@ TEST_F(ChatCliStories, OneShotGreedyIsTheGoldenContinuation) {
   }
 }
 
+// --lora: replies run on the adapter, matching pagoda-generate on the same adapter, and differ
+// from the base model's.
+TEST_F(ChatCliStories, LoraAdapterShapesTheReply) {
+  const std::string adapter = test::scratch_path("chat-lora.gguf");
+  const Model base = load_model(model_);
+  LoraSynthSpec spec;
+  spec.rank = 4;
+  spec.seed = 3;
+  write_synth_lora(adapter, base.config, spec);
+  Engine engine({.model_path = model_, .threads = 1});
+  engine.load_adapter("story", adapter, 0.8f);
+  Request req;
+  req.prompt = cases_[0].prompt;
+  req.adapter = "story";
+  req.sampling.temperature = 0.0f;
+  req.max_new_tokens = 40;
+  const std::string want = engine.submit(req).get().text;
+
+  const RunResult r = run({kChat, "-m", model_, "--lora", "story=" + adapter + ":0.8", "-p", cases_[0].prompt, "--temp",
+                           "0", "-n", "40"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, want + "\n");
+  EXPECT_FALSE(continuation(0).starts_with(want)) << "the adapter should change the greedy story";
+}
+
 TEST_F(ChatCliStories, PipedPromptIsOneShot) {
   const std::string input = test::scratch_path("prompt.txt");
   std::ofstream(input) << cases_[0].prompt << "\n";
@@ -726,6 +754,8 @@ TEST(ChatCli, ErrorsAreOneLineAndAFailingStatus) {
       {{"-m", tiny, "-p", ""}, "the prompt is empty"},
       {{"-m", tiny, "-p"}, "--prompt needs a value"},
       {{"-m", tiny}, "stdin is not a terminal and holds no prompt"},
+      {{"-m", tiny, "-p", "hi", "--lora", "nameonly"}, "--lora needs NAME=PATH[:SCALE]"},
+      {{"-m", tiny, "-p", "hi", "--lora", "a=" + garbage}, garbage},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {kChat};
