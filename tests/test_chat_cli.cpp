@@ -559,19 +559,9 @@ TEST(ChatCli, EndOfInputAtThePromptExits) {
   EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
 }
 
-class ChatCliStories : public ::testing::Test {
+class ChatCliStories : public test::StoriesTest {
  protected:
-  void SetUp() override {
-    model_ = test::shared_file(test::kStoriesGguf);
-    const std::string golden = test::shared_file(test::kGolden);
-    if (model_.empty() || golden.empty()) GTEST_SKIP() << "../shared (stories260K and its golden outputs) is absent";
-    cases_ = test::load_golden(golden);
-  }
-
   std::string continuation(size_t i) const { return cases_[i].text.substr(cases_[i].prompt.size()); }
-
-  std::string model_;
-  std::vector<test::GoldenCase> cases_;
 };
 
 // Greedy one-shot output is the golden continuation: llama2.c's positions limit as -n, and

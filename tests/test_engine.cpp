@@ -15,6 +15,8 @@
 namespace pagoda {
 namespace {
 
+using test::await;
+
 using namespace std::chrono_literals;
 
 Request golden_request(const test::GoldenCase& g) {
@@ -39,15 +41,6 @@ Request sampled_request(uint64_t seed, int32_t max_new_tokens = 40) {
   return r;
 }
 
-// Waits with a generous limit so a bug shows as a failure, not a hung test.
-Completion await(RequestHandle& h) {
-  if (h.future().wait_for(120s) != std::future_status::ready) {
-    ADD_FAILURE() << "request " << h.id() << " never resolved";
-    return {};
-  }
-  return h.get();
-}
-
 // Pages come back by message after a future resolves, so the count settles a moment later.
 void expect_all_pages_free(const Engine& engine) {
   const auto deadline = std::chrono::steady_clock::now() + 30s;
@@ -59,17 +52,7 @@ void expect_all_pages_free(const Engine& engine) {
   EXPECT_EQ(m.kv_pages_used, 0);
 }
 
-class EngineGolden : public ::testing::Test {
- protected:
-  void SetUp() override {
-    model_ = test::shared_file(test::kStoriesGguf);
-    const std::string golden = test::shared_file(test::kGolden);
-    if (model_.empty() || golden.empty()) GTEST_SKIP() << "../shared (stories260K and its golden outputs) is absent";
-    cases_ = test::load_golden(golden);
-  }
-  std::string model_;
-  std::vector<test::GoldenCase> cases_;
-};
+using EngineGolden = test::StoriesTest;
 
 TEST_F(EngineGolden, OneClient) {
   Engine engine({.model_path = model_, .threads = 2});

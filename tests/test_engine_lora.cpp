@@ -18,6 +18,8 @@
 namespace pagoda {
 namespace {
 
+using test::await;
+
 using namespace std::chrono_literals;
 
 // Adapter files for the tiny test model, written once per program.
@@ -58,14 +60,6 @@ std::vector<int32_t> oracle_greedy(const Model& base, const Request& r, const st
     if (pos + 1 >= tokens.size()) tokens.push_back(argmax(logits));
   }
   return {tokens.begin() + ptrdiff_t(prompt_len), tokens.end()};
-}
-
-Completion await(RequestHandle& h) {
-  if (h.future().wait_for(120s) != std::future_status::ready) {
-    ADD_FAILURE() << "request " << h.id() << " never resolved";
-    return {};
-  }
-  return h.get();
 }
 
 struct EngineLora : ::testing::Test {

@@ -20,15 +20,6 @@ using test::DrivenSequence;
 using test::merged;
 using test::random_adapter;
 
-double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
-  double max_diff = 0.0, max_ref = 1e-30;
-  for (size_t i = 0; i < want.size(); ++i) {
-    max_diff = std::max(max_diff, double(std::abs(got[i] - want[i])));
-    max_ref = std::max(max_ref, double(std::abs(want[i])));
-  }
-  return max_diff / max_ref;
-}
-
 struct LoraFixture : ::testing::Test {
   Model base = load_model(test::tiny_gqa_model());
   ModelRunner runner{base, 2};
@@ -61,8 +52,8 @@ TEST_F(LoraFixture, MatchesTheOracleOnMergedWeights) {
     double base_difference = 0.0;
     for (size_t pos = 0; pos + 1 < s.tokens.size(); ++pos) {
       const auto& want = oracle.forward(s.tokens[pos], int32_t(pos));
-      EXPECT_LT(relative_error(s.logits[pos], want), 1e-4) << "adapter " << i << ", position " << pos;
-      base_difference = std::max(base_difference, relative_error(s.logits[pos], plain.forward(s.tokens[pos], int32_t(pos))));
+      EXPECT_LT(test::relative_error(s.logits[pos], want), 1e-4) << "adapter " << i << ", position " << pos;
+      base_difference = std::max(base_difference, test::relative_error(s.logits[pos], plain.forward(s.tokens[pos], int32_t(pos))));
     }
     EXPECT_GT(base_difference, 1e-2) << "the adapter should change the output";
 

@@ -28,15 +28,6 @@ struct Fixture {
       : model(load_model(path)), runner(model, threads), pool(KvLayout::for_model(model.config, tokens_per_page), pages) {}
 };
 
-double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
-  double max_diff = 0.0, max_ref = 1e-30;
-  for (size_t i = 0; i < want.size(); ++i) {
-    max_diff = std::max(max_diff, double(std::abs(got[i] - want[i])));
-    max_ref = std::max(max_ref, double(std::abs(want[i])));
-  }
-  return max_diff / max_ref;
-}
-
 // Logits at every position, batched with chunk size 1, against the oracle.
 void expect_matches_oracle(const std::string& model_path) {
   Fixture f(model_path, 2, 4);
@@ -49,7 +40,7 @@ void expect_matches_oracle(const std::string& model_path) {
     ASSERT_EQ(s.logits.size(), s.tokens.size() - 1);
     for (size_t pos = 0; pos + 1 < s.tokens.size(); ++pos) {
       const auto& want = oracle.forward(s.tokens[pos], int32_t(pos));
-      EXPECT_LT(relative_error(s.logits[pos], want), 1e-4) << "position " << pos;
+      EXPECT_LT(test::relative_error(s.logits[pos], want), 1e-4) << "position " << pos;
     }
   }
   EXPECT_EQ(f.pool.free_pages(), f.pool.capacity());

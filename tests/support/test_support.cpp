@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -29,6 +31,30 @@ std::vector<GoldenCase> load_golden(const std::string& path) {
                      j.at("text").get<std::string>()});
   }
   return cases;
+}
+
+void StoriesTest::SetUp() {
+  model_ = shared_file(kStoriesGguf);
+  const std::string golden = shared_file(kGolden);
+  if (model_.empty() || golden.empty()) GTEST_SKIP() << "../shared (stories260K and its golden outputs) is absent";
+  cases_ = load_golden(golden);
+}
+
+double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  double max_diff = 0.0, max_ref = 1e-30;
+  for (size_t i = 0; i < want.size(); ++i) {
+    max_diff = std::max(max_diff, double(std::abs(got[i] - want[i])));
+    max_ref = std::max(max_ref, double(std::abs(want[i])));
+  }
+  return max_diff / max_ref;
+}
+
+Completion await(RequestHandle& handle) {
+  if (handle.future().wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
+    ADD_FAILURE() << "request " << handle.id() << " never resolved";
+    return {};
+  }
+  return handle.get();
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/model_config.h"
+#include "pagoda/request.h"
 
 namespace pagoda::test {
 
@@ -33,6 +34,21 @@ struct GoldenCase {
   std::string text;
 };
 std::vector<GoldenCase> load_golden(const std::string& path);
+
+// Tests on stories260K and its golden outputs: skipped, saying so, when ../shared is absent.
+class StoriesTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  std::string model_;
+  std::vector<GoldenCase> cases_;
+};
+
+// max |got - want| / max |want|: logits compared with a tolerance relative to their scale.
+double relative_error(const std::vector<float>& got, const std::vector<float>& want);
+
+// The request's completion, waiting with a generous limit so that a bug shows as a failure
+// rather than a hung test.
+Completion await(RequestHandle& handle);
 
 // A fresh path in this test program's scratch folder (removed at exit).
 std::string scratch_path(const std::string& name);
