@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, builds and runs the whole test suite: every test in the Release build, every test
 # again under AddressSanitizer + UBSan, and the concurrency tests (engine, actors, page pool)
-# under ThreadSanitizer.
+# under ThreadSanitizer (the tsan test preset selects them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
