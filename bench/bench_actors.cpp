@@ -23,6 +23,7 @@
 #include "actors/reply.h"
 #include "engine/batch.h"
 #include "engine/sequence.h"
+#include "pagoda/engine.h"
 
 namespace {
 
@@ -126,6 +127,7 @@ constexpr int32_t kTokensPerPage = 16;
 constexpr int32_t kPromptLen = 64;
 constexpr int32_t kGenerated = 192;  // tokens each sequence generates before starting over
 constexpr int32_t kPrefillChunk = 64;
+constexpr bool kMixedAdapters = EngineConfig{}.mixed_adapter_batches;
 
 Tokenizer tiny_tokenizer() {
   TokenizerVocab v;
@@ -174,8 +176,8 @@ class PlanBench {
     for (const Planned& p : planned_) {
       Sequence& s = *p.seq;
       const bool last_chunk = s.n_cached + p.n_tokens == int32_t(s.tokens.size());
-      batch_.entries.push_back(
-          {std::span<const int32_t>(s.tokens).subspan(s.n_cached, p.n_tokens), s.n_cached, &s.table, last_chunk});
+      batch_.entries.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_cached, p.n_tokens), s.n_cached,
+                                &s.table, last_chunk, s.lora.get()});
     }
     benchmark::DoNotOptimize(batch_.entries.data());
     after_forward();
@@ -199,14 +201,17 @@ class PlanBench {
   void plan() {
     planned_.clear();
     int32_t budget = max_tokens_;
+    // The engine's default, mixed-adapter batches: no sequence is left out for its adapter.
+    const LoraWeights* only = kMixedAdapters ? nullptr : running_[turn_++ % running_.size()]->lora.get();
+    auto excluded = [&](const Sequence& s) { return !kMixedAdapters && s.lora.get() != only; };
     for (SequencePtr& seq : running_) {
-      if (seq->status != SequenceStatus::Decoding) continue;
+      if (seq->status != SequenceStatus::Decoding || excluded(*seq)) continue;
       if (int32_t(planned_.size()) == max_entries_ || budget == 0) break;
       planned_.push_back({seq.get(), 1});
       --budget;
     }
     for (SequencePtr& seq : running_) {
-      if (seq->status != SequenceStatus::Prefilling) continue;
+      if (seq->status != SequenceStatus::Prefilling || excluded(*seq)) continue;
       if (int32_t(planned_.size()) == max_entries_ || budget == 0) break;
       const int32_t n = std::min({seq->pending(), kPrefillChunk, budget});
       planned_.push_back({seq.get(), n});
@@ -249,7 +254,8 @@ class PlanBench {
   int32_t max_tokens_;
   int32_t max_entries_;
   std::vector<SequencePtr> running_;
-  std::vector<Planned> planned_;
+  std::vector<Planned> planned_;  // reused from step to step, as the scheduler does
+  size_t turn_ = 0;
   Batch batch_;
 };
 

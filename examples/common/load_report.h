@@ -1,0 +1,189 @@
+#pragma once
+// pagoda-loadgen's figures: per-request records, the summary of one run (throughput, latency
+// percentiles, KV use, preemptions), and how they are printed as a table and as JSON.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pagoda::loadgen {
+
+// One request as its client saw it. Times are from the moment the client sent it.
+struct RequestRecord {
+  double ttft_s = 0.0;     // to the first token
+  double tpot_s = -1.0;    // mean gap between tokens after the first; < 0 with one token
+  double latency_s = 0.0;  // to the last token
+  double finished_s = 0.0; // when it finished, from the start of the run
+  int32_t prompt_tokens = 0;
+  int32_t tokens = 0;
+  int32_t preemptions = 0;
+};
+
+struct Percentiles {
+  double p50 = 0.0, p90 = 0.0, p99 = 0.0;
+};
+
+// Linear interpolation between the closest ranks (numpy's default); zeros when empty.
+inline Percentiles percentiles_ms(std::vector<double> seconds) {
+  if (seconds.empty()) return {};
+  std::sort(seconds.begin(), seconds.end());
+  auto at = [&](double q) {
+    const double rank = q * double(seconds.size() - 1);
+    const size_t lo = size_t(rank);
+    const size_t hi = std::min(lo + 1, seconds.size() - 1);
+    return 1e3 * (seconds[lo] + (rank - double(lo)) * (seconds[hi] - seconds[lo]));
+  };
+  return {at(0.50), at(0.90), at(0.99)};
+}
+
+// KV cache pages in use, sampled while the run went on.
+struct KvSamples {
+  int64_t peak_pages = 0;
+  int64_t total_pages = 0;
+  double mean_utilization = 0.0;
+};
+
+struct RunSummary {
+  std::string mode;
+  int64_t requests = 0;
+  double duration_s = 0.0;
+  int64_t prompt_tokens = 0;
+  int64_t generated_tokens = 0;
+  double tokens_per_s = 0.0;
+  double requests_per_s = 0.0;
+  Percentiles ttft_ms, tpot_ms, latency_ms;
+  KvSamples kv;
+  int64_t preemptions = 0;
+  // Cores this process kept busy on average: well under the machine's count means other
+  // processes took CPU time, and the run's figures are low for it.
+  double cpu_cores = 0.0;
+};
+
+inline RunSummary summarize(std::string mode, const std::vector<RequestRecord>& records, KvSamples kv, double cpu_s) {
+  RunSummary s;
+  s.mode = std::move(mode);
+  s.requests = int64_t(records.size());
+  std::vector<double> ttft, tpot, latency;
+  for (const RequestRecord& r : records) {
+    s.duration_s = std::max(s.duration_s, r.finished_s);
+    s.prompt_tokens += r.prompt_tokens;
+    s.generated_tokens += r.tokens;
+    s.preemptions += r.preemptions;
+    ttft.push_back(r.ttft_s);
+    latency.push_back(r.latency_s);
+    if (r.tpot_s >= 0.0) tpot.push_back(r.tpot_s);
+  }
+  if (s.duration_s > 0.0) {
+    s.tokens_per_s = double(s.generated_tokens) / s.duration_s;
+    s.requests_per_s = double(s.requests) / s.duration_s;
+  }
+  s.ttft_ms = percentiles_ms(std::move(ttft));
+  s.tpot_ms = percentiles_ms(std::move(tpot));
+  s.latency_ms = percentiles_ms(std::move(latency));
+  s.kv = kv;
+  if (s.duration_s > 0.0) s.cpu_cores = cpu_s / s.duration_s;
+  return s;
+}
+
+inline double peak_fraction(const KvSamples& kv) {
+  return kv.total_pages ? double(kv.peak_pages) / double(kv.total_pages) : 0.0;
+}
+
+// Throughput per core actually had: comparable between runs that other processes slowed unevenly.
+inline double tokens_per_cpu_s(const RunSummary& s) { return s.cpu_cores > 0.0 ? s.tokens_per_s / s.cpu_cores : 0.0; }
+
+inline std::string format(const char* spec, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, spec, value);
+  return buf;
+}
+
+// One metric a row, one run a column.
+inline void print_table(const std::vector<RunSummary>& runs) {
+  using Cell = std::string (*)(const RunSummary&);
+  struct Row {
+    const char* name;
+    Cell cell;
+  };
+  static const Row rows[] = {
+      {"requests", [](const RunSummary& s) { return std::to_string(s.requests); }},
+      {"duration (s)", [](const RunSummary& s) { return format("%.2f", s.duration_s); }},
+      {"prompt tokens", [](const RunSummary& s) { return std::to_string(s.prompt_tokens); }},
+      {"generated tokens", [](const RunSummary& s) { return std::to_string(s.generated_tokens); }},
+      {"throughput (tok/s)", [](const RunSummary& s) { return format("%.1f", s.tokens_per_s); }},
+      {"throughput (req/s)", [](const RunSummary& s) { return format("%.3f", s.requests_per_s); }},
+      {"TTFT p50 (ms)", [](const RunSummary& s) { return format("%.1f", s.ttft_ms.p50); }},
+      {"TTFT p90 (ms)", [](const RunSummary& s) { return format("%.1f", s.ttft_ms.p90); }},
+      {"TTFT p99 (ms)", [](const RunSummary& s) { return format("%.1f", s.ttft_ms.p99); }},
+      {"TPOT p50 (ms)", [](const RunSummary& s) { return format("%.2f", s.tpot_ms.p50); }},
+      {"TPOT p90 (ms)", [](const RunSummary& s) { return format("%.2f", s.tpot_ms.p90); }},
+      {"TPOT p99 (ms)", [](const RunSummary& s) { return format("%.2f", s.tpot_ms.p99); }},
+      {"latency p50 (ms)", [](const RunSummary& s) { return format("%.1f", s.latency_ms.p50); }},
+      {"latency p99 (ms)", [](const RunSummary& s) { return format("%.1f", s.latency_ms.p99); }},
+      {"KV peak (pages)", [](const RunSummary& s) { return std::to_string(s.kv.peak_pages) + "/" + std::to_string(s.kv.total_pages); }},
+      {"KV peak (%)", [](const RunSummary& s) { return format("%.1f", 100.0 * peak_fraction(s.kv)); }},
+      {"KV mean (%)", [](const RunSummary& s) { return format("%.1f", 100.0 * s.kv.mean_utilization); }},
+      {"preemptions", [](const RunSummary& s) { return std::to_string(s.preemptions); }},
+      {"CPU use (cores)", [](const RunSummary& s) { return format("%.2f", s.cpu_cores); }},
+      {"tok per CPU-second", [](const RunSummary& s) { return format("%.1f", tokens_per_cpu_s(s)); }},
+  };
+  std::printf("%-20s", "");
+  for (const RunSummary& s : runs) std::printf("%16s", s.mode.c_str());
+  std::printf("\n");
+  for (const Row& row : rows) {
+    std::printf("%-20s", row.name);
+    for (const RunSummary& s : runs) std::printf("%16s", row.cell(s).c_str());
+    std::printf("\n");
+  }
+}
+
+inline nlohmann::json to_json(const Percentiles& p) { return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}}; }
+
+inline nlohmann::json to_json(const RunSummary& s) {
+  return {{"requests", s.requests},
+          {"duration_s", s.duration_s},
+          {"prompt_tokens", s.prompt_tokens},
+          {"generated_tokens", s.generated_tokens},
+          {"tokens_per_s", s.tokens_per_s},
+          {"requests_per_s", s.requests_per_s},
+          {"ttft_ms", to_json(s.ttft_ms)},
+          {"tpot_ms", to_json(s.tpot_ms)},
+          {"latency_ms", to_json(s.latency_ms)},
+          {"kv", {{"peak_pages", s.kv.peak_pages},
+                  {"total_pages", s.kv.total_pages},
+                  {"peak_utilization", peak_fraction(s.kv)},
+                  {"mean_utilization", s.kv.mean_utilization}}},
+          {"preemptions", s.preemptions},
+          {"cpu_cores", s.cpu_cores},
+          {"tokens_per_cpu_s", tokens_per_cpu_s(s)}};
+}
+
+// The comparison `--mode both` exists for.
+struct Ratio {
+  double throughput = 0.0;  // continuous tokens/s over static tokens/s
+  const RunSummary* continuous;
+  const RunSummary* baseline;
+};
+
+inline Ratio compare(const RunSummary& continuous, const RunSummary& baseline) {
+  return {baseline.tokens_per_s > 0.0 ? continuous.tokens_per_s / baseline.tokens_per_s : 0.0, &continuous, &baseline};
+}
+
+inline void print_ratio(const Ratio& r) {
+  std::printf("\ncontinuous/static throughput: %.2fx\n", r.throughput);
+  std::printf("TTFT p50: continuous %.1f ms, static %.1f ms\n", r.continuous->ttft_ms.p50, r.baseline->ttft_ms.p50);
+  std::printf("TTFT p99: continuous %.1f ms, static %.1f ms\n", r.continuous->ttft_ms.p99, r.baseline->ttft_ms.p99);
+}
+
+inline nlohmann::json to_json(const Ratio& r) {
+  return {{"throughput", r.throughput},
+          {"ttft_p50_ms", {{"continuous", r.continuous->ttft_ms.p50}, {"static", r.baseline->ttft_ms.p50}}},
+          {"ttft_p99_ms", {{"continuous", r.continuous->ttft_ms.p99}, {"static", r.baseline->ttft_ms.p99}}}};
+}
+
+}  // namespace pagoda::loadgen

@@ -1,0 +1,433 @@
+// pagoda-loadgen: drives the engine with a synthetic serving workload and reports throughput,
+// latency percentiles, KV cache use and preemptions; `--mode static` runs the same workload
+// through static max-padded batching on the same kernels, `--mode both` runs both and compares.
+//   pagoda-loadgen --preset s15m --requests 256 --concurrency 64 --prompt-len 16:128 --output-len 16:256
+//   pagoda-loadgen -m model.gguf --rate 8 --mode both --json out.json
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "engine/model.h"
+#include "engine/synth.h"
+#include "examples/common/args.h"
+#include "examples/common/load_report.h"
+#include "examples/common/progress.h"
+#include "examples/common/static_batcher.h"
+#include "pagoda/engine.h"
+
+namespace {
+
+using namespace pagoda;
+using namespace pagoda::loadgen;
+namespace fs = std::filesystem;
+
+constexpr const char* kUsage = R"(usage: pagoda-loadgen (-m MODEL | --preset s15m|s110m) [options]
+N client threads send requests with Poisson arrivals; each client has at most one request in
+flight, so --concurrency caps the requests in flight. Prompts are random token ids (BOS
+first); outputs ignore EOS and have exactly the drawn length. Latencies are measured from the
+moment a client sends a request.
+  -m, --model PATH        GGUF file or llama2.c checkpoint
+  --preset NAME           s15m or s110m: a random-weight model, written once to --model-dir
+  --model-dir DIR         where presets are kept (default: models/ in the build directory)
+  --mode M                continuous (the engine, default), static (max-padded static
+                          batches of --concurrency requests on the same kernels), or both
+  -n, --requests N        requests in all (default 256)
+  -c, --concurrency C     client threads = requests in flight at most (default 16)
+  --rate R                arrivals per second, or inf: all at once (default inf)
+  --prompt-len A:B        prompt tokens, uniform in [A, B] (default 16:128)
+  --output-len A:B        generated tokens, uniform in [A, B] (default 16:256)
+  --seed N                workload and sampling seed (default 1)
+  --temp X                sampling temperature, 0 = greedy (default 0)
+  -t, --threads N         compute threads (default: all cores)
+  --kv-pages N            KV cache pages of 16 tokens (default: enough for C of the longest
+                          requests, so that nothing is preempted); both modes use it
+  --max-running N         engine: sequences admitted at once (default 256)
+  --token-budget N        engine: tokens in one step (default 512)
+  --prefill-chunk N       engine: prompt tokens of one sequence in one step (default 256)
+  --json FILE             also write the figures as JSON
+)";
+
+constexpr int32_t kTokensPerPage = 16;
+
+struct Range {
+  int32_t lo = 0, hi = 0;
+};
+
+struct Options {
+  std::string model, preset, model_dir, mode = "continuous", json;
+  int64_t requests = 256;
+  int32_t concurrency = 16;
+  double rate = std::numeric_limits<double>::infinity();
+  Range prompt_len{16, 128}, output_len{16, 256};
+  uint64_t seed = 1;
+  float temperature = 0.0f;
+  int32_t threads = 0, kv_pages = 0, max_running = 256, token_budget = 512, prefill_chunk = 256;
+};
+
+Range parse_range(const std::string& flag, const std::string& text) {
+  const size_t colon = text.find(':');
+  const std::string lo = text.substr(0, colon);
+  const std::string hi = colon == std::string::npos ? lo : text.substr(colon + 1);
+  const Range r{cli::Args::parse<int32_t>(flag, lo), cli::Args::parse<int32_t>(flag, hi)};
+  if (r.lo < 1 || r.hi < r.lo) throw Error(flag + " needs A:B with 1 <= A <= B, got '" + text + "'");
+  return r;
+}
+
+double parse_rate(const std::string& text) {
+  if (text == "inf") return std::numeric_limits<double>::infinity();
+  const double rate = cli::Args::parse<double>("--rate", text);
+  if (!(rate > 0.0) || !std::isfinite(rate)) throw Error("--rate needs a positive number or inf, got '" + text + "'");
+  return rate;
+}
+
+void require_positive(const std::string& flag, int64_t value) {
+  if (value < 1) throw Error(flag + " must be at least 1, got " + std::to_string(value));
+}
+
+int32_t pages_for(int32_t positions) { return (positions + kTokensPerPage - 1) / kTokensPerPage; }
+
+Options parse_options(const cli::Args& args) {
+  Options o;
+  o.model = args.get("--model", "");
+  o.preset = args.get("--preset", "");
+  o.model_dir = args.get("--model-dir", "");
+  o.mode = args.get("--mode", o.mode);
+  o.json = args.get("--json", "");
+  o.requests = args.number("--requests", o.requests);
+  o.concurrency = args.number("--concurrency", o.concurrency);
+  if (auto r = args.get("--rate")) o.rate = parse_rate(*r);
+  if (auto r = args.get("--prompt-len")) o.prompt_len = parse_range("--prompt-len", *r);
+  if (auto r = args.get("--output-len")) o.output_len = parse_range("--output-len", *r);
+  o.seed = args.number("--seed", o.seed);
+  o.temperature = args.number("--temp", o.temperature);
+  o.threads = args.number("--threads", o.threads);
+  o.max_running = args.number("--max-running", o.max_running);
+  o.token_budget = args.number("--token-budget", o.token_budget);
+  o.prefill_chunk = args.number("--prefill-chunk", o.prefill_chunk);
+
+  if (o.model.empty() == o.preset.empty()) throw Error("give exactly one of -m MODEL and --preset NAME (see --help)");
+  if (!o.preset.empty() && o.preset != "s15m" && o.preset != "s110m") {
+    throw Error("--preset must be s15m or s110m, got '" + o.preset + "'");
+  }
+  if (o.mode != "continuous" && o.mode != "static" && o.mode != "both") {
+    throw Error("--mode must be continuous, static or both, got '" + o.mode + "'");
+  }
+  require_positive("--requests", o.requests);
+  require_positive("--concurrency", o.concurrency);
+  require_positive("--max-running", o.max_running);
+  require_positive("--token-budget", o.token_budget);
+  require_positive("--prefill-chunk", o.prefill_chunk);
+  if (o.threads < 0) throw Error("--threads must be >= 0, got " + std::to_string(o.threads));
+  if (!(o.temperature >= 0.0f)) throw Error("--temp must be >= 0");
+
+  // Every client's longest request at once, plus the 1% the engine keeps free for growth.
+  const int64_t longest = pages_for(o.prompt_len.hi + o.output_len.hi);
+  const int64_t need = longest * o.concurrency;
+  o.kv_pages = args.number("--kv-pages", int32_t(std::min<int64_t>(need + need / 50 + 1, INT32_MAX)));
+  require_positive("--kv-pages", o.kv_pages);
+  if (o.mode != "continuous" && need > o.kv_pages) {
+    throw Error("--kv-pages " + std::to_string(o.kv_pages) + " cannot hold a static batch of " +
+                std::to_string(o.concurrency) + " requests of up to " + std::to_string(o.prompt_len.hi + o.output_len.hi) +
+                " positions (" + std::to_string(need) + " pages)");
+  }
+  return o;
+}
+
+// The build directory's models/ (beside examples/, where this program is), as bench_forward uses.
+fs::path default_model_dir() { return fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "models"; }
+
+std::string resolve_model(const Options& o) {
+  if (!o.model.empty()) {
+    if (!fs::exists(o.model)) throw Error(o.model + ": no such file");
+    return o.model;
+  }
+  const fs::path dir = o.model_dir.empty() ? default_model_dir() : fs::path(o.model_dir);
+  const fs::path path = dir / (o.preset + ".gguf");
+  if (!fs::exists(path)) {
+    std::fprintf(stderr, "pagoda-loadgen: writing %s\n", path.c_str());
+    fs::create_directories(dir);
+    // Written aside and renamed, so a concurrent run never loads half a file.
+    const fs::path partial = path.string() + ".partial." + std::to_string(getpid());
+    write_synth_model(partial.string(), SynthSpec{synth_preset(o.preset), 1});
+    fs::rename(partial, path);
+  }
+  return path.string();
+}
+
+// ---- The workload: the same for both modes, given the seed and the vocabulary ----
+
+struct WorkItem {
+  double arrival_s;  // from the start of the run
+  std::vector<int32_t> prompt;
+  int32_t output_len;
+};
+
+std::vector<WorkItem> make_workload(const Options& o, int32_t vocab, const std::vector<int32_t>& bos) {
+  std::mt19937_64 rng(o.seed);
+  std::exponential_distribution<double> gap(std::isinf(o.rate) ? 1.0 : o.rate);
+  std::uniform_int_distribution<int32_t> prompt_len(o.prompt_len.lo, o.prompt_len.hi);
+  std::uniform_int_distribution<int32_t> output_len(o.output_len.lo, o.output_len.hi);
+  std::uniform_int_distribution<int32_t> token(0, vocab - 1);
+  std::vector<WorkItem> work;
+  double t = 0.0;
+  for (int64_t i = 0; i < o.requests; ++i) {
+    if (!std::isinf(o.rate)) t += gap(rng);
+    WorkItem w{t, bos, 0};
+    const int32_t n = prompt_len(rng);
+    while (int32_t(w.prompt.size()) < n) w.prompt.push_back(token(rng));
+    w.output_len = output_len(rng);
+    work.push_back(std::move(w));
+  }
+  return work;
+}
+
+void check_context(const Options& o, int32_t context_length) {
+  if (o.prompt_len.hi + o.output_len.hi > context_length) {
+    throw Error("the longest prompt + output (" + std::to_string(o.prompt_len.hi + o.output_len.hi) +
+                " tokens) exceeds the model's context length " + std::to_string(context_length));
+  }
+}
+
+// ---- Driving a backend ----
+
+// What a backend reports for one request: times from when it was sent.
+struct Served {
+  double ttft_s;
+  double tpot_s;  // < 0 with one token
+  int32_t tokens;
+  int32_t preemptions;
+};
+
+struct Gauge {
+  int64_t pages_used, pages_total, generated_tokens;
+};
+
+struct Backend {
+  std::string name;
+  std::function<Served(const WorkItem&)> serve;  // sends one request and waits for it
+  std::function<Gauge()> gauge;
+};
+
+// Samples the KV cache and shows progress until stopped.
+class Monitor {
+ public:
+  Monitor(const Backend& backend, int64_t total, const std::atomic<int64_t>& done, Clock::time_point start)
+      : backend_(backend), done_(done), start_(start), progress_(backend.name, total),
+        thread_([this](std::stop_token stop) { run(stop); }) {}
+
+  KvSamples stop() {
+    thread_.request_stop();
+    thread_.join();
+    progress_.finish();
+    kv_.mean_utilization = samples_ ? utilization_sum_ / double(samples_) : 0.0;
+    return kv_;
+  }
+
+ private:
+  void run(std::stop_token stop) {
+    auto next_report = start_ + period();
+    while (!stop.stop_requested()) {
+      const Gauge g = backend_.gauge();
+      kv_.peak_pages = std::max(kv_.peak_pages, g.pages_used);
+      kv_.total_pages = g.pages_total;
+      utilization_sum_ += g.pages_total ? double(g.pages_used) / double(g.pages_total) : 0.0;
+      ++samples_;
+      const auto now = Clock::now();
+      if (now >= next_report) {
+        const double elapsed = std::chrono::duration<double>(now - start_).count();
+        progress_.update(done_.load(), elapsed, elapsed > 0 ? double(g.generated_tokens) / elapsed : 0.0,
+                         g.pages_total ? double(g.pages_used) / double(g.pages_total) : 0.0);
+        next_report = now + period();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  Clock::duration period() const {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(progress_.period_s()));
+  }
+
+  const Backend& backend_;
+  const std::atomic<int64_t>& done_;
+  Clock::time_point start_;
+  Progress progress_;
+  KvSamples kv_;
+  double utilization_sum_ = 0.0;
+  int64_t samples_ = 0;
+  std::jthread thread_;  // last: it starts once everything above is built
+};
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// User and system CPU time of the whole process so far.
+double process_cpu_s() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
+// `concurrency` clients take the requests in order; each waits for its request's arrival
+// time, sends it and waits for it. A request that arrives while every client is busy is sent
+// late: client-side queueing is not counted in its latency, as with a real client's pool.
+RunSummary drive(const Backend& backend, const std::vector<WorkItem>& work, int32_t concurrency) {
+  std::vector<RequestRecord> records(work.size());
+  std::atomic<int64_t> next{0}, done{0};
+  std::mutex error_mutex;
+  std::string error;
+  const double cpu_start = process_cpu_s();
+  const auto start = Clock::now();
+  Monitor monitor(backend, int64_t(work.size()), done, start);
+  auto client = [&] {
+    for (int64_t i = next++; i < int64_t(work.size()); i = next++) {
+      const WorkItem& w = work[size_t(i)];
+      std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(w.arrival_s)));
+      const auto sent = Clock::now();
+      try {
+        const Served s = backend.serve(w);
+        const auto now = Clock::now();
+        records[size_t(i)] = {s.ttft_s, s.tpot_s, seconds(now - sent), seconds(now - start), int32_t(w.prompt.size()),
+                              s.tokens, s.preemptions};
+      } catch (const std::exception& e) {
+        std::lock_guard lock(error_mutex);
+        if (error.empty()) error = e.what();
+      }
+      ++done;
+    }
+  };
+  std::vector<std::jthread> clients;
+  for (int32_t c = 0; c < concurrency; ++c) clients.emplace_back(client);
+  clients.clear();  // joins
+  const KvSamples kv = monitor.stop();
+  if (!error.empty()) throw Error(backend.name + ": " + error);
+  return summarize(backend.name, records, kv, process_cpu_s() - cpu_start);
+}
+
+SamplingParams sampling(const Options& o) {
+  SamplingParams p;
+  p.temperature = o.temperature;
+  p.seed = o.seed;
+  return p;
+}
+
+RunSummary run_continuous(const Options& o, const std::string& model_path) {
+  EngineConfig config;
+  config.model_path = model_path;
+  config.threads = o.threads;
+  config.kv_pages = o.kv_pages;
+  config.tokens_per_page = kTokensPerPage;
+  config.max_tokens_per_step = o.token_budget;
+  config.max_entries_per_step = o.max_running;  // room in a step for every running sequence
+  config.max_running = o.max_running;
+  config.prefill_chunk = o.prefill_chunk;
+  Engine engine(config);
+  check_context(o, engine.context_length());
+  const auto work = make_workload(o, engine.vocab_size(), engine.tokenize("", true));
+  Backend backend{"continuous",
+                  [&](const WorkItem& w) {
+                    Request r;
+                    r.prompt_ids = w.prompt;
+                    r.max_new_tokens = w.output_len;
+                    r.ignore_eos = true;
+                    r.sampling = sampling(o);
+                    const Completion c = engine.submit(std::move(r)).get();
+                    if (c.finish_reason != FinishReason::Length) {
+                      throw Error(std::string("a request finished with ") + finish_reason_name(c.finish_reason) + " " + c.error);
+                    }
+                    const int32_t n = int32_t(c.token_ids.size());
+                    return Served{c.time_to_first_token_s, n > 1 ? c.time_per_output_token_s : -1.0, n, c.preemptions};
+                  },
+                  [&] {
+                    const EngineMetrics m = engine.metrics();
+                    return Gauge{m.kv_pages_used, m.kv_pages_total, m.generated_tokens};
+                  }};
+  return drive(backend, work, o.concurrency);
+}
+
+RunSummary run_static(const Options& o, const std::string& model_path) {
+  const Model model = load_model(model_path);
+  ModelRunner runner(model, o.threads);
+  check_context(o, model.config.context_length);
+  const auto work = make_workload(o, model.config.vocab_size, model.tokenizer.encode("", true));
+  StaticBatcher batcher(runner, o.kv_pages, kTokensPerPage, o.concurrency, o.requests, sampling(o));
+  Backend backend{"static",
+                  [&](const WorkItem& w) {
+                    const auto sent = Clock::now();
+                    const TokenTimes t = batcher.submit(w.prompt, w.output_len).get();
+                    const double tpot = t.tokens > 1 ? seconds(t.last - t.first) / double(t.tokens - 1) : -1.0;
+                    return Served{seconds(t.first - sent), tpot, t.tokens, 0};
+                  },
+                  [&] { return Gauge{batcher.pages_used(), batcher.pages_total(), batcher.generated_tokens()}; }};
+  return drive(backend, work, o.concurrency);
+}
+
+std::string range_text(const Range& r) { return std::to_string(r.lo) + ":" + std::to_string(r.hi); }
+std::string rate_text(double rate) { return std::isinf(rate) ? "inf" : format("%g/s", rate); }
+
+void print_header(const Options& o, const std::string& model_path) {
+  std::printf("model     %s\n", model_path.c_str());
+  std::printf("workload  %lld requests, rate %s, concurrency %d, prompt %s, output %s, seed %llu, temp %g\n",
+              (long long)o.requests, rate_text(o.rate).c_str(), o.concurrency, range_text(o.prompt_len).c_str(),
+              range_text(o.output_len).c_str(), (unsigned long long)o.seed, double(o.temperature));
+  std::printf("engine    threads %s, kv-pages %d x %d tokens, max-running %d, token-budget %d, prefill-chunk %d\n\n",
+              o.threads ? std::to_string(o.threads).c_str() : "all", o.kv_pages, kTokensPerPage, o.max_running, o.token_budget, o.prefill_chunk);
+}
+
+void write_json(const Options& o, const std::string& model_path, const std::vector<RunSummary>& runs) {
+  nlohmann::json j;
+  j["model"] = model_path;
+  j["workload"] = {{"requests", o.requests},       {"rate", rate_text(o.rate)},
+                   {"concurrency", o.concurrency}, {"prompt_len", range_text(o.prompt_len)},
+                   {"output_len", range_text(o.output_len)}, {"seed", o.seed},
+                   {"temperature", o.temperature}};
+  j["engine"] = {{"threads", o.threads},         {"kv_pages", o.kv_pages},          {"tokens_per_page", kTokensPerPage},
+                 {"max_running", o.max_running}, {"token_budget", o.token_budget}, {"prefill_chunk", o.prefill_chunk}};
+  for (const RunSummary& s : runs) j["runs"][s.mode] = to_json(s);
+  if (runs.size() == 2) j["continuous_over_static"] = to_json(compare(runs[0], runs[1]));
+  std::ofstream out(o.json);
+  out << j.dump(2) << "\n";
+  if (!out) throw Error(o.json + ": cannot write");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    cli::Args args(argc, argv,
+                   {"--model", "--preset", "--model-dir", "--mode", "--requests", "--concurrency", "--rate",
+                    "--prompt-len", "--output-len", "--seed", "--temp", "--threads", "--kv-pages", "--max-running",
+                    "--token-budget", "--prefill-chunk", "--json"},
+                   {"--help"},
+                   {{"-m", "--model"}, {"-n", "--requests"}, {"-c", "--concurrency"}, {"-t", "--threads"}, {"-h", "--help"}});
+    if (args.has("--help")) {
+      std::cout << kUsage;
+      return 0;
+    }
+    const Options o = parse_options(args);
+    const std::string model_path = resolve_model(o);
+    std::vector<RunSummary> runs;
+    if (o.mode != "static") runs.push_back(run_continuous(o, model_path));
+    if (o.mode != "continuous") runs.push_back(run_static(o, model_path));
+    print_header(o, model_path);
+    print_table(runs);
+    if (runs.size() == 2) print_ratio(compare(runs[0], runs[1]));
+    if (!o.json.empty()) write_json(o, model_path, runs);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pagoda-loadgen: %s\n", e.what());
+    return 1;
+  }
+}
