@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <tbb/parallel_for.h>
+
 namespace pagoda {
 
 DecodeScheduler::DecodeScheduler(std::shared_ptr<Mailbox<DecodeMessage>> mailbox, ModelRunner& runner, KvView kv,
@@ -153,15 +155,23 @@ void DecodeScheduler::preempt(SequencePtr victim) {
 
 void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const std::vector<float>& logits) {
   const size_t vocab = size_t(runner_.config().vocab_size);
-  size_t row = 0;
+  sampling_.clear();
   for (const Planned& p : planned) {
     Sequence& seq = *p.seq;
     seq.n_cached += p.n_tokens;
     if (seq.n_cached < int32_t(seq.tokens.size())) continue;  // more prompt to come
-    const std::span<const float> row_logits(logits.data() + row++ * vocab, vocab);
     seq.status = SequenceStatus::Decoding;
-    append_token(seq, seq.sampler.sample(row_logits, seq.tokens));
+    sampling_.push_back({&seq, -1});
   }
+  // Each sequence samples with its own generator, so the rows are sampled side by side on the
+  // compute threads; streaming and stop rules then run here, in order.
+  runner_.arena().execute([&] {
+    tbb::parallel_for(size_t(0), sampling_.size(), [&](size_t i) {
+      Sequence& seq = *sampling_[i].seq;
+      sampling_[i].token = seq.sampler.sample(std::span(logits.data() + i * vocab, vocab), seq.tokens);
+    });
+  });
+  for (const Sampled& s : sampling_) append_token(*s.seq, s.token);
 }
 
 void DecodeScheduler::append_token(Sequence& seq, int32_t token) {

@@ -53,6 +53,11 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   int32_t slots_to_return_ = 0;
   size_t turn_ = 0;  // whose adapter's turn it is, without mixed-adapter batches
   std::vector<Planned> planned_;  // this step's entries; reused so steps do not allocate
+  struct Sampled {
+    Sequence* seq;
+    int32_t token;
+  };
+  std::vector<Sampled> sampling_;  // the step's rows of logits, in order
   Batch batch_;
   std::vector<float> logits_;
 };

@@ -35,6 +35,8 @@ class ModelRunner {
   const ModelConfig& config() const { return model_.config; }
   const Model& model() const { return model_; }
   int threads() const { return arena_.max_concurrency(); }
+  // The compute threads, for per-sequence work beside the forward pass (sampling).
+  tbb::task_arena& arena() { return arena_; }
 
   // Floating-point operations of one step over `batch` (matmuls and attention), for benchmarks.
   double flops(const Batch& batch) const;

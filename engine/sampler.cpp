@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/ops.h"
 #include "pagoda/error.h"
 
 namespace pagoda {
@@ -20,13 +21,7 @@ void SamplingParams::validate() const {
   if (repetition_window < 0) fail("repetition_window must be >= 0, got " + std::to_string(repetition_window));
 }
 
-int32_t argmax(std::span<const float> values) {
-  int32_t best = 0;
-  for (size_t i = 1; i < values.size(); ++i) {
-    if (values[i] > values[best]) best = static_cast<int32_t>(i);
-  }
-  return best;
-}
+int32_t argmax(std::span<const float> values) { return kernels::argmax(values.data(), int(values.size())); }
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) { params.validate(); }
 
@@ -37,11 +32,13 @@ float Sampler::uniform() {
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+  const bool penalized = params_.repetition_penalty != 1.0f && params_.repetition_window > 0;
+  if (params_.temperature == 0.0f && !penalized) return argmax(logits);  // no copy needed
   const auto n = static_cast<int32_t>(logits.size());
   candidates_.resize(n);
   for (int32_t i = 0; i < n; ++i) candidates_[i] = {i, logits[i]};
 
-  if (params_.repetition_penalty != 1.0f && params_.repetition_window > 0) {
+  if (penalized) {
     const size_t window = std::min<size_t>(history.size(), size_t(params_.repetition_window));
     std::vector<bool> seen(n, false);
     for (int32_t id : history.last(window)) {
