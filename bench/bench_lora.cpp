@@ -81,7 +81,7 @@ BENCHMARK(BM_LoraServing)
     ->Args({8, 0, 8})
     ->Args({64, 0, 64})
     ->Args({64, 1, 8})
-    ->Iterations(2)
+    ->Iterations(3)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
