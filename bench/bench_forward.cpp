@@ -70,6 +70,9 @@ void run_steps(benchmark::State& state, const std::string& name, int32_t batch_s
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsRate);
   state.counters["peak"] = benchmark::Counter(flops / peak_flops(), benchmark::Counter::kIsRate);
   state.counters["threads"] = l.runner.threads();
+  // Slots held but not filled: at most one partly filled page per sequence.
+  const double slots = double(pool.used_pages()) * kTokensPerPage;
+  state.counters["kv_waste"] = (slots - double(batch_size) * (n_cached + n_new)) / slots;
 }
 
 void BM_Decode(benchmark::State& state, const std::string& name) {
