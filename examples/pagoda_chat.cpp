@@ -27,6 +27,7 @@
 #include "engine/tokenizer.h"
 #include "examples/common/args.h"
 #include "examples/common/lora_flag.h"
+#include "examples/common/sampling_flags.h"
 #include "examples/common/chat_template.h"
 #include "examples/common/default_model.h"
 #include "pagoda/engine.h"
@@ -121,12 +122,9 @@ Options parse_options(const pagoda::cli::Args& args) {
     o.lora = pagoda::cli::parse_lora(loras.front());
   }
   pagoda::SamplingParams& s = o.sampling;
-  s.temperature = args.number("--temp", 0.8f);
-  s.top_k = args.number<int32_t>("--top-k", 40);
-  s.top_p = args.number("--top-p", 0.95f);
-  s.min_p = args.number("--min-p", 0.05f);
-  s.repetition_penalty = args.number("--repeat-penalty", 1.0f);
-  s.repetition_window = args.number<int32_t>("--repeat-last-n", 64);
+  s = pagoda::cli::sampling_from_flags(
+      args, {.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .repetition_penalty = 1.0f,
+             .repetition_window = 64});
   const int64_t seed = args.number<int64_t>("--seed", -1);
   if (seed < -1) throw pagoda::Error("--seed must be -1 (random) or >= 0");
   s.seed = seed == -1 ? std::random_device{}() : uint64_t(seed);

@@ -10,6 +10,7 @@
 
 #include "examples/common/args.h"
 #include "examples/common/lora_flag.h"
+#include "examples/common/sampling_flags.h"
 #include "pagoda/engine.h"
 
 namespace {
@@ -82,13 +83,7 @@ int main(int argc, char** argv) {
     auto model_path = args.get("--model");
     if (!model_path) throw pagoda::Error("-m MODEL is required (see --help)");
 
-    pagoda::SamplingParams sampling;
-    sampling.temperature = args.number("--temp", sampling.temperature);
-    sampling.top_k = args.number("--top-k", sampling.top_k);
-    sampling.top_p = args.number("--top-p", sampling.top_p);
-    sampling.min_p = args.number("--min-p", sampling.min_p);
-    sampling.repetition_penalty = args.number("--repeat-penalty", sampling.repetition_penalty);
-    sampling.repetition_window = args.number("--repeat-last-n", sampling.repetition_window);
+    pagoda::SamplingParams sampling = pagoda::cli::sampling_from_flags(args, {});
     sampling.seed = args.number<uint64_t>("--seed", 0);
 
     const auto jobs = read_jobs(args, args.number<int64_t>("--max-tokens", INT64_MAX),
