@@ -18,7 +18,7 @@ namespace pagoda {
 // when a UTF-8 character spans tokens, or while text is held back because it may be the start
 // of a stop string).
 struct StreamEvent {
-  int32_t token = -1;
+  int32_t token = -1;  // -1 for the last event when it only releases held-back text
   std::string text;
 };
 
