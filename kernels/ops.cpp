@@ -3,7 +3,9 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <limits>
 
 #include "kernels/dispatch.h"
 
@@ -29,10 +31,22 @@ void swiglu(const float* gate, const float* up, float* out, int n) {
 void softmax(float* x, int n) { detail::active_table().ops->softmax(x, n); }
 
 int argmax(const float* x, int n) {
-  int best = 0;
-  for (int i = 1; i < n; ++i)
-    if (x[i] > x[best]) best = i;
-  return best;
+  // Two passes: the largest value over independent lanes (so the loop vectorizes rather than
+  // waiting on one compare chain), then the first index holding it.
+  constexpr int kLanes = 16;
+  float lane_max[kLanes];
+  std::fill(lane_max, lane_max + kLanes, -std::numeric_limits<float>::infinity());
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane_max[j] = x[i + j] > lane_max[j] ? x[i + j] : lane_max[j];
+  }
+  float best = -std::numeric_limits<float>::infinity();
+  for (float v : lane_max) best = v > best ? v : best;
+  for (; i < n; ++i) best = x[i] > best ? x[i] : best;
+  for (int k = 0; k < n; ++k) {
+    if (x[k] == best) return k;
+  }
+  return 0;  // nothing compares (all NaN)
 }
 
 }  // namespace pagoda::kernels

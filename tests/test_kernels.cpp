@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <limits>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -288,6 +289,20 @@ TEST(Ops, ArgmaxTakesFirstMaximum) {
   const std::vector<float> x = {1.0f, 5.0f, -2.0f, 5.0f, 4.0f};
   EXPECT_EQ(argmax(x.data(), 5), 1);
   EXPECT_EQ(argmax(x.data(), 1), 0);
+  // Long rows go through the lanes: every position of the maximum, ties, and the tail.
+  for (int n : {16, 17, 33, 32000}) {
+    std::vector<float> values(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) values[size_t(i)] = float((i * 7919) % 1000) - 500.0f;
+    for (int at : {0, n / 3, n - 1}) {
+      std::vector<float> y = values;
+      y[size_t(at)] = 1000.0f;
+      EXPECT_EQ(argmax(y.data(), n), at) << "n " << n;
+      y[size_t(n - 1)] = 1000.0f;
+      EXPECT_EQ(argmax(y.data(), n), at) << "the first of two maxima, n " << n;
+    }
+  }
+  const std::vector<float> low(40, -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(argmax(low.data(), 40), 0);
 }
 
 // ---- RoPE ----
