@@ -28,12 +28,33 @@ void RequestHandle::cancel() {
   state_->notify_cancel();
 }
 
+namespace {
+
+// Seeing the end marker: put it back for any other reader, and remember it.
+void note_end(detail::RequestState& state, const std::optional<StreamEvent>& event) {
+  if (event) return;
+  state.stream_ended.store(true);
+  state.stream.enqueue(std::nullopt);
+}
+
+}  // namespace
+
 std::optional<StreamEvent> RequestHandle::next_token() {
   if (!state_->streaming) return std::nullopt;
   std::optional<StreamEvent> event;
   state_->stream.wait_dequeue(event);
-  if (!event) state_->stream.enqueue(std::nullopt);  // keep the end marker for later calls
+  note_end(*state_, event);
   return event;
 }
+
+std::optional<StreamEvent> RequestHandle::next_token(std::chrono::milliseconds timeout) {
+  if (!state_->streaming) return std::nullopt;
+  std::optional<StreamEvent> event;
+  if (!state_->stream.wait_dequeue_timed(event, timeout)) return std::nullopt;
+  note_end(*state_, event);
+  return event;
+}
+
+bool RequestHandle::stream_ended() const { return !state_->streaming || state_->stream_ended; }
 
 }  // namespace pagoda

@@ -13,11 +13,9 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -203,31 +201,6 @@ Vocabulary read_vocabulary(const std::string& path) {
   return v;
 }
 
-// The reply's text as the engine streams it on its scheduler thread, handed to the main thread,
-// which prints it and looks at the Ctrl-C flag in between.
-class ReplySink {
- public:
-  void push(const std::string& text) {
-    {
-      std::lock_guard lock(mutex_);
-      pending_ += text;
-    }
-    ready_.notify_one();
-  }
-
-  // What has arrived, waiting up to `wait` for something to.
-  std::string take(std::chrono::milliseconds wait) {
-    std::unique_lock lock(mutex_);
-    ready_.wait_for(lock, wait, [&] { return !pending_.empty(); });
-    return std::exchange(pending_, {});
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::string pending_;
-};
-
 void print(const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
@@ -235,16 +208,11 @@ void print(const std::string& text) {
 
 // Submits `r`, prints its text as it streams, and cancels it on Ctrl-C. Returns the completion.
 pagoda::Completion stream_reply(pagoda::Engine& engine, pagoda::Request r) {
-  auto sink = std::make_shared<ReplySink>();
-  r.on_token = [sink](const pagoda::StreamEvent& e) {
-    if (!e.text.empty()) sink->push(e.text);
-  };
+  r.stream = true;
   pagoda::RequestHandle handle = engine.submit(std::move(r));
-  for (bool done = false; !done;) {
-    // Every token's text is pushed before the future resolves, so once it has, one last take
-    // gets the rest.
-    done = handle.future().wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-    print(sink->take(std::chrono::milliseconds(done ? 0 : 50)));
+  // Waits for tokens a little at a time, so a Ctrl-C is seen within 50 ms.
+  while (!handle.stream_ended()) {
+    if (auto event = handle.next_token(std::chrono::milliseconds(50))) print(event->text);
     if (g_interrupted.load()) handle.cancel();
   }
   g_interrupted.store(false);  // that Ctrl-C was for this reply

@@ -167,6 +167,26 @@ TEST_F(EngineGolden, StreamsTokensAsTheyAreMade) {
   EXPECT_EQ(callback_text, c.text);
   EXPECT_EQ(c.text, cases_[0].text.substr(cases_[0].prompt.size())) << "the golden text continues the prompt";
   EXPECT_FALSE(h.next_token()) << "the stream stays ended";
+  EXPECT_TRUE(h.stream_ended());
+}
+
+// The pull stream with a timeout: nothing yet, then every token, then the end.
+TEST_F(EngineGolden, StreamWithATimeoutLetsTheReaderDoOtherThings) {
+  Engine engine({.model_path = model_, .threads = 2});
+  Request r = golden_request(cases_[0]);
+  r.stream = true;
+  std::latch go(1);
+  r.on_token = [&](const StreamEvent&) { go.wait(); };  // holds the first token back
+  RequestHandle h = engine.submit(r);
+  EXPECT_FALSE(h.next_token(std::chrono::milliseconds(20))) << "no token may come while the engine is held";
+  EXPECT_FALSE(h.stream_ended());
+  go.count_down();
+  std::vector<int32_t> pulled;
+  while (!h.stream_ended()) {
+    if (auto e = h.next_token(std::chrono::milliseconds(50)); e && e->token >= 0) pulled.push_back(e->token);
+  }
+  EXPECT_EQ(pulled, await(h).token_ids);
+  EXPECT_EQ(pulled, cases_[0].greedy_ids);
 }
 
 TEST_F(EngineGolden, StopStringsCutTheText) {

@@ -73,6 +73,10 @@ class RequestHandle {
 
   // With Request::stream: blocks for the next token; nullopt once the request has finished.
   std::optional<StreamEvent> next_token();
+  // The same, waiting at most `timeout`: nullopt when nothing came in time or the stream has
+  // ended (stream_ended() tells which), so a caller can look at other things between tokens.
+  std::optional<StreamEvent> next_token(std::chrono::milliseconds timeout);
+  bool stream_ended() const;
 
  private:
   std::shared_ptr<detail::RequestState> state_;
