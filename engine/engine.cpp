@@ -219,5 +219,17 @@ int32_t Engine::context_length() const { return impl_->model.config.context_leng
 int32_t Engine::vocab_size() const { return impl_->model.config.vocab_size; }
 int32_t Engine::eos_id() const { return impl_->model.tokenizer.eos_id(); }
 std::optional<std::string> Engine::chat_template() const { return impl_->chat_template; }
+bool Engine::add_bos() const { return impl_->model.tokenizer.add_bos(); }
+
+std::vector<Engine::SpecialToken> Engine::special_tokens() const {
+  const TokenizerVocab& v = impl_->model.tokenizer.vocab();
+  std::vector<SpecialToken> out;
+  for (size_t id = 0; id < v.tokens.size(); ++id) {
+    if (v.types[id] == TokenType::Control || v.types[id] == TokenType::UserDefined) {
+      out.push_back({v.tokens[id], int32_t(id)});
+    }
+  }
+  return out;
+}
 
 }  // namespace pagoda

@@ -21,8 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/gguf.h"
-#include "engine/tokenizer.h"
 #include "examples/common/args.h"
 #include "examples/common/lora_flag.h"
 #include "examples/common/sampling_flags.h"
@@ -182,21 +180,12 @@ struct Vocabulary {
   std::vector<pagoda::chat::Special> specials;
 };
 
-Vocabulary read_vocabulary(const std::string& path) {
-  std::optional<pagoda::Tokenizer> tok;
-  try {
-    tok.emplace(pagoda::Tokenizer::from_gguf(pagoda::GgufFile::open(path)));
-  } catch (const pagoda::Error&) {
-    return {};  // not GGUF, yet the engine loaded it: a llama2.c checkpoint, BOS first, no specials
-  }
+Vocabulary read_vocabulary(const pagoda::Engine& engine) {
   Vocabulary v;
-  v.add_bos = tok->add_bos();
-  v.eos_text = tok->vocab().tokens[size_t(tok->eos_id())];
-  for (size_t id = 0; id < tok->vocab().tokens.size(); ++id) {
-    const pagoda::TokenType type = tok->vocab().types[id];
-    if (type == pagoda::TokenType::Control || type == pagoda::TokenType::UserDefined) {
-      v.specials.push_back({tok->vocab().tokens[id], int32_t(id)});
-    }
+  v.add_bos = engine.add_bos();
+  for (const pagoda::Engine::SpecialToken& s : engine.special_tokens()) {
+    v.specials.push_back({s.piece, s.id});
+    if (s.id == engine.eos_id()) v.eos_text = s.piece;
   }
   return v;
 }
@@ -489,7 +478,7 @@ int main(int argc, char** argv) {
     const std::string model = model_path(opt);
     pagoda::Engine engine(engine_config(opt, model));
     if (opt.lora) engine.load_adapter(opt.lora->name, opt.lora->path, opt.lora->scale);
-    Vocabulary vocab = read_vocabulary(model);
+    Vocabulary vocab = read_vocabulary(engine);
     auto tmpl = chat_template(engine, vocab);
     Chat chat(engine, opt, context_size(engine, opt), std::move(vocab), std::move(tmpl));
     install_sigint_handler();

@@ -331,6 +331,16 @@ TEST(Engine, UnknownAdapterFailsThatRequestAlone) {
   EXPECT_EQ(await(g).token_ids.size(), 3u);
 }
 
+TEST_F(EngineGolden, TellsItsVocabulary) {
+  Engine engine({.model_path = model_, .threads = 1});
+  EXPECT_TRUE(engine.add_bos());
+  EXPECT_EQ(engine.tokenize(cases_[0].prompt, true), cases_[0].prompt_ids);
+  EXPECT_EQ(engine.eos_id(), 2);
+  std::map<std::string, int32_t> specials;
+  for (const auto& s : engine.special_tokens()) specials[s.piece] = s.id;
+  EXPECT_EQ(specials, (std::map<std::string, int32_t>{{"<s>", 1}, {"</s>", 2}}));
+}
+
 TEST(Engine, BadConfigAndModelAreRefused) {
   EXPECT_THROW(Engine({.model_path = test::scratch_path("missing.gguf")}), Error);
   EXPECT_THROW(Engine({.model_path = test::tiny_gqa_model(), .tokens_per_page = 0}), Error);

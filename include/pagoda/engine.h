@@ -98,6 +98,15 @@ class Engine {
   int32_t eos_id() const;
   // GGUF tokenizer.chat_template, when the model has one.
   std::optional<std::string> chat_template() const;
+  // Whether tokenize(text, true) puts BOS first (GGUF tokenizer.ggml.add_bos_token).
+  bool add_bos() const;
+  // The control and user-defined tokens, as the vocabulary spells them ("<|im_start|>"), for
+  // applications that lay out chat templates themselves.
+  struct SpecialToken {
+    std::string piece;
+    int32_t id;
+  };
+  std::vector<SpecialToken> special_tokens() const;
 
  private:
   struct Impl;
