@@ -10,8 +10,8 @@
 #include "actors/actor.h"
 #include "actors/messages.h"
 #include "actors/page_pool_actor.h"
-#include "engine/metrics_board.h"
-#include "engine/model_runner.h"
+#include "engine/request/metrics_board.h"
+#include "engine/forward/model_runner.h"
 #include "pagoda/engine.h"
 
 namespace pagoda {

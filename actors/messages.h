@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "actors/reply.h"
-#include "engine/lora_adapter.h"
-#include "engine/sequence.h"
+#include "engine/lora/lora_adapter.h"
+#include "engine/request/sequence.h"
 
 namespace pagoda {
 

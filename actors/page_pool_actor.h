@@ -8,8 +8,8 @@
 
 #include "actors/actor.h"
 #include "actors/messages.h"
-#include "engine/metrics_board.h"
-#include "engine/page_pool.h"
+#include "engine/request/metrics_board.h"
+#include "engine/kv/page_pool.h"
 
 namespace pagoda {
 

@@ -9,7 +9,7 @@
 #include "actors/actor.h"
 #include "actors/messages.h"
 #include "actors/page_pool_actor.h"
-#include "engine/metrics_board.h"
+#include "engine/request/metrics_board.h"
 
 namespace pagoda {
 

@@ -21,8 +21,8 @@
 #include "actors/mailbox.h"
 #include "actors/page_pool_actor.h"
 #include "actors/reply.h"
-#include "engine/batch.h"
-#include "engine/sequence.h"
+#include "engine/forward/batch.h"
+#include "engine/request/sequence.h"
 #include "pagoda/engine.h"
 
 namespace {

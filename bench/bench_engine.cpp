@@ -9,9 +9,9 @@
 #include <filesystem>
 
 #include "bench/bench_models.h"
-#include "engine/model.h"
-#include "engine/reference_model.h"
-#include "engine/sampler.h"
+#include "engine/model/model.h"
+#include "engine/model/reference_model.h"
+#include "engine/request/sampler.h"
 #include "pagoda/engine.h"
 
 namespace {

@@ -12,7 +12,7 @@
 
 #include "bench/bench_models.h"
 #include "bench/fma_peak.h"
-#include "engine/model_runner.h"
+#include "engine/forward/model_runner.h"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "bench/bench_models.h"
-#include "engine/lora_synth.h"
-#include "engine/model.h"
+#include "engine/synth/lora_synth.h"
+#include "engine/model/model.h"
 #include "pagoda/engine.h"
 
 namespace {

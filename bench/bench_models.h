@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/synth.h"
+#include "engine/synth/synth.h"
 
 namespace pagoda::bench {
 

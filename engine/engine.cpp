@@ -10,10 +10,10 @@
 #include "actors/lora_router.h"
 #include "actors/page_pool_actor.h"
 #include "actors/prefill_scheduler.h"
-#include "engine/gguf.h"
-#include "engine/lora_adapter.h"
-#include "engine/model.h"
-#include "engine/model_runner.h"
+#include "engine/gguf/gguf.h"
+#include "engine/lora/lora_adapter.h"
+#include "engine/model/model.h"
+#include "engine/forward/model_runner.h"
 #include "pagoda/error.h"
 
 namespace pagoda {

@@ -1,4 +1,4 @@
-#include "engine/request_state.h"
+#include "engine/request/request_state.h"
 #include "pagoda/request.h"
 
 namespace pagoda {

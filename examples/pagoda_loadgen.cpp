@@ -20,8 +20,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "engine/model.h"
-#include "engine/synth.h"
+#include "engine/model/model.h"
+#include "engine/synth/synth.h"
 #include "examples/common/args.h"
 #include "examples/common/load_report.h"
 #include "examples/common/progress.h"

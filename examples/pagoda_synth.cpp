@@ -8,9 +8,9 @@
 #include <iostream>
 #include <span>
 
-#include "engine/lora_synth.h"
-#include "engine/model.h"
-#include "engine/synth.h"
+#include "engine/synth/lora_synth.h"
+#include "engine/model/model.h"
+#include "engine/synth/synth.h"
 #include "examples/common/args.h"
 
 namespace {

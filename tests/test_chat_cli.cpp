@@ -22,11 +22,11 @@
 #include <thread>
 #include <vector>
 
-#include "engine/gguf.h"
-#include "engine/gguf_writer.h"
-#include "engine/lora_synth.h"
-#include "engine/model.h"
-#include "engine/tokenizer.h"
+#include "engine/gguf/gguf.h"
+#include "engine/gguf/gguf_writer.h"
+#include "engine/synth/lora_synth.h"
+#include "engine/model/model.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "examples/common/chat_template.h"
 #include "examples/common/default_model.h"
 #include "pagoda/engine.h"

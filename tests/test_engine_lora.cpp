@@ -6,10 +6,10 @@
 #include <fstream>
 #include <latch>
 
-#include "engine/lora_adapter.h"
-#include "engine/lora_synth.h"
-#include "engine/reference_model.h"
-#include "engine/sampler.h"
+#include "engine/lora/lora_adapter.h"
+#include "engine/synth/lora_synth.h"
+#include "engine/model/reference_model.h"
+#include "engine/request/sampler.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 #include "support/lora_support.h"

@@ -11,9 +11,9 @@
 #include <optional>
 #include <random>
 
-#include "engine/gguf.h"
-#include "engine/gguf_writer.h"
-#include "engine/mapped_file.h"
+#include "engine/gguf/gguf.h"
+#include "engine/gguf/gguf_writer.h"
+#include "engine/gguf/mapped_file.h"
 #include "pagoda/error.h"
 #include "support/test_support.h"
 

@@ -10,11 +10,11 @@
 #include <map>
 #include <optional>
 
-#include "engine/gguf.h"
-#include "engine/gguf_writer.h"
-#include "engine/lora_adapter.h"
-#include "engine/lora_synth.h"
-#include "engine/model.h"
+#include "engine/gguf/gguf.h"
+#include "engine/gguf/gguf_writer.h"
+#include "engine/lora/lora_adapter.h"
+#include "engine/synth/lora_synth.h"
+#include "engine/model/model.h"
 #include "pagoda/error.h"
 #include "support/test_support.h"
 

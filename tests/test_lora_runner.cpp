@@ -6,9 +6,9 @@
 
 #include <random>
 
-#include "engine/model_runner.h"
-#include "engine/reference_model.h"
-#include "engine/sampler.h"
+#include "engine/forward/model_runner.h"
+#include "engine/model/reference_model.h"
+#include "engine/request/sampler.h"
 #include "support/batch_driver.h"
 #include "support/lora_support.h"
 #include "support/test_support.h"

@@ -8,12 +8,12 @@
 #include <fstream>
 #include <functional>
 
-#include "engine/gguf.h"
-#include "engine/gguf_writer.h"
-#include "engine/model.h"
-#include "engine/reference_model.h"
-#include "engine/sampler.h"
-#include "engine/synth.h"
+#include "engine/gguf/gguf.h"
+#include "engine/gguf/gguf_writer.h"
+#include "engine/model/model.h"
+#include "engine/model/reference_model.h"
+#include "engine/request/sampler.h"
+#include "engine/synth/synth.h"
 #include "pagoda/error.h"
 #include "support/test_support.h"
 

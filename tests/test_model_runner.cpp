@@ -5,9 +5,9 @@
 
 #include <cmath>
 
-#include "engine/model_runner.h"
-#include "engine/reference_model.h"
-#include "engine/sampler.h"
+#include "engine/forward/model_runner.h"
+#include "engine/model/reference_model.h"
+#include "engine/request/sampler.h"
 #include "kernels/cpu_features.h"
 #include "pagoda/error.h"
 #include "support/batch_driver.h"

@@ -4,8 +4,8 @@
 #include <random>
 #include <set>
 
-#include "engine/block_table.h"
-#include "engine/page_pool.h"
+#include "engine/kv/block_table.h"
+#include "engine/kv/page_pool.h"
 #include "pagoda/error.h"
 
 namespace pagoda {

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "engine/sampler.h"
+#include "engine/request/sampler.h"
 #include "pagoda/error.h"
 
 namespace pagoda {

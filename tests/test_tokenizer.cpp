@@ -21,9 +21,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/gguf.h"
-#include "engine/gguf_writer.h"
-#include "engine/tokenizer.h"
+#include "engine/gguf/gguf.h"
+#include "engine/gguf/gguf_writer.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "pagoda/error.h"
 #include "support/test_support.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <system_error>
 
-#include "engine/synth.h"
+#include "engine/synth/synth.h"
 
 namespace pagoda::cli {
 

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "actors/mailbox.h"
-#include "engine/model_runner.h"
-#include "engine/page_pool.h"
-#include "engine/sampler.h"
+#include "engine/forward/model_runner.h"
+#include "engine/kv/page_pool.h"
+#include "engine/request/sampler.h"
 #include "pagoda/error.h"
 
 namespace pagoda::loadgen {

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "engine/sampler.h"
+#include "engine/request/sampler.h"
 
 namespace pagoda::test {
 

@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "engine/model_runner.h"
-#include "engine/page_pool.h"
+#include "engine/forward/model_runner.h"
+#include "engine/kv/page_pool.h"
 
 namespace pagoda::test {
 

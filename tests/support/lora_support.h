@@ -3,8 +3,8 @@
 
 #include <cstdint>
 
-#include "engine/lora_adapter.h"
-#include "engine/model.h"
+#include "engine/lora/lora_adapter.h"
+#include "engine/model/model.h"
 
 namespace pagoda::test {
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/synth.h"
+#include "engine/synth/synth.h"
 
 namespace pagoda::test {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/model_config.h"
+#include "engine/model/model_config.h"
 #include "pagoda/request.h"
 
 namespace pagoda::test {

@@ -1,0 +1,277 @@
+#include "engine/forward/model_runner.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
+#include <cmath>
+#include <string>
+
+#include "kernels/attention.h"
+#include "kernels/ops.h"
+#include "kernels/rope.h"
+#include "pagoda/error.h"
+
+namespace pagoda {
+
+namespace {
+
+// Rows [first, first + n) of several [out][in] matrices stacked into one, so that one GEMM
+// computes them all.
+kernels::PackedMatrix pack_stacked(std::initializer_list<const std::vector<float>*> parts, int n_in) {
+  std::vector<float> stacked;
+  for (const auto* p : parts) stacked.insert(stacked.end(), p->begin(), p->end());
+  return kernels::PackedMatrix::pack(stacked.data(), int(stacked.size() / n_in), n_in);
+}
+
+// Query tokens per attention task: small enough to spread a long prefill chunk over the cores.
+constexpr int32_t kAttentionChunk = 16;
+// Multiply-adds of a layer's attention below which it runs on the calling thread.
+constexpr double kParallelAttentionWork = 64 * 1024;
+
+#if defined(__SANITIZE_THREAD__)
+// Debian's oneTBB is not built with ThreadSanitizer, so TSan cannot see the synchronization
+// inside its scheduler and would flag every hand-off between workers. Under TSan the forward
+// pass stays on the calling thread; what TSan checks is then the actor layer, which is ours.
+constexpr int kMaxComputeThreads = 1;
+#else
+constexpr int kMaxComputeThreads = 0;  // no cap
+#endif
+
+int arena_threads(int requested) {
+  if (kMaxComputeThreads > 0) return kMaxComputeThreads;
+  return requested > 0 ? requested : tbb::task_arena::automatic;
+}
+
+}  // namespace
+
+ModelRunner::ModelRunner(const Model& model, int threads)
+    : model_(model),
+      arena_(arena_threads(threads)),
+      rope_(model.config.context_length, model.config.head_dim(), model.config.rope_theta) {
+  const ModelConfig& c = model.config;
+  arena_.execute([&] {
+    layers_.resize(c.n_layers);
+    tbb::parallel_for(0, c.n_layers, [&](int l) {
+      const LayerWeights& w = model.weights.layers[l];
+      layers_[l].qkv = pack_stacked({&w.attn_q, &w.attn_k, &w.attn_v}, c.dim);
+      layers_[l].output = kernels::PackedMatrix::pack(w.attn_output.data(), c.dim, c.n_heads * c.head_dim());
+      layers_[l].gate_up = pack_stacked({&w.ffn_gate, &w.ffn_up}, c.dim);
+      layers_[l].down = kernels::PackedMatrix::pack(w.ffn_down.data(), c.dim, c.ffn_dim);
+    });
+    classifier_ = kernels::PackedMatrix::pack(model.weights.output.data(), c.vocab_size, c.dim);
+  });
+}
+
+void ModelRunner::validate(const Batch& batch, const KvView& kv) const {
+  const ModelConfig& c = model_.config;
+  if (kv.layout.n_layers != c.n_layers || kv.layout.n_kv_heads != c.n_kv_heads || kv.layout.head_dim != c.head_dim()) {
+    throw Error("forward: the KV cache layout does not match the model");
+  }
+  for (const BatchEntry& e : batch.entries) {
+    const int64_t end = int64_t(e.n_cached) + int64_t(e.tokens.size());
+    if (e.tokens.empty() || e.n_cached < 0 || !e.block_table) throw Error("forward: an empty or malformed batch entry");
+    if (end > c.context_length) {
+      throw Error("forward: position " + std::to_string(end - 1) + " is past the context length " + std::to_string(c.context_length));
+    }
+    if (end > e.block_table->capacity_tokens()) throw Error("forward: the block table has no page for position " + std::to_string(end - 1));
+    for (int32_t t : e.tokens) {
+      if (t < 0 || t >= c.vocab_size) throw Error("forward: token id " + std::to_string(t) + " is outside the vocabulary");
+    }
+  }
+}
+
+void ModelRunner::prepare(const Batch& batch) {
+  tokens_.clear();
+  entry_start_.clear();
+  logit_rows_.clear();
+  attention_work_ = 0.0;
+  for (int32_t e = 0; e < int32_t(batch.entries.size()); ++e) {
+    const BatchEntry& entry = batch.entries[e];
+    entry_start_.push_back(int32_t(tokens_.size()));
+    for (int32_t i = 0; i < int32_t(entry.tokens.size()); ++i) {
+      tokens_.push_back({e, entry.n_cached + i});
+      attention_work_ += 2.0 * (entry.n_cached + i + 1) * model_.config.n_heads * model_.config.head_dim();
+    }
+    if (entry.needs_logits) logit_rows_.push_back(int32_t(tokens_.size()) - 1);
+  }
+  entry_start_.push_back(int32_t(tokens_.size()));
+  attention_chunks_.clear();
+  for (size_t e = 0; e + 1 < entry_start_.size(); ++e) {
+    for (int32_t t = entry_start_[e]; t < entry_start_[e + 1]; t += kAttentionChunk) {
+      attention_chunks_.push_back({t, std::min(t + kAttentionChunk, entry_start_[e + 1])});
+    }
+  }
+
+  lora_segments_.clear();
+  lora_stride_ = 0;
+  for (size_t e = 0; e < batch.entries.size(); ++e) {
+    const LoraWeights* lora = batch.entries[e].lora;
+    if (!lora) continue;
+    // Neighbouring entries on one adapter form one segment: one pair of GEMMs for all.
+    if (!lora_segments_.empty() && lora_segments_.back().lora == lora && lora_segments_.back().end == entry_start_[e]) {
+      lora_segments_.back().end = entry_start_[e + 1];
+    } else {
+      lora_segments_.push_back({entry_start_[e], entry_start_[e + 1], lora});
+    }
+    lora_stride_ = std::max(lora_stride_, lora->max_rank());
+  }
+
+  const ModelConfig& c = model_.config;
+  const size_t n = tokens_.size();
+  lora_tmp_.resize(n * size_t(lora_stride_));
+  const size_t q_dim = size_t(c.n_heads) * c.head_dim();
+  x_.resize(n * c.dim);
+  xb_.resize(n * c.dim);
+  qkv_.resize(n * (q_dim + 2 * c.kv_dim()));
+  att_.resize(n * q_dim);
+  ffn_.resize(n * 2 * c.ffn_dim);
+  hidden_.resize(n * c.ffn_dim);
+  final_.resize(logit_rows_.size() * c.dim);
+}
+
+void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<float>& logits) {
+  validate(batch, kv);
+  prepare(batch);
+  const ModelConfig& c = model_.config;
+  const int32_t n = int32_t(tokens_.size());
+  const int32_t dim = c.dim, ffn = c.ffn_dim, q_dim = c.n_heads * c.head_dim();
+
+  arena_.execute([&] {
+    for (int32_t e = 0; e < int32_t(batch.entries.size()); ++e) {
+      const auto& tokens = batch.entries[e].tokens;
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        std::copy_n(model_.weights.token_embd.begin() + size_t(tokens[i]) * dim, dim,
+                    x_.begin() + (size_t(entry_start_[e]) + i) * dim);
+      }
+    }
+    for (int32_t l = 0; l < c.n_layers; ++l) {
+      const LayerWeights& w = model_.weights.layers[l];
+      const PackedLayer& p = layers_[l];
+      kernels::rmsnorm_rows(x_.data(), dim, w.attn_norm.data(), xb_.data(), dim, n, dim, c.norm_eps);
+      kernels::matmul(xb_.data(), n, dim, p.qkv, qkv_.data(), p.qkv.rows());
+      apply_lora(l, LoraProjection::Q, xb_.data(), dim, qkv_.data(), p.qkv.rows());
+      apply_lora(l, LoraProjection::K, xb_.data(), dim, qkv_.data() + q_dim, p.qkv.rows());
+      apply_lora(l, LoraProjection::V, xb_.data(), dim, qkv_.data() + q_dim + c.kv_dim(), p.qkv.rows());
+      attention_layer(batch, kv, l);
+      kernels::matmul_accumulate(att_.data(), n, p.output.cols(), p.output, x_.data(), dim);
+      apply_lora(l, LoraProjection::Output, att_.data(), q_dim, x_.data(), dim);
+
+      kernels::rmsnorm_rows(x_.data(), dim, w.ffn_norm.data(), xb_.data(), dim, n, dim, c.norm_eps);
+      kernels::matmul(xb_.data(), n, dim, p.gate_up, ffn_.data(), 2 * ffn);
+      apply_lora(l, LoraProjection::Gate, xb_.data(), dim, ffn_.data(), 2 * ffn);
+      apply_lora(l, LoraProjection::Up, xb_.data(), dim, ffn_.data() + ffn, 2 * ffn);
+      tbb::parallel_for(tbb::blocked_range<int32_t>(0, n, 8), [&](const tbb::blocked_range<int32_t>& r) {
+        for (int32_t t = r.begin(); t < r.end(); ++t) {
+          const float* gate = ffn_.data() + size_t(t) * 2 * ffn;
+          kernels::swiglu(gate, gate + ffn, hidden_.data() + size_t(t) * ffn, ffn);
+        }
+      });
+      kernels::matmul_accumulate(hidden_.data(), n, ffn, p.down, x_.data(), dim);
+      apply_lora(l, LoraProjection::Down, hidden_.data(), ffn, x_.data(), dim);
+    }
+
+    const int32_t rows = int32_t(logit_rows_.size());
+    for (int32_t r = 0; r < rows; ++r) {
+      std::copy_n(x_.begin() + size_t(logit_rows_[r]) * dim, dim, final_.begin() + size_t(r) * dim);
+    }
+    kernels::rmsnorm_rows(final_.data(), dim, model_.weights.output_norm.data(), final_.data(), dim, rows, dim, c.norm_eps);
+    logits.resize(size_t(rows) * c.vocab_size);
+    kernels::matmul(final_.data(), rows, dim, classifier_, logits.data(), c.vocab_size);
+  });
+}
+
+void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t layer) {
+  const ModelConfig& c = model_.config;
+  const int32_t head_dim = c.head_dim(), group = c.group_size();
+  const int32_t q_dim = c.n_heads * head_dim, kv_dim = c.kv_dim(), row = q_dim + 2 * kv_dim;
+  const int32_t tpp = kv.layout.tokens_per_page;
+  const int32_t n = int32_t(tokens_.size());
+
+  // RoPE on Q and K, then K and V straight into their page slots.
+  tbb::parallel_for(tbb::blocked_range<int32_t>(0, n, 4), [&](const tbb::blocked_range<int32_t>& r) {
+    for (int32_t t = r.begin(); t < r.end(); ++t) {
+      const TokenRef ref = tokens_[t];
+      float* q = qkv_.data() + size_t(t) * row;
+      float* k = q + q_dim;
+      const float* v = k + kv_dim;
+      rope_.apply(q, c.n_heads, ref.position);
+      rope_.apply(k, c.n_kv_heads, ref.position);
+      const BlockTable& bt = *batch.entries[ref.entry].block_table;
+      const int32_t page = bt.pages()[ref.position / tpp];
+      const size_t slot = size_t(ref.position % tpp) * head_dim;
+      for (int32_t h = 0; h < c.n_kv_heads; ++h) {
+        std::copy_n(k + h * head_dim, head_dim, kv.block(page, layer, 0, h) + slot);
+        std::copy_n(v + h * head_dim, head_dim, kv.block(page, layer, 1, h) + slot);
+      }
+    }
+  });
+
+  // One task per (chunk of an entry's query tokens, KV head); each query token attends to its
+  // own prefix, page by page, in position order.
+  struct PagePointers {
+    std::vector<const float*> k, v;
+  };
+  static thread_local PagePointers pointers;
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+  const int32_t n_items = int32_t(attention_chunks_.size());
+  auto attend = [&](const tbb::blocked_range<int32_t>& r) {
+    for (int32_t item = r.begin(); item < r.end(); ++item) {
+      const AttentionChunk chunk = attention_chunks_[item / c.n_kv_heads];
+      const int32_t h = item % c.n_kv_heads;
+      const BatchEntry& entry = batch.entries[tokens_[chunk.begin].entry];
+      const int32_t n_pages = tokens_[chunk.end - 1].position / tpp + 1;
+      pointers.k.resize(n_pages);
+      pointers.v.resize(n_pages);
+      for (int32_t i = 0; i < n_pages; ++i) {
+        pointers.k[i] = kv.block(entry.block_table->pages()[i], layer, 0, h);
+        pointers.v[i] = kv.block(entry.block_table->pages()[i], layer, 1, h);
+      }
+      for (int32_t t = chunk.begin; t < chunk.end; ++t) {
+        const float* q = qkv_.data() + size_t(t) * row + size_t(h) * group * head_dim;
+        float* out = att_.data() + size_t(t) * q_dim + size_t(h) * group * head_dim;
+        kernels::paged_attention(q, group, head_dim, tokens_[t].position + 1, pointers.k.data(), pointers.v.data(), tpp,
+                                 scale, out);
+      }
+    }
+  };
+  const tbb::blocked_range<int32_t> all(0, n_items * c.n_kv_heads);
+  // A small step's attention (one short sequence, say) costs less than waking the workers.
+  if (attention_work_ < kParallelAttentionWork) {
+    attend(all);
+  } else {
+    tbb::parallel_for(all, attend);
+  }
+}
+
+void ModelRunner::apply_lora(int32_t layer, LoraProjection p, const float* in, int ld_in, float* out, int ld_out) {
+  if (lora_segments_.empty()) return;
+  // Segments are independent rows, so they run side by side; each row's delta is computed the
+  // same way whatever else is in the batch (Punica's SGMV, on the row-invariant GEMM).
+  tbb::parallel_for(size_t(0), lora_segments_.size(), [&](size_t s) {
+    const LoraSegment& seg = lora_segments_[s];
+    const LoraWeights::Target* t = seg.lora->target(layer, p);
+    if (!t) return;
+    const int rows = seg.end - seg.begin;
+    float* tmp = lora_tmp_.data() + size_t(seg.begin) * lora_stride_;
+    kernels::matmul(in + size_t(seg.begin) * ld_in, rows, ld_in, t->a, tmp, lora_stride_);
+    kernels::matmul_accumulate(tmp, rows, lora_stride_, t->b, out + size_t(seg.begin) * ld_out, ld_out);
+  });
+}
+
+double ModelRunner::flops(const Batch& batch) const {
+  const ModelConfig& c = model_.config;
+  const double q_dim = double(c.n_heads) * c.head_dim();
+  const double per_token_layer = 2.0 * c.dim * (q_dim + 2.0 * c.kv_dim()) + 2.0 * q_dim * c.dim + 2.0 * 3.0 * c.dim * c.ffn_dim;
+  double total = 0.0;
+  for (const BatchEntry& e : batch.entries) {
+    for (size_t i = 0; i < e.tokens.size(); ++i) {
+      const double ctx = double(e.n_cached) + double(i) + 1.0;
+      total += c.n_layers * (per_token_layer + 4.0 * q_dim * ctx);
+    }
+    if (e.needs_logits) total += 2.0 * c.dim * c.vocab_size;
+  }
+  return total;
+}
+
+}  // namespace pagoda

@@ -1,0 +1,87 @@
+#pragma once
+// The batched forward pass over a paged KV cache: one call runs one step for a whole
+// continuous batch (prefill chunks and decodes together) and returns logits only for the rows
+// that need them.
+//
+// Batch invariance: a sequence's logits are bit-for-bit the same whatever else is in the
+// batch, however its prompt was chunked, and whatever the thread count, because every kernel
+// computes each row (and each query token's attention) with a fixed reduction order.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <tbb/task_arena.h>
+
+#include "engine/forward/batch.h"
+#include "engine/model/model.h"
+#include "kernels/gemm.h"
+#include "kernels/rope.h"
+
+namespace pagoda {
+
+class ModelRunner {
+ public:
+  // Packs the model's weights for the active kernels. `threads` bounds the task arena the
+  // step runs in (0 = all cores). The Model must outlive the runner.
+  ModelRunner(const Model& model, int threads = 0);
+
+  // Runs one step: writes the new tokens' keys and values into their pages in `kv` and fills
+  // `logits` with one row of vocab_size floats for each entry with needs_logits, in entry
+  // order. Throws pagoda::Error on an inconsistent batch (positions beyond the context or the
+  // block table, token ids outside the vocabulary).
+  void forward(const Batch& batch, const KvView& kv, std::vector<float>& logits);
+
+  const ModelConfig& config() const { return model_.config; }
+  const Model& model() const { return model_; }
+  int threads() const { return arena_.max_concurrency(); }
+  // The compute threads, for per-sequence work beside the forward pass (sampling).
+  tbb::task_arena& arena() { return arena_; }
+
+  // Floating-point operations of one step over `batch` (matmuls and attention), for benchmarks.
+  double flops(const Batch& batch) const;
+
+ private:
+  struct PackedLayer {
+    kernels::PackedMatrix qkv;      // [q_dim + 2 kv_dim][dim]: Q, K and V in one GEMM
+    kernels::PackedMatrix output;   // [dim][q_dim]
+    kernels::PackedMatrix gate_up;  // [2 ffn][dim]: gate rows, then up rows
+    kernels::PackedMatrix down;     // [dim][ffn]
+  };
+
+  void validate(const Batch& batch, const KvView& kv) const;
+  void prepare(const Batch& batch);
+  void attention_layer(const Batch& batch, const KvView& kv, int32_t layer);
+  // Adds the LoRA deltas of projection `p` to `out` for the rows whose entry has an adapter.
+  void apply_lora(int32_t layer, LoraProjection p, const float* in, int ld_in, float* out, int ld_out);
+
+  const Model& model_;
+  tbb::task_arena arena_;
+  std::vector<PackedLayer> layers_;
+  kernels::PackedMatrix classifier_;
+  kernels::RopeTable rope_;
+
+  // Per-step scratch, grown on demand and reused, so steady-state steps do not allocate.
+  struct TokenRef {
+    int32_t entry;
+    int32_t position;
+  };
+  std::vector<TokenRef> tokens_;     // every new token of the step, entry by entry
+  std::vector<int32_t> entry_start_; // first row of each entry in tokens_
+  std::vector<int32_t> logit_rows_;  // rows of tokens_ that need logits
+  struct AttentionChunk {
+    int32_t begin, end;  // rows of tokens_, all of one entry
+  };
+  std::vector<AttentionChunk> attention_chunks_;
+  double attention_work_ = 0.0;  // multiply-adds of one layer's attention this step
+  struct LoraSegment {
+    int32_t begin, end;  // rows of tokens_ that share one adapter
+    const LoraWeights* lora;
+  };
+  std::vector<LoraSegment> lora_segments_;
+  std::vector<float> lora_tmp_;  // [row][max rank]: x·Aᵀ of each segment
+  int32_t lora_stride_ = 0;
+  std::vector<float> x_, xb_, qkv_, att_, ffn_, hidden_, final_;
+};
+
+}  // namespace pagoda

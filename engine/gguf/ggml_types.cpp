@@ -1,0 +1,187 @@
+#include "engine/gguf/ggml_types.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "pagoda/error.h"
+
+namespace pagoda {
+
+namespace {
+
+constexpr uint64_t kMaxDims = 4;  // ggml's GGML_MAX_DIMS
+
+}  // namespace
+
+const char* ggml_type_name(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32: return "F32";
+    case GgmlType::F16: return "F16";
+    case GgmlType::Q8_0: return "Q8_0";
+    case GgmlType::BF16: return "BF16";
+  }
+  return "unknown";
+}
+
+bool ggml_type_supported(uint32_t id) {
+  switch (static_cast<GgmlType>(id)) {
+    case GgmlType::F32: case GgmlType::F16: case GgmlType::Q8_0: case GgmlType::BF16: return true;
+  }
+  return false;
+}
+
+uint64_t ggml_type_bytes(GgmlType type, uint64_t n_elements) {
+  uint64_t block_elements = 1, block_bytes = 0;
+  switch (type) {
+    case GgmlType::F32: block_bytes = 4; break;
+    case GgmlType::F16: case GgmlType::BF16: block_bytes = 2; break;
+    case GgmlType::Q8_0: block_elements = kQ8_0BlockElements, block_bytes = kQ8_0BlockBytes; break;
+    default: throw Error("unsupported tensor type " + std::to_string(uint32_t(type)));
+  }
+  if (n_elements % block_elements != 0) {
+    throw Error(std::string(ggml_type_name(type)) + " needs a multiple of " + std::to_string(block_elements) +
+                " values, not " + std::to_string(n_elements));
+  }
+  const uint64_t blocks = n_elements / block_elements;
+  if (blocks > UINT64_MAX / block_bytes) throw Error("tensor size overflows");
+  return blocks * block_bytes;
+}
+
+void ggml_check_n_dims(uint64_t n_dims, const std::string& context) {
+  if (n_dims == 0 || n_dims > kMaxDims) {
+    throw Error(context + ": has " + std::to_string(n_dims) + " dimensions (must be 1 to " + std::to_string(kMaxDims) +
+                ")");
+  }
+}
+
+GgmlTensorSize ggml_tensor_size(std::span<const uint64_t> shape, GgmlType type, const std::string& context) {
+  auto error = [&](const std::string& what) { return Error(context + ": " + what); };
+  ggml_check_n_dims(shape.size(), context);
+  // ggml keeps element counts in int64_t.
+  uint64_t n = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0) throw error("dimension " + std::to_string(i) + " is 0");
+    if (shape[i] > uint64_t(INT64_MAX) / n) throw error("element count overflows (too large a shape)");
+    n *= shape[i];
+  }
+  // Quantized blocks never straddle rows.
+  if (type == GgmlType::Q8_0 && shape[0] % kQ8_0BlockElements != 0) {
+    throw error("Q8_0 rows must be a multiple of 32 elements, but shape[0] is " + std::to_string(shape[0]));
+  }
+  try {
+    return {n, ggml_type_bytes(type, n)};
+  } catch (const Error& e) {
+    throw error(e.what());
+  }
+}
+
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1f;
+  const uint32_t mantissa = h & 0x3ff;
+  if (exponent == 0) {
+    // Zero or subnormal: mantissa * 2^-24, exact in float.
+    const float magnitude = float(mantissa) * 0x1p-24f;
+    return sign ? -magnitude : magnitude;
+  }
+  if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000 | (mantissa << 13));  // inf, NaN
+  return std::bit_cast<float>(sign | ((exponent + 127 - 15) << 23) | (mantissa << 13));
+}
+
+uint16_t f32_to_f16(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const auto sign = uint16_t((x >> 16) & 0x8000);
+  const uint32_t magnitude = x & 0x7fffffff;
+  if (magnitude > 0x7f800000) return sign | 0x7e00;   // NaN stays a (quiet) NaN
+  if (magnitude >= 0x477ff000) return sign | 0x7c00;  // >= 65520 rounds to infinity
+  if (magnitude >= 0x38800000) {                      // >= 2^-14: a normal half
+    // Rebias the exponent (127 -> 15), then round the 13 dropped bits to nearest even; a
+    // carry out of the mantissa correctly bumps the exponent.
+    const uint32_t rebiased = magnitude - ((127u - 15u) << 23);
+    return sign | uint16_t((rebiased + 0xfff + ((rebiased >> 13) & 1)) >> 13);
+  }
+  // A subnormal half counts units of 2^-24; anything below 2^-25 rounds to zero.
+  const uint32_t exponent = magnitude >> 23;
+  if (exponent < 102) return sign;
+  const uint32_t mantissa = (magnitude & 0x7fffff) | 0x800000;
+  const uint32_t shift = 126 - exponent;  // mantissa * 2^(exponent - 150) in units of 2^-24
+  uint32_t h = mantissa >> shift;
+  const uint32_t rest = mantissa & ((1u << shift) - 1), half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (h & 1))) ++h;
+  return sign | uint16_t(h);
+}
+
+uint16_t f32_to_bf16(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  if ((x & 0x7fffffff) > 0x7f800000) return uint16_t((x >> 16) | 0x40);  // keep NaN a quiet NaN
+  return uint16_t((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+void dequantize(GgmlType type, std::span<const std::byte> src, std::span<float> dst) {
+  if (src.size() != ggml_type_bytes(type, dst.size())) {
+    throw Error("dequantize: " + std::to_string(src.size()) + " bytes do not hold " + std::to_string(dst.size()) +
+                " " + ggml_type_name(type) + " values");
+  }
+  auto u16_at = [&](size_t byte) {
+    uint16_t v;
+    std::memcpy(&v, src.data() + byte, 2);
+    return v;
+  };
+  switch (type) {
+    case GgmlType::F32:
+      if (!dst.empty()) std::memcpy(dst.data(), src.data(), src.size());
+      return;
+    case GgmlType::F16:
+      for (size_t i = 0; i < dst.size(); ++i) dst[i] = f16_to_f32(u16_at(2 * i));
+      return;
+    case GgmlType::BF16:
+      for (size_t i = 0; i < dst.size(); ++i) dst[i] = bf16_to_f32(u16_at(2 * i));
+      return;
+    case GgmlType::Q8_0:
+      for (size_t b = 0; b < dst.size() / kQ8_0BlockElements; ++b) {
+        const size_t at = b * kQ8_0BlockBytes;
+        const float d = f16_to_f32(u16_at(at));
+        for (size_t j = 0; j < kQ8_0BlockElements; ++j) {
+          dst[b * kQ8_0BlockElements + j] = d * float(static_cast<int8_t>(src[at + 2 + j]));
+        }
+      }
+      return;
+  }
+}
+
+std::vector<std::byte> encode_tensor(GgmlType type, std::span<const float> values) {
+  std::vector<std::byte> out(ggml_type_bytes(type, values.size()));
+  auto put16 = [&](size_t at, uint16_t v) { std::memcpy(out.data() + at, &v, 2); };
+  switch (type) {
+    case GgmlType::F32:
+      if (!values.empty()) std::memcpy(out.data(), values.data(), out.size());
+      break;
+    case GgmlType::F16:
+      for (size_t i = 0; i < values.size(); ++i) put16(2 * i, f32_to_f16(values[i]));
+      break;
+    case GgmlType::BF16:
+      for (size_t i = 0; i < values.size(); ++i) put16(2 * i, f32_to_bf16(values[i]));
+      break;
+    case GgmlType::Q8_0:
+      for (size_t b = 0; b < values.size() / kQ8_0BlockElements; ++b) {
+        const std::span<const float> block = values.subspan(b * kQ8_0BlockElements, kQ8_0BlockElements);
+        float amax = 0.0f;
+        for (float x : block) {
+          if (!std::isfinite(x)) throw Error("Q8_0 cannot encode the non-finite value " + std::to_string(x));
+          amax = std::max(amax, std::abs(x));
+        }
+        // Like ggml: quantize with the exact scale, store it rounded to f16.
+        const float d = amax / 127.0f, inverse = d != 0.0f ? 1.0f / d : 0.0f;
+        const size_t at = b * kQ8_0BlockBytes;
+        put16(at, f32_to_f16(d));
+        for (size_t j = 0; j < kQ8_0BlockElements; ++j) {
+          out[at + 2 + j] = std::byte(static_cast<uint8_t>(static_cast<int8_t>(std::round(block[j] * inverse))));
+        }
+      }
+      break;
+  }
+  return out;
+}
+
+}  // namespace pagoda

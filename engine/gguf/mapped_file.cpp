@@ -1,0 +1,71 @@
+#include "engine/gguf/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+#include <utility>
+
+#include "pagoda/error.h"
+
+namespace pagoda {
+
+namespace {
+
+// std::generic_category's message is thread-safe, unlike strerror.
+Error os_error(const std::string& path, const char* what, int err) {
+  return Error(path + ": " + what + ": " + std::generic_category().message(err));
+}
+
+// Closes the descriptor on every path out of open(); the mapping outlives it.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+MappedFile MappedFile::open(const std::string& path) {
+  const Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (fd.fd < 0) throw os_error(path, "cannot open", errno);
+  struct stat st {};
+  if (::fstat(fd.fd, &st) != 0) throw os_error(path, "cannot stat", errno);
+  if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory, not a file");
+  if (!S_ISREG(st.st_mode)) throw Error(path + ": is not a regular file");
+  const auto size = static_cast<size_t>(st.st_size);
+  // mmap refuses length 0, and an empty file has nothing to map anyway.
+  if (size == 0) return MappedFile(path, nullptr, 0);
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
+  if (data == MAP_FAILED) throw os_error(path, "cannot map", errno);
+  return MappedFile(path, static_cast<const std::byte*>(data), size);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    unmap();
+    path_ = std::move(other.path_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() { unmap(); }
+
+void MappedFile::unmap() noexcept {
+  if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+}  // namespace pagoda

@@ -1,0 +1,42 @@
+#pragma once
+// A LoRA adapter prepared for the kernels ("resident"): every target's A and B packed for the
+// GEMM, with the scale folded into B, so a step applies y += (x·Aᵀ)·(scale·B)ᵀ per row without
+// touching the base weights. Immutable once built; shared by every sequence that uses it.
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/lora/lora_adapter.h"
+#include "kernels/gemm.h"
+
+namespace pagoda {
+
+class LoraWeights {
+ public:
+  struct Target {
+    int32_t rank;
+    kernels::PackedMatrix a;  // [rank][n_in]
+    kernels::PackedMatrix b;  // [n_out][rank], times the scale
+  };
+
+  LoraWeights(std::string name, const LoraAdapter& adapter);
+
+  const std::string& name() const { return name_; }
+  // The target of projection `p` in block `layer`, or nullptr when the adapter leaves it alone.
+  const Target* target(int32_t layer, LoraProjection p) const {
+    const auto& t = layers_[layer][size_t(p)];
+    return t ? &*t : nullptr;
+  }
+  int32_t max_rank() const { return max_rank_; }
+
+ private:
+  void pack(const LoraAdapter& adapter);
+
+  std::string name_;
+  int32_t max_rank_ = 0;
+  std::vector<std::array<std::optional<Target>, kLoraProjections>> layers_;
+};
+
+}  // namespace pagoda

@@ -1,0 +1,30 @@
+#pragma once
+// The oracle: a deliberately plain single-sequence Llama forward pass (contiguous KV cache,
+// scalar loops, no threads). Every faster path is tested against it.
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/model/model.h"
+
+namespace pagoda {
+
+class ReferenceModel {
+ public:
+  explicit ReferenceModel(const Model& model);
+
+  // Runs `token` at position `pos` (positions must be fed in order from 0) and returns the
+  // logits over the vocabulary.
+  const std::vector<float>& forward(int32_t token, int32_t pos);
+
+  // Forgets the cached keys and values so the next forward starts a new sequence at 0.
+  void reset() { next_pos_ = 0; }
+
+ private:
+  const Model& model_;
+  int32_t next_pos_ = 0;
+  std::vector<float> x_, xb_, xb2_, q_, hb_, hb2_, att_, logits_;
+  std::vector<float> key_cache_, value_cache_;  // [layer][pos][kv_dim]
+};
+
+}  // namespace pagoda

@@ -1,0 +1,33 @@
+#include "engine/request/sequence.h"
+
+#include <chrono>
+#include <utility>
+
+namespace pagoda {
+
+void Sequence::finish(FinishReason reason, std::string error) {
+  status = SequenceStatus::Finished;
+  Completion c;
+  c.token_ids.assign(tokens.begin() + prompt_len, tokens.end());
+  const std::string tail = output.finish();
+  if (!tail.empty()) emit({-1, tail});
+  c.text = output.text();
+  c.finish_reason = reason;
+  c.error = std::move(error);
+  c.prompt_tokens = prompt_len;
+  c.preemptions = preemptions;
+  using Seconds = std::chrono::duration<double>;
+  if (generated() > 0) {
+    c.time_to_first_token_s = Seconds(first_token - submitted).count();
+    if (generated() > 1) c.time_per_output_token_s = Seconds(last_token - first_token).count() / (generated() - 1);
+  }
+  state->complete(std::move(c));
+  if (on_adapter_done) std::exchange(on_adapter_done, nullptr)();
+}
+
+void Sequence::emit(const StreamEvent& event) {
+  if (on_token) on_token(event);
+  if (state->streaming) state->stream.enqueue(event);
+}
+
+}  // namespace pagoda

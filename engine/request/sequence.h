@@ -1,0 +1,81 @@
+#pragma once
+// Everything the engine knows about one request while it runs: its tokens, how many are in
+// the KV cache, its block table, sampler and output text. A Sequence is owned by exactly one
+// actor at a time and moves between them inside messages (std::unique_ptr).
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/kv/block_table.h"
+#include "engine/lora/lora_weights.h"
+#include "engine/request/output_text.h"
+#include "engine/request/request_state.h"
+#include "engine/request/sampler.h"
+
+namespace pagoda {
+
+enum class SequenceStatus { Waiting, Prefilling, Decoding, Finished, Preempted };
+
+using Clock = std::chrono::steady_clock;
+
+struct Sequence {
+  Sequence(std::shared_ptr<detail::RequestState> state, const Request& request, std::vector<int32_t> prompt,
+           const Tokenizer& tokenizer, int32_t tokens_per_page)
+      : state(std::move(state)),
+        max_new_tokens(request.max_new_tokens),
+        stop_token_ids(request.stop_token_ids),
+        ignore_eos(request.ignore_eos),
+        priority(request.priority),
+        adapter(request.adapter),
+        on_token(request.on_token),
+        tokens(std::move(prompt)),
+        prompt_len(int32_t(tokens.size())),
+        table(tokens_per_page),
+        sampler(request.sampling),
+        output(tokenizer, request.stop_strings) {}
+
+  uint64_t id() const { return state->id; }
+  bool cancel_requested() const { return state->cancel_requested.load(std::memory_order_relaxed); }
+  int32_t generated() const { return int32_t(tokens.size()) - prompt_len; }
+  // Tokens not yet in the KV cache: the rest of the prompt, or the last sampled token.
+  int32_t pending() const { return int32_t(tokens.size()) - n_cached; }
+
+  // Hands a token (or held-back text, token -1) to the callback and the pull stream.
+  void emit(const StreamEvent& event);
+  // Resolves the request's future (flushing held-back text to the stream first). The caller
+  // still owns the pages.
+  void finish(FinishReason reason, std::string error = {});
+
+  std::shared_ptr<detail::RequestState> state;
+  int32_t max_new_tokens;
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos;
+  int32_t priority;
+  std::string adapter;
+  std::function<void(const StreamEvent&)> on_token;
+  std::shared_ptr<const LoraWeights> lora;  // set by the router: the resident adapter
+  std::function<void()> on_adapter_done;    // set by the router: tells it this request is done
+
+  std::vector<int32_t> tokens;  // the prompt, then what was generated
+  int32_t prompt_len;
+  int32_t n_cached = 0;         // positions whose K/V are in the cache
+  BlockTable table;
+  Sampler sampler;
+  OutputText output;
+
+  SequenceStatus status = SequenceStatus::Waiting;
+  uint64_t admit_order = 0;     // later admissions are preempted first
+  bool requeued = false;        // preempted and waiting to come back, ahead of new work
+  std::vector<float> swapped_kv;  // host copy of its pages while swapped out
+  int32_t preemptions = 0;
+
+  Clock::time_point submitted = Clock::now();
+  Clock::time_point first_token{};
+  Clock::time_point last_token{};
+};
+
+using SequencePtr = std::unique_ptr<Sequence>;
+
+}  // namespace pagoda
