@@ -12,7 +12,7 @@
 #include "actors/page_pool_actor.h"
 #include "engine/request/metrics_board.h"
 #include "engine/forward/model_runner.h"
-#include "pagoda/engine.h"
+#include "pagoda/engine_config.h"
 
 namespace pagoda {
 

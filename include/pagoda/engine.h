@@ -17,33 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "pagoda/engine_config.h"
 #include "pagoda/request.h"
 
 namespace pagoda {
-
-enum class PreemptionMode {
-  Recompute,  // drop the victim's KV pages and prefill it again later
-  Swap,       // copy its pages to host memory and bring them back later
-};
-
-struct EngineConfig {
-  std::string model_path;               // GGUF, or llama2.c checkpoint
-  std::string tokenizer_path;           // llama2.c only: its tokenizer.bin
-  int threads = 0;                      // compute threads; 0 = all cores
-  int32_t kv_pages = 0;                 // KV cache size in pages; 0 = use kv_bytes
-  size_t kv_bytes = size_t(512) << 20;  // KV cache budget when kv_pages is 0
-  int32_t tokens_per_page = 16;
-  int32_t max_tokens_per_step = 512;    // token budget of one forward step
-  int32_t max_entries_per_step = 256;   // sequences in one step
-  int32_t max_running = 256;            // sequences admitted at once
-  int32_t prefill_chunk = 256;          // prefill tokens of one sequence in one step
-  PreemptionMode preemption = PreemptionMode::Recompute;
-  int32_t max_resident_adapters = 8;    // LoRA adapters packed for the kernels at once
-  int32_t adapter_run_cap = 32;         // same-adapter requests the router forwards in one run
-  // Requests on different adapters (and the base model) share a step. Off: a step holds one
-  // adapter's requests only, taking turns (the coalesce-only baseline of the benchmarks).
-  bool mixed_adapter_batches = true;
-};
 
 struct EngineMetrics {
   int64_t queued = 0;      // submitted, not yet admitted
