@@ -570,8 +570,10 @@ TEST(GgufMalformed, TensorInfos) {
   raw = {};
   raw.tensors[1].type = 99;
   expect_error("type-99.gguf", raw.bytes(), "tensor 'b': unsupported tensor type 99");
-  raw.tensors[1].type = 2;  // Q4_0: a real ggml type, but not one pagoda reads
-  expect_error("type-q4.gguf", raw.bytes(), "unsupported tensor type 2");
+  raw.tensors[1].type = 16;  // IQ2_XXS: a real ggml type, but not one pagoda reads
+  expect_error("type-iq2.gguf", raw.bytes(), "tensor 'b': unsupported tensor type IQ2_XXS (16)");
+  raw.tensors[1].type = 4;  // Q4_2: a type ggml has removed
+  expect_error("type-q4_2.gguf", raw.bytes(), "unsupported tensor type Q4_2 (4)");
   raw = {};
   raw.tensors[1] = {"b", {16}, uint32_t(GgmlType::Q8_0), 32};
   expect_error("q8-row.gguf", raw.bytes(), "tensor 'b': Q8_0 rows must be a multiple of 32");

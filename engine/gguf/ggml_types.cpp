@@ -15,30 +15,30 @@ constexpr uint64_t kMaxDims = 4;  // ggml's GGML_MAX_DIMS
 }  // namespace
 
 const char* ggml_type_name(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32: return "F32";
-    case GgmlType::F16: return "F16";
-    case GgmlType::Q8_0: return "Q8_0";
-    case GgmlType::BF16: return "BF16";
-  }
-  return "unknown";
+  const char* name = kernels::ggml_type_id_name(uint32_t(type));
+  return name ? name : "unknown";
 }
 
 bool ggml_type_supported(uint32_t id) {
   switch (static_cast<GgmlType>(id)) {
-    case GgmlType::F32: case GgmlType::F16: case GgmlType::Q8_0: case GgmlType::BF16: return true;
+    case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16:
+    case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q8_0:
+    case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
+      return true;
+    default:
+      return false;
   }
-  return false;
+}
+
+std::string ggml_type_id_string(uint32_t id) {
+  const char* name = kernels::ggml_type_id_name(id);
+  return name ? std::string(name) + " (" + std::to_string(id) + ")" : std::to_string(id);
 }
 
 uint64_t ggml_type_bytes(GgmlType type, uint64_t n_elements) {
-  uint64_t block_elements = 1, block_bytes = 0;
-  switch (type) {
-    case GgmlType::F32: block_bytes = 4; break;
-    case GgmlType::F16: case GgmlType::BF16: block_bytes = 2; break;
-    case GgmlType::Q8_0: block_elements = kQ8_0BlockElements, block_bytes = kQ8_0BlockBytes; break;
-    default: throw Error("unsupported tensor type " + std::to_string(uint32_t(type)));
-  }
+  const kernels::BlockShape block = kernels::block_shape(type);
+  if (block.elements == 0) throw Error("unsupported tensor type " + ggml_type_id_string(uint32_t(type)));
+  const uint64_t block_elements = uint64_t(block.elements), block_bytes = uint64_t(block.bytes);
   if (n_elements % block_elements != 0) {
     throw Error(std::string(ggml_type_name(type)) + " needs a multiple of " + std::to_string(block_elements) +
                 " values, not " + std::to_string(n_elements));
@@ -66,8 +66,10 @@ GgmlTensorSize ggml_tensor_size(std::span<const uint64_t> shape, GgmlType type, 
     n *= shape[i];
   }
   // Quantized blocks never straddle rows.
-  if (type == GgmlType::Q8_0 && shape[0] % kQ8_0BlockElements != 0) {
-    throw error("Q8_0 rows must be a multiple of 32 elements, but shape[0] is " + std::to_string(shape[0]));
+  const auto block_elements = uint64_t(kernels::block_shape(type).elements);
+  if (block_elements > 1 && shape[0] % block_elements != 0) {
+    throw error(std::string(ggml_type_name(type)) + " rows must be a multiple of " + std::to_string(block_elements) +
+                " elements, but shape[0] is " + std::to_string(shape[0]));
   }
   try {
     return {n, ggml_type_bytes(type, n)};
@@ -147,6 +149,8 @@ void dequantize(GgmlType type, std::span<const std::byte> src, std::span<float> 
         }
       }
       return;
+    default:
+      throw Error(std::string("dequantize: ") + ggml_type_name(type) + " is not implemented yet");
   }
 }
 
@@ -180,6 +184,8 @@ std::vector<std::byte> encode_tensor(GgmlType type, std::span<const float> value
         }
       }
       break;
+    default:
+      throw Error(std::string("encode_tensor: ") + ggml_type_name(type) + " is not implemented yet");
   }
   return out;
 }

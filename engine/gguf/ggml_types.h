@@ -9,16 +9,22 @@
 #include <string>
 #include <vector>
 
+#include "kernels/quant/ggml_blocks.h"
+
 namespace pagoda {
 
 // GGUF files and ggml tensor data are little-endian, and pagoda reads and writes them by
 // memcpy of native integers and floats.
 static_assert(std::endian::native == std::endian::little, "pagoda reads and writes GGUF on little-endian hosts only");
 
-// Tensor element types pagoda reads, numbered as ggml's; a file with any other type is refused.
-enum class GgmlType : uint32_t { F32 = 0, F16 = 1, Q8_0 = 8, BF16 = 30 };
-const char* ggml_type_name(GgmlType type);  // "F32", "F16", "Q8_0", "BF16"
-bool ggml_type_supported(uint32_t id);      // whether `id` is one of GgmlType's
+// Tensor element types, numbered as ggml's; their block layouts are in kernels/quant/ggml_blocks.h.
+using GgmlType = kernels::QuantType;
+const char* ggml_type_name(GgmlType type);  // "F32", "Q4_K", ...
+// Whether a tensor in a file may have type `id`: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// Q4_K, Q5_K, Q6_K. A file with any other type is refused, naming it.
+bool ggml_type_supported(uint32_t id);
+// "IQ2_XXS (16)": ggml's name for a type id and the id, or the id alone when ggml never used it.
+std::string ggml_type_id_string(uint32_t id);
 
 // Q8_0 packs 32 values as an f16 scale d and 32 int8 q: value = d * q.
 inline constexpr uint64_t kQ8_0BlockElements = 32;
@@ -37,7 +43,7 @@ struct GgmlTensorSize {
   uint64_t n_bytes;
 };
 // Validates a tensor shape as GGUF stores it (1 to 4 dimensions, none 0, no overflow, rows of
-// whole Q8_0 blocks) and returns its sizes. Throws pagoda::Error "<context>: <problem>".
+// whole blocks) and returns its sizes. Throws pagoda::Error "<context>: <problem>".
 GgmlTensorSize ggml_tensor_size(std::span<const uint64_t> shape, GgmlType type, const std::string& context);
 
 // Half-precision to float, exact for every input (subnormals, infinities, NaN included).

@@ -193,7 +193,8 @@ class GgufParser {
     for (uint64_t& d : t.shape) d = read<uint64_t>("dimension");
     const uint32_t type = read<uint32_t>("tensor type");
     if (!ggml_type_supported(type)) {
-      fail("unsupported tensor type " + std::to_string(type) + " (pagoda reads F32, F16, BF16 and Q8_0)");
+      fail("unsupported tensor type " + ggml_type_id_string(type) +
+           " (pagoda reads F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K)");
     }
     t.type = static_cast<GgmlType>(type);
     t.offset = read<uint64_t>("tensor offset");

@@ -1,0 +1,147 @@
+#pragma once
+// ggml's quantized block layouts, byte for byte as GGUF files store them (a fact of the file
+// format: llama.cpp's llama-quantize writes these and pagoda reads them straight from the
+// mapping). Every struct is packed and little-endian; f16 fields are IEEE half bits.
+//
+// Types with 32-element blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, and Q8_1 for activations) hold
+// one scale per block; the K-quants (Q4_K, Q5_K, Q6_K, and Q8_K for activations) group 256
+// elements into a super-block with per-sub-block scales.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pagoda::kernels {
+
+// ggml's type ids, as GGUF stores them. Only the ones pagoda reads or computes with are
+// listed; any other id is refused by name (see ggml_type_id_name).
+enum class QuantType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,  // activations only
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,  // activations only
+  BF16 = 30,
+};
+
+inline constexpr int kQK = 32;        // elements of a Q4_0 … Q8_1 block
+inline constexpr int kQK_K = 256;     // elements of a K-quant super-block
+inline constexpr int kKScaleSize = 12;  // packed 6-bit scales and mins of Q4_K and Q5_K
+
+#pragma pack(push, 1)
+// value = d · (q − 8), q the 4-bit quant; element j in the low nibble of qs[j], j + 16 in the high.
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[kQK / 2];
+};
+// value = d · q + m.
+struct BlockQ4_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qs[kQK / 2];
+};
+// value = d · (q − 16), q = 4 low bits from qs (as Q4_0) | bit j of qh (little-endian u32) << 4.
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
+// value = d · q + m, q as Q5_0.
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
+// value = d · q.
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[kQK];
+};
+// value = d · q; s = d · Σq (kept for the Q4_1/Q5_1 dot products).
+struct BlockQ8_1 {
+  uint16_t d;
+  uint16_t s;
+  int8_t qs[kQK];
+};
+// 8 sub-blocks of 32: value = d · sc_j · q − dmin · m_j, with 6-bit sc_j and m_j packed in
+// `scales` (j < 4: low 6 bits of scales[j] and scales[j + 4]; j ≥ 4: low nibble of
+// scales[j + 4] | top 2 bits of scales[j − 4] << 4, and the high nibble | top bits of
+// scales[j] for m). qs holds 4-bit q: each 32 bytes carry two sub-blocks, low nibbles first.
+struct BlockQ4_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[kKScaleSize];
+  uint8_t qs[kQK_K / 2];
+};
+// As Q4_K with a fifth bit per element from qh: bit (2·pair + high) of qh[l] for element l of
+// the pair's sub-blocks.
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[kKScaleSize];
+  uint8_t qh[kQK_K / 8];
+  uint8_t qs[kQK_K / 2];
+};
+// 16 sub-blocks of 16: value = d · scales[j] · (q − 32), q 6 bits: 4 low bits in ql, 2 high in qh.
+struct BlockQ6_K {
+  uint8_t ql[kQK_K / 2];
+  uint8_t qh[kQK_K / 4];
+  int8_t scales[kQK_K / 16];
+  uint16_t d;
+};
+// Activations for K-quant dot products: value = d · q (d a float); bsums[j] = Σ of the 16 q
+// of group j.
+struct BlockQ8_K {
+  float d;
+  int8_t qs[kQK_K];
+  int16_t bsums[kQK_K / 16];
+};
+#pragma pack(pop)
+
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ8_K) == 292);
+
+// Elements and bytes of one block of `type` (1 and the element size for F32, F16, BF16).
+struct BlockShape {
+  int elements;
+  int bytes;
+};
+constexpr BlockShape block_shape(QuantType type) {
+  switch (type) {
+    case QuantType::F32: return {1, 4};
+    case QuantType::F16: return {1, 2};
+    case QuantType::BF16: return {1, 2};
+    case QuantType::Q4_0: return {kQK, sizeof(BlockQ4_0)};
+    case QuantType::Q4_1: return {kQK, sizeof(BlockQ4_1)};
+    case QuantType::Q5_0: return {kQK, sizeof(BlockQ5_0)};
+    case QuantType::Q5_1: return {kQK, sizeof(BlockQ5_1)};
+    case QuantType::Q8_0: return {kQK, sizeof(BlockQ8_0)};
+    case QuantType::Q8_1: return {kQK, sizeof(BlockQ8_1)};
+    case QuantType::Q4_K: return {kQK_K, sizeof(BlockQ4_K)};
+    case QuantType::Q5_K: return {kQK_K, sizeof(BlockQ5_K)};
+    case QuantType::Q6_K: return {kQK_K, sizeof(BlockQ6_K)};
+    case QuantType::Q8_K: return {kQK_K, sizeof(BlockQ8_K)};
+  }
+  return {0, 0};
+}
+
+// ggml's name of any type id ("Q4_K", "IQ2_XXS", …), or nullptr for an id ggml never used, so
+// a refusal can name what the file holds.
+const char* ggml_type_id_name(uint32_t id);
+
+}  // namespace pagoda::kernels
