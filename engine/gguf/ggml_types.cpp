@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/quant/quantize.h"
 #include "pagoda/error.h"
 
 namespace pagoda {
@@ -155,38 +156,21 @@ void dequantize(GgmlType type, std::span<const std::byte> src, std::span<float> 
 }
 
 std::vector<std::byte> encode_tensor(GgmlType type, std::span<const float> values) {
-  std::vector<std::byte> out(ggml_type_bytes(type, values.size()));
-  auto put16 = [&](size_t at, uint16_t v) { std::memcpy(out.data() + at, &v, 2); };
-  switch (type) {
-    case GgmlType::F32:
-      if (!values.empty()) std::memcpy(out.data(), values.data(), out.size());
-      break;
-    case GgmlType::F16:
-      for (size_t i = 0; i < values.size(); ++i) put16(2 * i, f32_to_f16(values[i]));
-      break;
-    case GgmlType::BF16:
-      for (size_t i = 0; i < values.size(); ++i) put16(2 * i, f32_to_bf16(values[i]));
-      break;
-    case GgmlType::Q8_0:
-      for (size_t b = 0; b < values.size() / kQ8_0BlockElements; ++b) {
-        const std::span<const float> block = values.subspan(b * kQ8_0BlockElements, kQ8_0BlockElements);
-        float amax = 0.0f;
-        for (float x : block) {
-          if (!std::isfinite(x)) throw Error("Q8_0 cannot encode the non-finite value " + std::to_string(x));
-          amax = std::max(amax, std::abs(x));
-        }
-        // Like ggml: quantize with the exact scale, store it rounded to f16.
-        const float d = amax / 127.0f, inverse = d != 0.0f ? 1.0f / d : 0.0f;
-        const size_t at = b * kQ8_0BlockBytes;
-        put16(at, f32_to_f16(d));
-        for (size_t j = 0; j < kQ8_0BlockElements; ++j) {
-          out[at + 2 + j] = std::byte(static_cast<uint8_t>(static_cast<int8_t>(std::round(block[j] * inverse))));
-        }
-      }
-      break;
-    default:
-      throw Error(std::string("encode_tensor: ") + ggml_type_name(type) + " is not implemented yet");
+  if (!ggml_type_supported(uint32_t(type))) {
+    throw Error(std::string("encode_tensor: cannot encode ") + ggml_type_id_string(uint32_t(type)));
   }
+  std::vector<std::byte> out(ggml_type_bytes(type, values.size()));
+  // A block scale computed from a non-finite value poisons the whole block, so refuse it
+  // (f16 and bf16 store infinities and NaN as themselves).
+  if (kernels::block_shape(type).elements > 1) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (!std::isfinite(values[i])) {
+        throw Error(std::string(ggml_type_name(type)) + " cannot encode the non-finite value " +
+                    std::to_string(values[i]) + " (element " + std::to_string(i) + ")");
+      }
+    }
+  }
+  kernels::quantize_row(type, values.data(), out.data(), int64_t(values.size()));
   return out;
 }
 

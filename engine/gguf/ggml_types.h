@@ -58,9 +58,10 @@ uint16_t f32_to_bf16(float f);
 // Decodes `dst.size()` values of `type` from `src`, which must hold exactly that many.
 void dequantize(GgmlType type, std::span<const std::byte> src, std::span<float> dst);
 
-// `values` encoded as `type`, as ggml does (Q8_0: per block of 32, d = max|x| / 127,
-// q = round(x / d)). Throws pagoda::Error when Q8_0 gets a count that is not a multiple of 32
-// or a non-finite value.
+// `values` encoded as `type` with ggml's reference rounding (kernels/quant/quantize.h), the
+// bytes llama-quantize writes without an importance matrix. Throws pagoda::Error for a type a
+// GGUF tensor may not have, a count that is not a whole number of blocks, or a non-finite
+// value for a block type.
 std::vector<std::byte> encode_tensor(GgmlType type, std::span<const float> values);
 
 }  // namespace pagoda

@@ -1,0 +1,35 @@
+#pragma once
+// The per-type quantizers behind quantize_row (kernels/quant/quantize.h). Each encodes whole
+// blocks; the arithmetic follows ggml's reference quantizers operation by operation (same
+// order, same float rounding), because a different but "equivalent" order rounds some values
+// differently and then the bytes no longer match llama-quantize's.
+
+#include <bit>
+#include <cstdint>
+
+#include "kernels/quant/ggml_blocks.h"
+
+namespace pagoda::kernels::quantize_detail {
+
+// Rounds to the nearest integer, ties to even, for |v| < 2^22 (ggml's nearest_int): adding
+// 1.5 · 2^23 leaves the rounded value in the low mantissa bits. Any other input gives some
+// integer, never undefined behaviour; callers clamp the result.
+inline int nearest_int(float v) {
+  const float shifted = v + 12582912.0f;
+  return int(std::bit_cast<uint32_t>(shifted) & 0x7fffff) - 0x400000;
+}
+
+// Blocks of 32 (quantize_blocks32.cpp).
+void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t blocks);
+void quantize_q4_1(const float* x, BlockQ4_1* y, int64_t blocks);
+void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t blocks);
+void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t blocks);
+void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t blocks);
+void quantize_q8_1(const float* x, BlockQ8_1* y, int64_t blocks);
+
+// Super-blocks of 256 (quantize_kquants.cpp).
+void quantize_q4_k(const float* x, BlockQ4_K* y, int64_t blocks);
+void quantize_q5_k(const float* x, BlockQ5_K* y, int64_t blocks);
+void quantize_q6_k(const float* x, BlockQ6_K* y, int64_t blocks);
+
+}  // namespace pagoda::kernels::quantize_detail
