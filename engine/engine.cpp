@@ -10,6 +10,8 @@
 #include "actors/lora_router.h"
 #include "actors/page_pool_actor.h"
 #include "actors/prefill_scheduler.h"
+#include "engine/chat/chat_template.h"
+#include "engine/chat/special_split.h"
 #include "engine/gguf/gguf.h"
 #include "engine/lora/lora_adapter.h"
 #include "engine/model/model.h"
@@ -47,6 +49,23 @@ std::optional<std::string> read_chat_template(const std::string& path) {
   }
 }
 
+std::vector<chat::Special> special_pieces(const TokenizerVocab& v) {
+  std::vector<chat::Special> out;
+  for (size_t id = 0; id < v.tokens.size(); ++id) {
+    if (v.types[id] == TokenType::Control || v.types[id] == TokenType::UserDefined) out.push_back({v.tokens[id], int32_t(id)});
+  }
+  return out;
+}
+
+// The family of the model's template; Plain when it has none or one no family matches.
+chat::Template chat_template_of(const std::optional<std::string>& jinja, const Tokenizer& tokenizer) {
+  if (!jinja) return {};
+  const int32_t eos = tokenizer.eos_id();
+  const auto& tokens = tokenizer.vocab().tokens;
+  const std::string eos_text = eos >= 0 && size_t(eos) < tokens.size() ? tokens[size_t(eos)] : std::string();
+  return chat::detect_template(*jinja, eos_text).value_or(chat::Template{});
+}
+
 }  // namespace
 
 struct Engine::Impl {
@@ -54,6 +73,8 @@ struct Engine::Impl {
       : config(c),
         model(load_model(c.model_path, c.tokenizer_path)),
         chat_template(read_chat_template(c.model_path)),
+        chat_format(chat_template_of(chat_template, model.tokenizer)),
+        specials(special_pieces(model.tokenizer.vocab())),
         runner(model, c.threads),
         pool(KvLayout::for_model(model.config, c.tokens_per_page),
              kv_page_count(c, KvLayout::for_model(model.config, c.tokens_per_page))),
@@ -74,6 +95,8 @@ struct Engine::Impl {
   EngineConfig config;
   Model model;
   std::optional<std::string> chat_template;
+  chat::Template chat_format;
+  std::vector<chat::Special> specials;
   ModelRunner runner;
   PagePool pool;
   MetricsBoard metrics;
@@ -209,8 +232,19 @@ void Engine::shutdown() {
   m.pool_actor.drain();
 }
 
-std::vector<int32_t> Engine::tokenize(const std::string& text, bool add_bos) const {
-  return impl_->model.tokenizer.encode(text, add_bos);
+std::vector<int32_t> Engine::tokenize(const std::string& text, bool add_bos, bool parse_special) const {
+  const Tokenizer& tokenizer = impl_->model.tokenizer;
+  if (!parse_special) return tokenizer.encode(text, add_bos);
+  std::vector<int32_t> ids = tokenizer.encode("", add_bos);
+  for (const chat::Piece& piece : chat::split_special(text, impl_->specials)) {
+    if (piece.id >= 0) {
+      ids.push_back(piece.id);
+    } else {
+      const std::vector<int32_t> part = tokenizer.encode(piece.text, false);
+      ids.insert(ids.end(), part.begin(), part.end());
+    }
+  }
+  return ids;
 }
 
 std::string Engine::detokenize(const std::vector<int32_t>& ids) const { return impl_->model.tokenizer.decode(ids, false); }
@@ -222,14 +256,24 @@ std::optional<std::string> Engine::chat_template() const { return impl_->chat_te
 bool Engine::add_bos() const { return impl_->model.tokenizer.add_bos(); }
 
 std::vector<Engine::SpecialToken> Engine::special_tokens() const {
-  const TokenizerVocab& v = impl_->model.tokenizer.vocab();
   std::vector<SpecialToken> out;
-  for (size_t id = 0; id < v.tokens.size(); ++id) {
-    if (v.types[id] == TokenType::Control || v.types[id] == TokenType::UserDefined) {
-      out.push_back({v.tokens[id], int32_t(id)});
-    }
-  }
+  for (const chat::Special& s : impl_->specials) out.push_back({s.text, s.id});
   return out;
+}
+
+std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+  return chat::apply_template(impl_->chat_format, messages, add_generation_prompt);
+}
+
+ChatFormat Engine::chat_format() const {
+  const chat::Template& t = impl_->chat_format;
+  ChatFormat f{chat::family_name(t.family), {}, {}};
+  if (t.end_of_turn.empty()) return f;
+  for (const chat::Special& s : impl_->specials) {
+    if (s.text == t.end_of_turn) f.stop_token_ids.push_back(s.id);
+  }
+  if (f.stop_token_ids.empty()) f.stop_strings.push_back(t.end_of_turn);
+  return f;
 }
 
 }  // namespace pagoda

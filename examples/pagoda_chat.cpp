@@ -24,7 +24,6 @@
 #include "examples/common/args.h"
 #include "examples/common/lora_flag.h"
 #include "examples/common/sampling_flags.h"
-#include "examples/common/chat_template.h"
 #include "examples/common/default_model.h"
 #include "pagoda/engine.h"
 
@@ -172,24 +171,6 @@ int32_t context_size(const pagoda::Engine& engine, const Options& o) {
   return n_ctx;
 }
 
-// What the chat needs to know of the vocabulary and the public API does not say: whether the
-// model starts prompts with BOS, how EOS is spelled, and which tokens are special.
-struct Vocabulary {
-  bool add_bos = true;
-  std::string eos_text;
-  std::vector<pagoda::chat::Special> specials;
-};
-
-Vocabulary read_vocabulary(const pagoda::Engine& engine) {
-  Vocabulary v;
-  v.add_bos = engine.add_bos();
-  for (const pagoda::Engine::SpecialToken& s : engine.special_tokens()) {
-    v.specials.push_back({s.piece, s.id});
-    if (s.id == engine.eos_id()) v.eos_text = s.piece;
-  }
-  return v;
-}
-
 void print(const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
@@ -218,20 +199,18 @@ std::string describe(const pagoda::Completion& c) {
 
 class Chat {
  public:
-  Chat(pagoda::Engine& engine, const Options& o, int32_t n_ctx, Vocabulary vocab,
-       std::optional<pagoda::chat::Template> tmpl)
+  Chat(pagoda::Engine& engine, const Options& o, int32_t n_ctx)
       : engine_(engine),
         sampling_(o.sampling),
         n_predict_(o.n_predict),
         n_ctx_(n_ctx),
-        vocab_(std::move(vocab)),
-        template_(std::move(tmpl)),
+        format_(engine.chat_format()),
+        templated_(format_.family != "plain"),
         bos_id_(engine.tokenize("", true).front()),
         adapter_(o.lora ? o.lora->name : std::string()) {}
 
   std::string mode() const {
-    return template_ ? std::string("chat template ") + pagoda::chat::family_name(template_->family)
-                     : "plain continuation";
+    return templated_ ? "chat template " + format_.family : "plain continuation";
   }
 
   // One exchange: the user's text in, the reply streamed to stdout and its figures to stderr.
@@ -274,31 +253,13 @@ class Chat {
   }
 
  private:
-  std::string render(const std::vector<pagoda::chat::Message>& messages) const {
-    if (template_) return pagoda::chat::apply_template(*template_, messages);
-    std::string text;  // plain continuation: each line the user typed starts a new line
-    for (const auto& m : messages) {
-      if (m.role == "user" && !text.empty()) text += '\n';
-      text += m.content;
-    }
-    return text;
+  std::string render(const std::vector<pagoda::ChatMessage>& messages) const {
+    return engine_.apply_chat_template(messages, true);
   }
 
-  // As the engine tokenizes a text prompt, except that special tokens spelled in the text
-  // become themselves (as llama.cpp parses them), so a template's "<|im_start|>" is one token.
-  std::vector<int32_t> tokenize(const std::string& text) const {
-    std::vector<int32_t> ids;
-    if (vocab_.add_bos) ids.push_back(bos_id_);
-    for (const pagoda::chat::Piece& piece : pagoda::chat::split_special(text, vocab_.specials)) {
-      if (piece.id >= 0) {
-        ids.push_back(piece.id);
-      } else {
-        const std::vector<int32_t> part = engine_.tokenize(piece.text, false);
-        ids.insert(ids.end(), part.begin(), part.end());
-      }
-    }
-    return ids;
-  }
+  // Special tokens spelled in the prompt become themselves, so a template's "<|im_start|>" is
+  // one token.
+  std::vector<int32_t> tokenize(const std::string& text) const { return engine_.tokenize(text, engine_.add_bos(), true); }
 
   // The conversation as a prompt that leaves room for a reply: the oldest messages go first
   // (whole exchanges with a template, which wants user and assistant turns alternating). In
@@ -307,18 +268,18 @@ class Chat {
   // newest message alone is too long.
   std::optional<std::vector<int32_t>> fitted_prompt() {
     const size_t budget = size_t(n_ctx_ - std::min(n_predict_, n_ctx_ / 2));
-    const size_t drop = template_ ? 2 : 1;
+    const size_t drop = templated_ ? 2 : 1;
     std::vector<int32_t> ids = tokenize(render(messages_));
     while (ids.size() > budget && messages_.size() > drop) {
-      const std::vector<pagoda::chat::Message> shorter(messages_.begin() + ptrdiff_t(drop), messages_.end());
+      const std::vector<pagoda::ChatMessage> shorter(messages_.begin() + ptrdiff_t(drop), messages_.end());
       std::vector<int32_t> shorter_ids = tokenize(render(shorter));
-      if (!template_ && shorter_ids.size() < budget) break;
+      if (!templated_ && shorter_ids.size() < budget) break;
       messages_ = shorter;
       ids = std::move(shorter_ids);
     }
     if (ids.size() <= budget) return ids;
-    if (template_) return std::nullopt;
-    const size_t keep_front = vocab_.add_bos ? 1 : 0;  // BOS stays first
+    if (templated_) return std::nullopt;
+    const size_t keep_front = engine_.add_bos() ? 1 : 0;  // BOS stays first
     ids.erase(ids.begin() + ptrdiff_t(keep_front), ids.end() - ptrdiff_t(budget - keep_front));
     return ids;
   }
@@ -330,44 +291,34 @@ class Chat {
     r.sampling = sampling_;
     r.sampling.seed += turns_++;  // a fixed --seed makes the session repeatable, not each reply alike
     r.adapter = adapter_;
-    if (!template_) {
-      r.stop_token_ids = {bos_id_};
-    } else if (auto id = special_id(template_->end_of_turn)) {
-      r.stop_token_ids = {*id};
+    if (templated_) {
+      r.stop_token_ids = format_.stop_token_ids;
+      r.stop_strings = format_.stop_strings;
     } else {
-      r.stop_strings = {template_->end_of_turn};
+      r.stop_token_ids = {bos_id_};
     }
     return r;
-  }
-
-  std::optional<int32_t> special_id(const std::string& text) const {
-    for (const auto& s : vocab_.specials) {
-      if (s.text == text) return s.id;
-    }
-    return std::nullopt;
   }
 
   pagoda::Engine& engine_;
   pagoda::SamplingParams sampling_;
   int32_t n_predict_;
   int32_t n_ctx_;
-  Vocabulary vocab_;
-  std::optional<pagoda::chat::Template> template_;
+  pagoda::ChatFormat format_;
+  bool templated_;
   int32_t bos_id_;
   std::string adapter_;  // the --lora adapter replies use; empty = the base model
-  std::vector<pagoda::chat::Message> messages_;
+  std::vector<pagoda::ChatMessage> messages_;
   uint64_t turns_ = 0;
   std::optional<pagoda::Completion> last_;
 };
 
-// The template family of the model's chat template; none (plain continuation) when it has none
-// or one we do not know, which is worth a note.
-std::optional<pagoda::chat::Template> chat_template(const pagoda::Engine& engine, const Vocabulary& vocab) {
-  const std::optional<std::string> jinja = engine.chat_template();
-  if (!jinja) return std::nullopt;
-  auto t = pagoda::chat::detect_template(*jinja, vocab.eos_text);
-  if (!t) std::fprintf(stderr, "pagoda-chat: the model's chat template is not a family pagoda-chat knows; using plain continuation\n");
-  return t;
+// A model with a chat template of no family pagoda knows chats in plain continuation, which is
+// worth a note.
+void note_unknown_template(const pagoda::Engine& engine) {
+  if (engine.chat_template() && engine.chat_format().family == "plain") {
+    std::fprintf(stderr, "pagoda-chat: the model's chat template is not a family pagoda-chat knows; using plain continuation\n");
+  }
 }
 
 // Lines from the terminal. Waits in short polls so that Ctrl-C is noticed within a tenth of a
@@ -478,9 +429,8 @@ int main(int argc, char** argv) {
     const std::string model = model_path(opt);
     pagoda::Engine engine(engine_config(opt, model));
     if (opt.lora) engine.load_adapter(opt.lora->name, opt.lora->path, opt.lora->scale);
-    Vocabulary vocab = read_vocabulary(engine);
-    auto tmpl = chat_template(engine, vocab);
-    Chat chat(engine, opt, context_size(engine, opt), std::move(vocab), std::move(tmpl));
+    note_unknown_template(engine);
+    Chat chat(engine, opt, context_size(engine, opt));
     install_sigint_handler();
     return prompt ? one_shot(chat, *prompt) : interactive(chat, model);
   } catch (const std::exception& e) {

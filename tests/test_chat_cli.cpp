@@ -1,7 +1,6 @@
 // pagoda-chat as a person uses it: the real binary on a pseudo-terminal (a prompt, the streamed
 // reply, Ctrl-C mid-reply, /stats, /quit), one-shot and piped runs against the golden output,
-// the errors, and the default model; plus the chat-template header on its own (detection and
-// layout checked against llama.cpp's expected prompts, and the special-token split).
+// the errors, and the default model. The chat templates themselves are tests/test_chat_template.cpp.
 //
 // Every wait on the program has a timeout, so a bug fails a test instead of hanging it. No
 // assertion depends on timing.
@@ -27,9 +26,9 @@
 #include "engine/synth/lora_synth.h"
 #include "engine/model/model.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "examples/common/chat_template.h"
 #include "examples/common/default_model.h"
 #include "pagoda/engine.h"
+#include "support/chat_models.h"
 #include "support/test_support.h"
 
 extern char** environ;
@@ -231,217 +230,6 @@ class PtyProcess {
 int count_lines(const std::string& text) { return int(std::count(text.begin(), text.end(), '\n')); }
 
 // ---------------------------------------------------------------------------------------------
-// Models
-
-// The tiny test model with `jinja` as its chat template; with `chatml_tokens` its last two
-// tokens become ChatML's special tokens, so a ChatML prompt can be tokenized as it should be.
-std::string tiny_model_with_template(const std::string& name, const std::string& jinja, bool chatml_tokens) {
-  const GgufFile in = GgufFile::open(test::tiny_gqa_model());
-  GgufWriter w;
-  for (const std::string& key : in.keys()) w.set(key, *in.find(key));
-  w.set_string("tokenizer.chat_template", jinja);
-  if (chatml_tokens) {
-    std::vector<std::string> tokens = in.get_string_array("tokenizer.ggml.tokens");
-    std::vector<int32_t> types = in.get_int32_array("tokenizer.ggml.token_type");
-    const size_t n = tokens.size();
-    tokens[n - 2] = "<|im_start|>", tokens[n - 1] = "<|im_end|>";
-    types[n - 2] = types[n - 1] = int32_t(TokenType::Control);
-    w.set_string_array("tokenizer.ggml.tokens", tokens);
-    w.set_i32_array("tokenizer.ggml.token_type", types);
-  }
-  for (const GgufTensorInfo& t : in.tensors()) w.add_tensor(t.name, t.shape, t.type, in.tensor_bytes(t));
-  const std::string path = test::scratch_path(name);
-  w.write(path);
-  return path;
-}
-
-const char* kChatmlJinja =
-    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + "
-    "'\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
-
-// ---------------------------------------------------------------------------------------------
-// Chat templates: detection and layout, against llama.cpp's tests/test-chat-template.cpp
-
-using chat::Family;
-
-struct DetectCase {
-  const char* name;
-  std::string jinja;
-  std::optional<Family> family;
-};
-
-std::vector<DetectCase> detect_cases() {
-  return {
-      {"OpenHermes-2.5 (ChatML)", kChatmlJinja, Family::ChatML},
-      {"Mistral-7B-Instruct-v0.2, pre-v1",
-       "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + "
-       "' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% endif %}{% endfor %}",
-       Family::Llama2},
-      {"Llama-2-chat (no strip)",
-       "{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + "
-       "'\\n<</SYS>>\\n\\n' + message['content'] %}{% endif %}{{ '[INST] ' + content + ' [/INST]' }}",
-       Family::Llama2Sys},
-      {"FusionNet_34Bx2_MoE",
-       "{%- if idx > 1 -%}{{- bos_token + '[INST] ' + messages[idx]['content'] + ' [/INST]' -}}{%- endif -%}"
-       "{{- '[INST] <<SYS>>\\n' + messages[idx]['content'] + '\\n<</SYS>>\\n\\n' -}}",
-       Family::Llama2SysBos},
-      {"vigogne-2-70b-chat",
-       "{% set content = '<<SYS>>\\n' + system_message %}{{ '[INST] ' + content.strip() + ' [/INST]' }}",
-       Family::Llama2SysStrip},
-      {"Mistral v1 (official)",
-       "{{- ' [INST] ' + system_message + '\\n\\n' + message['content'] + ' [/INST]' }}{{- ' ' + message['content'] + "
-       "eos_token}}",
-       Family::MistralV1},
-      {"Mistral-Large-Instruct-2407 (v3)",
-       "{{- \"[AVAILABLE_TOOLS] [\" }}{{- \"[INST] \" + message[\"content\"] + \"[/INST]\" }}", Family::MistralV3},
-      {"Mistral-Nemo-Instruct-2407 (v3-tekken)",
-       "{{- \"[AVAILABLE_TOOLS][\" }}{{- \"[INST]\" + message[\"content\"] + \"[/INST]\" }}", Family::MistralV3Tekken},
-      {"Mistral-Large-Instruct-2411 (v7)",
-       "{{ '[INST] ' + message['content'] + '[/INST]' }}{{ '[SYSTEM_PROMPT] ' + message['content'] + "
-       "'[/SYSTEM_PROMPT]' }}",
-       Family::MistralV7},
-      {"Phi-3-mini",
-       "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') %}{{'<|user|>' + '\\n' + "
-       "message['content'] + '<|end|>' + '\\n' + '<|assistant|>' + '\\n'}}{% endif %}{% endfor %}",
-       Family::Phi3},
-      {"TinyLlama-1.1B-Chat (Zephyr)",
-       "{% if message['role'] == 'user' %}\n{{ '<|user|>\\n' + message['content'] + eos_token }}\n{% elif "
-       "message['role'] == 'assistant' %}\n{{ '<|assistant|>\\n'  + message['content'] + eos_token }}\n{% endif %}",
-       Family::Zephyr},
-      {"gemma-7b-it",
-       "{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}{% if "
-       "add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}",
-       Family::Gemma},
-      {"vicuna-13b-1.1",
-       "{{-'USER: ' + message['content'] + '\\n'-}}{{-'ASSISTANT: ' + message['content'] + '</s>\\n' -}}",
-       Family::Vicuna},
-      {"Orca-Vicuna",
-       "{{-'SYSTEM: ' + message['content'] + '\\n' -}}{{-'USER: ' + message['content'] + '\\n'-}}{{-'ASSISTANT: ' + "
-       "message['content'] + '</s>\\n' -}}",
-       Family::VicunaOrca},
-      {"Llama-3",
-       "{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim "
-       "+ '<|eot_id|>' %}",
-       Family::Llama3},
-      {"deepseek-coder (not supported)", "{{'### Instruction:\\n' + message['content'] + '\\n'}}{{'\\n<|EOT|>\\n'}}",
-       std::nullopt},
-      {"command-r (not supported)", "{{ '<|START_OF_TURN_TOKEN|><|USER_TOKEN|>' + content.strip() }}", std::nullopt},
-      {"plain Jinja", "{% for m in messages %}{{ m['content'] }}{% endfor %}", std::nullopt},
-  };
-}
-
-TEST(ChatTemplate, DetectsTheFamilyOfWellKnownTemplates) {
-  for (const DetectCase& c : detect_cases()) {
-    const auto t = chat::detect_template(c.jinja, "</s>");
-    ASSERT_EQ(t.has_value(), c.family.has_value()) << c.name;
-    if (t) {
-      EXPECT_EQ(chat::family_name(t->family), std::string(chat::family_name(*c.family))) << c.name;
-    }
-  }
-}
-
-TEST(ChatTemplate, ZephyrEndsTurnsWithTheTemplatesMarkerElseTheModelsEos) {
-  EXPECT_EQ(chat::detect_template("{{ '<|user|>\\n' + message['content'] + eos_token }}", "</s>")->end_of_turn, "</s>");
-  EXPECT_EQ(chat::detect_template("{{ '<|user|>\\n' + message['content'] + '<|endoftext|>' }}", "</s>")->end_of_turn,
-            "<|endoftext|>");
-}
-
-// llama.cpp's test conversation: every family gives the prompt llama.cpp's test expects.
-const std::vector<chat::Message> kConversation = {
-    {"system", "You are a helpful assistant"}, {"user", "Hello"},
-    {"assistant", "Hi there"},                 {"user", "Who are you"},
-    {"assistant", "   I am an assistant   "},  {"user", "Another question"},
-};
-
-struct LayoutCase {
-  Family family;
-  std::string end_of_turn;
-  std::string expected;
-};
-
-TEST(ChatTemplate, LaysOutTurnsAsLlamaCppDoes) {
-  const std::vector<LayoutCase> cases = {
-      {Family::ChatML, "<|im_end|>",
-       "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>"
-       "assistant\nHi there<|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n   I am an "
-       "assistant   <|im_end|>\n<|im_start|>user\nAnother question<|im_end|>\n<|im_start|>assistant\n"},
-      {Family::Llama2, "</s>",
-       "[INST] You are a helpful assistant\nHello [/INST]Hi there</s>[INST] Who are you [/INST]   I am an assistant   "
-       "</s>[INST] Another question [/INST]"},
-      {Family::Llama2Sys, "</s>",
-       "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST]Hi there</s>[INST] Who are you [/INST]   "
-       "I am an assistant   </s>[INST] Another question [/INST]"},
-      {Family::Llama2SysBos, "</s>",
-       "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST]Hi there</s><s>[INST] Who are you "
-       "[/INST]   I am an assistant   </s><s>[INST] Another question [/INST]"},
-      {Family::Llama2SysStrip, "</s>",
-       "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST]Hi there</s>[INST] Who are you "
-       "[/INST]I am an assistant</s>[INST] Another question [/INST]"},
-      {Family::MistralV1, "</s>",
-       " [INST] You are a helpful assistant\n\nHello [/INST] Hi there</s> [INST] Who are you [/INST]    I am an "
-       "assistant   </s> [INST] Another question [/INST]"},
-      {Family::MistralV3, "</s>",
-       "[INST] You are a helpful assistant\n\nHello[/INST] Hi there</s>[INST] Who are you[/INST] I am an "
-       "assistant</s>[INST] Another question[/INST]"},
-      {Family::MistralV3Tekken, "</s>",
-       "[INST]You are a helpful assistant\n\nHello[/INST]Hi there</s>[INST]Who are you[/INST]   I am an assistant   "
-       "</s>[INST]Another question[/INST]"},
-      {Family::MistralV7, "</s>",
-       "[SYSTEM_PROMPT] You are a helpful assistant[/SYSTEM_PROMPT][INST] Hello[/INST] Hi there</s>[INST] Who are "
-       "you[/INST]    I am an assistant   </s>[INST] Another question[/INST]"},
-      {Family::Phi3, "<|end|>",
-       "<|system|>\nYou are a helpful assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\nHi there<|end|>\n"
-       "<|user|>\nWho are you<|end|>\n<|assistant|>\n   I am an assistant   <|end|>\n<|user|>\nAnother "
-       "question<|end|>\n<|assistant|>\n"},
-      {Family::Zephyr, "<|endoftext|>",
-       "<|system|>\nYou are a helpful assistant<|endoftext|>\n<|user|>\nHello<|endoftext|>\n<|assistant|>\nHi "
-       "there<|endoftext|>\n<|user|>\nWho are you<|endoftext|>\n<|assistant|>\n   I am an assistant   "
-       "<|endoftext|>\n<|user|>\nAnother question<|endoftext|>\n<|assistant|>\n"},
-      {Family::Zephyr, "</s>",
-       "<|system|>\nYou are a helpful assistant</s>\n<|user|>\nHello</s>\n<|assistant|>\nHi there</s>\n<|user|>\nWho "
-       "are you</s>\n<|assistant|>\n   I am an assistant   </s>\n<|user|>\nAnother question</s>\n<|assistant|>\n"},
-      {Family::Gemma, "<end_of_turn>",
-       "<start_of_turn>user\nYou are a helpful assistant\n\nHello<end_of_turn>\n<start_of_turn>model\nHi "
-       "there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\nI am an "
-       "assistant<end_of_turn>\n<start_of_turn>user\nAnother question<end_of_turn>\n<start_of_turn>model\n"},
-      {Family::Llama3, "<|eot_id|>",
-       "<|start_header_id|>system<|end_header_id|>\n\nYou are a helpful "
-       "assistant<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|"
-       "end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWho are "
-       "you<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nI am an "
-       "assistant<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nAnother "
-       "question<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
-      {Family::Vicuna, "</s>",
-       "You are a helpful assistant\n\nUSER: Hello\nASSISTANT: Hi there</s>\nUSER: Who are you\nASSISTANT:    I am an "
-       "assistant   </s>\nUSER: Another question\nASSISTANT:"},
-      {Family::VicunaOrca, "</s>",
-       "SYSTEM: You are a helpful assistant\nUSER: Hello\nASSISTANT: Hi there</s>\nUSER: Who are you\nASSISTANT:    I "
-       "am an assistant   </s>\nUSER: Another question\nASSISTANT:"},
-  };
-  for (const LayoutCase& c : cases) {
-    EXPECT_EQ(chat::apply_template({c.family, c.end_of_turn}, kConversation), c.expected) << chat::family_name(c.family);
-  }
-}
-
-TEST(ChatTemplate, SplitsSpecialTokensOutOfTheText) {
-  const std::vector<chat::Special> specials = {{"<|im", 7}, {"<|im_start|>", 5}, {"<|im_end|>", 6}, {"", 9}};
-  const auto pieces = chat::split_special("<|im_start|>user\nhi<|im_end|><|im_end|>\n<|i", specials);
-  ASSERT_EQ(pieces.size(), 5u);
-  EXPECT_EQ(pieces[0].id, 5) << "the longest special wins where several start";
-  EXPECT_EQ(pieces[1].text, "user\nhi");
-  EXPECT_EQ(pieces[1].id, -1);
-  EXPECT_EQ(pieces[2].id, 6);
-  EXPECT_EQ(pieces[3].id, 6);
-  EXPECT_EQ(pieces[4].id, -1);
-  EXPECT_EQ(pieces[4].text, "\n<|i") << "a partial spelling is text";
-
-  const auto plain = chat::split_special("no specials here", specials);
-  ASSERT_EQ(plain.size(), 1u);
-  EXPECT_EQ(plain[0].text, "no specials here");
-  EXPECT_TRUE(chat::split_special("", specials).empty());
-}
-
-// ---------------------------------------------------------------------------------------------
 // The default model's folder
 
 class ScopedEnv {
@@ -639,7 +427,7 @@ TEST_F(ChatCliStories, InteractiveStreamsRepliesAndKeepsTheConversation) {
 }
 
 TEST(ChatCli, ChatTemplateModelTokenizesItsSpecialTokens) {
-  const std::string model = tiny_model_with_template("tiny-chatml.gguf", kChatmlJinja, true);
+  const std::string model = test::tiny_model_with_template("tiny-chatml.gguf", test::kChatmlJinja, true);
   {
     PtyProcess chat({kChat, "-m", model, "--temp", "0", "-n", "8"});
     ASSERT_TRUE(chat.expect("chat template chatml")) << chat.output();
@@ -662,7 +450,7 @@ TEST(ChatCli, ChatTemplateModelTokenizesItsSpecialTokens) {
 
 TEST(ChatCli, UnknownTemplateFallsBackToPlainContinuationWithANote) {
   const std::string model =
-      tiny_model_with_template("tiny-unknown.gguf", "{% for m in messages %}{{ m['content'] }}{% endfor %}", false);
+      test::tiny_model_with_template("tiny-unknown.gguf", "{% for m in messages %}{{ m['content'] }}{% endfor %}", false);
   const RunResult r = run({kChat, "-m", model, "-p", "hello", "--temp", "0", "-n", "4"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(count_lines(r.err), 2) << "the note, then the reply's figures: " << r.err;
@@ -698,7 +486,7 @@ TEST(ChatCli, PlainContinuationKeepsTheTailOfALongConversation) {
 // With a template whole exchanges go, oldest first; a message too long for the context alone is
 // refused and the chat goes on.
 TEST(ChatCli, ChatTemplateDropsTheOldestExchanges) {
-  const std::string model = tiny_model_with_template("tiny-chatml-small.gguf", kChatmlJinja, true);
+  const std::string model = test::tiny_model_with_template("tiny-chatml-small.gguf", test::kChatmlJinja, true);
   PtyProcess chat({kChat, "-m", model, "-c", "64", "-n", "16", "--temp", "0"});
   ASSERT_TRUE(chat.expect("\n> ")) << chat.output();
   for (int turn = 0; turn < 4; ++turn) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "pagoda/chat.h"
 #include "pagoda/engine_config.h"
 #include "pagoda/request.h"
 
@@ -67,8 +68,10 @@ class Engine {
   // actors. Idempotent.
   void shutdown();
 
-  // The model's tokenizer and shape, for applications that build prompts themselves.
-  std::vector<int32_t> tokenize(const std::string& text, bool add_bos) const;
+  // The model's tokenizer and shape, for applications that build prompts themselves. With
+  // `parse_special`, control and user-defined tokens spelled in the text ("<|im_start|>")
+  // become their single ids, as a chat template needs; without it they are plain text.
+  std::vector<int32_t> tokenize(const std::string& text, bool add_bos, bool parse_special = false) const;
   std::string detokenize(const std::vector<int32_t>& ids) const;
   int32_t context_length() const;
   int32_t vocab_size() const;
@@ -84,6 +87,13 @@ class Engine {
     int32_t id;
   };
   std::vector<SpecialToken> special_tokens() const;
+
+  // A conversation as a prompt in the model's chat format (chat_format()), ending, with
+  // `add_generation_prompt`, where the assistant's reply begins. Tokenize it with
+  // tokenize(prompt, add_bos(), true), and stop at chat_format()'s end of turn. Throws
+  // pagoda::Error for a role other than system, user, assistant (or developer, read as system).
+  std::string apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;
+  ChatFormat chat_format() const;
 
  private:
   struct Impl;
