@@ -1,0 +1,49 @@
+#pragma once
+// llama-quantize's presets (Q4_K_M, Q8_0, ...) and its choice of each tensor's type under one:
+// which tensors are quantized at all, the mixtures' exceptions (the output matrix — or the
+// token embedding that doubles as it — in Q6_K; attn_v and ffn_down in Q6_K on the layers
+// llama.cpp's use_more_bits picks, for the _M presets), and the fallbacks for rows that do not
+// fit a type's blocks. Facts from llama.cpp's src/llama-quant.cpp; dense models only (the
+// mixture-of-experts exceptions are not applied).
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/gguf/ggml_types.h"
+
+namespace pagoda {
+
+enum class QuantPreset { F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_M, Q5_K_M, Q6_K };
+
+// "q4_k_m", "Q4_K_M", ... (case-insensitive). Throws pagoda::Error listing the known names.
+QuantPreset parse_quant_preset(std::string_view name);
+const char* quant_preset_name(QuantPreset preset);  // "Q4_K_M"
+// llama.cpp's llama_ftype number, which GGUF stores as general.file_type.
+uint32_t quant_preset_file_type(QuantPreset preset);
+// The type most matrices get.
+GgmlType quant_preset_default_type(QuantPreset preset);
+
+struct QuantTensor {
+  std::string name;
+  std::vector<uint64_t> shape;  // GGUF order: shape[0] is the row length
+  GgmlType type;                // its type in the input file
+};
+
+struct QuantChoice {
+  GgmlType type;    // what the tensor becomes (its input type when it is not quantized)
+  GgmlType wanted;  // what the preset wanted before a row-size fallback (== type otherwise)
+  bool fell_back() const { return type != wanted; }
+};
+
+// llama.cpp's weight order: tensors outside the blocks first, then block by block; by name
+// within each. llama-quantize visits (and writes) tensors in this order, and the _M mixtures
+// count attn_v and ffn_down tensors along it. Returns indices into `tensors`.
+std::vector<size_t> llama_tensor_order(std::span<const QuantTensor> tensors);
+
+// Each tensor's type under `preset`, index for index. `n_layers` is the model's block count.
+std::vector<QuantChoice> choose_quant_types(QuantPreset preset, std::span<const QuantTensor> tensors, int n_layers);
+
+}  // namespace pagoda

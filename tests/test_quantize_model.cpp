@@ -1,0 +1,296 @@
+// Quantizing whole models (quantize_gguf, pagoda-quantize): the same tensor types, bytes,
+// order and general.file_type as llama.cpp's llama-quantize on the same F32 files; the
+// mixtures' per-layer choices and row-size fallbacks; and the tool's errors.
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "engine/gguf/gguf.h"
+#include "engine/gguf/gguf_writer.h"
+#include "engine/gguf/quantize_gguf.h"
+#include "pagoda/error.h"
+#include "support/test_support.h"
+
+namespace pagoda {
+namespace {
+
+// ---- against llama-quantize's own files ----------------------------------------------------
+
+struct LlamaFile {
+  const char* model;   // "l3v-Q4_K_M"
+  const char* preset;  // "q4_k_m"
+};
+
+class AgainstLlamaQuantize : public ::testing::TestWithParam<LlamaFile> {};
+
+TEST_P(AgainstLlamaQuantize, SameTypesBytesOrderAndFileType) {
+  const std::string model = GetParam().model;
+  PAGODA_SHARED_OR_SKIP(original, "models/llamacpp-quant/" + model.substr(0, 3) + "-F32.gguf");
+  PAGODA_SHARED_OR_SKIP(reference, "models/llamacpp-quant/" + model + ".gguf");
+  const std::string out = test::scratch_path(model + ".gguf");
+  const QuantizeReport report = quantize_gguf(original, out, parse_quant_preset(GetParam().preset));
+
+  const GgufFile mine = GgufFile::open(out), theirs = GgufFile::open(reference);
+  EXPECT_EQ(mine.get_uint("general.file_type"), theirs.get_uint("general.file_type"));
+  EXPECT_EQ(mine.get_uint("general.quantization_version"), theirs.get_uint("general.quantization_version"));
+  // Every other key is copied from the input.
+  const GgufFile input = GgufFile::open(original);
+  for (const std::string& key : input.keys()) {
+    if (key == "general.file_type") continue;
+    ASSERT_NE(mine.find(key), nullptr) << key;
+    EXPECT_TRUE(*mine.find(key) == *input.find(key)) << key;
+  }
+  ASSERT_EQ(mine.tensors().size(), theirs.tensors().size());
+  ASSERT_EQ(report.tensors.size(), theirs.tensors().size());
+  for (size_t i = 0; i < theirs.tensors().size(); ++i) {
+    const GgufTensorInfo& a = mine.tensors()[i];
+    const GgufTensorInfo& b = theirs.tensors()[i];
+    EXPECT_EQ(a.name, b.name) << "tensor " << i;
+    EXPECT_EQ(a.shape, b.shape) << a.name;
+    EXPECT_EQ(ggml_type_name(a.type), std::string(ggml_type_name(b.type))) << a.name;
+    EXPECT_FALSE(report.tensors[i].to.fell_back()) << a.name << ": every row here fits every type";
+    if (a.type != b.type || a.n_bytes != b.n_bytes) continue;
+    const auto x = mine.tensor_bytes(a), y = theirs.tensor_bytes(b);
+    EXPECT_TRUE(std::equal(x.begin(), x.end(), y.begin())) << a.name << " (" << ggml_type_name(a.type) << ")";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, AgainstLlamaQuantize,
+                         ::testing::Values(LlamaFile{"l3v-Q8_0", "q8_0"}, LlamaFile{"l3v-Q4_0", "q4_0"},
+                                           LlamaFile{"l3v-Q4_1", "q4_1"}, LlamaFile{"l3v-Q5_0", "q5_0"},
+                                           LlamaFile{"l3v-Q5_1", "q5_1"}, LlamaFile{"l3v-Q4_K_M", "Q4_K_M"},
+                                           LlamaFile{"l3v-Q5_K_M", "q5_k_m"}, LlamaFile{"l3v-Q6_K", "q6_k"},
+                                           LlamaFile{"q2v-Q8_0", "q8_0"}, LlamaFile{"q2v-Q4_K_M", "q4_k_m"}),
+                         [](const auto& info) {
+                           std::string name = info.param.model;
+                           for (char& c : name) c = c == '-' ? '_' : c;
+                           return name;
+                         });
+
+// ---- type choice -----------------------------------------------------------------------------
+
+// A dense model's tensors with stories260K's awkward shapes (dim 64, FFN 172) or l3v's, in
+// file order (not llama.cpp's order, which choose_quant_types must find itself).
+std::vector<QuantTensor> dense_model(int n_layers, uint64_t dim, uint64_t ffn, bool tied) {
+  std::vector<QuantTensor> t;
+  t.push_back({"token_embd.weight", {dim, 512}, GgmlType::F32});
+  t.push_back({"output_norm.weight", {dim}, GgmlType::F32});
+  if (!tied) t.push_back({"output.weight", {dim, 512}, GgmlType::F32});
+  for (int l = 0; l < n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    t.push_back({p + "attn_norm.weight", {dim}, GgmlType::F32});
+    t.push_back({p + "attn_q.weight", {dim, dim}, GgmlType::F32});
+    t.push_back({p + "attn_k.weight", {dim, dim / 2}, GgmlType::F32});
+    t.push_back({p + "attn_v.weight", {dim, dim / 2}, GgmlType::F32});
+    t.push_back({p + "attn_output.weight", {dim, dim}, GgmlType::F32});
+    t.push_back({p + "ffn_norm.weight", {dim}, GgmlType::F32});
+    t.push_back({p + "ffn_gate.weight", {dim, ffn}, GgmlType::F32});
+    t.push_back({p + "ffn_down.weight", {ffn, dim}, GgmlType::F32});
+    t.push_back({p + "ffn_up.weight", {dim, ffn}, GgmlType::F32});
+  }
+  return t;
+}
+
+std::string type_of(const std::vector<QuantTensor>& tensors, const std::vector<QuantChoice>& choices,
+                    const std::string& name) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].name == name) return ggml_type_name(choices[i].type);
+  }
+  return "absent";
+}
+
+TEST(QuantTypeChoice, MixturesGiveMoreBitsToTheLayersLlamaCppPicks) {
+  // 16 layers: use_more_bits picks layers 0, 1 (first eighth), 14, 15 (last eighth) and
+  // every third from 2 on: 4, 7, 10, 13.
+  const auto tensors = dense_model(16, 256, 768, true);
+  const auto choices = choose_quant_types(QuantPreset::Q4_K_M, tensors, 16);
+  for (int l = 0; l < 16; ++l) {
+    const bool more = l < 2 || l >= 14 || (l - 2) % 3 == 2;
+    const std::string p = "blk." + std::to_string(l) + ".";
+    EXPECT_EQ(type_of(tensors, choices, p + "attn_v.weight"), more ? "Q6_K" : "Q4_K") << l;
+    EXPECT_EQ(type_of(tensors, choices, p + "ffn_down.weight"), more ? "Q6_K" : "Q4_K") << l;
+    EXPECT_EQ(type_of(tensors, choices, p + "attn_q.weight"), "Q4_K") << l;
+    EXPECT_EQ(type_of(tensors, choices, p + "attn_norm.weight"), "F32") << l;
+  }
+  EXPECT_EQ(type_of(tensors, choices, "token_embd.weight"), "Q6_K");  // tied: it is the output
+  // Q6_K, Q8_0 and the legacy presets have no per-layer exceptions.
+  for (QuantPreset p : {QuantPreset::Q6_K, QuantPreset::Q8_0, QuantPreset::Q4_0}) {
+    const auto flat = choose_quant_types(p, tensors, 16);
+    const std::string want = ggml_type_name(quant_preset_default_type(p));
+    EXPECT_EQ(type_of(tensors, flat, "blk.1.attn_v.weight"), want);
+    EXPECT_EQ(type_of(tensors, flat, "blk.15.ffn_down.weight"), want);
+    EXPECT_EQ(type_of(tensors, flat, "token_embd.weight"), p == QuantPreset::Q8_0 ? "Q8_0" : "Q6_K");
+  }
+}
+
+TEST(QuantTypeChoice, AnUntiedEmbeddingKeepsThePresetType) {
+  const auto tensors = dense_model(2, 256, 768, false);
+  const auto choices = choose_quant_types(QuantPreset::Q4_0, tensors, 2);
+  EXPECT_EQ(type_of(tensors, choices, "token_embd.weight"), "Q4_0");
+  EXPECT_EQ(type_of(tensors, choices, "output.weight"), "Q6_K");
+}
+
+TEST(QuantTypeChoice, F16AndBf16ConvertEveryMatrixAlike) {
+  const auto tensors = dense_model(5, 64, 172, false);
+  for (QuantPreset p : {QuantPreset::F16, QuantPreset::BF16}) {
+    const auto choices = choose_quant_types(p, tensors, 5);
+    const std::string want = p == QuantPreset::F16 ? "F16" : "BF16";
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      EXPECT_EQ(ggml_type_name(choices[i].type), tensors[i].shape.size() == 2 ? want : "F32") << tensors[i].name;
+      EXPECT_FALSE(choices[i].fell_back());
+    }
+  }
+}
+
+TEST(QuantTypeChoice, RowsThatDoNotFitFallBackAsLlamaCppDoes) {
+  // stories260K: rows of 64 (most matrices) and 172 (ffn_down), 5 layers.
+  const auto tensors = dense_model(5, 64, 172, false);
+  auto check = [&](QuantPreset preset, const std::string& name, const std::string& want, bool fell_back) {
+    const auto choices = choose_quant_types(preset, tensors, 5);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (tensors[i].name != name) continue;
+      EXPECT_EQ(ggml_type_name(choices[i].type), want) << quant_preset_name(preset) << " " << name;
+      EXPECT_EQ(choices[i].fell_back(), fell_back) << quant_preset_name(preset) << " " << name;
+    }
+  };
+  // 32-element types: 172 is no multiple of 32, so F16.
+  check(QuantPreset::Q4_0, "blk.0.ffn_down.weight", "F16", true);
+  check(QuantPreset::Q8_0, "blk.0.ffn_down.weight", "F16", true);
+  check(QuantPreset::Q4_0, "blk.0.ffn_gate.weight", "Q4_0", false);
+  // The output matrix wants Q6_K, whose 256 do not divide 64: Q8_0.
+  check(QuantPreset::Q4_0, "output.weight", "Q8_0", true);
+  // K-quants: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0; then F16 for 172.
+  check(QuantPreset::Q4_K_M, "blk.0.attn_q.weight", "Q5_0", true);
+  check(QuantPreset::Q5_K_M, "blk.0.attn_q.weight", "Q5_1", true);
+  check(QuantPreset::Q6_K, "blk.0.attn_q.weight", "Q8_0", true);
+  check(QuantPreset::Q4_K_M, "blk.0.ffn_down.weight", "F16", true);
+  // Layers 2 and 4 of 5 get more bits: Q6_K, which falls back to Q8_0.
+  check(QuantPreset::Q4_K_M, "blk.2.attn_v.weight", "Q8_0", true);
+  check(QuantPreset::Q4_K_M, "blk.3.attn_v.weight", "Q5_0", true);
+  check(QuantPreset::Q4_K_M, "blk.4.attn_v.weight", "Q8_0", true);
+  // A K-quant preset's output with rows that cannot hold its blocks goes to Q8_0 directly.
+  check(QuantPreset::Q4_K_M, "output.weight", "Q8_0", false);
+}
+
+TEST(QuantTypeChoice, PresetNamesAndFileTypes) {
+  EXPECT_EQ(parse_quant_preset("q4_k_m"), QuantPreset::Q4_K_M);
+  EXPECT_EQ(parse_quant_preset("Q5_K_M"), QuantPreset::Q5_K_M);
+  EXPECT_EQ(quant_preset_file_type(QuantPreset::Q8_0), 7u);
+  EXPECT_EQ(quant_preset_file_type(QuantPreset::BF16), 32u);
+  try {
+    parse_quant_preset("q3_k_s");
+    FAIL() << "q3_k_s is not a preset pagoda writes";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("q3_k_s"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("q4_k_m"), std::string::npos) << e.what();
+  }
+}
+
+// ---- quantize_gguf on awkward inputs -------------------------------------------------------
+
+std::string write_model(const std::string& name, GgmlType matrix_type, std::vector<float> values) {
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  w.set_u32("llama.block_count", 1);
+  w.set_u32("general.file_type", 0);
+  w.add_tensor("blk.0.attn_q.weight", {64, values.size() / 64}, matrix_type, encode_tensor(matrix_type, values));
+  w.add_tensor("blk.0.attn_norm.weight", {64}, std::vector<float>(64, 1.0f));
+  const std::string path = test::scratch_path(name);
+  w.write(path);
+  return path;
+}
+
+TEST(QuantizeGguf, F16InputIsConvertedAndNormsStayAsTheyAre) {
+  std::vector<float> values(64 * 4);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(int(i % 17) - 8) / 8.0f;
+  const std::string in = write_model("f16_in.gguf", GgmlType::F16, values);
+  const std::string out = test::scratch_path("f16_in.q8_0.gguf");
+  quantize_gguf(in, out, QuantPreset::Q8_0);
+  const GgufFile f = GgufFile::open(out);
+  EXPECT_EQ(f.find_tensor("blk.0.attn_q.weight")->type, GgmlType::Q8_0);
+  EXPECT_EQ(f.find_tensor("blk.0.attn_norm.weight")->type, GgmlType::F32);
+  EXPECT_EQ(f.get_uint("general.file_type"), 7u);
+  // Multiples of 1/8 up to 1 in magnitude: Q8_0 holds them to within half a step of 1/127.
+  const std::vector<float> back = f.read_f32(*f.find_tensor("blk.0.attn_q.weight"));
+  for (size_t i = 0; i < values.size(); ++i) EXPECT_NEAR(back[i], values[i], 0.5 / 127 + 1e-3) << i;
+}
+
+void expect_error_with(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+  }
+}
+
+TEST(QuantizeGguf, RefusesToRequantizeAndNamesTheTensor) {
+  const std::string in = write_model("q8_in.gguf", GgmlType::Q8_0, std::vector<float>(64 * 2, 0.5f));
+  expect_error_with([&] { quantize_gguf(in, test::scratch_path("requant.gguf"), QuantPreset::Q4_0); },
+                    {"blk.0.attn_q.weight", "Q8_0", "requantizing"});
+  // Already of the target type: copied as it is.
+  quantize_gguf(in, test::scratch_path("same.gguf"), QuantPreset::Q8_0);
+}
+
+TEST(QuantizeGguf, NonFiniteWeightsAreRefusedNamingTheTensor) {
+  std::vector<float> values(64 * 2, 0.25f);
+  values[70] = std::numeric_limits<float>::infinity();
+  const std::string in = write_model("inf_in.gguf", GgmlType::F32, values);
+  expect_error_with([&] { quantize_gguf(in, test::scratch_path("inf.gguf"), QuantPreset::Q4_0); },
+                    {"blk.0.attn_q.weight", "element 70", "not finite"});
+}
+
+// ---- the program -----------------------------------------------------------------------------
+
+const std::string kQuantize = PAGODA_BINARY_DIR "/examples/pagoda-quantize";
+
+struct ToolRun {
+  int status;
+  std::string output;
+};
+ToolRun run_tool(const std::string& args) {
+  ToolRun r{-1, {}};
+  FILE* p = popen((kQuantize + " " + args + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(PagodaQuantize, ReportsFallbacksAndFailsClearly) {
+  if (!std::filesystem::exists(kQuantize)) GTEST_SKIP() << kQuantize << " is not built";
+  PAGODA_SHARED_OR_SKIP(stories, test::kStoriesGguf);
+  const std::string out = test::scratch_path("stories.q4_0.gguf");
+  const ToolRun ok = run_tool(stories + " " + out + " q4_0");
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  EXPECT_NE(ok.output.find("blk.0.ffn_down.weight"), std::string::npos) << ok.output;
+  EXPECT_NE(ok.output.find("fallback: rows of 172 do not fit Q4_0's blocks of 32; using F16"), std::string::npos)
+      << ok.output;
+  EXPECT_EQ(GgufFile::open(out).find_tensor("blk.4.ffn_down.weight")->type, GgmlType::F16);
+
+  const ToolRun bad_type = run_tool(stories + " " + out + " q2_k");
+  EXPECT_NE(bad_type.status, 0);
+  EXPECT_NE(bad_type.output.find("unknown quantization type 'q2_k'"), std::string::npos) << bad_type.output;
+
+  const ToolRun missing = run_tool("/nonexistent/model.gguf " + out + " q8_0");
+  EXPECT_NE(missing.status, 0);
+  EXPECT_NE(missing.output.find("/nonexistent/model.gguf"), std::string::npos) << missing.output;
+
+  const ToolRun usage = run_tool(stories);
+  EXPECT_NE(usage.status, 0);
+  EXPECT_NE(usage.output.find("usage: pagoda-quantize"), std::string::npos) << usage.output;
+}
+
+}  // namespace
+}  // namespace pagoda
