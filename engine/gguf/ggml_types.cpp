@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/quant/dequantize.h"
 #include "kernels/quant/quantize.h"
 #include "pagoda/error.h"
 
@@ -126,33 +127,9 @@ void dequantize(GgmlType type, std::span<const std::byte> src, std::span<float> 
     throw Error("dequantize: " + std::to_string(src.size()) + " bytes do not hold " + std::to_string(dst.size()) +
                 " " + ggml_type_name(type) + " values");
   }
-  auto u16_at = [&](size_t byte) {
-    uint16_t v;
-    std::memcpy(&v, src.data() + byte, 2);
-    return v;
-  };
-  switch (type) {
-    case GgmlType::F32:
-      if (!dst.empty()) std::memcpy(dst.data(), src.data(), src.size());
-      return;
-    case GgmlType::F16:
-      for (size_t i = 0; i < dst.size(); ++i) dst[i] = f16_to_f32(u16_at(2 * i));
-      return;
-    case GgmlType::BF16:
-      for (size_t i = 0; i < dst.size(); ++i) dst[i] = bf16_to_f32(u16_at(2 * i));
-      return;
-    case GgmlType::Q8_0:
-      for (size_t b = 0; b < dst.size() / kQ8_0BlockElements; ++b) {
-        const size_t at = b * kQ8_0BlockBytes;
-        const float d = f16_to_f32(u16_at(at));
-        for (size_t j = 0; j < kQ8_0BlockElements; ++j) {
-          dst[b * kQ8_0BlockElements + j] = d * float(static_cast<int8_t>(src[at + 2 + j]));
-        }
-      }
-      return;
-    default:
-      throw Error(std::string("dequantize: ") + ggml_type_name(type) + " is not implemented yet");
-  }
+  if (!ggml_type_supported(uint32_t(type)))
+    throw Error(std::string("dequantize: cannot decode ") + ggml_type_id_string(uint32_t(type)) + " values");
+  kernels::dequantize_row(type, src.data(), dst.data(), int64_t(dst.size()));
 }
 
 std::vector<std::byte> encode_tensor(GgmlType type, std::span<const float> values) {

@@ -55,7 +55,8 @@ uint16_t f32_to_f16(float f);
 // Float to bfloat16, rounding to nearest even.
 uint16_t f32_to_bf16(float f);
 
-// Decodes `dst.size()` values of `type` from `src`, which must hold exactly that many.
+// Decodes `dst.size()` values of `type` from `src`, which must hold exactly that many, as
+// ggml's reference dequantization does (kernels/quant/dequantize.h).
 void dequantize(GgmlType type, std::span<const std::byte> src, std::span<float> dst);
 
 // `values` encoded as `type` with ggml's reference rounding (kernels/quant/quantize.h), the

@@ -116,6 +116,17 @@ static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 
+// Sub-block j's 6-bit scale and min from a Q4_K / Q5_K `scales` array (layout above).
+inline void k_scale_min(int j, const uint8_t* scales, uint8_t* scale, uint8_t* min) {
+  if (j < 4) {
+    *scale = scales[j] & 63;
+    *min = scales[j + 4] & 63;
+  } else {
+    *scale = uint8_t((scales[j + 4] & 0x0f) | ((scales[j - 4] >> 6) << 4));
+    *min = uint8_t((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
+  }
+}
+
 // Elements and bytes of one block of `type` (1 and the element size for F32, F16, BF16).
 struct BlockShape {
   int elements;
