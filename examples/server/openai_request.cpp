@@ -1,0 +1,226 @@
+// The OpenAI request fields pagoda-server understands, their types and ranges. Fields it does
+// not know are ignored, as OpenAI's own server and vLLM do; options it cannot honour (n > 1,
+// logprobs, echo, penalties it lacks) are refused with a message rather than ignored.
+
+#include "examples/server/openai_request.h"
+
+#include <cmath>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "examples/server/api_error.h"
+#include "pagoda/error.h"
+
+namespace pagoda::server {
+
+namespace {
+
+using nlohmann::json;
+
+const json* field(const json& body, const char* name) {
+  auto it = body.find(name);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::optional<double> number(const json& body, const char* name, double lo, double hi) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) throw bad_request(std::string("'") + name + "' must be a number");
+  const double x = v->get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi) {
+    throw bad_request(std::string("'") + name + "' must be between " + json(lo).dump() + " and " + json(hi).dump() +
+                      ", got " + v->dump());
+  }
+  return x;
+}
+
+std::optional<int64_t> integer(const json& body, const char* name, int64_t lo, int64_t hi) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer()) throw bad_request(std::string("'") + name + "' must be an integer");
+  if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(hi)) {
+    throw bad_request(std::string("'") + name + "' must be at most " + std::to_string(hi) + ", got " + v->dump());
+  }
+  const int64_t x = v->get<int64_t>();
+  if (x < lo || x > hi) {
+    throw bad_request(std::string("'") + name + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                      ", got " + v->dump());
+  }
+  return x;
+}
+
+std::optional<bool> boolean(const json& body, const char* name) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) throw bad_request(std::string("'") + name + "' must be a boolean");
+  return v->get<bool>();
+}
+
+std::vector<std::string> stop_strings(const json& body) {
+  const json* v = field(body, "stop");
+  if (!v) return {};
+  if (v->is_string()) return v->get<std::string>().empty() ? std::vector<std::string>{} : std::vector{v->get<std::string>()};
+  if (!v->is_array()) throw bad_request("'stop' must be a string or a list of strings");
+  std::vector<std::string> out;
+  for (const json& s : *v) {
+    if (!s.is_string()) throw bad_request("'stop' must be a string or a list of strings");
+    if (!s.get<std::string>().empty()) out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+void refuse_unsupported(const json& body, Endpoint endpoint) {
+  if (auto n = integer(body, "n", 1, 128); n && *n != 1) throw bad_request("'n' must be 1: pagoda-server makes one choice per request");
+  if (auto b = integer(body, "best_of", 1, 128); b && *b != 1) throw bad_request("'best_of' must be 1");
+  for (const char* penalty : {"presence_penalty", "frequency_penalty"}) {
+    if (auto p = number(body, penalty, -2.0, 2.0); p && *p != 0.0) {
+      throw bad_request(std::string("'") + penalty + "' is not supported (use 'repetition_penalty')");
+    }
+  }
+  if (endpoint == Endpoint::Completions) {
+    if (auto lp = integer(body, "logprobs", 0, 20); lp && *lp > 0) throw bad_request("'logprobs' is not supported");
+    if (boolean(body, "echo").value_or(false)) throw bad_request("'echo' is not supported");
+    if (field(body, "suffix")) throw bad_request("'suffix' is not supported");
+  } else {
+    if (boolean(body, "logprobs").value_or(false)) throw bad_request("'logprobs' is not supported");
+    if (field(body, "tools") || field(body, "tool_choice")) throw bad_request("'tools' are not supported");
+  }
+}
+
+SamplingParams sampling(const json& body) {
+  SamplingParams s;
+  s.temperature = float(number(body, "temperature", 0.0, 2.0).value_or(1.0));
+  s.top_p = float(number(body, "top_p", 0.0, 1.0).value_or(1.0));
+  if (s.top_p <= 0.0f) throw bad_request("'top_p' must be above 0");
+  const int64_t top_k = integer(body, "top_k", -1, INT32_MAX).value_or(0);
+  s.top_k = top_k < 0 ? 0 : int32_t(top_k);  // vLLM's -1 and 0 both mean off
+  s.min_p = float(number(body, "min_p", 0.0, 1.0).value_or(0.0));
+  s.repetition_penalty = float(number(body, "repetition_penalty", 0.01, 100.0).value_or(1.0));
+  const std::optional<int64_t> seed = integer(body, "seed", INT64_MIN, INT64_MAX);
+  s.seed = seed ? uint64_t(*seed) : std::random_device{}();
+  return s;
+}
+
+// A completion's `prompt`: a string, a list of token ids, or a one-element list of either.
+std::vector<int32_t> completion_prompt(const json& body, const Engine& engine) {
+  const json* p = field(body, "prompt");
+  if (!p) throw bad_request("'prompt' is required");
+  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
+  if (p->is_string()) {
+    if (p->get<std::string>().empty()) throw bad_request("'prompt' is empty");
+    return engine.tokenize(p->get<std::string>(), engine.add_bos(), false);
+  }
+  if (!p->is_array()) throw bad_request("'prompt' must be a string or a list of token ids");
+  if (p->empty()) throw bad_request("'prompt' is empty");
+  std::vector<int32_t> ids;
+  for (const json& id : *p) {
+    if (id.is_string() || id.is_array()) throw bad_request("'prompt' holds more than one prompt: pagoda-server takes one per request");
+    if (!id.is_number_integer()) throw bad_request("'prompt' must be a string or a list of token ids");
+    const int64_t x = id.get<int64_t>();
+    if (x < 0 || x >= engine.vocab_size()) {
+      throw bad_request("'prompt' token id " + id.dump() + " is outside the vocabulary (0.." + std::to_string(engine.vocab_size() - 1) + ")");
+    }
+    ids.push_back(int32_t(x));
+  }
+  return ids;
+}
+
+// A message's content: a string, or a list of {"type": "text", "text": ...} parts.
+std::string message_content(const json& content, size_t index) {
+  const std::string where = "'messages[" + std::to_string(index) + "].content'";
+  if (content.is_null()) return {};
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) throw bad_request(where + " must be a string or a list of text parts");
+  std::string text;
+  for (const json& part : content) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+      throw bad_request(where + " may only hold text parts ({\"type\": \"text\", \"text\": ...})");
+    }
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+std::vector<ChatMessage> chat_messages(const json& body) {
+  const json* m = field(body, "messages");
+  if (!m) throw bad_request("'messages' is required");
+  if (!m->is_array() || m->empty()) throw bad_request("'messages' must be a non-empty list");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < m->size(); ++i) {
+    const json& msg = (*m)[i];
+    if (!msg.is_object() || !msg.contains("role") || !msg["role"].is_string()) {
+      throw bad_request("'messages[" + std::to_string(i) + "]' must be an object with a string 'role'");
+    }
+    out.push_back({msg["role"].get<std::string>(), message_content(msg.value("content", json(nullptr)), i)});
+  }
+  return out;
+}
+
+std::string requested_model(const json& body) {
+  const json* m = field(body, "model");
+  if (!m) return {};
+  if (!m->is_string()) throw bad_request("'model' must be a string");
+  return m->get<std::string>();
+}
+
+}  // namespace
+
+ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const Engine& engine, const ModelNames& names) {
+  json body;
+  try {
+    body = json::parse(text);
+  } catch (const json::exception& e) {
+    throw bad_request(std::string("the body is not valid JSON: ") + e.what());
+  }
+  if (!body.is_object()) throw bad_request("the body must be a JSON object");
+
+  ApiRequest a;
+  a.endpoint = endpoint;
+  a.model = requested_model(body);
+  const std::optional<std::string> adapter = names.adapter_for(a.model);
+  if (!adapter) throw ApiError(404, "The model '" + a.model + "' does not exist.", "invalid_request_error", "model_not_found");
+  if (a.model.empty()) a.model = names.base();
+  a.request.adapter = *adapter;
+
+  refuse_unsupported(body, endpoint);
+  a.stream = boolean(body, "stream").value_or(false);
+  if (const json* options = field(body, "stream_options")) {
+    if (!options->is_object()) throw bad_request("'stream_options' must be an object");
+    a.include_usage = boolean(*options, "include_usage").value_or(false);
+  }
+  Request& r = a.request;
+  r.sampling = sampling(body);
+  r.stop_strings = stop_strings(body);
+  r.ignore_eos = boolean(body, "ignore_eos").value_or(false);
+
+  try {
+    if (endpoint == Endpoint::Completions) {
+      r.prompt_ids = completion_prompt(body, engine);
+    } else {
+      const ChatFormat format = engine.chat_format();
+      r.prompt_ids = engine.tokenize(engine.apply_chat_template(chat_messages(body), true), engine.add_bos(), true);
+      r.stop_token_ids = format.stop_token_ids;
+      r.stop_strings.insert(r.stop_strings.end(), format.stop_strings.begin(), format.stop_strings.end());
+    }
+  } catch (const Error& e) {
+    throw bad_request(e.what());
+  }
+  if (r.prompt_ids.empty()) throw bad_request("the prompt is empty");
+
+  const int64_t context = engine.context_length();
+  const int64_t prompt = int64_t(r.prompt_ids.size());
+  std::optional<int64_t> max_tokens = integer(body, "max_completion_tokens", 1, INT32_MAX);
+  if (!max_tokens) max_tokens = integer(body, "max_tokens", 1, INT32_MAX);
+  // OpenAI's default for a completion is 16 tokens; a chat reply may fill the context.
+  const int64_t wanted = max_tokens.value_or(endpoint == Endpoint::Completions ? 16 : std::max<int64_t>(1, context - prompt));
+  if (prompt + wanted > context) {
+    throw bad_request("This model's maximum context length is " + std::to_string(context) + " tokens. However, you requested " +
+                      std::to_string(prompt + wanted) + " tokens (" + std::to_string(prompt) + " in the prompt, " +
+                      std::to_string(wanted) + " in the completion). Please reduce the length of the prompt or completion.");
+  }
+  r.max_new_tokens = int32_t(wanted);
+  return a;
+}
+
+}  // namespace pagoda::server

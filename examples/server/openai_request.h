@@ -1,0 +1,30 @@
+#pragma once
+// OpenAI's /v1/completions and /v1/chat/completions bodies → a pagoda::Request, with every
+// parameter checked: a wrong type, a value out of range, an unsupported option or a prompt
+// beyond the context is an ApiError (400) whose message names the field; an unknown `model`
+// is a 404.
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "examples/server/model_names.h"
+#include "pagoda/engine.h"
+#include "pagoda/request.h"
+
+namespace pagoda::server {
+
+enum class Endpoint { Completions, ChatCompletions };
+
+struct ApiRequest {
+  Endpoint endpoint = Endpoint::Completions;
+  Request request;      // prompt_ids filled in, tokenized here so the usage counts are known
+  std::string model;    // as the client named it (the base model's name when it named none)
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with only the usage
+};
+
+// Parses `body` for `endpoint`. Throws ApiError.
+ApiRequest parse_api_request(Endpoint endpoint, const std::string& body, const Engine& engine, const ModelNames& names);
+
+}  // namespace pagoda::server

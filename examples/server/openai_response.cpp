@@ -1,0 +1,72 @@
+#include "examples/server/openai_response.h"
+
+#include <chrono>
+
+namespace pagoda::server {
+
+using nlohmann::json;
+
+ResponseHeader response_header(const ApiRequest& request, uint64_t serial) {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const bool chat = request.endpoint == Endpoint::ChatCompletions;
+  return {std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(serial),
+          std::chrono::duration_cast<std::chrono::seconds>(now).count(), request.model, request.endpoint};
+}
+
+const char* openai_finish_reason(FinishReason reason) {
+  return reason == FinishReason::Length ? "length" : "stop";
+}
+
+json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}};
+}
+
+namespace {
+
+json envelope(const ResponseHeader& h, const char* object) {
+  return {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
+}
+
+}  // namespace
+
+json completion_json(const ResponseHeader& h, const Completion& c) {
+  const bool chat = h.endpoint == Endpoint::ChatCompletions;
+  json body = envelope(h, chat ? "chat.completion" : "text_completion");
+  json choice = {{"index", 0}, {"finish_reason", openai_finish_reason(c.finish_reason)}, {"logprobs", nullptr}};
+  if (chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+  } else {
+    choice["text"] = c.text;
+  }
+  body["choices"] = json::array({choice});
+  body["usage"] = usage_json(c.prompt_tokens, int64_t(c.token_ids.size()));
+  return body;
+}
+
+json chunk_json(const ResponseHeader& h, const std::string& text, bool first, std::optional<FinishReason> finish) {
+  const bool chat = h.endpoint == Endpoint::ChatCompletions;
+  json body = envelope(h, chat ? "chat.completion.chunk" : "text_completion");
+  json choice = {{"index", 0}, {"logprobs", nullptr},
+                 {"finish_reason", finish ? json(openai_finish_reason(*finish)) : json(nullptr)}};
+  if (chat) {
+    json delta = json::object();
+    if (first) delta["role"] = "assistant";
+    if (!text.empty() || !finish) delta["content"] = text;
+    choice["delta"] = delta;
+  } else {
+    choice["text"] = text;
+  }
+  body["choices"] = json::array({choice});
+  return body;
+}
+
+json usage_chunk_json(const ResponseHeader& h, const Completion& c) {
+  json body = envelope(h, h.endpoint == Endpoint::ChatCompletions ? "chat.completion.chunk" : "text_completion");
+  body["choices"] = json::array();
+  body["usage"] = usage_json(c.prompt_tokens, int64_t(c.token_ids.size()));
+  return body;
+}
+
+}  // namespace pagoda::server

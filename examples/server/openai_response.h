@@ -1,0 +1,41 @@
+#pragma once
+// pagoda's results → OpenAI's response JSON: the whole completion, and the chunks of a stream.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "examples/server/openai_request.h"
+#include "pagoda/request.h"
+
+namespace pagoda::server {
+
+// What every response and chunk of one request shares.
+struct ResponseHeader {
+  std::string id;       // "cmpl-…" or "chatcmpl-…"
+  int64_t created = 0;  // Unix seconds
+  std::string model;
+  Endpoint endpoint = Endpoint::Completions;
+};
+
+ResponseHeader response_header(const ApiRequest& request, uint64_t serial);
+
+// "stop" (EOS, a stop token or string), "length"; null while a stream goes on.
+const char* openai_finish_reason(FinishReason reason);
+
+nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+
+// The non-streamed response.
+nlohmann::json completion_json(const ResponseHeader& h, const Completion& c);
+
+// One stream chunk: `text` (the chat's first chunk also carries the assistant role), and the
+// finish reason on the last one.
+nlohmann::json chunk_json(const ResponseHeader& h, const std::string& text, bool first,
+                          std::optional<FinishReason> finish);
+
+// The usage-only chunk of stream_options.include_usage (no choices).
+nlohmann::json usage_chunk_json(const ResponseHeader& h, const Completion& c);
+
+}  // namespace pagoda::server
