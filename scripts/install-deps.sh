@@ -6,4 +6,5 @@ apt-get update
 apt-get install -y --no-install-recommends \
   g++ cmake ninja-build pkg-config \
   libtbb-dev libconcurrentqueue-dev libmimalloc-dev nlohmann-json3-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev \
+  libcpp-httplib-dev curl haproxy

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
 
+(cd tests/server && npm ci --no-audit --no-fund)  # the openai client the server tests drive
 cmake --preset release
 cmake --build --preset release -j "$jobs"
 ctest --preset release

@@ -1,0 +1,233 @@
+// pagoda-server driven by the official openai client: completions and chat, plain and
+// streamed, adapters through vLLM's endpoints, the errors, authentication, and a client that
+// disconnects mid-stream. Each assertion is about behaviour; none about timing.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+
+import OpenAI from 'openai';
+
+import { eventually, metric, scratch, startServer, stopServer, synthesize, testModel } from './server_process.mjs';
+
+const greedy = { temperature: 0, max_tokens: 12 };
+
+describe('pagoda-server', () => {
+  let server;
+  let client;
+  before(async () => {
+    server = await startServer(['--max-body', '65536']);
+    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => {
+    assert.equal(await stopServer(server), 0, server.log());
+  });
+
+  test('health and the model list', async () => {
+    const health = await fetch(`${server.url}/health`);
+    assert.equal(health.status, 200);
+    assert.deepEqual(await health.json(), { status: 'ok' });
+    const models = await client.models.list();
+    assert.deepEqual(models.data.map((m) => m.id), [path.basename(testModel())]);
+  });
+
+  test('a completion: its text, finish reason and usage', async () => {
+    const c = await client.completions.create({ model: path.basename(testModel()), prompt: 'Once upon a time', ...greedy });
+    assert.equal(c.object, 'text_completion');
+    assert.equal(c.choices.length, 1);
+    assert.ok(c.choices[0].text.length > 0);
+    assert.equal(c.choices[0].finish_reason, 'length');
+    assert.equal(c.usage.completion_tokens, 12);
+    assert.ok(c.usage.prompt_tokens > 0);
+    assert.equal(c.usage.total_tokens, c.usage.prompt_tokens + 12);
+    const again = await client.completions.create({ prompt: 'Once upon a time', ...greedy });
+    assert.equal(again.choices[0].text, c.choices[0].text, 'greedy is deterministic');
+  });
+
+  test('a streamed completion is the same text, then the finish reason and usage', async () => {
+    const whole = await client.completions.create({ prompt: 'Once upon a time', ...greedy });
+    const stream = await client.completions.create({ prompt: 'Once upon a time', ...greedy, stream: true });
+    let text = '';
+    let last;
+    let chunks = 0;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.text ?? '';
+      last = chunk;
+      chunks += 1;
+    }
+    assert.ok(chunks > 2, 'streamed in pieces');
+    assert.equal(text, whole.choices[0].text);
+    assert.equal(last.choices[0].finish_reason, 'length');
+    assert.deepEqual(last.usage, whole.usage);
+  });
+
+  test('stop strings end the text before them', async () => {
+    const whole = await client.completions.create({ prompt: 'Once upon a time', temperature: 0, max_tokens: 40 });
+    const text = whole.choices[0].text;
+    const word = text.trim().split(/\s+/)[2];
+    const stopped = await client.completions.create({ prompt: 'Once upon a time', temperature: 0, max_tokens: 40, stop: [word] });
+    assert.equal(stopped.choices[0].finish_reason, 'stop');
+    assert.equal(stopped.choices[0].text, text.slice(0, text.indexOf(word)));
+  });
+
+  test('chat, plain and streamed', async () => {
+    const messages = [{ role: 'user', content: 'Once upon a time' }];
+    const c = await client.chat.completions.create({ messages, ...greedy });
+    assert.equal(c.object, 'chat.completion');
+    assert.equal(c.choices[0].message.role, 'assistant');
+    assert.ok(c.choices[0].message.content.length > 0);
+    const stream = await client.chat.completions.create({ messages, ...greedy, stream: true, stream_options: { include_usage: true } });
+    let text = '';
+    const roles = [];
+    let usage;
+    for await (const chunk of stream) {
+      if (chunk.choices.length === 0) usage = chunk.usage;  // the include_usage chunk
+      for (const choice of chunk.choices) {
+        if (choice.delta.role) roles.push(choice.delta.role);
+        text += choice.delta.content ?? '';
+      }
+    }
+    assert.deepEqual(roles, ['assistant'], 'the role comes once, first');
+    assert.equal(text, c.choices[0].message.content);
+    assert.deepEqual(usage, c.usage);
+  });
+
+  test('errors in OpenAI\'s JSON: unknown model 404, bad parameters 400', async () => {
+    await assert.rejects(client.completions.create({ model: 'no-such-model', prompt: 'x' }), (e) => {
+      assert.equal(e.status, 404);
+      assert.equal(e.code, 'model_not_found');
+      assert.match(e.message, /no-such-model/);
+      return true;
+    });
+    const bad = [
+      [{ prompt: 'x', n: 2 }, /'n' must be 1/],
+      [{ prompt: 'x', temperature: 'hot' }, /'temperature' must be a number/],
+      [{ prompt: 'x', temperature: 7 }, /'temperature' must be between/],
+      [{ prompt: 'x', top_p: 0 }, /'top_p'/],
+      [{ prompt: 'x', max_tokens: 0 }, /'max_tokens'/],
+      [{ prompt: 'x', max_tokens: 1000000 }, /maximum context length/],
+      [{ prompt: 'x', stop: 5 }, /'stop'/],
+      [{ prompt: 'x', presence_penalty: 0.5 }, /'presence_penalty' is not supported/],
+      [{ prompt: '' }, /empty/],
+      [{ prompt: [999999] }, /outside the vocabulary/],
+    ];
+    for (const [body, message] of bad) {
+      await assert.rejects(client.completions.create(body), (e) => {
+        assert.equal(e.status, 400, JSON.stringify(body));
+        assert.match(e.message, message);
+        return true;
+      });
+    }
+    await assert.rejects(client.chat.completions.create({ messages: [{ role: 'wizard', content: 'x' }] }), (e) => {
+      assert.equal(e.status, 400);
+      assert.match(e.message, /'wizard'/);
+      return true;
+    });
+    const raw = await fetch(`${server.url}/v1/completions`, { method: 'POST', body: '{not json' });
+    assert.equal(raw.status, 400);
+    assert.match((await raw.json()).error.message, /not valid JSON/);
+    const big = await fetch(`${server.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'x'.repeat(70000) }) });
+    assert.equal(big.status, 413);
+    assert.equal((await big.json()).error.type, 'invalid_request_error');
+    assert.equal((await fetch(`${server.url}/health`)).status, 200, 'still serving');
+  });
+
+  test('adapters: load, name in "model", list, unload', async () => {
+    const adapter = path.join(scratch, 'adapter.gguf');
+    synthesize(['--lora-for', testModel(), '-o', adapter, '--rank', '4', '--alpha', '64']);
+    const post = (route, body) => fetch(`${server.url}/v1/${route}`, { method: 'POST', body: JSON.stringify(body) });
+
+    assert.equal((await post('load_lora_adapter', { lora_name: 'story-lora', lora_path: adapter })).status, 200);
+    assert.equal((await post('load_lora_adapter', { lora_name: 'story-lora', lora_path: adapter })).status, 400, 'twice');
+    const missing = await post('load_lora_adapter', { lora_name: 'other', lora_path: path.join(scratch, 'missing.gguf') });
+    assert.equal(missing.status, 400);
+    assert.match((await missing.json()).error.message, /missing\.gguf/);
+    assert.deepEqual((await client.models.list()).data.map((m) => m.id), [path.basename(testModel()), 'story-lora']);
+
+    const base = await client.completions.create({ prompt: 'Once upon a time', ...greedy, max_tokens: 24 });
+    const tuned = await client.completions.create({ model: 'story-lora', prompt: 'Once upon a time', ...greedy, max_tokens: 24 });
+    assert.notEqual(tuned.choices[0].text, base.choices[0].text, 'the adapter changes the text');
+    assert.equal(tuned.model, 'story-lora');
+
+    assert.equal((await post('unload_lora_adapter', { lora_name: 'story-lora' })).status, 200);
+    assert.equal((await post('unload_lora_adapter', { lora_name: 'story-lora' })).status, 404);
+    await assert.rejects(client.completions.create({ model: 'story-lora', prompt: 'x' }), (e) => e.status === 404);
+  });
+
+  test('a client that disconnects mid-stream cancels its request and its pages come back', async () => {
+    const before = await metric(server.url, 'pagoda_requests_total{outcome="cancelled"}');
+    const controller = new AbortController();
+    const stream = await client.completions.create(
+      { prompt: 'Once upon a time', temperature: 0, max_tokens: 400, ignore_eos: true, stream: true },
+      { signal: controller.signal });
+    let chunks = 0;
+    for await (const chunk of stream) {
+      assert.equal(chunk.choices[0].finish_reason, null);
+      chunks += 1;
+      if (chunks === 3) {
+        controller.abort();  // closes the connection
+        break;
+      }
+    }
+    assert.equal(chunks, 3);
+    assert.ok(await eventually(async () => (await metric(server.url, 'pagoda_requests_total{outcome="cancelled"}')) === before + 1),
+      'the request was cancelled');
+    assert.ok(await eventually(async () => (await metric(server.url, 'pagoda_kv_pages_used')) === 0), 'every page came back');
+    assert.equal(await metric(server.url, 'pagoda_num_requests_running'), 0);
+    const length = await metric(server.url, 'pagoda_requests_total{outcome="length"}');
+    assert.ok(length > 0);
+  });
+
+  test('the raw SSE framing (curl)', () => {
+    const r = spawnSync('curl', ['-sN', `${server.url}/v1/completions`, '-H', 'Content-Type: application/json', '-d',
+      JSON.stringify({ prompt: 'Once upon a time', temperature: 0, max_tokens: 6, stream: true })], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(r.stdout.endsWith('data: [DONE]\n\n'), JSON.stringify(r.stdout.slice(-40)));
+    const events = r.stdout.split('\n\n').filter((e) => e.length > 0);
+    for (const e of events) assert.match(e, /^data: .+$/, 'one data line per event');
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice('data: '.length)));
+    assert.equal(chunks.at(-1).choices[0].finish_reason, 'length');
+    assert.equal(chunks.at(-1).usage.completion_tokens, 6);
+    for (const c of chunks.slice(0, -1)) assert.equal(c.choices[0].finish_reason, null);
+  });
+
+  test('the metrics exposition', async () => {
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    for (const name of ['pagoda_time_to_first_token_seconds_bucket{le="+Inf"}', 'pagoda_request_latency_seconds_count',
+      'pagoda_time_per_output_token_seconds_sum', 'pagoda_generation_tokens_total', 'pagoda_kv_pages_free',
+      'pagoda_num_requests_waiting', 'pagoda_lora_adapter_swaps_total', 'pagoda_lora_adapters_resident']) {
+      assert.ok(text.includes(`\n${name} `), `${name} in /metrics`);
+    }
+    assert.ok((await metric(server.url, 'pagoda_generation_tokens_total')) > 0);
+  });
+});
+
+describe('pagoda-server --api-key', () => {
+  let server;
+  before(async () => {
+    server = await startServer(['--api-key', 'sesame']);
+  });
+  after(async () => {
+    await stopServer(server);
+  });
+
+  test('/v1/ needs the bearer token; /health and /metrics stay open', async () => {
+    const wrong = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'sesamf', maxRetries: 0 });
+    await assert.rejects(wrong.completions.create({ prompt: 'x', max_tokens: 1 }), (e) => {
+      assert.equal(e.status, 401);
+      assert.equal(e.code, 'invalid_api_key');
+      return true;
+    });
+    assert.equal((await fetch(`${server.url}/v1/models`)).status, 401, 'no token');
+    const right = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'sesame', maxRetries: 0 });
+    const c = await right.completions.create({ prompt: 'Once', max_tokens: 2, temperature: 0 });
+    assert.equal(c.usage.completion_tokens, 2);
+    assert.equal((await fetch(`${server.url}/health`)).status, 200);
+    assert.equal((await fetch(`${server.url}/metrics`)).status, 200);
+  });
+
+  test('SIGTERM: the server stops cleanly', async () => {
+    assert.equal(await stopServer(server), 0, server.log());
+  });
+});

@@ -1,0 +1,78 @@
+// Starting pagoda-server for a test: on a free loopback port (--port 0; the port is read from
+// its "listening on" line), with every wait bounded so a hung server fails the test.
+
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export const BIN = process.env.PAGODA_BIN;
+export const SHARED = process.env.PAGODA_SHARED;
+
+export const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'pagoda-server-test-'));
+
+// stories260K when ../shared has it, else a small random-weight model pagoda-synth writes.
+export function testModel() {
+  const stories = path.join(SHARED ?? '', 'models/stories260K/stories260K.gguf');
+  if (SHARED && fs.existsSync(stories)) return stories;
+  const synth = path.join(scratch, 'synth.gguf');
+  if (!fs.existsSync(synth)) {
+    synthesize(['-o', synth, '--dim', '64', '--layers', '2', '--heads', '4', '--ffn', '128', '--vocab', '512', '--context', '512']);
+  }
+  return synth;
+}
+
+export function synthesize(args) {
+  const r = spawnSync(path.join(BIN, 'pagoda-synth'), args, { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`pagoda-synth ${args.join(' ')} failed: ${r.stderr}`);
+}
+
+// Starts the server; resolves with { url, port, proc, log() } once it listens.
+export function startServer(extraArgs = [], { timeoutMs = 60000 } = {}) {
+  const proc = spawn(path.join(BIN, 'pagoda-server'), ['-m', testModel(), '--port', '0', '-t', '1', ...extraArgs], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`pagoda-server did not start: ${stderr}`));
+    }, timeoutMs);
+    proc.stderr.on('data', (chunk) => {
+      stderr += chunk;
+      const m = /listening on http:\/\/([0-9.]+):(\d+)/.exec(stderr);
+      if (m && timer) {
+        clearTimeout(timer);
+        resolve({ url: `http://${m[1]}:${m[2]}`, port: Number(m[2]), proc, log: () => stderr });
+      }
+    });
+    proc.on('exit', (code) => reject(new Error(`pagoda-server exited with ${code}: ${stderr}`)));
+  });
+}
+
+// Stops it with SIGTERM; resolves with its exit code.
+export function stopServer(server) {
+  return new Promise((resolve) => {
+    if (server.proc.exitCode !== null) return resolve(server.proc.exitCode);
+    server.proc.once('exit', (code) => resolve(code));
+    server.proc.kill('SIGTERM');
+  });
+}
+
+// The value of one unlabelled Prometheus sample in /metrics.
+export async function metric(url, name) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const m = new RegExp(`^${name.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text);
+  if (!m) throw new Error(`${name} is not in /metrics:\n${text}`);
+  return Number(m[1]);
+}
+
+// Polls `check` until it is true or `timeoutMs` passes; returns its last result.
+export async function eventually(check, timeoutMs = 30000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() > end) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
