@@ -1,0 +1,189 @@
+// WeightMatrix's matmul for every weight type and ISA: accuracy against dequantize-then-double
+// references on awkward shapes, and the bitwise batch invariance the engine rests on.
+
+#include <gtest/gtest.h>
+#include <tbb/task_arena.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu_features.h"
+#include "kernels/quant/dequantize.h"
+#include "kernels/quant/quantize.h"
+#include "kernels/quant/weight_matrix.h"
+#include "pagoda/error.h"
+
+namespace {
+
+using namespace pagoda::kernels;
+
+constexpr QuantType kTypes[] = {QuantType::F32,  QuantType::F16,  QuantType::BF16, QuantType::Q8_0,
+                                QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1,
+                                QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K};
+
+std::string name(QuantType t) { return ggml_type_id_name(uint32_t(t)); }
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::Portable, Isa::Avx2, Isa::Avx512})
+    if (cpu_supports(isa)) isas.push_back(isa);
+  return isas;
+}
+
+std::vector<float> random_values(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// A rows×cols matrix of random values encoded as `type`.
+struct Encoded {
+  QuantType type;
+  int rows, cols;
+  std::vector<uint8_t> bytes;
+  std::vector<float> dequantized;
+};
+Encoded encode(QuantType type, int rows, int cols, unsigned seed) {
+  const std::vector<float> values = random_values(std::size_t(rows) * cols, seed);
+  const BlockShape shape = block_shape(type);
+  Encoded e{type, rows, cols, std::vector<uint8_t>(std::size_t(rows) * cols / shape.elements * shape.bytes),
+            std::vector<float>(values.size())};
+  quantize_row(type, values.data(), e.bytes.data(), int64_t(values.size()));
+  dequantize_row(type, e.bytes.data(), e.dequantized.data(), int64_t(values.size()));
+  return e;
+}
+
+WeightMatrix matrix_of(const Encoded& e, Isa isa) {
+  const WeightPart part{e.type, e.bytes.data(), e.rows};
+  return WeightMatrix::make({&part, 1}, e.cols, isa);
+}
+
+std::vector<float> run(const WeightMatrix& w, const std::vector<float>& a, int M, int threads) {
+  std::vector<float> c(std::size_t(M) * w.rows(), NAN);
+  tbb::task_arena arena(threads);
+  arena.execute([&] { matmul(a.data(), M, w.cols(), w, c.data(), w.rows()); });
+  return c;
+}
+
+// Error allowed relative to ‖w‖·‖a‖: fp32 rounding for the float types, plus the int8
+// activation quantization for the quantized ones (≈ 3× the worst seen: 6e-8 for the float
+// types, 1.9e-3 with Q8_0-like activations, 1.0e-3 with Q8_K ones).
+double tolerance(QuantType t) {
+  switch (t) {
+    case QuantType::F32: case QuantType::F16: case QuantType::BF16: return 2e-7;
+    case QuantType::Q4_K: case QuantType::Q5_K: case QuantType::Q6_K: return 3e-3;
+    default: return 6e-3;
+  }
+}
+
+TEST(WeightMatrix, MatchesDequantizedReference) {
+  for (QuantType type : kTypes) {
+    const bool k_quant = block_shape(type).elements == kQK_K;
+    const std::vector<int> widths = k_quant ? std::vector<int>{256, 512, 768, 2816} : std::vector<int>{32, 96, 768};
+    for (int cols : widths) {
+      for (int rows : {1, 13}) {
+        const Encoded w = encode(type, rows, cols, unsigned(cols + rows));
+        const int M = 5;
+        const std::vector<float> a = random_values(std::size_t(M) * cols, 99);
+        for (Isa isa : supported_isas()) {
+          const std::vector<float> c = run(matrix_of(w, isa), a, M, 2);
+          for (int m = 0; m < M; ++m)
+            for (int n = 0; n < rows; ++n) {
+              double want = 0, ww = 0, aa = 0;
+              for (int k = 0; k < cols; ++k) {
+                const double wk = w.dequantized[std::size_t(n) * cols + k], ak = a[std::size_t(m) * cols + k];
+                want += wk * ak, ww += wk * wk, aa += ak * ak;
+              }
+              ASSERT_NEAR(c[std::size_t(m) * rows + n], want, tolerance(type) * std::sqrt(ww * aa))
+                  << name(type) << " " << isa_name(isa) << " cols " << cols << " m " << m << " n " << n;
+            }
+        }
+      }
+    }
+  }
+}
+
+// Each row's outputs alone (M = 1) are the bits it gets anywhere in any batch, with 1 or 2
+// threads; quantized and half types also agree across ISAs.
+TEST(WeightMatrix, BatchInvariant) {
+  constexpr int kMaxRows = 130;
+  for (QuantType type : kTypes) {
+    const int cols = block_shape(type).elements == kQK_K ? 512 : 544;
+    const Encoded w = encode(type, 37, cols, 7);
+    const std::vector<float> a = random_values(std::size_t(kMaxRows) * cols, 11);
+    std::vector<float> first_isa_alone;
+    for (Isa isa : supported_isas()) {
+      const WeightMatrix matrix = matrix_of(w, isa);
+      std::vector<float> alone(std::size_t(kMaxRows) * w.rows);
+      for (int m = 0; m < kMaxRows; ++m) {
+        const std::vector<float> row(a.begin() + std::size_t(m) * cols, a.begin() + std::size_t(m + 1) * cols);
+        const std::vector<float> c = run(matrix, row, 1, 1);
+        std::copy(c.begin(), c.end(), alone.begin() + std::size_t(m) * w.rows);
+      }
+      for (int M : {2, 3, 5, 17, 64, 130})
+        for (int threads : {1, 2}) {
+          // Rows in a rotated order, so each lands in other positions and tiles than alone.
+          const int shift = M / 2;
+          std::vector<float> batch(std::size_t(M) * cols);
+          for (int i = 0; i < M; ++i) {
+            const int m = (i + shift) % kMaxRows;
+            std::memcpy(&batch[std::size_t(i) * cols], &a[std::size_t(m) * cols], cols * sizeof(float));
+          }
+          const std::vector<float> c = run(matrix, batch, M, threads);
+          for (int i = 0; i < M; ++i) {
+            const int m = (i + shift) % kMaxRows;
+            ASSERT_EQ(std::memcmp(&c[std::size_t(i) * w.rows], &alone[std::size_t(m) * w.rows], w.rows * sizeof(float)), 0)
+                << name(type) << " " << isa_name(isa) << " M " << M << " threads " << threads << " row " << m
+                << " at " << i;
+          }
+        }
+      if (type == QuantType::F32) continue;  // PackedMatrix's chain is per ISA
+      if (first_isa_alone.empty()) first_isa_alone = alone;
+      EXPECT_EQ(std::memcmp(alone.data(), first_isa_alone.data(), alone.size() * sizeof(float)), 0)
+          << name(type) << " " << isa_name(isa) << " differs from portable";
+    }
+  }
+}
+
+// Parts of different types stacked by rows give each part's own outputs, and accumulate adds
+// the whole dot product to C once.
+TEST(WeightMatrix, FusedPartsAndAccumulate) {
+  const int cols = 512, M = 3;
+  const Encoded q = encode(QuantType::Q4_K, 10, cols, 1), k = encode(QuantType::Q6_K, 7, cols, 2),
+                v = encode(QuantType::F32, 5, cols, 3);
+  const std::vector<float> a = random_values(std::size_t(M) * cols, 4);
+  for (Isa isa : supported_isas()) {
+    const WeightPart parts[] = {{q.type, q.bytes.data(), 10}, {k.type, k.bytes.data(), 7}, {v.type, v.bytes.data(), 5}};
+    const WeightMatrix fused = WeightMatrix::make(parts, cols, isa);
+    ASSERT_EQ(fused.rows(), 22);
+    const std::vector<float> c = run(fused, a, M, 2);
+    const std::vector<float> cq = run(matrix_of(q, isa), a, M, 2), ck = run(matrix_of(k, isa), a, M, 2),
+                             cv = run(matrix_of(v, isa), a, M, 2);
+    for (int m = 0; m < M; ++m) {
+      EXPECT_EQ(std::memcmp(&c[m * 22], &cq[m * 10], 10 * 4), 0);
+      EXPECT_EQ(std::memcmp(&c[m * 22 + 10], &ck[m * 7], 7 * 4), 0);
+      EXPECT_EQ(std::memcmp(&c[m * 22 + 17], &cv[m * 5], 5 * 4), 0);
+    }
+    std::vector<float> acc(std::size_t(M) * 22, 0.5f);
+    matmul_accumulate(a.data(), M, cols, fused, acc.data(), 22);
+    for (int m = 0; m < M; ++m)
+      for (int n = 0; n < 17; ++n) EXPECT_EQ(acc[m * 22 + n], 0.5f + c[m * 22 + n]);
+  }
+}
+
+TEST(WeightMatrix, RefusesBadShapesAndTypes) {
+  std::vector<uint8_t> bytes(4096);
+  const WeightPart q4k{QuantType::Q4_K, bytes.data(), 1};
+  EXPECT_THROW(WeightMatrix::make({&q4k, 1}, 96), pagoda::Error);
+  const WeightPart q8k{QuantType::Q8_K, bytes.data(), 1};
+  EXPECT_THROW(WeightMatrix::make({&q8k, 1}, 256), pagoda::Error);
+  const WeightPart iq{static_cast<QuantType>(16), bytes.data(), 1};
+  EXPECT_THROW(WeightMatrix::make({&iq, 1}, 256), pagoda::Error);
+}
+
+}  // namespace
