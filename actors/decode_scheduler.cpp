@@ -17,7 +17,7 @@ DecodeScheduler::DecodeScheduler(std::shared_ptr<Mailbox<DecodeMessage>> mailbox
       prefill_(std::move(prefill)),
       config_(config),
       metrics_(metrics),
-      eos_id_(runner.model().tokenizer.eos_id()) {}
+      tokenizer_(runner.model().tokenizer) {}
 
 void DecodeScheduler::run() {
   while (!stopped()) {
@@ -181,7 +181,7 @@ void DecodeScheduler::append_token(Sequence& seq, int32_t token) {
   seq.tokens.push_back(token);
   metrics_.generated_tokens.fetch_add(1, std::memory_order_relaxed);
 
-  const bool eos = !seq.ignore_eos && token == eos_id_;
+  const bool eos = !seq.ignore_eos && tokenizer_.is_eog(token);
   const bool stop_id = std::find(seq.stop_token_ids.begin(), seq.stop_token_ids.end(), token) != seq.stop_token_ids.end();
   if (eos || stop_id) {
     seq.emit({token, {}});  // a stop token's text is not part of the output

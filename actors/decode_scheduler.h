@@ -47,7 +47,7 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   std::shared_ptr<Mailbox<PrefillMessage>> prefill_;
   EngineConfig config_;
   MetricsBoard& metrics_;
-  int32_t eos_id_;
+  const Tokenizer& tokenizer_;  // its end-of-generation set ends sequences
 
   std::vector<SequencePtr> running_;  // in admission order
   int32_t slots_to_return_ = 0;

@@ -123,7 +123,7 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
   std::vector<int32_t> ids = r.prompt_ids;
   if (ids.empty()) {
     if (r.prompt.empty()) refuse("the prompt is empty");
-    ids = model.tokenizer.encode(r.prompt, model.tokenizer.add_bos());
+    ids = model.tokenizer.encode(r.prompt, model.tokenizer.add_bos(), r.parse_special);
   }
   const int32_t vocab = model.config.vocab_size;
   for (int32_t id : ids) {
@@ -233,18 +233,7 @@ void Engine::shutdown() {
 }
 
 std::vector<int32_t> Engine::tokenize(const std::string& text, bool add_bos, bool parse_special) const {
-  const Tokenizer& tokenizer = impl_->model.tokenizer;
-  if (!parse_special) return tokenizer.encode(text, add_bos);
-  std::vector<int32_t> ids = tokenizer.encode("", add_bos);
-  for (const chat::Piece& piece : chat::split_special(text, impl_->specials)) {
-    if (piece.id >= 0) {
-      ids.push_back(piece.id);
-    } else {
-      const std::vector<int32_t> part = tokenizer.encode(piece.text, false);
-      ids.insert(ids.end(), part.begin(), part.end());
-    }
-  }
-  return ids;
+  return impl_->model.tokenizer.encode(text, add_bos, parse_special);
 }
 
 std::string Engine::detokenize(const std::vector<int32_t>& ids) const { return impl_->model.tokenizer.decode(ids, false); }
@@ -252,6 +241,7 @@ std::string Engine::detokenize(const std::vector<int32_t>& ids) const { return i
 int32_t Engine::context_length() const { return impl_->model.config.context_length; }
 int32_t Engine::vocab_size() const { return impl_->model.config.vocab_size; }
 int32_t Engine::eos_id() const { return impl_->model.tokenizer.eos_id(); }
+std::vector<int32_t> Engine::eog_ids() const { return impl_->model.tokenizer.eog_ids(); }
 std::optional<std::string> Engine::chat_template() const { return impl_->chat_template; }
 bool Engine::add_bos() const { return impl_->model.tokenizer.add_bos(); }
 

@@ -82,6 +82,19 @@ Tokenizer::Tokenizer(TokenizerVocab vocab) : vocab_(std::move(vocab)) {
   check_id(vocab_.bos_id, "BOS id");
   check_id(vocab_.eos_id, "EOS id");
   check_id(vocab_.unk_id, "unknown-token id");
+  for (auto [id, what] : {std::pair{vocab_.eot_id, "EOT id"}, {vocab_.eom_id, "EOM id"}, {vocab_.fim_pad_id, "FIM pad id"},
+                          {vocab_.fim_rep_id, "FIM repository id"}, {vocab_.fim_sep_id, "FIM separator id"}}) {
+    if (id != -1) check_id(id, what);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (vocab_.types[i] < TokenType::Normal || vocab_.types[i] > TokenType::Byte) {
+      throw Error("tokenizer: token " + std::to_string(i) + " has unknown token type " +
+                  std::to_string(int32_t(vocab_.types[i])));
+    }
+  }
+  apply_special_token_overrides(vocab_);
+  special_ = SpecialTokenSplitter(vocab_);
+  eog_ids_ = end_of_generation_ids(vocab_);
 
   if (vocab_.space_marker == SpaceMarker::Auto) {
     size_t escaped = 0, plain = 0;
@@ -124,9 +137,6 @@ Tokenizer::Tokenizer(TokenizerVocab vocab) : vocab_(std::move(vocab)) {
         output_[i] = std::string(1, char(b));
         break;
       }
-      default:
-        throw Error("tokenizer: token " + std::to_string(i) + " has unknown token type " +
-                    std::to_string(int32_t(vocab_.types[i])));
     }
   }
 
@@ -146,16 +156,29 @@ int32_t Tokenizer::find_piece(std::string_view piece) const {
   return it == piece_to_id_.end() ? -1 : it->second;
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
   std::vector<int32_t> out;
   if (add_bos) out.push_back(vocab_.bos_id);
-  if (text.empty()) return out;
+  bool after_special = true;  // the text start counts as following a special token
+  for (const Fragment& f : special_.split(text, parse_special)) {
+    if (f.token >= 0) {
+      out.push_back(f.token);
+      after_special = true;
+    } else {
+      encode_spm(f.text, after_special && vocab_.add_space_prefix, out);
+      after_special = false;
+    }
+  }
+  return out;
+}
 
+// SentencePiece BPE of one text fragment (non-empty), appended to `out`.
+void Tokenizer::encode_spm(std::string_view text, bool space_prefix, std::vector<int32_t>& out) const {
   // The text in the vocabulary's spelling, with the dummy prefix.
   std::string s;
   if (vocab_.space_marker == SpaceMarker::Escaped) {
     s.reserve(text.size() + text.size() / 4 + 3);
-    if (vocab_.add_space_prefix) s += kEscapedSpace;
+    if (space_prefix) s += kEscapedSpace;
     for (char c : text) {
       if (c == ' ') {
         s += kEscapedSpace;
@@ -165,7 +188,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos) cons
     }
   } else {
     s.reserve(text.size() + 1);
-    if (vocab_.add_space_prefix) s += ' ';
+    if (space_prefix) s += ' ';
     s += text;
   }
   if (s.size() >= size_t(std::numeric_limits<int32_t>::max())) throw Error("tokenizer: text too long to encode");
@@ -224,7 +247,6 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos) cons
   }
 
   // Each surviving span is a piece, or (a character outside the vocabulary) its bytes.
-  out.reserve(out.size() + sym.size());
   for (int32_t i = 0; i >= 0; i = sym[size_t(i)].next) {
     const std::string_view piece(s.data() + sym[size_t(i)].off, sym[size_t(i)].n);
     auto it = piece_to_id_.find(piece);
@@ -234,7 +256,6 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos) cons
       for (char c : piece) out.push_back(byte_ids_[static_cast<unsigned char>(c)]);
     }
   }
-  return out;
 }
 
 std::string Tokenizer::token_text(int32_t id) const {

@@ -16,6 +16,7 @@
 // tokens give nothing, user-defined tokens give their text verbatim. The decoder emits only
 // complete UTF-8; ill-formed bytes become U+FFFD (one per maximal ill-formed subpart).
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -24,6 +25,8 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "engine/tokenizer/special_tokens.h"
 
 namespace pagoda {
 
@@ -44,6 +47,9 @@ struct TokenizerVocab {
   std::vector<float> scores;
   std::vector<TokenType> types;
   int32_t bos_id = 1, eos_id = 2, unk_id = 0;
+  // End of turn / of message (tokenizer.ggml.eot_token_id, eom_token_id) and the fill-in-the-
+  // middle pad, repository and file-separator tokens; -1 when the vocabulary names none.
+  int32_t eot_id = -1, eom_id = -1, fim_pad_id = -1, fim_rep_id = -1, fim_sep_id = -1;
   bool add_bos = true, add_space_prefix = true;
   SpaceMarker space_marker = SpaceMarker::Auto;  // resolved (never Auto) in Tokenizer::vocab()
 };
@@ -51,7 +57,8 @@ struct TokenizerVocab {
 class Tokenizer {
  public:
   // Validates: non-empty, tokens/scores/types of equal size, ids in range, known token
-  // types, byte tokens spelled <0xXX>, no NaN score. Throws pagoda::Error.
+  // types, byte tokens spelled <0xXX>, no NaN score. Throws pagoda::Error. Then retypes the
+  // tokens llama.cpp treats as control by their text (apply_special_token_overrides).
   explicit Tokenizer(TokenizerVocab vocab);
 
   // llama2.c tokenizer.bin: int32 max_token_length, then per token f32 score, int32 length,
@@ -67,7 +74,11 @@ class Tokenizer {
   static Tokenizer from_gguf(const GgufFile& gguf);
 
   // Token ids for `text` (BOS first when add_bos). Empty text gives [BOS] or [] (no prefix).
-  std::vector<int32_t> encode(std::string_view text, bool add_bos) const;
+  // Special tokens written in the text are first cut out as llama.cpp does (see
+  // SpecialTokenSplitter): user-defined tokens always, control tokens ("<|im_start|>", "<s>")
+  // only with parse_special — without it their text is tokenized as ordinary text. An SPM
+  // vocabulary puts its space prefix before every text fragment that follows a special token.
+  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special = false) const;
 
   // The raw bytes token `id` decodes to (no leading-space stripping). Error if out of range.
   std::string token_text(int32_t id) const;
@@ -81,6 +92,9 @@ class Tokenizer {
   int32_t bos_id() const { return vocab_.bos_id; }
   int32_t eos_id() const { return vocab_.eos_id; }
   int32_t unk_id() const { return vocab_.unk_id; }
+  // The tokens that end generation (see end_of_generation_ids), sorted.
+  const std::vector<int32_t>& eog_ids() const { return eog_ids_; }
+  bool is_eog(int32_t id) const { return std::binary_search(eog_ids_.begin(), eog_ids_.end(), id); }
   bool add_bos() const { return vocab_.add_bos; }
   bool add_space_prefix() const { return vocab_.add_space_prefix; }
   const TokenizerVocab& vocab() const { return vocab_; }
@@ -98,7 +112,11 @@ class Tokenizer {
   };
   using PieceMap = std::unordered_map<std::string, int32_t, PieceHash, std::equal_to<>>;
 
+  void encode_spm(std::string_view text, bool space_prefix, std::vector<int32_t>& out) const;
+
   TokenizerVocab vocab_;
+  SpecialTokenSplitter special_;
+  std::vector<int32_t> eog_ids_;
   PieceMap piece_to_id_;            // the vocabulary's spelling → id (a duplicate: the last)
   std::vector<std::string> output_;  // what each token decodes to
   std::array<int32_t, 256> byte_ids_{};  // the <0xXX> token of each byte, or unk

@@ -168,6 +168,11 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
   v.bos_id = id("tokenizer.ggml.bos_token_id", 1);
   v.eos_id = id("tokenizer.ggml.eos_token_id", 2);
   v.unk_id = id("tokenizer.ggml.unknown_token_id", 0);
+  v.eot_id = id("tokenizer.ggml.eot_token_id", -1);
+  v.eom_id = id("tokenizer.ggml.eom_token_id", -1);
+  v.fim_pad_id = id("tokenizer.ggml.fim_pad_token_id", -1);
+  v.fim_rep_id = id("tokenizer.ggml.fim_rep_token_id", -1);
+  v.fim_sep_id = id("tokenizer.ggml.fim_sep_token_id", -1);
   v.add_bos = gguf.get_bool_opt("tokenizer.ggml.add_bos_token").value_or(true);
   v.add_space_prefix = gguf.get_bool_opt("tokenizer.ggml.add_space_prefix").value_or(true);
   v.space_marker = SpaceMarker::Escaped;

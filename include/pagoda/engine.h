@@ -68,14 +68,20 @@ class Engine {
   // actors. Idempotent.
   void shutdown();
 
-  // The model's tokenizer and shape, for applications that build prompts themselves. With
-  // `parse_special`, control and user-defined tokens spelled in the text ("<|im_start|>")
-  // become their single ids, as a chat template needs; without it they are plain text.
+  // The model's tokenizer and shape, for applications that build prompts themselves.
+  // parse_special: turn control tokens written in the text ("<|im_start|>", "<|eot_id|>")
+  // into their ids, as a chat template needs; without it they stay ordinary text, as user
+  // text should. User-defined tokens ("<think>") are matched whole either way (llama.cpp).
   std::vector<int32_t> tokenize(const std::string& text, bool add_bos, bool parse_special = false) const;
   std::string detokenize(const std::vector<int32_t>& ids) const;
   int32_t context_length() const;
   int32_t vocab_size() const;
   int32_t eos_id() const;
+  // The end-of-generation tokens, sorted: EOS, the vocabulary's EOT/EOM ids and the tokens
+  // llama.cpp treats as ending a turn by their text ("<|eot_id|>", "<|im_end|>", "<|eom_id|>",
+  // "<|endoftext|>", "<end_of_turn>", ...). Generation stops at any of them
+  // (FinishReason::Eos) unless Request::ignore_eos.
+  std::vector<int32_t> eog_ids() const;
   // GGUF tokenizer.chat_template, when the model has one.
   std::optional<std::string> chat_template() const;
   // Whether tokenize(text, true) puts BOS first (GGUF tokenizer.ggml.add_bos_token).

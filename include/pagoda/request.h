@@ -23,13 +23,17 @@ struct StreamEvent {
 };
 
 struct Request {
-  std::string prompt;               // text, tokenized with the model's tokenizer (BOS added), or
+  std::string prompt;               // text, tokenized with the model's tokenizer (BOS added
+                                    // when the vocabulary says so), or
   std::vector<int32_t> prompt_ids;  // token ids, used as given when not empty
+  // Tokenize control tokens written in `prompt` ("<|im_start|>") as their ids, for a prompt
+  // laid out by a chat template; off, they are ordinary text (the right thing for user text).
+  bool parse_special = false;
   SamplingParams sampling;
   int32_t max_new_tokens = 256;
-  std::vector<int32_t> stop_token_ids;  // besides EOS
+  std::vector<int32_t> stop_token_ids;  // besides the end-of-generation tokens
   std::vector<std::string> stop_strings;
-  bool ignore_eos = false;
+  bool ignore_eos = false;          // go on past end-of-generation tokens (Engine::eog_ids())
   std::string adapter;              // LoRA adapter name; empty = the base model
   int32_t priority = 0;             // higher is admitted first
   // Called on the engine's scheduler thread for every token as it is made: keep it short.

@@ -1,0 +1,54 @@
+#pragma once
+// Special tokens, as llama.cpp treats them: which tokens end generation, which tokens
+// "look like" control tokens whatever the file says, and cutting control / user-defined
+// token texts out of a prompt before the text is tokenized.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pagoda {
+
+struct TokenizerVocab;
+
+// Marks as Control the tokens llama.cpp overrides by their text (end-of-turn, fill-in-the-
+// middle and end-of-generation tokens such as "<|eot_id|>", "<|im_end|>", "<|fim_pad|>"), and
+// as UserDefined the gpt-oss tokens it always renders ("<|channel|>", ...).
+void apply_special_token_overrides(TokenizerVocab& vocab);
+
+// The end-of-generation set, sorted: EOS, the EOT and EOM ids the vocabulary names, the
+// fill-in-the-middle pad/repo/separator tokens, and every token whose text llama.cpp treats
+// as ending a turn ("<|eot_id|>", "<|im_end|>", "<|end|>", "<|endoftext|>", "<|eom_id|>",
+// "<end_of_turn>", ...), with llama.cpp's two exceptions (gpt-oss's "<|end|>", gemma4's "</s>").
+std::vector<int32_t> end_of_generation_ids(const TokenizerVocab& vocab);
+
+// A piece of a prompt: either a special token matched whole or text to tokenize.
+struct Fragment {
+  int32_t token = -1;     // >= 0: this special token
+  std::string_view text;  // otherwise: this text (never empty)
+};
+
+// Splits text at the special tokens written in it, as llama.cpp's tokenizer_st_partition:
+// the candidate tokens, longest text first, each cut every occurrence out of the text left
+// by the ones before. Control and Unknown tokens take part only with parse_special;
+// UserDefined tokens always do (as Hugging Face and llama.cpp match added tokens whole).
+class SpecialTokenSplitter {
+ public:
+  SpecialTokenSplitter() = default;
+  explicit SpecialTokenSplitter(const TokenizerVocab& vocab);
+
+  // The fragments of `text`, in order; the texts are views into `text`.
+  std::vector<Fragment> split(std::string_view text, bool parse_special) const;
+
+ private:
+  struct Candidate {
+    int32_t id;
+    std::string text;
+    bool user_defined;
+  };
+  std::vector<Candidate> candidates_;  // longest first, then by id
+  bool any_user_defined_ = false;
+};
+
+}  // namespace pagoda
