@@ -4,8 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <functional>
 #include <limits>
@@ -250,44 +248,29 @@ TEST(QuantizeGguf, NonFiniteWeightsAreRefusedNamingTheTensor) {
 
 // ---- the program -----------------------------------------------------------------------------
 
-const std::string kQuantize = PAGODA_BINARY_DIR "/examples/pagoda-quantize";
-
-struct ToolRun {
-  int status;
-  std::string output;
-};
-ToolRun run_tool(const std::string& args) {
-  ToolRun r{-1, {}};
-  FILE* p = popen((kQuantize + " " + args + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+test::ProgramRun run_tool(const std::string& args) { return test::run_program("pagoda-quantize", args); }
 
 TEST(PagodaQuantize, ReportsFallbacksAndFailsClearly) {
-  if (!std::filesystem::exists(kQuantize)) GTEST_SKIP() << kQuantize << " is not built";
+  const std::string tool = test::program_path("pagoda-quantize");
+  if (!std::filesystem::exists(tool)) GTEST_SKIP() << tool << " is not built";
   PAGODA_SHARED_OR_SKIP(stories, test::kStoriesGguf);
   const std::string out = test::scratch_path("stories.q4_0.gguf");
-  const ToolRun ok = run_tool(stories + " " + out + " q4_0");
+  const test::ProgramRun ok = run_tool(stories + " " + out + " q4_0");
   EXPECT_EQ(ok.status, 0) << ok.output;
   EXPECT_NE(ok.output.find("blk.0.ffn_down.weight"), std::string::npos) << ok.output;
   EXPECT_NE(ok.output.find("fallback: rows of 172 do not fit Q4_0's blocks of 32; using F16"), std::string::npos)
       << ok.output;
   EXPECT_EQ(GgufFile::open(out).find_tensor("blk.4.ffn_down.weight")->type, GgmlType::F16);
 
-  const ToolRun bad_type = run_tool(stories + " " + out + " q2_k");
+  const test::ProgramRun bad_type = run_tool(stories + " " + out + " q2_k");
   EXPECT_NE(bad_type.status, 0);
   EXPECT_NE(bad_type.output.find("unknown quantization type 'q2_k'"), std::string::npos) << bad_type.output;
 
-  const ToolRun missing = run_tool("/nonexistent/model.gguf " + out + " q8_0");
+  const test::ProgramRun missing = run_tool("/nonexistent/model.gguf " + out + " q8_0");
   EXPECT_NE(missing.status, 0);
   EXPECT_NE(missing.output.find("/nonexistent/model.gguf"), std::string::npos) << missing.output;
 
-  const ToolRun usage = run_tool(stories);
+  const test::ProgramRun usage = run_tool(stories);
   EXPECT_NE(usage.status, 0);
   EXPECT_NE(usage.output.find("usage: pagoda-quantize"), std::string::npos) << usage.output;
 }

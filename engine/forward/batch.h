@@ -18,6 +18,7 @@ struct BatchEntry {
   const BlockTable* block_table = nullptr;  // holds pages for n_cached + tokens.size() positions
   bool needs_logits = false;         // logits for the entry's last new token
   const LoraWeights* lora = nullptr; // the entry's adapter; nullptr = the base model
+  bool all_logits = false;           // logits for every new token, in order (scoring a text)
 };
 
 struct Batch {

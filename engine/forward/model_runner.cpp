@@ -93,7 +93,11 @@ void ModelRunner::prepare(const Batch& batch) {
       tokens_.push_back({e, entry.n_cached + i});
       attention_work_ += 2.0 * (entry.n_cached + i + 1) * model_.config.n_heads * model_.config.head_dim();
     }
-    if (entry.needs_logits) logit_rows_.push_back(int32_t(tokens_.size()) - 1);
+    if (entry.all_logits) {
+      for (int32_t r = entry_start_.back(); r < int32_t(tokens_.size()); ++r) logit_rows_.push_back(r);
+    } else if (entry.needs_logits) {
+      logit_rows_.push_back(int32_t(tokens_.size()) - 1);
+    }
   }
   entry_start_.push_back(int32_t(tokens_.size()));
   attention_chunks_.clear();
@@ -269,7 +273,8 @@ double ModelRunner::flops(const Batch& batch) const {
       const double ctx = double(e.n_cached) + double(i) + 1.0;
       total += c.n_layers * (per_token_layer + 4.0 * q_dim * ctx);
     }
-    if (e.needs_logits) total += 2.0 * c.dim * c.vocab_size;
+    const size_t logit_rows = e.all_logits ? e.tokens.size() : e.needs_logits ? 1 : 0;
+    total += 2.0 * c.dim * c.vocab_size * double(logit_rows);
   }
   return total;
 }

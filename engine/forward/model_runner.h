@@ -27,8 +27,8 @@ class ModelRunner {
   ModelRunner(const Model& model, int threads = 0);
 
   // Runs one step: writes the new tokens' keys and values into their pages in `kv` and fills
-  // `logits` with one row of vocab_size floats for each entry with needs_logits, in entry
-  // order. Throws pagoda::Error on an inconsistent batch (positions beyond the context or the
+  // `logits` with one row of vocab_size floats for each entry with needs_logits (one row per
+  // new token for an entry with all_logits), in entry order. Throws pagoda::Error on an inconsistent batch (positions beyond the context or the
   // block table, token ids outside the vocabulary).
   void forward(const Batch& batch, const KvView& kv, std::vector<float>& logits);
 

@@ -1,8 +1,10 @@
 #include "support/test_support.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -47,6 +49,20 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
     max_ref = std::max(max_ref, double(std::abs(want[i])));
   }
   return max_diff / max_ref;
+}
+
+std::string program_path(const std::string& name) { return std::string(PAGODA_BINARY_DIR) + "/examples/" + name; }
+
+ProgramRun run_program(const std::string& name, const std::string& args) {
+  ProgramRun r;
+  FILE* p = popen((program_path(name) + " " + args + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.status = status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 Completion await(RequestHandle& handle) {

@@ -50,6 +50,16 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 // rather than a hung test.
 Completion await(RequestHandle& handle);
 
+// Runs a built example program (PAGODA_BINARY_DIR/examples/<name>) with `args` through the
+// shell, stderr merged into the output. `status` is the exit status, or -1 when the program
+// did not run or did not exit normally.
+struct ProgramRun {
+  int status = -1;
+  std::string output;
+};
+std::string program_path(const std::string& name);
+ProgramRun run_program(const std::string& name, const std::string& args);
+
 // A fresh path in this test program's scratch folder (removed at exit).
 std::string scratch_path(const std::string& name);
 
