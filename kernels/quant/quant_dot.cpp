@@ -87,7 +87,7 @@ const DotKernels& dot_kernels(Isa isa) {
   return dot_portable;
 }
 
-DotFn dot_for(const DotKernels& k, QuantType type) {
+TypeKernels dot_for(const DotKernels& k, QuantType type) {
   switch (type) {
     case QuantType::F16: return k.f16;
     case QuantType::BF16: return k.bf16;
@@ -99,7 +99,7 @@ DotFn dot_for(const DotKernels& k, QuantType type) {
     case QuantType::Q4_K: return k.q4_k;
     case QuantType::Q5_K: return k.q5_k;
     case QuantType::Q6_K: return k.q6_k;
-    default: return nullptr;
+    default: return {};
   }
 }
 

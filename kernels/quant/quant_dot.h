@@ -42,16 +42,24 @@ void quantize_act_row(ActFormat format, const float* x, int cols, void* out);
 
 // Σ_k W[k]·A[k] for one row of `cols` values.
 using DotFn = float (*)(const void* w, const void* act, int cols);
+// The same for 4 activation rows at act + r·act_stride bytes (out[r]), bit for bit what DotFn
+// gives each row alone; the weight row is decoded once for the four.
+using Dot4Fn = void (*)(const void* w, const void* act, std::size_t act_stride, int cols, float* out);
+
+struct TypeKernels {
+  DotFn dot = nullptr;
+  Dot4Fn dot4 = nullptr;
+};
 
 struct DotKernels {
-  DotFn f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k;
+  TypeKernels f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k;
 };
 extern const DotKernels dot_portable, dot_avx2, dot_avx512, dot_avx512vnni;
 
 // The dot products for `isa` (AVX-512 uses VNNI when the CPU has it).
 const DotKernels& dot_kernels(Isa isa);
-// The dot product for weight `type` (not F32, which goes through PackedMatrix), or nullptr.
-DotFn dot_for(const DotKernels& kernels, QuantType type);
+// The dot products for weight `type` (not F32, which goes through PackedMatrix), or nulls.
+TypeKernels dot_for(const DotKernels& kernels, QuantType type);
 
 inline float reduce8(const float v[8]) {
   return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));

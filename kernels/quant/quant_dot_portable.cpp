@@ -133,12 +133,20 @@ float dot_q6_k(const void* w, const void* act, int cols) {
   return reduce8(acc);
 }
 
+// Four rows are four one-row dot products.
+template <DotFn F>
+constexpr TypeKernels rows() {
+  return {F, [](const void* w, const void* act, std::size_t stride, int cols, float* out) {
+            for (int r = 0; r < 4; ++r) out[r] = F(w, static_cast<const uint8_t*>(act) + stride * r, cols);
+          }};
+}
+
 }  // namespace
 
 extern const DotKernels dot_portable = {
-    dot_half<false>, dot_half<true>, dot_block32<BlockQ4_0, false>, dot_block32<BlockQ4_1, true>,
-    dot_block32<BlockQ5_0, false>, dot_block32<BlockQ5_1, true>, dot_block32<BlockQ8_0, false>,
-    dot_k45<BlockQ4_K>, dot_k45<BlockQ5_K>, dot_q6_k,
+    rows<dot_half<false>>(), rows<dot_half<true>>(), rows<dot_block32<BlockQ4_0, false>>(),
+    rows<dot_block32<BlockQ4_1, true>>(), rows<dot_block32<BlockQ5_0, false>>(), rows<dot_block32<BlockQ5_1, true>>(),
+    rows<dot_block32<BlockQ8_0, false>>(), rows<dot_k45<BlockQ4_K>>(), rows<dot_k45<BlockQ5_K>>(), rows<dot_q6_k>(),
 };
 
 }  // namespace pagoda::kernels::quant

@@ -41,7 +41,7 @@ std::string type_name(QuantType type) {
 void run_quantized(const float* A, int M, int lda, const WeightMatrix& W, const WeightMatrix::Part& part, float* C,
                    int ldc, bool accumulate) {
   const int K = W.cols();
-  const quant::DotFn dot = quant::dot_for(quant::dot_kernels(W.isa()), part.type);
+  const quant::TypeKernels dot = quant::dot_for(quant::dot_kernels(W.isa()), part.type);
   const quant::ActFormat format = quant::act_format(part.type);
   // Each activation row quantized once, by itself.
   const std::size_t act_bytes = quant::act_row_bytes(format, K);
@@ -57,19 +57,27 @@ void run_quantized(const float* A, int M, int lda, const WeightMatrix& W, const 
   auto act_row = [&](int m) -> const void* {
     return act_bytes > 0 ? static_cast<const void*>(act.get() + act_bytes * m) : A + std::size_t(m) * lda;
   };
+  const std::size_t act_stride = act_bytes > 0 ? act_bytes : std::size_t(lda) * sizeof(float);
   const int N = part.rows;
   const int tiles = (N + kTileRows - 1) / kTileRows;
   auto body = [&](const tbb::blocked_range2d<int>& range) {
     for (int t = range.cols().begin(); t < range.cols().end(); ++t) {
       const int n0 = t * kTileRows, n1 = std::min(N, n0 + kTileRows);
-      for (int m = range.rows().begin(); m < range.rows().end(); ++m) {
-        const void* a = act_row(m);
-        float* c = C + std::size_t(m) * ldc + part.first_row;
+      auto store = [&](int m, int n, float v) {
+        float& c = C[std::size_t(m) * ldc + part.first_row + n];
+        c = accumulate ? c + v : v;
+      };
+      // Four activation rows at a time share each weight row's decoding; the rest one by one,
+      // with the same arithmetic per output.
+      int m = range.rows().begin();
+      for (; m + 4 <= range.rows().end(); m += 4)
         for (int n = n0; n < n1; ++n) {
-          const float v = dot(part.data + part.row_bytes * n, a, K);
-          c[n] = accumulate ? c[n] + v : v;
+          float v[4];
+          dot.dot4(part.data + part.row_bytes * n, act_row(m), act_stride, K, v);
+          for (int r = 0; r < 4; ++r) store(m + r, n, v[r]);
         }
-      }
+      for (; m < range.rows().end(); ++m)
+        for (int n = n0; n < n1; ++n) store(m, n, dot.dot(part.data + part.row_bytes * n, act_row(m), K));
     }
   };
   const tbb::blocked_range2d<int> all(0, M, kTaskRows, 0, tiles, 1);
