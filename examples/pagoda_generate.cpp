@@ -10,6 +10,7 @@
 
 #include "examples/common/args.h"
 #include "examples/common/lora_flag.h"
+#include "examples/common/resource_usage.h"
 #include "examples/common/sampling_flags.h"
 #include "pagoda/engine.h"
 
@@ -91,9 +92,11 @@ int main(int argc, char** argv) {
     std::vector<int32_t> stop_ids;
     for (const std::string& id : args.all("--stop-id")) stop_ids.push_back(pagoda::cli::Args::parse<int32_t>("--stop-id", id));
 
+    const pagoda::cli::LoadTimer load_timer;
     pagoda::Engine engine({.model_path = *model_path,
                            .tokenizer_path = args.get("--tokenizer", ""),
                            .threads = args.number("--threads", 0)});
+    load_timer.report(stderr, "pagoda-generate: ", "loaded the model");
     for (const std::string& text : args.all("--lora")) {
       const pagoda::cli::LoraFlag lora = pagoda::cli::parse_lora(text);
       engine.load_adapter(lora.name, lora.path, lora.scale);

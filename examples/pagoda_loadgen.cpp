@@ -25,6 +25,7 @@
 #include "examples/common/args.h"
 #include "examples/common/load_report.h"
 #include "examples/common/progress.h"
+#include "examples/common/resource_usage.h"
 #include "examples/common/static_batcher.h"
 #include "pagoda/engine.h"
 
@@ -333,7 +334,9 @@ RunSummary run_continuous(const Options& o, const std::string& model_path) {
   config.max_entries_per_step = o.max_running;  // room in a step for every running sequence
   config.max_running = o.max_running;
   config.prefill_chunk = o.prefill_chunk;
+  const cli::LoadTimer load_timer;
   Engine engine(config);
+  load_timer.report(stdout, "load      ", "continuous engine");
   check_context(o, engine.context_length());
   const auto work = make_workload(o, engine.vocab_size(), engine.tokenize("", true));
   Backend backend{"continuous",
@@ -358,8 +361,10 @@ RunSummary run_continuous(const Options& o, const std::string& model_path) {
 }
 
 RunSummary run_static(const Options& o, const std::string& model_path) {
+  const cli::LoadTimer load_timer;
   const Model model = load_model(model_path);
   ModelRunner runner(model, o.threads);
+  load_timer.report(stdout, "load      ", "static batcher");
   check_context(o, model.config.context_length);
   const auto work = make_workload(o, model.config.vocab_size, model.tokenizer.encode("", true));
   StaticBatcher batcher(runner, o.kv_pages, kTokensPerPage, o.concurrency, o.requests, sampling(o));

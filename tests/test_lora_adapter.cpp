@@ -50,7 +50,7 @@ TEST(LoraAdapter, ProjectionNamesAndShapesAreLlamaCpps) {
   // Every projection's {n_in, n_out} is the shape of the base weight the loader reads.
   const Model m = load_model(test::tiny_gqa_model());
   const LayerWeights& w = m.weights.layers[0];
-  const std::vector<float>* weights[] = {&w.attn_q,   &w.attn_k, &w.attn_v,  &w.attn_output,
+  const WeightTensor* weights[] = {&w.attn_q,   &w.attn_k, &w.attn_v,  &w.attn_output,
                                          &w.ffn_gate, &w.ffn_up, &w.ffn_down};
   const GgufFile f = GgufFile::open(test::tiny_gqa_model());
   for (LoraProjection p : kAll) {
@@ -59,7 +59,8 @@ TEST(LoraAdapter, ProjectionNamesAndShapesAreLlamaCpps) {
     const GgufTensorInfo* t = f.find_tensor(stem(0, p));
     ASSERT_TRUE(t);
     EXPECT_EQ(t->shape, std::vector<uint64_t>({uint64_t(s.n_in), uint64_t(s.n_out)}));
-    EXPECT_EQ(weights[size_t(p)]->size(), size_t(s.n_in) * size_t(s.n_out));
+    EXPECT_EQ(weights[size_t(p)]->cols, s.n_in);
+    EXPECT_EQ(weights[size_t(p)]->rows, s.n_out);
   }
 }
 

@@ -16,12 +16,20 @@ namespace pagoda {
 
 namespace {
 
-// Rows [first, first + n) of several [out][in] matrices stacked into one, so that one GEMM
-// computes them all.
-kernels::PackedMatrix pack_stacked(std::initializer_list<const std::vector<float>*> parts, int n_in) {
-  std::vector<float> stacked;
-  for (const auto* p : parts) stacked.insert(stacked.end(), p->begin(), p->end());
-  return kernels::PackedMatrix::pack(stacked.data(), int(stacked.size() / n_in), n_in);
+// The GEMM operand for one or more [out][in] weight matrices with the same `in`, stacked
+// row-wise so that one GEMM computes them all: their rows are decoded from the file's
+// encoding into a temporary and packed for the active kernels.
+kernels::PackedMatrix pack_weights(std::initializer_list<const WeightTensor*> parts) {
+  const int64_t n_in = (*parts.begin())->cols;
+  int64_t rows = 0;
+  for (const WeightTensor* p : parts) rows += p->rows;
+  std::vector<float> stacked(size_t(rows) * size_t(n_in));
+  float* at = stacked.data();
+  for (const WeightTensor* p : parts) {
+    p->dequantize_rows(0, p->rows, at);
+    at += size_t(p->rows) * size_t(n_in);
+  }
+  return kernels::PackedMatrix::pack(stacked.data(), int(rows), int(n_in));
 }
 
 // Query tokens per attention task: small enough to spread a long prefill chunk over the cores.
@@ -54,12 +62,12 @@ ModelRunner::ModelRunner(const Model& model, int threads)
     layers_.resize(c.n_layers);
     tbb::parallel_for(0, c.n_layers, [&](int l) {
       const LayerWeights& w = model.weights.layers[l];
-      layers_[l].qkv = pack_stacked({&w.attn_q, &w.attn_k, &w.attn_v}, c.dim);
-      layers_[l].output = kernels::PackedMatrix::pack(w.attn_output.data(), c.dim, c.n_heads * c.head_dim());
-      layers_[l].gate_up = pack_stacked({&w.ffn_gate, &w.ffn_up}, c.dim);
-      layers_[l].down = kernels::PackedMatrix::pack(w.ffn_down.data(), c.dim, c.ffn_dim);
+      layers_[l].qkv = pack_weights({&w.attn_q, &w.attn_k, &w.attn_v});
+      layers_[l].output = pack_weights({&w.attn_output});
+      layers_[l].gate_up = pack_weights({&w.ffn_gate, &w.ffn_up});
+      layers_[l].down = pack_weights({&w.ffn_down});
     });
-    classifier_ = kernels::PackedMatrix::pack(model.weights.output.data(), c.vocab_size, c.dim);
+    classifier_ = pack_weights({&model.weights.output});
   });
 }
 
@@ -145,8 +153,7 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
     for (int32_t e = 0; e < int32_t(batch.entries.size()); ++e) {
       const auto& tokens = batch.entries[e].tokens;
       for (size_t i = 0; i < tokens.size(); ++i) {
-        std::copy_n(model_.weights.token_embd.begin() + size_t(tokens[i]) * dim, dim,
-                    x_.begin() + (size_t(entry_start_[e]) + i) * dim);
+        model_.weights.token_embd.dequantize_row(tokens[i], x_.data() + (size_t(entry_start_[e]) + i) * dim);
       }
     }
     for (int32_t l = 0; l < c.n_layers; ++l) {

@@ -1,6 +1,8 @@
 // GGUF models of llama.cpp's `llama` architecture: hyperparameters from `llama.*` metadata,
 // tensors by llama.cpp's names (`token_embd.weight`, `blk.N.attn_q.weight`, ...).
 
+#include <memory>
+
 #include "engine/gguf/gguf.h"
 #include "engine/model/model.h"
 #include "pagoda/error.h"
@@ -44,8 +46,8 @@ ModelConfig read_config(const GgufFile& f) {
   return c;
 }
 
-// Reads a tensor after checking its shape, given GGUF-style (innermost first).
-std::vector<float> read_tensor(const GgufFile& f, const std::string& name, std::vector<uint64_t> shape) {
+// The tensor named `name` after checking its shape, given GGUF-style (innermost first).
+const GgufTensorInfo& find_checked(const GgufFile& f, const std::string& name, const std::vector<uint64_t>& shape) {
   const GgufTensorInfo* t = f.find_tensor(name);
   if (!t) throw Error(f.path() + ": tensor '" + name + "' is missing");
   if (t->shape != shape) {
@@ -56,41 +58,54 @@ std::vector<float> read_tensor(const GgufFile& f, const std::string& name, std::
     };
     throw Error(f.path() + ": tensor '" + name + "' has shape " + str(t->shape) + ", expected " + str(shape));
   }
-  return f.read_f32(*t);
+  return *t;
+}
+
+// A small tensor (a norm), decoded to f32.
+std::vector<float> read_vector(const GgufFile& f, const std::string& name, uint64_t n) {
+  return f.read_f32(find_checked(f, name, {n}));
+}
+
+// A [rows][cols] matrix as a view into the mapping; GgufFile::open has checked that its bytes
+// lie inside the file.
+WeightTensor view_matrix(const GgufFile& f, const std::string& name, uint64_t rows, uint64_t cols) {
+  const GgufTensorInfo& t = find_checked(f, name, {cols, rows});
+  return WeightTensor{t.type, f.tensor_bytes(t).data(), int64_t(rows), int64_t(cols)};
 }
 
 }  // namespace
 
 Model load_gguf_model(const std::string& path) {
-  GgufFile f = GgufFile::open(path);
+  auto file = std::make_shared<GgufFile>(GgufFile::open(path));
+  const GgufFile& f = *file;
   const ModelConfig c = read_config(f);
   const uint64_t dim = c.dim, q_dim = uint64_t(c.n_heads) * c.head_dim(), kv_dim = c.kv_dim();
   const uint64_t ffn = c.ffn_dim, vocab = c.vocab_size;
 
   ModelWeights w;
-  w.token_embd = read_tensor(f, "token_embd.weight", {dim, vocab});
-  w.output_norm = read_tensor(f, "output_norm.weight", {dim});
-  w.output = f.find_tensor("output.weight") ? read_tensor(f, "output.weight", {dim, vocab}) : w.token_embd;
+  w.token_embd = view_matrix(f, "token_embd.weight", vocab, dim);
+  w.output_norm = read_vector(f, "output_norm.weight", dim);
+  w.output = f.find_tensor("output.weight") ? view_matrix(f, "output.weight", vocab, dim) : w.token_embd;
   w.layers.resize(c.n_layers);
   for (int32_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights& lw = w.layers[l];
-    lw.attn_norm = read_tensor(f, p + "attn_norm.weight", {dim});
-    lw.attn_q = read_tensor(f, p + "attn_q.weight", {dim, q_dim});
-    lw.attn_k = read_tensor(f, p + "attn_k.weight", {dim, kv_dim});
-    lw.attn_v = read_tensor(f, p + "attn_v.weight", {dim, kv_dim});
-    lw.attn_output = read_tensor(f, p + "attn_output.weight", {q_dim, dim});
-    lw.ffn_norm = read_tensor(f, p + "ffn_norm.weight", {dim});
-    lw.ffn_gate = read_tensor(f, p + "ffn_gate.weight", {dim, ffn});
-    lw.ffn_up = read_tensor(f, p + "ffn_up.weight", {dim, ffn});
-    lw.ffn_down = read_tensor(f, p + "ffn_down.weight", {ffn, dim});
+    lw.attn_norm = read_vector(f, p + "attn_norm.weight", dim);
+    lw.attn_q = view_matrix(f, p + "attn_q.weight", q_dim, dim);
+    lw.attn_k = view_matrix(f, p + "attn_k.weight", kv_dim, dim);
+    lw.attn_v = view_matrix(f, p + "attn_v.weight", kv_dim, dim);
+    lw.attn_output = view_matrix(f, p + "attn_output.weight", dim, q_dim);
+    lw.ffn_norm = read_vector(f, p + "ffn_norm.weight", dim);
+    lw.ffn_gate = view_matrix(f, p + "ffn_gate.weight", ffn, dim);
+    lw.ffn_up = view_matrix(f, p + "ffn_up.weight", ffn, dim);
+    lw.ffn_down = view_matrix(f, p + "ffn_down.weight", dim, ffn);
   }
   Tokenizer tokenizer = Tokenizer::from_gguf(f);
   if (tokenizer.vocab_size() != c.vocab_size) {
     throw Error(path + ": the tokenizer has " + std::to_string(tokenizer.vocab_size()) +
                 " tokens but token_embd.weight has " + std::to_string(c.vocab_size) + " rows");
   }
-  return Model{path, c, std::move(w), std::move(tokenizer)};
+  return Model{path, c, std::move(w), std::move(tokenizer), std::move(file)};
 }
 
 }  // namespace pagoda

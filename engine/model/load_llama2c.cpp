@@ -1,9 +1,11 @@
 // llama2.c checkpoints, legacy (version 0) format: seven int32 (dim, hidden_dim, n_layers,
 // n_heads, n_kv_heads, vocab_size, seq_len; a negative vocab_size means the classifier is
-// stored separately), then the f32 weights in run.c's order.
+// stored separately), then the f32 weights in run.c's order. The matrices are views into the
+// mapped file, as for GGUF.
 
 #include <cstring>
 #include <filesystem>
+#include <memory>
 
 #include "engine/gguf/mapped_file.h"
 #include "engine/model/model.h"
@@ -13,24 +15,31 @@ namespace pagoda {
 
 namespace {
 
+// Walks the weight arrays in file order, checking each against the file's size before
+// handing out a view of it, so a truncated file is an error here and never a fault later.
 class WeightCursor {
  public:
   WeightCursor(std::span<const std::byte> bytes, const std::string& path) : bytes_(bytes), path_(path) {}
 
-  std::vector<float> take(uint64_t count, const char* what) {
+  // The next `count` floats, in place.
+  const std::byte* take(uint64_t count, const char* what) {
     const uint64_t need = count * sizeof(float);
     if (need > bytes_.size() - offset_) {
       throw Error(path_ + ": file is truncated: " + what + " needs " + std::to_string(need) +
                   " bytes at offset " + std::to_string(offset_) + " but the file has " +
                   std::to_string(bytes_.size()));
     }
-    std::vector<float> out(count);
-    std::memcpy(out.data(), bytes_.data() + offset_, need);
+    const std::byte* at = bytes_.data() + offset_;
     offset_ += need;
+    return at;
+  }
+
+  std::vector<float> take_vector(uint64_t count, const char* what) {
+    std::vector<float> out(count);
+    std::memcpy(out.data(), take(count, what), count * sizeof(float));
     return out;
   }
 
-  void skip(uint64_t count, const char* what) { take(count, what); }
   uint64_t offset() const { return offset_; }
 
  private:
@@ -39,21 +48,32 @@ class WeightCursor {
   uint64_t offset_ = 0;
 };
 
-// Splits a stacked [n_layers][rows*cols] array into per-layer tensors.
-void unstack(const std::vector<float>& stacked, std::vector<LayerWeights>& layers,
-             std::vector<float> LayerWeights::*member) {
-  const size_t per_layer = stacked.size() / layers.size();
+// Views each layer's [rows][cols] slice of a stacked [n_layers][rows][cols] f32 array.
+void unstack(WeightCursor& cursor, const char* what, int64_t rows, int64_t cols, std::vector<LayerWeights>& layers,
+             WeightTensor LayerWeights::*member) {
+  const uint64_t per_layer = uint64_t(rows) * uint64_t(cols);
+  const std::byte* first = cursor.take(per_layer * layers.size(), what);
   for (size_t l = 0; l < layers.size(); ++l) {
-    auto first = stacked.begin() + static_cast<ptrdiff_t>(l * per_layer);
-    layers[l].*member = std::vector<float>(first, first + static_cast<ptrdiff_t>(per_layer));
+    layers[l].*member = WeightTensor{GgmlType::F32, first + l * per_layer * sizeof(float), rows, cols};
+  }
+}
+
+// Copies each layer's slice of a stacked [n_layers][n] f32 array of norms.
+void unstack(WeightCursor& cursor, const char* what, uint64_t n, std::vector<LayerWeights>& layers,
+             std::vector<float> LayerWeights::*member) {
+  const std::byte* first = cursor.take(n * layers.size(), what);
+  for (size_t l = 0; l < layers.size(); ++l) {
+    std::vector<float>& out = layers[l].*member;
+    out.resize(n);
+    std::memcpy(out.data(), first + l * n * sizeof(float), n * sizeof(float));
   }
 }
 
 }  // namespace
 
 Model load_llama2c_model(const std::string& path, const std::string& tokenizer_path) {
-  MappedFile file = MappedFile::open(path);
-  auto bytes = file.bytes();
+  auto file = std::make_shared<MappedFile>(MappedFile::open(path));
+  const std::span<const std::byte> bytes = file->bytes();
   constexpr size_t kHeaderBytes = 7 * sizeof(int32_t);
   if (bytes.size() < kHeaderBytes) throw Error(path + ": file is truncated: no llama2.c header");
   int32_t header[7];
@@ -77,21 +97,22 @@ Model load_llama2c_model(const std::string& path, const std::string& tokenizer_p
   WeightCursor cursor(bytes.subspan(kHeaderBytes), path);
   ModelWeights w;
   w.layers.resize(layers);
-  w.token_embd = cursor.take(vocab * dim, "token_embedding_table");
-  unstack(cursor.take(layers * dim, "rms_att_weight"), w.layers, &LayerWeights::attn_norm);
-  unstack(cursor.take(layers * q_dim * dim, "wq"), w.layers, &LayerWeights::attn_q);
-  unstack(cursor.take(layers * kv_dim * dim, "wk"), w.layers, &LayerWeights::attn_k);
-  unstack(cursor.take(layers * kv_dim * dim, "wv"), w.layers, &LayerWeights::attn_v);
-  unstack(cursor.take(layers * dim * q_dim, "wo"), w.layers, &LayerWeights::attn_output);
-  unstack(cursor.take(layers * dim, "rms_ffn_weight"), w.layers, &LayerWeights::ffn_norm);
-  unstack(cursor.take(layers * ffn * dim, "w1"), w.layers, &LayerWeights::ffn_gate);
-  unstack(cursor.take(layers * dim * ffn, "w2"), w.layers, &LayerWeights::ffn_down);
-  unstack(cursor.take(layers * ffn * dim, "w3"), w.layers, &LayerWeights::ffn_up);
-  w.output_norm = cursor.take(dim, "rms_final_weight");
+  w.token_embd = WeightTensor{GgmlType::F32, cursor.take(vocab * dim, "token_embedding_table"), int64_t(vocab), int64_t(dim)};
+  unstack(cursor, "rms_att_weight", dim, w.layers, &LayerWeights::attn_norm);
+  unstack(cursor, "wq", q_dim, dim, w.layers, &LayerWeights::attn_q);
+  unstack(cursor, "wk", kv_dim, dim, w.layers, &LayerWeights::attn_k);
+  unstack(cursor, "wv", kv_dim, dim, w.layers, &LayerWeights::attn_v);
+  unstack(cursor, "wo", dim, q_dim, w.layers, &LayerWeights::attn_output);
+  unstack(cursor, "rms_ffn_weight", dim, w.layers, &LayerWeights::ffn_norm);
+  unstack(cursor, "w1", ffn, dim, w.layers, &LayerWeights::ffn_gate);
+  unstack(cursor, "w2", dim, ffn, w.layers, &LayerWeights::ffn_down);
+  unstack(cursor, "w3", ffn, dim, w.layers, &LayerWeights::ffn_up);
+  w.output_norm = cursor.take_vector(dim, "rms_final_weight");
   // run.c's precomputed RoPE tables; we compute our own.
-  cursor.skip(uint64_t(config.context_length) * head_dim / 2, "freq_cis_real");
-  cursor.skip(uint64_t(config.context_length) * head_dim / 2, "freq_cis_imag");
-  w.output = shared_classifier ? w.token_embd : cursor.take(vocab * dim, "wcls");
+  cursor.take(uint64_t(config.context_length) * head_dim / 2, "freq_cis_real");
+  cursor.take(uint64_t(config.context_length) * head_dim / 2, "freq_cis_imag");
+  w.output = shared_classifier ? w.token_embd
+                               : WeightTensor{GgmlType::F32, cursor.take(vocab * dim, "wcls"), int64_t(vocab), int64_t(dim)};
   if (cursor.offset() != bytes.size() - kHeaderBytes) {
     throw Error(path + ": " + std::to_string(bytes.size() - kHeaderBytes - cursor.offset()) +
                 " unexpected bytes after the weights; the header does not match the file");
@@ -100,7 +121,7 @@ Model load_llama2c_model(const std::string& path, const std::string& tokenizer_p
   std::string tok_path = tokenizer_path;
   if (tok_path.empty()) tok_path = (std::filesystem::path(path).parent_path() / "tokenizer.bin").string();
   Tokenizer tokenizer = Tokenizer::from_llama2c(tok_path, config.vocab_size);
-  return Model{path, config, std::move(w), std::move(tokenizer)};
+  return Model{path, config, std::move(w), std::move(tokenizer), std::move(file)};
 }
 
 }  // namespace pagoda

@@ -1,33 +1,39 @@
 #pragma once
-// A loaded model: its hyperparameters, its weights as f32, and its tokenizer. Loaders for GGUF
-// and llama2.c checkpoints produce the same Model, so everything downstream is format-blind.
+// A loaded model: its hyperparameters, its weights and its tokenizer. Loaders for GGUF and
+// llama2.c checkpoints produce the same Model, so everything downstream is format-blind.
+//
+// The matrices stay in their file encoding: each is a WeightTensor view into the file, which
+// is memory-mapped read-only (MAP_PRIVATE) and kept alive by `storage`. Only the small
+// vectors (norms) are decoded to f32 at load.
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/model/model_config.h"
+#include "engine/model/weight_tensor.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace pagoda {
 
 // One transformer block. Matrices are row-major [out][in], as GGUF and llama2.c store them.
 struct LayerWeights {
-  std::vector<float> attn_norm;    // [dim]
-  std::vector<float> attn_q;       // [n_heads*head_dim][dim]
-  std::vector<float> attn_k;       // [kv_dim][dim]
-  std::vector<float> attn_v;       // [kv_dim][dim]
-  std::vector<float> attn_output;  // [dim][n_heads*head_dim]
-  std::vector<float> ffn_norm;     // [dim]
-  std::vector<float> ffn_gate;     // [ffn_dim][dim]
-  std::vector<float> ffn_up;       // [ffn_dim][dim]
-  std::vector<float> ffn_down;     // [dim][ffn_dim]
+  std::vector<float> attn_norm;  // [dim]
+  WeightTensor attn_q;           // [n_heads*head_dim][dim]
+  WeightTensor attn_k;           // [kv_dim][dim]
+  WeightTensor attn_v;           // [kv_dim][dim]
+  WeightTensor attn_output;      // [dim][n_heads*head_dim]
+  std::vector<float> ffn_norm;   // [dim]
+  WeightTensor ffn_gate;         // [ffn_dim][dim]
+  WeightTensor ffn_up;           // [ffn_dim][dim]
+  WeightTensor ffn_down;         // [dim][ffn_dim]
 };
 
 struct ModelWeights {
-  std::vector<float> token_embd;   // [vocab][dim]
+  WeightTensor token_embd;  // [vocab][dim]
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;  // [dim]
-  std::vector<float> output;       // [vocab][dim]; a copy of token_embd when the file ties them
+  WeightTensor output;             // [vocab][dim]; the same view as token_embd when the file ties them
 };
 
 struct Model {
@@ -35,6 +41,8 @@ struct Model {
   ModelConfig config;
   ModelWeights weights;
   Tokenizer tokenizer;
+  // What the views in `weights` point into (the mapped file); copies of a Model share it.
+  std::shared_ptr<const void> storage;
 };
 
 // Loads a GGUF file, or a llama2.c checkpoint with its tokenizer.bin (`tokenizer_path`; when

@@ -64,6 +64,11 @@ ReferenceModel::ReferenceModel(const Model& model) : model_(model) {
   logits_.resize(c.vocab_size);
   key_cache_.resize(size_t(c.n_layers) * c.context_length * c.kv_dim());
   value_cache_.resize(key_cache_.size());
+  for (const LayerWeights& w : model.weights.layers) {
+    layers_.push_back({w.attn_q.to_f32(), w.attn_k.to_f32(), w.attn_v.to_f32(), w.attn_output.to_f32(),
+                       w.ffn_gate.to_f32(), w.ffn_up.to_f32(), w.ffn_down.to_f32()});
+  }
+  output_ = model.weights.output.to_f32();
 }
 
 const std::vector<float>& ReferenceModel::forward(int32_t token, int32_t pos) {
@@ -75,17 +80,18 @@ const std::vector<float>& ReferenceModel::forward(int32_t token, int32_t pos) {
   next_pos_ = pos + 1;
 
   const int dim = c.dim, kv_dim = c.kv_dim(), head_dim = c.head_dim(), ffn = c.ffn_dim;
-  std::copy_n(w.token_embd.begin() + size_t(token) * dim, dim, x_.begin());
+  w.token_embd.dequantize_row(token, x_.data());
 
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
+    const DenseLayer& dw = layers_[l];
     float* k = key_cache_.data() + (size_t(l) * c.context_length + pos) * kv_dim;
     float* v = value_cache_.data() + (size_t(l) * c.context_length + pos) * kv_dim;
 
     rmsnorm(xb_.data(), x_.data(), lw.attn_norm.data(), dim, c.norm_eps);
-    matvec(q_.data(), xb_.data(), lw.attn_q, dim, dim);
-    matvec(k, xb_.data(), lw.attn_k, dim, kv_dim);
-    matvec(v, xb_.data(), lw.attn_v, dim, kv_dim);
+    matvec(q_.data(), xb_.data(), dw.attn_q, dim, dim);
+    matvec(k, xb_.data(), dw.attn_k, dim, kv_dim);
+    matvec(v, xb_.data(), dw.attn_v, dim, kv_dim);
     rope(q_.data(), c.n_heads, head_dim, pos, c.rope_theta);
     rope(k, c.n_kv_heads, head_dim, pos, c.rope_theta);
 
@@ -107,22 +113,22 @@ const std::vector<float>& ReferenceModel::forward(int32_t token, int32_t pos) {
         for (int i = 0; i < head_dim; ++i) out[i] += att_[t] * vt[i];
       }
     }
-    matvec(xb2_.data(), xb_.data(), lw.attn_output, dim, dim);
+    matvec(xb2_.data(), xb_.data(), dw.attn_output, dim, dim);
     for (int i = 0; i < dim; ++i) x_[i] += xb2_[i];
 
     rmsnorm(xb_.data(), x_.data(), lw.ffn_norm.data(), dim, c.norm_eps);
-    matvec(hb_.data(), xb_.data(), lw.ffn_gate, dim, ffn);
-    matvec(hb2_.data(), xb_.data(), lw.ffn_up, dim, ffn);
+    matvec(hb_.data(), xb_.data(), dw.ffn_gate, dim, ffn);
+    matvec(hb2_.data(), xb_.data(), dw.ffn_up, dim, ffn);
     for (int i = 0; i < ffn; ++i) {
       const float g = hb_[i];
       hb_[i] = g / (1.0f + std::exp(-g)) * hb2_[i];
     }
-    matvec(xb_.data(), hb_.data(), lw.ffn_down, ffn, dim);
+    matvec(xb_.data(), hb_.data(), dw.ffn_down, ffn, dim);
     for (int i = 0; i < dim; ++i) x_[i] += xb_[i];
   }
 
   rmsnorm(x_.data(), x_.data(), w.output_norm.data(), dim, c.norm_eps);
-  matvec(logits_.data(), x_.data(), w.output, dim, c.vocab_size);
+  matvec(logits_.data(), x_.data(), output_, dim, c.vocab_size);
   return logits_;
 }
 

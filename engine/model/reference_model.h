@@ -1,6 +1,8 @@
 #pragma once
 // The oracle: a deliberately plain single-sequence Llama forward pass (contiguous KV cache,
-// scalar loops, no threads). Every faster path is tested against it.
+// scalar loops, no threads). Every faster path is tested against it. It dequantizes every
+// matrix to f32 once and computes in f32: the "dequantize-then-fp32" path that the quantized
+// kernels are compared with.
 
 #include <cstdint>
 #include <vector>
@@ -21,7 +23,14 @@ class ReferenceModel {
   void reset() { next_pos_ = 0; }
 
  private:
+  // The model's matrices decoded to f32, [out][in].
+  struct DenseLayer {
+    std::vector<float> attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down;
+  };
+
   const Model& model_;
+  std::vector<DenseLayer> layers_;
+  std::vector<float> output_;
   int32_t next_pos_ = 0;
   std::vector<float> x_, xb_, xb2_, q_, hb_, hb2_, att_, logits_;
   std::vector<float> key_cache_, value_cache_;  // [layer][pos][kv_dim]

@@ -1,6 +1,7 @@
 #include "support/lora_support.h"
 
 #include <cmath>
+#include <memory>
 #include <random>
 
 namespace pagoda::test {
@@ -22,8 +23,8 @@ std::pair<int32_t, int32_t> projection_shape(const ModelConfig& c, int32_t p) {
   return {0, 0};
 }
 
-std::vector<float> LayerWeights::*projection_member(int32_t p) {
-  static std::vector<float> LayerWeights::*const members[] = {&LayerWeights::attn_q, &LayerWeights::attn_k,
+WeightTensor LayerWeights::*projection_member(int32_t p) {
+  static WeightTensor LayerWeights::*const members[] = {&LayerWeights::attn_q, &LayerWeights::attn_k,
                                                                 &LayerWeights::attn_v, &LayerWeights::attn_output,
                                                                 &LayerWeights::ffn_gate, &LayerWeights::ffn_up,
                                                                 &LayerWeights::ffn_down};
@@ -50,14 +51,23 @@ LoraAdapter random_adapter(const ModelConfig& c, int32_t rank, float scale, uint
   return a;
 }
 
-// The base model with every target merged in: W + scale·B·A.
+// The base model with every target merged in: W + scale·B·A, each merged matrix an f32 buffer
+// that the returned Model owns beside the base's mapping.
 Model merged(const Model& base, const LoraAdapter& adapter) {
+  struct Storage {
+    std::shared_ptr<const void> base;
+    std::vector<std::vector<float>> merged;
+  };
+  auto storage = std::make_shared<Storage>();
+  storage->base = base.storage;
   Model m = base;
   for (int32_t l = 0; l < base.config.n_layers; ++l) {
     for (int32_t p = 0; p < kLoraProjections; ++p) {
       const auto& t = adapter.layers[l][size_t(p)];
       if (!t) continue;
-      std::vector<float>& w = m.weights.layers[l].*projection_member(p);
+      WeightTensor& view = m.weights.layers[l].*projection_member(p);
+      std::vector<float>& w = storage->merged.emplace_back(view.to_f32());
+      view = WeightTensor{GgmlType::F32, reinterpret_cast<const std::byte*>(w.data()), view.rows, view.cols};
       for (int32_t o = 0; o < t->n_out; ++o) {
         for (int32_t i = 0; i < t->n_in; ++i) {
           double delta = 0.0;
@@ -67,6 +77,7 @@ Model merged(const Model& base, const LoraAdapter& adapter) {
       }
     }
   }
+  m.storage = std::move(storage);
   return m;
 }
 

@@ -1,0 +1,34 @@
+#pragma once
+// A weight matrix as the model file encodes it: a typed view into the memory-mapped file (or
+// into a buffer the Model owns), never a decoded copy. Kernels read its rows in place; the
+// oracle and the packing step dequantize them.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/gguf/ggml_types.h"
+
+namespace pagoda {
+
+struct WeightTensor {
+  GgmlType type = GgmlType::F32;
+  const std::byte* data = nullptr;  // rows * row_bytes() bytes, row-major
+  int64_t rows = 0;                 // output features
+  int64_t cols = 0;                 // input features (contiguous)
+
+  bool empty() const { return data == nullptr; }
+  // Bytes of one row; rows hold whole blocks (the loaders check that).
+  uint64_t row_bytes() const { return ggml_type_bytes(type, uint64_t(cols)); }
+  uint64_t n_bytes() const { return uint64_t(rows) * row_bytes(); }
+  std::span<const std::byte> row(int64_t r) const;
+
+  // Decodes rows [first, first + count) into `out` (count * cols floats).
+  void dequantize_rows(int64_t first, int64_t count, float* out) const;
+  void dequantize_row(int64_t r, float* out) const { dequantize_rows(r, 1, out); }
+  // The whole matrix in f32, [rows][cols].
+  std::vector<float> to_f32() const;
+};
+
+}  // namespace pagoda
