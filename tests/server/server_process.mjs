@@ -53,7 +53,7 @@ export function startServer(extraArgs = [], { timeoutMs = 60000 } = {}) {
 // Stops it with SIGTERM; resolves with its exit code.
 export function stopServer(server) {
   return new Promise((resolve) => {
-    if (server.proc.exitCode !== null) return resolve(server.proc.exitCode);
+    if (server.proc.exitCode !== null || server.proc.signalCode !== null) return resolve(server.proc.exitCode);
     server.proc.once('exit', (code) => resolve(code));
     server.proc.kill('SIGTERM');
   });
