@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include <tbb/parallel_for.h>
 
@@ -159,10 +160,15 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
   for (const Planned& p : planned) {
     Sequence& seq = *p.seq;
     seq.n_cached += p.n_tokens;
+    if (seq.prefix_cache) {
+      seq.prefix.collect_full(seq.tokens, seq.n_cached, seq.table.pages(), kv_.layout.tokens_per_page, filled_);
+    }
     if (seq.n_cached < int32_t(seq.tokens.size())) continue;  // more prompt to come
     seq.status = SequenceStatus::Decoding;
     sampling_.push_back({&seq, -1});
   }
+  // Named before any of these sequences can finish and release its pages.
+  pool_.register_pages(std::exchange(filled_, {}));
   // Each sequence samples with its own generator, so the rows are sampled side by side on the
   // compute threads; streaming and stop rules then run here, in order.
   runner_.arena().execute([&] {

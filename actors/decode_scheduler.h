@@ -3,7 +3,8 @@
 // builds the batch — every decoding sequence first, then prefill chunks until the token
 // budget or the entry cap (a chunk may be cut to fit) — runs the forward pass, samples,
 // streams, finishes and frees. When the page pool runs dry it preempts the most recently
-// admitted sequences (recompute or swap). With nothing to run it blocks on its mailbox.
+// admitted sequences (recompute or swap). With nothing to run it blocks on its mailbox. Pages a
+// step fills are named for the prefix cache before anything else can release them.
 
 #include <vector>
 
@@ -58,6 +59,7 @@ class DecodeScheduler : public Actor<DecodeMessage> {
     int32_t token;
   };
   std::vector<Sampled> sampling_;  // the step's rows of logits, in order
+  std::vector<NamedPage> filled_;  // pages this step filled, for the prefix cache
   Batch batch_;
   std::vector<float> logits_;
 };

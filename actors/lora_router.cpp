@@ -11,7 +11,9 @@ void LoraRouter::handle(RouterMessage message) {
     if (registry_.count(reg->name)) {
       reg->reply->set("LoRA adapter '" + reg->name + "' is already loaded");
     } else {
-      registry_[reg->name].adapter = reg->adapter;
+      Entry& entry = registry_[reg->name];
+      entry.adapter = reg->adapter;
+      entry.generation = ++loads_;
       reg->reply->set({});
     }
   } else if (auto* unreg = std::get_if<UnregisterAdapter>(&message)) {
@@ -103,6 +105,7 @@ void LoraRouter::forward(SequencePtr seq, Entry* entry) {
   if (entry) {
     ++entry->in_flight;
     seq->lora = entry->resident;
+    seq->adapter_generation = entry->generation;
     seq->on_adapter_done = [router = std::weak_ptr(mailbox_), name = seq->adapter] {
       if (auto r = router.lock()) r->post(AdapterDone{name});
     };

@@ -30,6 +30,7 @@ class LoraRouter : public Actor<RouterMessage> {
     std::shared_ptr<const LoraWeights> resident;  // null while swapped out
     int32_t in_flight = 0;                        // forwarded requests not yet finished
     uint64_t last_used = 0;
+    uint64_t generation = 0;  // which load of this name: prefix-cache pages of an earlier one never match
   };
 
   void handle(RouterMessage message) override;
@@ -47,6 +48,7 @@ class LoraRouter : public Actor<RouterMessage> {
   std::deque<SequencePtr> waiting_;  // adapter requests not yet forwarded, in arrival order
   int32_t resident_ = 0;
   uint64_t tick_ = 0;
+  uint64_t loads_ = 0;
 };
 
 }  // namespace pagoda

@@ -6,7 +6,8 @@
 //   Engine::load/unload_adapter ──Register/UnregisterAdapter (reply)──▶ LoraRouter
 //   any finisher of an adapter request ──AdapterDone──▶ LoraRouter
 //   PrefillScheduler ──Admitted──▶ DecodeScheduler ──Requeue / SlotsFreed──▶ PrefillScheduler
-//   Prefill/DecodeScheduler ──AllocatePages (reply)/ReleasePages──▶ PagePoolActor
+//   PrefillScheduler ──AdmitPages (reply)──▶ PagePoolActor
+//   DecodeScheduler ──AllocatePages (reply) / RegisterPages / ReleasePages──▶ PagePoolActor
 //   PagePoolActor ──PagesFreed──▶ PrefillScheduler
 //   RequestHandle::cancel ──Wake──▶ Prefill/DecodeScheduler;  Engine::shutdown ──Stop──▶ ...
 
@@ -60,12 +61,28 @@ struct AllocatePages {
   std::shared_ptr<Reply<std::optional<std::vector<int32_t>>>> reply;
 };
 struct ReleasePages {
+  std::vector<int32_t> pages;  // one block table's, in order (released last first)
+};
+// An admission's pages: the longest cached run of `prefix` (the hashes of the full pages
+// before the prompt's last token), then fresh pages up to `count` in all.
+struct PageGrant {
   std::vector<int32_t> pages;
+  int32_t cached = 0;  // leading pages that came from the prefix cache, already written
+};
+struct AdmitPages {
+  std::vector<PageHash> prefix;
+  int32_t count = 0;
+  int32_t keep_free = 0;  // refuse unless this many pages stay available afterwards
+  std::shared_ptr<Reply<std::optional<PageGrant>>> reply;
+};
+// Pages a step filled, named for the prefix cache.
+struct RegisterPages {
+  std::vector<NamedPage> pages;
 };
 
 using RouterMessage = std::variant<Stop, NewRequest, RegisterAdapter, UnregisterAdapter, AdapterDone>;
 using PrefillMessage = std::variant<Stop, NewRequest, Requeue, SlotsFreed, PagesFreed, Wake>;
 using DecodeMessage = std::variant<Stop, Admitted, Wake>;
-using PageMessage = std::variant<Stop, AllocatePages, ReleasePages>;
+using PageMessage = std::variant<Stop, AllocatePages, AdmitPages, ReleasePages, RegisterPages>;
 
 }  // namespace pagoda

@@ -10,16 +10,26 @@ std::optional<std::vector<int32_t>> PagePoolActor::allocate(int32_t count, int32
   return reply->wait();
 }
 
+std::optional<PageGrant> PagePoolActor::admit(std::vector<PageHash> prefix, int32_t count, int32_t keep_free) {
+  auto reply = Reply<std::optional<PageGrant>>::make();
+  post(AdmitPages{std::move(prefix), count, keep_free, reply});
+  return reply->wait();
+}
+
 void PagePoolActor::handle(PageMessage message) {
   if (auto* a = std::get_if<AllocatePages>(&message)) {
     std::vector<int32_t> pages;
-    if (pool_.free_pages() - a->count >= a->keep_free && pool_.allocate(a->count, pages)) {
+    if (pool_.available_pages() - a->count >= a->keep_free && pool_.allocate(a->count, pages)) {
       publish();
       a->reply->set(std::move(pages));
     } else {
       if (a->requester == PageRequester::Prefill) prefill_waiting_ = true;
       a->reply->set(std::nullopt);
     }
+  } else if (auto* admit = std::get_if<AdmitPages>(&message)) {
+    grant(*admit);
+  } else if (auto* named = std::get_if<RegisterPages>(&message)) {
+    for (const NamedPage& p : named->pages) pool_.register_page(p.page, p.hash);
   } else if (auto* r = std::get_if<ReleasePages>(&message)) {
     pool_.release(r->pages);
     publish();
@@ -32,10 +42,30 @@ void PagePoolActor::handle(PageMessage message) {
   }
 }
 
+void PagePoolActor::grant(AdmitPages& request) {
+  // Cached pages nobody holds count as available, so taking them uses some of that up.
+  const PagePool::PrefixMatch match = pool_.match(request.prefix);
+  const int32_t fresh = request.count - match.pages;
+  if (pool_.available_pages() - match.idle - fresh < request.keep_free) {
+    prefill_waiting_ = true;
+    request.reply->set(std::nullopt);
+    return;
+  }
+  PageGrant g;
+  g.cached = pool_.take_prefix(std::span(request.prefix).first(size_t(match.pages)), g.pages);
+  pool_.allocate(fresh, g.pages);
+  publish();
+  request.reply->set(std::move(g));
+}
+
 void PagePoolActor::drain() {
   while (auto m = mailbox_->try_receive()) {
     if (auto* a = std::get_if<AllocatePages>(&*m)) {
       a->reply->set(std::nullopt);
+    } else if (auto* admit = std::get_if<AdmitPages>(&*m)) {
+      admit->reply->set(std::nullopt);
+    } else if (auto* named = std::get_if<RegisterPages>(&*m)) {
+      for (const NamedPage& p : named->pages) pool_.register_page(p.page, p.hash);
     } else if (auto* r = std::get_if<ReleasePages>(&*m)) {
       pool_.release(r->pages);
     }
@@ -45,6 +75,7 @@ void PagePoolActor::drain() {
 
 void PagePoolActor::publish() {
   metrics_.pages_used.store(pool_.used_pages(), std::memory_order_relaxed);
+  metrics_.pages_cached.store(pool_.cached_pages(), std::memory_order_relaxed);
   metrics_.pages_total.store(pool_.capacity(), std::memory_order_relaxed);
 }
 

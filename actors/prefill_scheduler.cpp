@@ -53,9 +53,10 @@ void PrefillScheduler::admit() {
   while (credits_ > 0 && !waiting_.empty()) {
     Sequence& seq = *waiting_.front();
     const int32_t need = seq.table.pages_needed(int32_t(seq.tokens.size()));
-    auto pages = pool_.allocate(need, seq.requeued ? 0 : keep_free_, PageRequester::Prefill);
-    if (!pages) return;  // the pool says PagesFreed when some come back
-    seq.table.append(*pages);
+    auto grant = pool_.admit(prefix_keys(seq), need, seq.requeued ? 0 : keep_free_);
+    if (!grant) return;  // the pool says PagesFreed when some come back
+    seq.table.append(grant->pages);
+    if (seq.prefix_cache) took_prefix(seq, grant->cached);
     seq.status = SequenceStatus::Prefilling;
     seq.requeued = false;
     seq.admit_order = next_admit_order_++;
@@ -64,6 +65,25 @@ void PrefillScheduler::admit() {
     decode_->post(Admitted{std::move(waiting_.front())});
     waiting_.erase(waiting_.begin());
   }
+}
+
+std::vector<PageHash> PrefillScheduler::prefix_keys(Sequence& seq) {
+  if (!seq.prefix_cache) return {};
+  if (!seq.prefix.seeded()) seq.prefix.reset(prefix_seed(pool_.layout(), seq.adapter, seq.adapter_generation));
+  // A swapped-out sequence brings its own pages' contents back.
+  if (!seq.swapped_kv.empty()) return {};
+  const auto keys = seq.prefix.lookup_keys(seq.tokens, seq.table.tokens_per_page());
+  return {keys.begin(), keys.end()};
+}
+
+void PrefillScheduler::took_prefix(Sequence& seq, int32_t cached_pages) {
+  // The cached pages are already named; the pages after them are offered as they fill (a
+  // swapped-in sequence's fresh copies too, which the pool names unless their hash is taken).
+  seq.prefix.set_offered(cached_pages);
+  if (!seq.swapped_kv.empty()) return;
+  seq.n_cached = cached_pages * seq.table.tokens_per_page();
+  metrics_.prefix_hit_tokens.fetch_add(seq.n_cached, std::memory_order_relaxed);
+  metrics_.prefix_queried_tokens.fetch_add(int64_t(seq.tokens.size()), std::memory_order_relaxed);
 }
 
 void PrefillScheduler::cancel(Sequence& seq) {

@@ -2,7 +2,9 @@
 // The prefill scheduler actor: the waiting requests. It admits them, highest priority first
 // and preempted ones ahead of all new work, when the page pool grants pages for every token
 // they still have to feed and the decode scheduler has room (slot credits), then hands them
-// to the decode scheduler, which cuts their prompts into prefill chunks.
+// to the decode scheduler, which cuts their prompts into prefill chunks. An admission takes
+// the longest cached run of its prompt's full pages from the prefix cache and feeds only the
+// rest (always the last token, so its step has logits).
 
 #include <vector>
 
@@ -30,6 +32,10 @@ class PrefillScheduler : public Actor<PrefillMessage> {
   void enqueue(SequencePtr seq);
   void drop_cancelled();
   void admit();
+  // The prefix-cache hashes an admission looks up (none when the sequence does not use the
+  // cache or is swapped out), and what it does with the cached pages it got.
+  std::vector<PageHash> prefix_keys(Sequence& seq);
+  void took_prefix(Sequence& seq, int32_t cached_pages);
   void cancel(Sequence& seq);
 
   PagePoolActor& pool_;

@@ -174,6 +174,7 @@ RequestHandle Engine::submit(Request request) {
   };
   std::future<Completion> future = state->promise.get_future();
   auto seq = std::make_unique<Sequence>(state, request, std::move(prompt), m.model.tokenizer, m.config.tokens_per_page);
+  seq->prefix_cache = seq->prefix_cache && m.config.prefix_caching;
   m.metrics.queued.fetch_add(1, std::memory_order_relaxed);
   m.router.post(NewRequest{std::move(seq)});
   return RequestHandle(std::move(state), std::move(future));
@@ -188,7 +189,10 @@ EngineMetrics Engine::metrics() const {
   e.finished = b.finished.load(std::memory_order_relaxed);
   e.kv_pages_total = b.pages_total.load(std::memory_order_relaxed);
   e.kv_pages_used = b.pages_used.load(std::memory_order_relaxed);
-  e.kv_pages_free = e.kv_pages_total - e.kv_pages_used;
+  e.kv_pages_cached = b.pages_cached.load(std::memory_order_relaxed);
+  e.kv_pages_free = e.kv_pages_total - e.kv_pages_used - e.kv_pages_cached;
+  e.prefix_hit_tokens = b.prefix_hit_tokens.load(std::memory_order_relaxed);
+  e.prefix_queried_tokens = b.prefix_queried_tokens.load(std::memory_order_relaxed);
   e.generated_tokens = b.generated_tokens.load(std::memory_order_relaxed);
   const double busy_s = double(b.busy_ns.load(std::memory_order_relaxed)) * 1e-9;
   e.tokens_per_second = busy_s > 0.0 ? double(e.generated_tokens) / busy_s : 0.0;

@@ -5,6 +5,6 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update
 apt-get install -y --no-install-recommends \
   g++ cmake ninja-build pkg-config \
-  libtbb-dev libconcurrentqueue-dev libmimalloc-dev nlohmann-json3-dev \
+  libtbb-dev libconcurrentqueue-dev libmimalloc-dev nlohmann-json3-dev libxxhash-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libcpp-httplib-dev curl haproxy

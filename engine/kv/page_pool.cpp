@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <string>
 
 #include "pagoda/error.h"
@@ -24,6 +25,10 @@ PagePool::PagePool(const KvLayout& layout, int32_t n_pages) : layout_(layout), c
   free_list_.reserve(n_pages);
   for (int32_t p = n_pages - 1; p >= 0; --p) free_list_.push_back(p);
   ref_counts_.assign(n_pages, 0);
+  names_.resize(n_pages);
+  named_.assign(n_pages, false);
+  lru_prev_.assign(n_pages, -1);
+  lru_next_.assign(n_pages, -1);
 }
 
 int32_t PagePool::pages_for_bytes(const KvLayout& layout, size_t bytes) {
@@ -31,35 +36,107 @@ int32_t PagePool::pages_for_bytes(const KvLayout& layout, size_t bytes) {
 }
 
 std::optional<int32_t> PagePool::allocate() {
-  if (free_list_.empty()) return std::nullopt;
-  const int32_t page = free_list_.back();
-  free_list_.pop_back();
+  int32_t page;
+  if (!free_list_.empty()) {
+    page = free_list_.back();
+    free_list_.pop_back();
+  } else if (lru_head_ >= 0) {
+    page = evict_oldest();
+  } else {
+    return std::nullopt;
+  }
   ref_counts_[page] = 1;
   return page;
 }
 
 bool PagePool::allocate(int32_t count, std::vector<int32_t>& out) {
-  if (count < 0 || count > free_pages()) return false;
+  if (count < 0 || count > available_pages()) return false;
   for (int32_t i = 0; i < count; ++i) out.push_back(*allocate());
   return true;
 }
 
-void PagePool::retain(int32_t page) {
+void PagePool::check_page(int32_t page, const char* what) const {
   if (page < 0 || page >= capacity_ || ref_counts_[page] == 0) {
-    throw Error("KV cache: retain of page " + std::to_string(page) + ", which is not allocated");
+    throw Error(std::string("KV cache: ") + what + " of page " + std::to_string(page) + ", which is not in use");
   }
+}
+
+void PagePool::retain(int32_t page) {
+  check_page(page, "retain");
   ++ref_counts_[page];
 }
 
 void PagePool::release(int32_t page) {
-  if (page < 0 || page >= capacity_ || ref_counts_[page] == 0) {
-    throw Error("KV cache: release of page " + std::to_string(page) + ", which is not allocated");
+  check_page(page, "release");
+  if (--ref_counts_[page] > 0) return;
+  if (named_[size_t(page)]) {
+    lru_push_back(page);
+  } else {
+    free_list_.push_back(page);
   }
-  if (--ref_counts_[page] == 0) free_list_.push_back(page);
 }
 
 void PagePool::release(std::span<const int32_t> pages) {
-  for (int32_t page : pages) release(page);
+  for (auto it = pages.rbegin(); it != pages.rend(); ++it) release(*it);
+}
+
+PagePool::PrefixMatch PagePool::match(std::span<const PageHash> hashes) const {
+  PrefixMatch m;
+  for (const PageHash& h : hashes) {
+    auto it = index_.find(h);
+    if (it == index_.end()) break;
+    ++m.pages;
+    m.idle += ref_counts_[it->second] == 0;
+  }
+  return m;
+}
+
+int32_t PagePool::take_prefix(std::span<const PageHash> hashes, std::vector<int32_t>& out) {
+  int32_t taken = 0;
+  for (const PageHash& h : hashes) {
+    auto it = index_.find(h);
+    if (it == index_.end()) break;
+    const int32_t page = it->second;
+    if (ref_counts_[page]++ == 0) lru_remove(page);
+    out.push_back(page);
+    ++taken;
+  }
+  return taken;
+}
+
+void PagePool::register_page(int32_t page, const PageHash& hash) {
+  check_page(page, "naming");
+  if (named_[size_t(page)]) return;
+  if (!index_.try_emplace(hash, page).second) return;
+  names_[size_t(page)] = hash;
+  named_[size_t(page)] = true;
+}
+
+void PagePool::lru_push_back(int32_t page) {
+  lru_prev_[page] = lru_tail_;
+  lru_next_[page] = -1;
+  if (lru_tail_ >= 0) lru_next_[lru_tail_] = page;
+  else lru_head_ = page;
+  lru_tail_ = page;
+  ++n_cached_;
+}
+
+void PagePool::lru_remove(int32_t page) {
+  const int32_t prev = lru_prev_[page], next = lru_next_[page];
+  if (prev >= 0) lru_next_[prev] = next;
+  else lru_head_ = next;
+  if (next >= 0) lru_prev_[next] = prev;
+  else lru_tail_ = prev;
+  lru_prev_[page] = lru_next_[page] = -1;
+  --n_cached_;
+}
+
+int32_t PagePool::evict_oldest() {
+  const int32_t page = lru_head_;
+  lru_remove(page);
+  index_.erase(names_[size_t(page)]);
+  named_[size_t(page)] = false;
+  return page;
 }
 
 }  // namespace pagoda

@@ -1,7 +1,17 @@
 #pragma once
-// The paged KV cache's memory: one arena of fixed-size pages allocated once at start-up, a
-// free list, and per-page reference counts (shared prefixes hold a page more than once).
-// Allocation and release are O(1) and never touch the system allocator.
+// The paged KV cache's memory and its accounting: one arena of fixed-size pages allocated once
+// at start-up, per-page reference counts, and the prefix cache's index.
+//
+// Every page is in exactly one of three states, so free + cached + in use == capacity:
+//   free    — on the free list, holding nothing anyone can find;
+//   in use  — held by one or more block tables (a shared prefix holds a page more than once);
+//   cached  — no holder, but named by a prefix hash in the index, so a later request with the
+//             same prefix can take it back; kept in least-recently-released order and evicted,
+//             oldest first, only when a page is wanted and none is free.
+// A full page is named once it is written (register_page); it stays named while in use, so
+// running sequences share it too. Leaves of a prefix are evicted before their parents: a
+// holder of a page holds every page before it, so a parent never loses its last holder before
+// its child does, and a block table is released last page first.
 //
 // Not thread-safe by design: exactly one owner (the page-pool actor, or a test) calls it.
 // Kernels read and write page memory directly through block tables.
@@ -10,9 +20,11 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/kv/kv_layout.h"
+#include "engine/kv/prefix_cache.h"
 
 namespace pagoda {
 
@@ -23,21 +35,41 @@ class PagePool {
   // How many pages fit in `bytes` (at least 0).
   static int32_t pages_for_bytes(const KvLayout& layout, size_t bytes);
 
-  // One free page with reference count 1, or nullopt when none is free.
+  // A page with reference count 1: a free one, else the oldest cached page, evicted (its
+  // name forgotten); nullopt when every page is in use.
   std::optional<int32_t> allocate();
-  // `count` pages appended to `out`, or none at all (returns false) when fewer are free.
+  // `count` pages appended to `out`, or none at all (returns false) when fewer are available.
   bool allocate(int32_t count, std::vector<int32_t>& out);
-  // Adds a holder to an allocated page.
+  // Adds a holder to a page in use.
   void retain(int32_t page);
-  // Drops a holder; the page is free again when its last holder lets go.
+  // Drops a holder; when the last one lets go the page is cached if it is named, else free.
   void release(int32_t page);
+  // Releases a block table's pages, last first (so a prefix's leaves are evicted first).
   void release(std::span<const int32_t> pages);
+
+  // The prefix cache. How many of the leading `hashes` name pages, and how many of those have
+  // no holder (taking them uses up as many available pages).
+  struct PrefixMatch {
+    int32_t pages = 0;
+    int32_t idle = 0;
+  };
+  PrefixMatch match(std::span<const PageHash> hashes) const;
+  // Appends the pages of the longest named run of leading `hashes` to `out`, each with one
+  // more holder; returns how many.
+  int32_t take_prefix(std::span<const PageHash> hashes, std::vector<int32_t>& out);
+  // Names a full page in use. Ignored when the hash already names a page (a duplicate computed
+  // side by side stays unnamed and is freed as usual) or the page is named already.
+  void register_page(int32_t page, const PageHash& hash);
 
   int32_t capacity() const { return capacity_; }
   int32_t free_pages() const { return int32_t(free_list_.size()); }
-  int32_t used_pages() const { return capacity_ - free_pages(); }
+  int32_t cached_pages() const { return n_cached_; }
+  int32_t used_pages() const { return capacity_ - free_pages() - cached_pages(); }
+  // Pages an allocation may hand out: the free ones and the cached ones.
+  int32_t available_pages() const { return free_pages() + cached_pages(); }
   double utilization() const { return capacity_ ? double(used_pages()) / capacity_ : 0.0; }
   int32_t ref_count(int32_t page) const { return ref_counts_.at(page); }
+  bool is_cached(int32_t page) const { return ref_counts_.at(page) == 0 && named_[size_t(page)]; }
 
   const KvLayout& layout() const { return layout_; }
   float* page_data(int32_t page) { return arena_.get() + size_t(page) * layout_.floats_per_page(); }
@@ -50,11 +82,23 @@ class PagePool {
     void operator()(float* p) const;
   };
 
+  void check_page(int32_t page, const char* what) const;
+  // The LRU of cached pages: an intrusive doubly linked list, oldest at the head.
+  void lru_push_back(int32_t page);
+  void lru_remove(int32_t page);
+  int32_t evict_oldest();
+
   KvLayout layout_;
   int32_t capacity_;
   std::unique_ptr<float[], FreeArena> arena_;
   std::vector<int32_t> free_list_;  // a stack: the most recently freed page is reused first
   std::vector<int32_t> ref_counts_;
+  std::unordered_map<PageHash, int32_t, PageHashHasher> index_;  // hash → page
+  std::vector<PageHash> names_;     // names_[page] is its hash while named_[page]
+  std::vector<bool> named_;
+  std::vector<int32_t> lru_prev_, lru_next_;
+  int32_t lru_head_ = -1, lru_tail_ = -1;
+  int32_t n_cached_ = 0;
 };
 
 }  // namespace pagoda

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/kv/block_table.h"
+#include "engine/kv/prefix_cache.h"
 #include "engine/lora/lora_weights.h"
 #include "engine/request/output_text.h"
 #include "engine/request/request_state.h"
@@ -27,6 +28,7 @@ struct Sequence {
         max_new_tokens(request.max_new_tokens),
         stop_token_ids(request.stop_token_ids),
         ignore_eos(request.ignore_eos),
+        prefix_cache(request.prefix_cache),
         priority(request.priority),
         adapter(request.adapter),
         on_token(request.on_token),
@@ -52,16 +54,19 @@ struct Sequence {
   int32_t max_new_tokens;
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos;
+  bool prefix_cache;  // share cached prefix pages and offer its own (the request's and the engine's choice)
   int32_t priority;
   std::string adapter;
   std::function<void(const StreamEvent&)> on_token;
   std::shared_ptr<const LoraWeights> lora;  // set by the router: the resident adapter
   std::function<void()> on_adapter_done;    // set by the router: tells it this request is done
+  uint64_t adapter_generation = 0;          // set by the router: which load of the adapter
 
   std::vector<int32_t> tokens;  // the prompt, then what was generated
   int32_t prompt_len;
   int32_t n_cached = 0;         // positions whose K/V are in the cache
   BlockTable table;
+  PrefixHashes prefix;          // its full pages' prefix-cache hashes
   Sampler sampler;
   OutputText output;
 

@@ -28,9 +28,12 @@ struct EngineMetrics {
   int64_t running = 0;     // admitted: prefilling or decoding
   int64_t preempted = 0;   // preemptions so far
   int64_t finished = 0;    // requests completed (any reason)
-  int64_t kv_pages_used = 0;
-  int64_t kv_pages_free = 0;
+  int64_t kv_pages_used = 0;    // held by running requests
+  int64_t kv_pages_cached = 0;  // held by nobody, kept for the prefix cache (evicted on demand)
+  int64_t kv_pages_free = 0;    // free + cached + used == total
   int64_t kv_pages_total = 0;
+  int64_t prefix_hit_tokens = 0;      // prompt tokens admissions took from the prefix cache
+  int64_t prefix_queried_tokens = 0;  // prompt tokens admissions looked up in it
   int64_t generated_tokens = 0;
   double tokens_per_second = 0.0;  // generated tokens over the engine's busy time
   int64_t adapters_resident = 0;

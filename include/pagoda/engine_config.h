@@ -31,6 +31,10 @@ struct EngineConfig {
   // Requests on different adapters (and the base model) share a step. Off: a step holds one
   // adapter's requests only, taking turns (the coalesce-only baseline of the benchmarks).
   bool mixed_adapter_batches = true;
+  // Automatic prefix caching: full KV pages are kept, named by a hash of their prefix, after
+  // their requests finish, and a request whose prompt starts the same way takes them instead
+  // of computing them again. Outputs are bit-identical with and without it.
+  bool prefix_caching = true;
 };
 
 }  // namespace pagoda

@@ -39,6 +39,10 @@ struct Request {
   // Called on the engine's scheduler thread for every token as it is made: keep it short.
   std::function<void(const StreamEvent&)> on_token;
   bool stream = false;              // also queue tokens for RequestHandle::next_token()
+  // Share KV pages with earlier requests that had the same prefix (when the engine's
+  // prefix_caching is on). Outputs are bit-identical either way; false opts this request out
+  // of reading the cache and of adding its pages to it.
+  bool prefix_cache = true;
 };
 
 enum class FinishReason { Eos, Length, Stop, Cancelled, Error };

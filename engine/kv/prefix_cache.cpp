@@ -1,0 +1,71 @@
+#include "engine/kv/prefix_cache.h"
+
+#include <xxhash.h>
+
+#include <cstring>
+
+namespace pagoda {
+
+namespace {
+
+PageHash from_xxh(const XXH128_hash_t& h) { return {h.low64, h.high64}; }
+
+}  // namespace
+
+PageHash prefix_seed(const KvLayout& layout, std::string_view adapter, uint64_t adapter_generation) {
+  // Fixed-width fields, then the adapter's name: every input reads back unambiguously.
+  const int64_t fields[] = {layout.n_layers, layout.n_kv_heads, layout.head_dim, layout.tokens_per_page,
+                            int64_t(adapter_generation), int64_t(adapter.size())};
+  std::vector<unsigned char> bytes(sizeof(fields) + adapter.size());
+  std::memcpy(bytes.data(), fields, sizeof(fields));
+  std::memcpy(bytes.data() + sizeof(fields), adapter.data(), adapter.size());
+  return from_xxh(XXH3_128bits(bytes.data(), bytes.size()));
+}
+
+PageHash chain_page_hash(const PageHash& previous, std::span<const int32_t> page_tokens) {
+  unsigned char bytes[sizeof(PageHash) + 256 * sizeof(int32_t)];
+  std::vector<unsigned char> large;  // only for pages of more than 256 tokens
+  unsigned char* buffer = bytes;
+  const size_t size = sizeof(PageHash) + page_tokens.size_bytes();
+  if (size > sizeof(bytes)) {
+    large.resize(size);
+    buffer = large.data();
+  }
+  std::memcpy(buffer, &previous.low, sizeof(uint64_t));
+  std::memcpy(buffer + sizeof(uint64_t), &previous.high, sizeof(uint64_t));
+  std::memcpy(buffer + sizeof(PageHash), page_tokens.data(), page_tokens.size_bytes());
+  return from_xxh(XXH3_128bits(buffer, size));
+}
+
+void PrefixHashes::reset(const PageHash& seed) {
+  seed_ = seed;
+  seeded_ = true;
+  hashes_.clear();
+  offered_ = 0;
+}
+
+void PrefixHashes::extend(std::span<const int32_t> tokens, int32_t n_pages, int32_t tokens_per_page) {
+  while (int32_t(hashes_.size()) < n_pages) {
+    const size_t i = hashes_.size();
+    const PageHash& previous = i == 0 ? seed_ : hashes_.back();
+    hashes_.push_back(chain_page_hash(previous, tokens.subspan(i * size_t(tokens_per_page), size_t(tokens_per_page))));
+  }
+}
+
+std::span<const PageHash> PrefixHashes::lookup_keys(std::span<const int32_t> tokens, int32_t tokens_per_page) {
+  if (tokens.empty()) return {};
+  const int32_t n_pages = int32_t(tokens.size() - 1) / tokens_per_page;
+  extend(tokens, n_pages, tokens_per_page);
+  return std::span<const PageHash>(hashes_).first(size_t(n_pages));
+}
+
+void PrefixHashes::collect_full(std::span<const int32_t> tokens, int32_t n_cached, std::span<const int32_t> pages,
+                                int32_t tokens_per_page, std::vector<NamedPage>& out) {
+  const int32_t n_full = n_cached / tokens_per_page;
+  if (n_full <= offered_) return;
+  extend(tokens, n_full, tokens_per_page);
+  for (int32_t i = offered_; i < n_full; ++i) out.push_back({pages[size_t(i)], hashes_[size_t(i)]});
+  offered_ = n_full;
+}
+
+}  // namespace pagoda

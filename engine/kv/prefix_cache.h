@@ -1,0 +1,75 @@
+#pragma once
+// Prefix-cache keys. Every full KV page of a sequence is named by a 128-bit XXH3 hash chained
+// from the previous page's hash and the page's token ids, starting from a seed that covers
+// everything else that changes the keys and values: the KV layout and the LoRA adapter (by
+// name and load generation, so a reloaded adapter of the same name never meets old pages).
+// Pages computed bit-identically however a prompt is batched or chunked, so two pages with the
+// same hash hold the same bits and one may stand for the other.
+//
+// PrefixHashes is one sequence's bookkeeping: the hashes of its full pages, computed as the
+// pages fill, and how many of them the page pool has already been offered.
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "engine/kv/kv_layout.h"
+
+namespace pagoda {
+
+struct PageHash {
+  uint64_t low = 0;
+  uint64_t high = 0;
+  friend bool operator==(const PageHash&, const PageHash&) = default;
+};
+
+struct PageHashHasher {
+  size_t operator()(const PageHash& h) const { return size_t(h.low); }  // already uniform
+};
+
+// The chain's seed for sequences on `adapter` (empty: the base model) in its load
+// `adapter_generation`, on pages of `layout`.
+PageHash prefix_seed(const KvLayout& layout, std::string_view adapter, uint64_t adapter_generation);
+
+// The hash of a full page holding `page_tokens`, after the page whose hash is `previous`
+// (the seed for a sequence's first page).
+PageHash chain_page_hash(const PageHash& previous, std::span<const int32_t> page_tokens);
+
+// A full page ready to be named in the pool's index.
+struct NamedPage {
+  int32_t page;
+  PageHash hash;
+};
+
+class PrefixHashes {
+ public:
+  // Starts the chain afresh from `seed`.
+  void reset(const PageHash& seed);
+  bool seeded() const { return seeded_; }
+
+  // The hashes of the full pages that lie before the last of `tokens`: the pages an
+  // admission may take from the cache. The last token is always fed again, so the step that
+  // admits a fully cached prompt still has its logits (vLLM's rule: back off one page rather
+  // than copy a shared page the sequence would have to write into).
+  std::span<const PageHash> lookup_keys(std::span<const int32_t> tokens, int32_t tokens_per_page);
+
+  // The pool holds the first `n_pages` of them already (taken from the cache at admission).
+  void set_offered(int32_t n_pages) { offered_ = n_pages; }
+
+  // Appends the pages that became full since the last call — positions below `n_cached` are
+  // written — with their hashes, for the pool to index.
+  void collect_full(std::span<const int32_t> tokens, int32_t n_cached, std::span<const int32_t> pages,
+                    int32_t tokens_per_page, std::vector<NamedPage>& out);
+
+ private:
+  // Extends the chain to cover the first `n_pages` full pages of `tokens`.
+  void extend(std::span<const int32_t> tokens, int32_t n_pages, int32_t tokens_per_page);
+
+  PageHash seed_;
+  bool seeded_ = false;
+  std::vector<PageHash> hashes_;  // hashes_[i] names page i of the sequence
+  int32_t offered_ = 0;
+};
+
+}  // namespace pagoda
