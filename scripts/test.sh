@@ -17,5 +17,5 @@ cmake --build --preset asan -j "$jobs"
 ctest --preset asan
 
 cmake --preset tsan
-cmake --build --preset tsan -j "$jobs" --target test_engine test_engine_lora test_page_pool test_actors
+cmake --build --preset tsan -j "$jobs" --target test_engine test_engine_lora test_page_pool test_actors test_prefix_pool test_prefix_churn
 ctest --preset tsan
