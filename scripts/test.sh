@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs, builds and runs the whole test suite: every test in the Release build, every test
-# again under AddressSanitizer + UBSan, and the concurrency tests (engine, actors, page pool)
+# again under AddressSanitizer + UBSan, and the concurrency tests (engine, actors, page pool, prefix cache)
 # under ThreadSanitizer (the tsan test preset selects them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
