@@ -7,4 +7,5 @@ apt-get install -y --no-install-recommends \
   g++ cmake ninja-build pkg-config \
   libtbb-dev libconcurrentqueue-dev libmimalloc-dev nlohmann-json3-dev libxxhash-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
-  libcpp-httplib-dev curl haproxy
+  libcpp-httplib-dev curl haproxy \
+  clang libclang-rt-dev

@@ -1,6 +1,6 @@
 // Tokenizers on arbitrary bytes, with the real vocabularies in ../shared/vocab: the first input
 // byte picks a vocabulary; the rest is encoded as text, then read again as token ids for the
-// whole-sequence and streaming decoders. Invariants checked: ids are in the vocabulary, the
+// whole-sequence and streaming decoders. Special tokens are parsed and not. Invariants checked: ids are in the vocabulary, the
 // stream decoder emits exactly what decode() returns, and its output is valid UTF-8.
 
 #include <cstring>
@@ -52,8 +52,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const pagoda::Tokenizer& tok = *all[data[0] % all.size()];
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
 
-  for (int32_t id : tok.encode(text, true)) {
-    if (id < 0 || id >= tok.vocab_size()) std::abort();
+  for (bool parse_special : {false, true}) {
+    for (int32_t id : tok.encode(text, true, parse_special)) {
+      if (id < 0 || id >= tok.vocab_size()) std::abort();
+    }
   }
 
   std::vector<int32_t> ids;
