@@ -1,8 +1,12 @@
 // pagoda-loadgen: drives the engine with a synthetic serving workload and reports throughput,
 // latency percentiles, KV cache use and preemptions; `--mode static` runs the same workload
 // through static max-padded batching on the same kernels, `--mode both` runs both and compares.
+// `--shared-prefix N` starts every prompt with the same N tokens (a system prompt), `--turns K`
+// makes each request a conversation, and `--prefix-cache both` runs the engine with and
+// without prefix caching on the same workload.
 //   pagoda-loadgen --preset s15m --requests 256 --concurrency 64 --prompt-len 16:128 --output-len 16:256
 //   pagoda-loadgen -m model.gguf --rate 8 --mode both --json out.json
+//   pagoda-loadgen --preset s15m -c 32 --shared-prefix 1024 --prompt-len 32:96 --output-len 64 --prefix-cache both
 
 #include <atomic>
 #include <cmath>
@@ -50,6 +54,13 @@ moment a client sends a request.
   --rate R                arrivals per second, or inf: all at once (default inf)
   --prompt-len A:B        prompt tokens, uniform in [A, B] (default 16:128)
   --output-len A:B        generated tokens, uniform in [A, B] (default 16:256)
+  --shared-prefix N       every prompt starts with the same N random tokens after BOS, a
+                          system prompt (default 0)
+  --turns K               each request is a conversation of K turns, sent one after another
+                          by its client: turn k's prompt is turn k-1's prompt + its reply + a
+                          new user message of --prompt-len tokens (default 1; the engine only)
+  --prefix-cache M        the engine's automatic prefix caching: on (default), off, or both
+                          (the same workload each way, one after the other)
   --seed N                workload and sampling seed (default 1)
   --temp X                sampling temperature, 0 = greedy (default 0)
   -t, --threads N         compute threads (default: all cores)
@@ -68,7 +79,8 @@ struct Range {
 };
 
 struct Options {
-  std::string model, preset, model_dir, mode = "continuous", json;
+  std::string model, preset, model_dir, mode = "continuous", json, prefix_cache = "on";
+  int32_t shared_prefix = 0, turns = 1;
   int64_t requests = 256;
   int32_t concurrency = 16;
   double rate = std::numeric_limits<double>::infinity();
@@ -100,6 +112,11 @@ void require_positive(const std::string& flag, int64_t value) {
 
 int32_t pages_for(int32_t positions) { return (positions + kTokensPerPage - 1) / kTokensPerPage; }
 
+// Positions of the longest request: BOS, the shared prefix, then every turn's message and reply.
+int32_t longest_positions(const Options& o) {
+  return int32_t(std::min<int64_t>(1 + int64_t(o.shared_prefix) + int64_t(o.turns) * (o.prompt_len.hi + o.output_len.hi), INT32_MAX));
+}
+
 Options parse_options(const cli::Args& args) {
   Options o;
   o.model = args.get("--model", "");
@@ -112,6 +129,9 @@ Options parse_options(const cli::Args& args) {
   if (auto r = args.get("--rate")) o.rate = parse_rate(*r);
   if (auto r = args.get("--prompt-len")) o.prompt_len = parse_range("--prompt-len", *r);
   if (auto r = args.get("--output-len")) o.output_len = parse_range("--output-len", *r);
+  o.shared_prefix = args.number("--shared-prefix", o.shared_prefix);
+  o.turns = args.number("--turns", o.turns);
+  o.prefix_cache = args.get("--prefix-cache", o.prefix_cache);
   o.seed = args.number("--seed", o.seed);
   o.temperature = args.number("--temp", o.temperature);
   o.threads = args.number("--threads", o.threads);
@@ -126,6 +146,12 @@ Options parse_options(const cli::Args& args) {
   if (o.mode != "continuous" && o.mode != "static" && o.mode != "both") {
     throw Error("--mode must be continuous, static or both, got '" + o.mode + "'");
   }
+  if (o.prefix_cache != "on" && o.prefix_cache != "off" && o.prefix_cache != "both") {
+    throw Error("--prefix-cache must be on, off or both, got '" + o.prefix_cache + "'");
+  }
+  if (o.shared_prefix < 0) throw Error("--shared-prefix must be >= 0, got " + std::to_string(o.shared_prefix));
+  require_positive("--turns", o.turns);
+  if (o.turns > 1 && o.mode != "continuous") throw Error("--turns needs --mode continuous (static batches have no replies to carry)");
   require_positive("--requests", o.requests);
   require_positive("--concurrency", o.concurrency);
   require_positive("--max-running", o.max_running);
@@ -135,13 +161,13 @@ Options parse_options(const cli::Args& args) {
   if (!(o.temperature >= 0.0f)) throw Error("--temp must be >= 0");
 
   // Every client's longest request at once, plus the 1% the engine keeps free for growth.
-  const int64_t longest = pages_for(o.prompt_len.hi + o.output_len.hi);
+  const int64_t longest = pages_for(longest_positions(o));
   const int64_t need = longest * o.concurrency;
   o.kv_pages = args.number("--kv-pages", int32_t(std::min<int64_t>(need + need / 50 + 1, INT32_MAX)));
   require_positive("--kv-pages", o.kv_pages);
   if (o.mode != "continuous" && need > o.kv_pages) {
     throw Error("--kv-pages " + std::to_string(o.kv_pages) + " cannot hold a static batch of " +
-                std::to_string(o.concurrency) + " requests of up to " + std::to_string(o.prompt_len.hi + o.output_len.hi) +
+                std::to_string(o.concurrency) + " requests of up to " + std::to_string(longest_positions(o)) +
                 " positions (" + std::to_string(need) + " pages)");
   }
   return o;
@@ -172,8 +198,9 @@ std::string resolve_model(const Options& o) {
 
 struct WorkItem {
   double arrival_s;  // from the start of the run
-  std::vector<int32_t> prompt;
+  std::vector<int32_t> prompt;  // the first turn's: BOS, the shared prefix, the user message
   int32_t output_len;
+  std::vector<std::vector<int32_t>> later_messages;  // the user messages of turns 2..K
 };
 
 std::vector<WorkItem> make_workload(const Options& o, int32_t vocab, const std::vector<int32_t>& bos) {
@@ -182,22 +209,27 @@ std::vector<WorkItem> make_workload(const Options& o, int32_t vocab, const std::
   std::uniform_int_distribution<int32_t> prompt_len(o.prompt_len.lo, o.prompt_len.hi);
   std::uniform_int_distribution<int32_t> output_len(o.output_len.lo, o.output_len.hi);
   std::uniform_int_distribution<int32_t> token(0, vocab - 1);
+  std::vector<int32_t> head = bos;
+  for (int32_t i = 0; i < o.shared_prefix; ++i) head.push_back(token(rng));
   std::vector<WorkItem> work;
   double t = 0.0;
   for (int64_t i = 0; i < o.requests; ++i) {
     if (!std::isinf(o.rate)) t += gap(rng);
-    WorkItem w{t, bos, 0};
-    const int32_t n = prompt_len(rng);
-    while (int32_t(w.prompt.size()) < n) w.prompt.push_back(token(rng));
+    WorkItem w{t, head, 0, {}};
+    for (int32_t n = prompt_len(rng); n > 0; --n) w.prompt.push_back(token(rng));
     w.output_len = output_len(rng);
+    for (int32_t turn = 1; turn < o.turns; ++turn) {
+      w.later_messages.emplace_back();
+      for (int32_t n = prompt_len(rng); n > 0; --n) w.later_messages.back().push_back(token(rng));
+    }
     work.push_back(std::move(w));
   }
   return work;
 }
 
 void check_context(const Options& o, int32_t context_length) {
-  if (o.prompt_len.hi + o.output_len.hi > context_length) {
-    throw Error("the longest prompt + output (" + std::to_string(o.prompt_len.hi + o.output_len.hi) +
+  if (longest_positions(o) > context_length) {
+    throw Error("the longest prompt + output (" + std::to_string(longest_positions(o)) +
                 " tokens) exceeds the model's context length " + std::to_string(context_length));
   }
 }
@@ -210,6 +242,7 @@ struct Served {
   double tpot_s;  // < 0 with one token
   int32_t tokens;
   int32_t preemptions;
+  std::vector<int32_t> reply;  // the generated ids, for the next turn's prompt
 };
 
 struct Gauge {
@@ -218,7 +251,7 @@ struct Gauge {
 
 struct Backend {
   std::string name;
-  std::function<Served(const WorkItem&)> serve;  // sends one request and waits for it
+  std::function<Served(const std::vector<int32_t>& prompt, int32_t output_len)> serve;  // sends one, waits for it
   std::function<Gauge()> gauge;
 };
 
@@ -285,7 +318,8 @@ double process_cpu_s() {
 // time, sends it and waits for it. A request that arrives while every client is busy is sent
 // late: client-side queueing is not counted in its latency, as with a real client's pool.
 RunSummary drive(const Backend& backend, const std::vector<WorkItem>& work, int32_t concurrency) {
-  std::vector<RequestRecord> records(work.size());
+  const size_t turns = work.empty() ? 1 : 1 + work[0].later_messages.size();
+  std::vector<RequestRecord> records(work.size() * turns);  // conversation-major
   std::atomic<int64_t> next{0}, done{0};
   std::mutex error_mutex;
   std::string error;
@@ -296,12 +330,17 @@ RunSummary drive(const Backend& backend, const std::vector<WorkItem>& work, int3
     for (int64_t i = next++; i < int64_t(work.size()); i = next++) {
       const WorkItem& w = work[size_t(i)];
       std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(w.arrival_s)));
-      const auto sent = Clock::now();
       try {
-        const Served s = backend.serve(w);
-        const auto now = Clock::now();
-        records[size_t(i)] = {s.ttft_s, s.tpot_s, seconds(now - sent), seconds(now - start), int32_t(w.prompt.size()),
-                              s.tokens, s.preemptions};
+        std::vector<int32_t> prompt = w.prompt;
+        for (size_t turn = 0; turn < turns; ++turn) {
+          if (turn > 0) prompt.insert(prompt.end(), w.later_messages[turn - 1].begin(), w.later_messages[turn - 1].end());
+          const auto sent = Clock::now();
+          Served s = backend.serve(prompt, w.output_len);
+          const auto now = Clock::now();
+          records[size_t(i) * turns + turn] = {s.ttft_s,           s.tpot_s, seconds(now - sent), seconds(now - start),
+                                               int32_t(prompt.size()), s.tokens, s.preemptions,      int32_t(turn)};
+          prompt.insert(prompt.end(), s.reply.begin(), s.reply.end());
+        }
       } catch (const std::exception& e) {
         std::lock_guard lock(error_mutex);
         if (error.empty()) error = e.what();
@@ -314,7 +353,7 @@ RunSummary drive(const Backend& backend, const std::vector<WorkItem>& work, int3
   clients.clear();  // joins
   const KvSamples kv = monitor.stop();
   if (!error.empty()) throw Error(backend.name + ": " + error);
-  return summarize(backend.name, records, kv, process_cpu_s() - cpu_start);
+  return summarize(backend.name, records, kv, process_cpu_s() - cpu_start);  // each turn is a request
 }
 
 SamplingParams sampling(const Options& o) {
@@ -324,8 +363,9 @@ SamplingParams sampling(const Options& o) {
   return p;
 }
 
-RunSummary run_continuous(const Options& o, const std::string& model_path) {
+RunSummary run_continuous(const Options& o, const std::string& model_path, bool prefix_caching) {
   EngineConfig config;
+  config.prefix_caching = prefix_caching;
   config.model_path = model_path;
   config.threads = o.threads;
   config.kv_pages = o.kv_pages;
@@ -339,11 +379,12 @@ RunSummary run_continuous(const Options& o, const std::string& model_path) {
   load_timer.report(stdout, "load      ", "continuous engine");
   check_context(o, engine.context_length());
   const auto work = make_workload(o, engine.vocab_size(), engine.tokenize("", true));
-  Backend backend{"continuous",
-                  [&](const WorkItem& w) {
+  const std::string name = o.prefix_cache == "both" ? (prefix_caching ? "cache on" : "cache off") : "continuous";
+  Backend backend{name,
+                  [&](const std::vector<int32_t>& prompt, int32_t output_len) {
                     Request r;
-                    r.prompt_ids = w.prompt;
-                    r.max_new_tokens = w.output_len;
+                    r.prompt_ids = prompt;
+                    r.max_new_tokens = output_len;
                     r.ignore_eos = true;
                     r.sampling = sampling(o);
                     const Completion c = engine.submit(std::move(r)).get();
@@ -351,13 +392,18 @@ RunSummary run_continuous(const Options& o, const std::string& model_path) {
                       throw Error(std::string("a request finished with ") + finish_reason_name(c.finish_reason) + " " + c.error);
                     }
                     const int32_t n = int32_t(c.token_ids.size());
-                    return Served{c.time_to_first_token_s, n > 1 ? c.time_per_output_token_s : -1.0, n, c.preemptions};
+                    return Served{c.time_to_first_token_s, n > 1 ? c.time_per_output_token_s : -1.0, n, c.preemptions,
+                                  c.token_ids};
                   },
                   [&] {
                     const EngineMetrics m = engine.metrics();
                     return Gauge{m.kv_pages_used, m.kv_pages_total, m.generated_tokens};
                   }};
-  return drive(backend, work, o.concurrency);
+  RunSummary s = drive(backend, work, o.concurrency);
+  const EngineMetrics m = engine.metrics();
+  s.prefix_hit_tokens = m.prefix_hit_tokens;
+  s.prefix_queried_tokens = m.prefix_queried_tokens;
+  return s;
 }
 
 RunSummary run_static(const Options& o, const std::string& model_path) {
@@ -369,11 +415,11 @@ RunSummary run_static(const Options& o, const std::string& model_path) {
   const auto work = make_workload(o, model.config.vocab_size, model.tokenizer.encode("", true));
   StaticBatcher batcher(runner, o.kv_pages, kTokensPerPage, o.concurrency, o.requests, sampling(o));
   Backend backend{"static",
-                  [&](const WorkItem& w) {
+                  [&](const std::vector<int32_t>& prompt, int32_t output_len) {
                     const auto sent = Clock::now();
-                    const TokenTimes t = batcher.submit(w.prompt, w.output_len).get();
+                    const TokenTimes t = batcher.submit(prompt, output_len).get();
                     const double tpot = t.tokens > 1 ? seconds(t.last - t.first) / double(t.tokens - 1) : -1.0;
-                    return Served{seconds(t.first - sent), tpot, t.tokens, 0};
+                    return Served{seconds(t.first - sent), tpot, t.tokens, 0, {}};
                   },
                   [&] { return Gauge{batcher.pages_used(), batcher.pages_total(), batcher.generated_tokens()}; }};
   return drive(backend, work, o.concurrency);
@@ -387,8 +433,17 @@ void print_header(const Options& o, const std::string& model_path) {
   std::printf("workload  %lld requests, rate %s, concurrency %d, prompt %s, output %s, seed %llu, temp %g\n",
               (long long)o.requests, rate_text(o.rate).c_str(), o.concurrency, range_text(o.prompt_len).c_str(),
               range_text(o.output_len).c_str(), (unsigned long long)o.seed, double(o.temperature));
+  std::printf("          shared prefix %d tokens, %d turn%s, prefix cache %s\n", o.shared_prefix, o.turns,
+              o.turns == 1 ? "" : "s", o.prefix_cache.c_str());
   std::printf("engine    threads %s, kv-pages %d x %d tokens, max-running %d, token-budget %d, prefill-chunk %d\n\n",
               o.threads ? std::to_string(o.threads).c_str() : "all", o.kv_pages, kTokensPerPage, o.max_running, o.token_budget, o.prefill_chunk);
+}
+
+const RunSummary* find_run(const std::vector<RunSummary>& runs, const std::string& mode) {
+  for (const RunSummary& s : runs) {
+    if (s.mode == mode) return &s;
+  }
+  return nullptr;
 }
 
 void write_json(const Options& o, const std::string& model_path, const std::vector<RunSummary>& runs) {
@@ -397,11 +452,13 @@ void write_json(const Options& o, const std::string& model_path, const std::vect
   j["workload"] = {{"requests", o.requests},       {"rate", rate_text(o.rate)},
                    {"concurrency", o.concurrency}, {"prompt_len", range_text(o.prompt_len)},
                    {"output_len", range_text(o.output_len)}, {"seed", o.seed},
-                   {"temperature", o.temperature}};
+                   {"temperature", o.temperature},  {"shared_prefix", o.shared_prefix},
+                   {"turns", o.turns},             {"prefix_cache", o.prefix_cache}};
   j["engine"] = {{"threads", o.threads},         {"kv_pages", o.kv_pages},          {"tokens_per_page", kTokensPerPage},
                  {"max_running", o.max_running}, {"token_budget", o.token_budget}, {"prefill_chunk", o.prefill_chunk}};
   for (const RunSummary& s : runs) j["runs"][s.mode] = to_json(s);
-  if (runs.size() == 2) j["continuous_over_static"] = to_json(compare(runs[0], runs[1]));
+  if (const RunSummary* st = find_run(runs, "static")) j["continuous_over_static"] = to_json(compare(runs[0], *st));
+  if (const RunSummary* off = find_run(runs, "cache off")) j["cache_on_over_off"] = to_json(compare(runs[0], *off));
   std::ofstream out(o.json);
   out << j.dump(2) << "\n";
   if (!out) throw Error(o.json + ": cannot write");
@@ -413,7 +470,7 @@ int main(int argc, char** argv) {
   try {
     cli::Args args(argc, argv,
                    {"--model", "--preset", "--model-dir", "--mode", "--requests", "--concurrency", "--rate",
-                    "--prompt-len", "--output-len", "--seed", "--temp", "--threads", "--kv-pages", "--max-running",
+                    "--prompt-len", "--output-len", "--shared-prefix", "--turns", "--prefix-cache", "--seed", "--temp", "--threads", "--kv-pages", "--max-running",
                     "--token-budget", "--prefill-chunk", "--json"},
                    {"--help"},
                    {{"-m", "--model"}, {"-n", "--requests"}, {"-c", "--concurrency"}, {"-t", "--threads"}, {"-h", "--help"}});
@@ -424,11 +481,16 @@ int main(int argc, char** argv) {
     const Options o = parse_options(args);
     const std::string model_path = resolve_model(o);
     std::vector<RunSummary> runs;
-    if (o.mode != "static") runs.push_back(run_continuous(o, model_path));
+    if (o.mode != "static") {
+      if (o.prefix_cache != "off") runs.push_back(run_continuous(o, model_path, true));
+      if (o.prefix_cache != "on") runs.push_back(run_continuous(o, model_path, false));
+    }
     if (o.mode != "continuous") runs.push_back(run_static(o, model_path));
     print_header(o, model_path);
     print_table(runs);
-    if (runs.size() == 2) print_ratio(compare(runs[0], runs[1]));
+    if (o.turns > 1) print_turns(runs);
+    if (const RunSummary* st = find_run(runs, "static")) print_ratio(compare(runs[0], *st), "continuous", "static");
+    if (const RunSummary* off = find_run(runs, "cache off")) print_ratio(compare(runs[0], *off), "cache on", "cache off");
     if (!o.json.empty()) write_json(o, model_path, runs);
     return 0;
   } catch (const std::exception& e) {

@@ -22,6 +22,7 @@ struct RequestRecord {
   int32_t prompt_tokens = 0;
   int32_t tokens = 0;
   int32_t preemptions = 0;
+  int32_t turn = 0;        // which turn of its conversation (0 without --turns)
 };
 
 struct Percentiles {
@@ -59,6 +60,9 @@ struct RunSummary {
   Percentiles ttft_ms, tpot_ms, latency_ms;
   KvSamples kv;
   int64_t preemptions = 0;
+  std::vector<double> ttft_p50_by_turn_ms;  // one per conversation turn
+  int64_t prefix_hit_tokens = 0;      // prompt tokens the engine took from its prefix cache
+  int64_t prefix_queried_tokens = 0;  // prompt tokens it looked up there
   // Cores this process kept busy on average: well under the machine's count means other
   // processes took CPU time, and the run's figures are low for it.
   double cpu_cores = 0.0;
@@ -69,7 +73,10 @@ inline RunSummary summarize(std::string mode, const std::vector<RequestRecord>& 
   s.mode = std::move(mode);
   s.requests = int64_t(records.size());
   std::vector<double> ttft, tpot, latency;
+  std::vector<std::vector<double>> ttft_by_turn;
   for (const RequestRecord& r : records) {
+    if (size_t(r.turn) >= ttft_by_turn.size()) ttft_by_turn.resize(size_t(r.turn) + 1);
+    ttft_by_turn[size_t(r.turn)].push_back(r.ttft_s);
     s.duration_s = std::max(s.duration_s, r.finished_s);
     s.prompt_tokens += r.prompt_tokens;
     s.generated_tokens += r.tokens;
@@ -83,11 +90,16 @@ inline RunSummary summarize(std::string mode, const std::vector<RequestRecord>& 
     s.requests_per_s = double(s.requests) / s.duration_s;
   }
   s.ttft_ms = percentiles_ms(std::move(ttft));
+  for (auto& turn : ttft_by_turn) s.ttft_p50_by_turn_ms.push_back(percentiles_ms(std::move(turn)).p50);
   s.tpot_ms = percentiles_ms(std::move(tpot));
   s.latency_ms = percentiles_ms(std::move(latency));
   s.kv = kv;
   if (s.duration_s > 0.0) s.cpu_cores = cpu_s / s.duration_s;
   return s;
+}
+
+inline double prefix_hit_rate(const RunSummary& s) {
+  return s.prefix_queried_tokens ? double(s.prefix_hit_tokens) / double(s.prefix_queried_tokens) : 0.0;
 }
 
 inline double peak_fraction(const KvSamples& kv) {
@@ -129,6 +141,7 @@ inline void print_table(const std::vector<RunSummary>& runs) {
       {"KV peak (%)", [](const RunSummary& s) { return format("%.1f", 100.0 * peak_fraction(s.kv)); }},
       {"KV mean (%)", [](const RunSummary& s) { return format("%.1f", 100.0 * s.kv.mean_utilization); }},
       {"preemptions", [](const RunSummary& s) { return std::to_string(s.preemptions); }},
+      {"prefix hit (%)", [](const RunSummary& s) { return format("%.1f", 100.0 * prefix_hit_rate(s)); }},
       {"CPU use (cores)", [](const RunSummary& s) { return format("%.2f", s.cpu_cores); }},
       {"tok per CPU-second", [](const RunSummary& s) { return format("%.1f", tokens_per_cpu_s(s)); }},
   };
@@ -159,31 +172,51 @@ inline nlohmann::json to_json(const RunSummary& s) {
                   {"peak_utilization", peak_fraction(s.kv)},
                   {"mean_utilization", s.kv.mean_utilization}}},
           {"preemptions", s.preemptions},
+          {"ttft_p50_by_turn_ms", s.ttft_p50_by_turn_ms},
+          {"prefix_hit_tokens", s.prefix_hit_tokens},
+          {"prefix_queried_tokens", s.prefix_queried_tokens},
+          {"prefix_hit_rate", prefix_hit_rate(s)},
           {"cpu_cores", s.cpu_cores},
           {"tokens_per_cpu_s", tokens_per_cpu_s(s)}};
 }
 
-// The comparison `--mode both` exists for.
+// The comparisons `--mode both` (continuous over static) and `--prefix-cache both` (cache on
+// over off) exist for.
 struct Ratio {
-  double throughput = 0.0;  // continuous tokens/s over static tokens/s
-  const RunSummary* continuous;
+  double throughput = 0.0;  // tokens/s over the baseline's
+  double ttft_p50 = 0.0;    // the baseline's TTFT p50 over this one's: how many times lower
+  const RunSummary* run;
   const RunSummary* baseline;
 };
 
-inline Ratio compare(const RunSummary& continuous, const RunSummary& baseline) {
-  return {baseline.tokens_per_s > 0.0 ? continuous.tokens_per_s / baseline.tokens_per_s : 0.0, &continuous, &baseline};
+inline Ratio compare(const RunSummary& run, const RunSummary& baseline) {
+  return {baseline.tokens_per_s > 0.0 ? run.tokens_per_s / baseline.tokens_per_s : 0.0,
+          run.ttft_ms.p50 > 0.0 ? baseline.ttft_ms.p50 / run.ttft_ms.p50 : 0.0, &run, &baseline};
 }
 
-inline void print_ratio(const Ratio& r) {
-  std::printf("\ncontinuous/static throughput: %.2fx\n", r.throughput);
-  std::printf("TTFT p50: continuous %.1f ms, static %.1f ms\n", r.continuous->ttft_ms.p50, r.baseline->ttft_ms.p50);
-  std::printf("TTFT p99: continuous %.1f ms, static %.1f ms\n", r.continuous->ttft_ms.p99, r.baseline->ttft_ms.p99);
+inline void print_ratio(const Ratio& r, const char* name, const char* baseline) {
+  std::printf("\n%s/%s throughput: %.2fx; TTFT p50 %.2fx lower\n", name, baseline, r.throughput, r.ttft_p50);
+  std::printf("TTFT p50: %s %.1f ms, %s %.1f ms\n", name, r.run->ttft_ms.p50, baseline, r.baseline->ttft_ms.p50);
+  std::printf("TTFT p99: %s %.1f ms, %s %.1f ms\n", name, r.run->ttft_ms.p99, baseline, r.baseline->ttft_ms.p99);
+}
+
+// TTFT p50 of each conversation turn, one run a line, and the last turn's over the first's.
+inline void print_turns(const std::vector<RunSummary>& runs) {
+  std::printf("\nTTFT p50 by turn (ms)\n");
+  for (const RunSummary& s : runs) {
+    if (s.ttft_p50_by_turn_ms.empty()) continue;
+    std::printf("%-20s", s.mode.c_str());
+    for (double t : s.ttft_p50_by_turn_ms) std::printf(" %8.1f", t);
+    const double first = s.ttft_p50_by_turn_ms.front(), last = s.ttft_p50_by_turn_ms.back();
+    std::printf("   last/first %.2fx\n", first > 0.0 ? last / first : 0.0);
+  }
 }
 
 inline nlohmann::json to_json(const Ratio& r) {
   return {{"throughput", r.throughput},
-          {"ttft_p50_ms", {{"continuous", r.continuous->ttft_ms.p50}, {"static", r.baseline->ttft_ms.p50}}},
-          {"ttft_p99_ms", {{"continuous", r.continuous->ttft_ms.p99}, {"static", r.baseline->ttft_ms.p99}}}};
+          {"ttft_p50_lower", r.ttft_p50},
+          {"ttft_p50_ms", {{r.run->mode, r.run->ttft_ms.p50}, {r.baseline->mode, r.baseline->ttft_ms.p50}}},
+          {"ttft_p99_ms", {{r.run->mode, r.run->ttft_ms.p99}, {r.baseline->mode, r.baseline->ttft_ms.p99}}}};
 }
 
 }  // namespace pagoda::loadgen
