@@ -6,6 +6,6 @@ apt-get update
 apt-get install -y --no-install-recommends \
   g++ cmake ninja-build pkg-config \
   libtbb-dev libconcurrentqueue-dev libmimalloc-dev nlohmann-json3-dev libxxhash-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev \
+  libgtest-dev libgmock-dev libbenchmark-dev libpcre2-dev \
   libcpp-httplib-dev curl haproxy \
   clang libclang-rt-dev

@@ -746,7 +746,7 @@ TEST(TokenizerGguf, BadTokenizerMetadataNamesFileAndKey) {
   auto load = [](const std::string& path) { return Tokenizer::from_gguf(GgufFile::open(path)); };
   std::string p = write_tok_gguf(dir, "nomodel.gguf", {false, true, true, true});
   EXPECT_ERROR_NAMING2(load(p), p, "tokenizer.ggml.model");
-  p = write_tok_gguf(dir, "gpt2.gguf", {}, [](GgufWriter& w) { w.set_string("tokenizer.ggml.model", "gpt2"); });
+  p = write_tok_gguf(dir, "bert.gguf", {}, [](GgufWriter& w) { w.set_string("tokenizer.ggml.model", "bert"); });
   EXPECT_ERROR_NAMING2(load(p), p, "tokenizer.ggml.model");
   p = write_tok_gguf(dir, "notokens.gguf", {true, false, false, false});
   EXPECT_ERROR_NAMING2(load(p), p, "tokenizer.ggml.tokens");

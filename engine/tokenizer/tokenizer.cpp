@@ -6,6 +6,7 @@
 #include <limits>
 #include <queue>
 
+#include "engine/tokenizer/byte_unicode.h"
 #include "pagoda/error.h"
 
 namespace pagoda {
@@ -81,7 +82,11 @@ Tokenizer::Tokenizer(TokenizerVocab vocab) : vocab_(std::move(vocab)) {
   };
   check_id(vocab_.bos_id, "BOS id");
   check_id(vocab_.eos_id, "EOS id");
-  check_id(vocab_.unk_id, "unknown-token id");
+  if (vocab_.model != TokenizerModel::Spm && vocab_.model != TokenizerModel::Bpe) {
+    throw Error("tokenizer: unknown tokenizer model " + std::to_string(int32_t(vocab_.model)));
+  }
+  const bool bpe = vocab_.model == TokenizerModel::Bpe;
+  if (!(bpe && vocab_.unk_id == -1)) check_id(vocab_.unk_id, "unknown-token id");
   for (auto [id, what] : {std::pair{vocab_.eot_id, "EOT id"}, {vocab_.eom_id, "EOM id"}, {vocab_.fim_pad_id, "FIM pad id"},
                           {vocab_.fim_rep_id, "FIM repository id"}, {vocab_.fim_sep_id, "FIM separator id"}}) {
     if (id != -1) check_id(id, what);
@@ -116,8 +121,8 @@ Tokenizer::Tokenizer(TokenizerVocab vocab) : vocab_(std::move(vocab)) {
     piece_to_id_[t] = int32_t(i);  // a duplicate spelling maps to its last id, as in llama.cpp
     switch (vocab_.types[i]) {
       case TokenType::Normal: {
-        std::string out = t;
-        if (vocab_.space_marker == SpaceMarker::Escaped) replace_all(out, kEscapedSpace, " ");
+        std::string out = bpe ? decode_byte_level(t) : t;
+        if (!bpe && vocab_.space_marker == SpaceMarker::Escaped) replace_all(out, kEscapedSpace, " ");
         output_[i] = std::move(out);
         break;
       }
@@ -149,6 +154,7 @@ Tokenizer::Tokenizer(TokenizerVocab vocab) : vocab_(std::move(vocab)) {
     if (id < 0) id = find_piece(std::string(1, char(b)));
     byte_ids_[size_t(b)] = id < 0 ? vocab_.unk_id : id;
   }
+  if (bpe) bpe_ = std::make_shared<const BpeTokenizer>(vocab_.pre, vocab_.merges, piece_to_id_);
 }
 
 int32_t Tokenizer::find_piece(std::string_view piece) const {
@@ -165,7 +171,11 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool
       out.push_back(f.token);
       after_special = true;
     } else {
-      encode_spm(f.text, after_special && vocab_.add_space_prefix, out);
+      if (bpe_) {
+        bpe_->encode(f.text, piece_to_id_, out);
+      } else {
+        encode_spm(f.text, after_special && vocab_.add_space_prefix, out);
+      }
       after_special = false;
     }
   }

@@ -1,8 +1,10 @@
 #pragma once
-// SentencePiece-style BPE tokenizer, as llama.cpp's `llama` (SPM) vocabulary and llama2.c's
-// run.c do it, and its incremental detokenizer.
+// The tokenizer of a model's vocabulary and its incremental detokenizer: SentencePiece-style
+// BPE, as llama.cpp's `llama` (SPM) vocabulary and llama2.c's run.c do it, or byte-level BPE
+// (llama.cpp's `gpt2`, see BpeTokenizer). Special tokens written in the text are cut out first
+// (SpecialTokenSplitter).
 //
-// Encoding: the text (with a space in front when add_space_prefix and the text is non-empty)
+// SPM encoding: the text (with a space in front when add_space_prefix and the text is non-empty)
 // is split into UTF-8 characters; then the adjacent pair whose concatenation is a vocabulary
 // piece with the highest score is merged (ties: leftmost), again and again, until no pair
 // merges. A character that ends up as no piece becomes its bytes' `<0xXX>` tokens (byte
@@ -12,7 +14,8 @@
 // tokenizer.bin as a plain ' '. The tokenizer finds out which (SpaceMarker) and works in that
 // spelling; callers only ever see plain spaces in text.
 //
-// Decoding: `<0xXX>` tokens give the raw byte, "▁" gives a space, control/unknown/unused
+// Decoding: `<0xXX>` tokens give the raw byte, "▁" gives a space (SPM), a byte-level BPE
+// token the bytes its characters stand for (byte_unicode.h), control/unknown/unused
 // tokens give nothing, user-defined tokens give their text verbatim. The decoder emits only
 // complete UTF-8; ill-formed bytes become U+FFFD (one per maximal ill-formed subpart).
 
@@ -20,12 +23,15 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "engine/tokenizer/bpe_tokenizer.h"
+#include "engine/tokenizer/piece_map.h"
 #include "engine/tokenizer/special_tokens.h"
 
 namespace pagoda {
@@ -35,6 +41,12 @@ class GgufFile;
 // llama.cpp's token_type values (GGUF tokenizer.ggml.token_type).
 enum class TokenType : int32_t { Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6 };
 
+// The vocabulary's algorithm (GGUF tokenizer.ggml.model).
+enum class TokenizerModel : int32_t {
+  Spm = 0,  // "llama": SentencePiece BPE by piece scores, byte fallback
+  Bpe = 1,  // "gpt2": byte-level BPE by merge ranks after a regex pre-tokenizer (BpeTokenizer)
+};
+
 // How the vocabulary's pieces spell a space.
 enum class SpaceMarker : int32_t {
   Auto = 0,     // decide from the pieces: "▁" if more pieces contain U+2581 than ' '
@@ -43,10 +55,13 @@ enum class SpaceMarker : int32_t {
 };
 
 struct TokenizerVocab {
+  TokenizerModel model = TokenizerModel::Spm;
+  std::string pre;                  // Bpe: tokenizer.ggml.pre ("llama-bpe", "qwen2", ...)
+  std::vector<std::string> merges;  // Bpe: tokenizer.ggml.merges, "left right", best first
   std::vector<std::string> tokens;
   std::vector<float> scores;
   std::vector<TokenType> types;
-  int32_t bos_id = 1, eos_id = 2, unk_id = 0;
+  int32_t bos_id = 1, eos_id = 2, unk_id = 0;  // Bpe: unk_id may be -1 (none)
   // End of turn / of message (tokenizer.ggml.eot_token_id, eom_token_id) and the fill-in-the-
   // middle pad, repository and file-separator tokens; -1 when the vocabulary names none.
   int32_t eot_id = -1, eom_id = -1, fim_pad_id = -1, fim_rep_id = -1, fim_sep_id = -1;
@@ -67,9 +82,13 @@ class Tokenizer {
   // unk 0, spaces as ' '. Malformed or truncated file → pagoda::Error naming the path.
   static Tokenizer from_llama2c(const std::string& path, int32_t vocab_size);
 
-  // GGUF tokenizer.ggml.*: model must be "llama"; tokens; scores (optional → 0); token_type
-  // (optional → Normal); bos/eos/unknown_token_id (optional → 1/2/0, llama.cpp's SPM
-  // defaults); add_bos_token, add_space_prefix (optional → true). Spaces as "▁".
+  // GGUF tokenizer.ggml.*: model "llama" (SPM) or "gpt2" (byte-level BPE); tokens; scores
+  // (optional → 0); token_type (optional → Normal); eot/eom/fim_*_token_id (optional).
+  // SPM: bos/eos/unknown_token_id (optional → 1/2/0, llama.cpp's defaults); add_bos_token,
+  // add_space_prefix (optional → true); spaces as "▁".
+  // BPE: pre (optional → "default"); merges (required); bos/eos_token_id (optional → 11, as
+  // llama.cpp), unknown_token_id (optional → none); add_bos_token (optional → llama.cpp's
+  // default for the pre-tokenizer); no space prefix.
   // Anything missing or inconsistent → pagoda::Error naming the file and the key.
   static Tokenizer from_gguf(const GgufFile& gguf);
 
@@ -97,6 +116,7 @@ class Tokenizer {
   bool is_eog(int32_t id) const { return std::binary_search(eog_ids_.begin(), eog_ids_.end(), id); }
   bool add_bos() const { return vocab_.add_bos; }
   bool add_space_prefix() const { return vocab_.add_space_prefix; }
+  TokenizerModel model() const { return vocab_.model; }
   const TokenizerVocab& vocab() const { return vocab_; }
 
   // The id of the piece spelled exactly `piece` (in the vocabulary's own spelling, so "▁a" in
@@ -106,17 +126,12 @@ class Tokenizer {
  private:
   friend class StreamDecoder;
 
-  struct PieceHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-  };
-  using PieceMap = std::unordered_map<std::string, int32_t, PieceHash, std::equal_to<>>;
-
   void encode_spm(std::string_view text, bool space_prefix, std::vector<int32_t>& out) const;
 
   TokenizerVocab vocab_;
   SpecialTokenSplitter special_;
   std::vector<int32_t> eog_ids_;
+  std::shared_ptr<const BpeTokenizer> bpe_;  // Bpe vocabularies only; shared by copies
   PieceMap piece_to_id_;            // the vocabulary's spelling → id (a duplicate: the last)
   std::vector<std::string> output_;  // what each token decodes to
   std::array<int32_t, 256> byte_ids_{};  // the <0xXX> token of each byte, or unk

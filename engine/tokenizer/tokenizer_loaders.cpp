@@ -114,12 +114,21 @@ Tokenizer Tokenizer::from_llama2c(const std::string& path, int32_t vocab_size) {
 Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
   const std::string& path = gguf.path();
   const std::string model = gguf.get_string("tokenizer.ggml.model");
-  if (model != "llama") {
+  if (model != "llama" && model != "gpt2") {
     throw Error(path + ": tokenizer.ggml.model is \"" + model +
-                "\"; only \"llama\" (SentencePiece BPE) vocabularies are supported");
+                "\"; only \"llama\" (SentencePiece BPE) and \"gpt2\" (byte-level BPE) vocabularies are supported");
   }
+  const bool bpe = model == "gpt2";
 
   TokenizerVocab v;
+  if (bpe) {
+    v.model = TokenizerModel::Bpe;
+    v.pre = gguf.get_string_opt("tokenizer.ggml.pre").value_or("default");
+    if (!gguf.find("tokenizer.ggml.merges")) {
+      throw Error(path + ": tokenizer.ggml.merges is missing: a \"gpt2\" (byte-level BPE) vocabulary needs its merges");
+    }
+    v.merges = gguf.get_string_array("tokenizer.ggml.merges");
+  }
   v.tokens = gguf.get_string_array("tokenizer.ggml.tokens");
   const size_t n = v.tokens.size();
   if (n == 0) throw Error(path + ": tokenizer.ggml.tokens is empty");
@@ -165,20 +174,21 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
     }
     return int32_t(*value);
   };
-  v.bos_id = id("tokenizer.ggml.bos_token_id", 1);
-  v.eos_id = id("tokenizer.ggml.eos_token_id", 2);
-  v.unk_id = id("tokenizer.ggml.unknown_token_id", 0);
+  v.bos_id = id("tokenizer.ggml.bos_token_id", bpe ? 11 : 1);
+  v.eos_id = id("tokenizer.ggml.eos_token_id", bpe ? 11 : 2);
+  v.unk_id = id("tokenizer.ggml.unknown_token_id", bpe ? -1 : 0);
   v.eot_id = id("tokenizer.ggml.eot_token_id", -1);
   v.eom_id = id("tokenizer.ggml.eom_token_id", -1);
   v.fim_pad_id = id("tokenizer.ggml.fim_pad_token_id", -1);
   v.fim_rep_id = id("tokenizer.ggml.fim_rep_token_id", -1);
   v.fim_sep_id = id("tokenizer.ggml.fim_sep_token_id", -1);
-  v.add_bos = gguf.get_bool_opt("tokenizer.ggml.add_bos_token").value_or(true);
-  v.add_space_prefix = gguf.get_bool_opt("tokenizer.ggml.add_space_prefix").value_or(true);
+  v.add_bos = gguf.get_bool_opt("tokenizer.ggml.add_bos_token").value_or(bpe ? PreTokenizer::adds_bos_by_default(v.pre) : true);
+  v.add_space_prefix = !bpe && gguf.get_bool_opt("tokenizer.ggml.add_space_prefix").value_or(true);
   v.space_marker = SpaceMarker::Escaped;
 
-  // What is left to check (types spelled right) is per token; name the key it comes from.
-  return make_tokenizer(std::move(v), path + ": tokenizer.ggml.tokens/token_type");
+  // What is left to check is per token (types spelled right) or, for BPE, names its key
+  // (tokenizer.ggml.pre, tokenizer.ggml.merges[i]).
+  return make_tokenizer(std::move(v), bpe ? path : path + ": tokenizer.ggml.tokens/token_type");
 }
 
 }  // namespace pagoda
