@@ -191,11 +191,14 @@ void DecodeScheduler::append_token(Sequence& seq, int32_t token) {
   const bool stop_id = std::find(seq.stop_token_ids.begin(), seq.stop_token_ids.end(), token) != seq.stop_token_ids.end();
   if (eos || stop_id) {
     seq.emit({token, {}});  // a stop token's text is not part of the output
-    retire(seq, eos ? FinishReason::Eos : FinishReason::Stop);
-    return;
+  } else {
+    seq.emit({token, seq.output.append(token)});
   }
-  seq.emit({token, seq.output.append(token)});
-  if (seq.output.stopped()) {
+  if (!seq.callback_error.empty()) {
+    retire(seq, FinishReason::Error, seq.callback_error);
+  } else if (eos || stop_id) {
+    retire(seq, eos ? FinishReason::Eos : FinishReason::Stop);
+  } else if (seq.output.stopped()) {
     retire(seq, FinishReason::Stop);
   } else if (seq.generated() >= seq.max_new_tokens) {
     retire(seq, FinishReason::Length);

@@ -67,6 +67,28 @@ TEST_F(EngineGolden, OneClient) {
   expect_all_pages_free(engine);
 }
 
+// An on_token callback that throws ends its own request with an error naming what it threw;
+// the requests beside it in the same steps finish untouched, and the callback is not called
+// again (not even for the held-back text at the end).
+TEST_F(EngineGolden, ThrowingCallbackFailsOnlyItsRequest) {
+  Engine engine({.model_path = model_, .threads = 2});
+  std::vector<RequestHandle> others;
+  for (const auto& g : cases_) others.push_back(engine.submit(golden_request(g)));
+  std::atomic<int> calls{0};
+  Request r = sampled_request(7);
+  r.on_token = [&](const StreamEvent&) {
+    if (++calls == 3) throw std::runtime_error("callback failed on purpose");
+  };
+  RequestHandle thrower = engine.submit(r);
+  const Completion failed = await(thrower);
+  EXPECT_EQ(failed.finish_reason, FinishReason::Error);
+  EXPECT_NE(failed.error.find("callback failed on purpose"), std::string::npos) << failed.error;
+  EXPECT_EQ(calls.load(), 3);
+  EXPECT_EQ(failed.token_ids.size(), 3u);
+  for (size_t i = 0; i < others.size(); ++i) EXPECT_EQ(await(others[i]).token_ids, cases_[i].greedy_ids);
+  expect_all_pages_free(engine);
+}
+
 // 64 requests from 8 threads at once: golden greedy ones and seeded sampled ones mixed. Every
 // greedy one gives the golden ids; every sampled one gives what the same seed gives alone.
 TEST_F(EngineGolden, SixtyFourConcurrentRequestsFromEightThreads) {

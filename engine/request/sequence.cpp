@@ -1,6 +1,7 @@
 #include "engine/request/sequence.h"
 
 #include <chrono>
+#include <exception>
 #include <utility>
 
 namespace pagoda {
@@ -26,7 +27,17 @@ void Sequence::finish(FinishReason reason, std::string error) {
 }
 
 void Sequence::emit(const StreamEvent& event) {
-  if (on_token) on_token(event);
+  if (on_token) {
+    try {
+      on_token(event);
+    } catch (const std::exception& e) {
+      callback_error = std::string("on_token threw: ") + e.what();
+      on_token = nullptr;
+    } catch (...) {
+      callback_error = "on_token threw";
+      on_token = nullptr;
+    }
+  }
   if (state->streaming) state->stream.enqueue(event);
 }
 

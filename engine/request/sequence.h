@@ -44,7 +44,9 @@ struct Sequence {
   // Tokens not yet in the KV cache: the rest of the prompt, or the last sampled token.
   int32_t pending() const { return int32_t(tokens.size()) - n_cached; }
 
-  // Hands a token (or held-back text, token -1) to the callback and the pull stream.
+  // Hands a token (or held-back text, token -1) to the callback and the pull stream. A callback
+  // that throws is not called again and its message is kept in callback_error: that request
+  // ends with an error, and nothing else in the step is affected.
   void emit(const StreamEvent& event);
   // Resolves the request's future (flushing held-back text to the stream first). The caller
   // still owns the pages.
@@ -58,6 +60,7 @@ struct Sequence {
   int32_t priority;
   std::string adapter;
   std::function<void(const StreamEvent&)> on_token;
+  std::string callback_error;  // what on_token threw, if it did
   std::shared_ptr<const LoraWeights> lora;  // set by the router: the resident adapter
   std::function<void()> on_adapter_done;    // set by the router: tells it this request is done
   uint64_t adapter_generation = 0;          // set by the router: which load of the adapter
