@@ -17,19 +17,12 @@ namespace pagoda {
 namespace {
 
 // The GEMM operand for one or more [out][in] weight matrices with the same `in`, stacked
-// row-wise so that one GEMM computes them all: their rows are decoded from the file's
-// encoding into a temporary and packed for the active kernels.
-kernels::PackedMatrix pack_weights(std::initializer_list<const WeightTensor*> parts) {
-  const int64_t n_in = (*parts.begin())->cols;
-  int64_t rows = 0;
-  for (const WeightTensor* p : parts) rows += p->rows;
-  std::vector<float> stacked(size_t(rows) * size_t(n_in));
-  float* at = stacked.data();
-  for (const WeightTensor* p : parts) {
-    p->dequantize_rows(0, p->rows, at);
-    at += size_t(p->rows) * size_t(n_in);
-  }
-  return kernels::PackedMatrix::pack(stacked.data(), int(rows), int(n_in));
+// row-wise so that one GEMM computes them all. Quantized and half-precision rows are read in
+// place from the file's mapping; F32 ones are packed for the active kernels.
+kernels::WeightMatrix weight_matrix(std::initializer_list<const WeightTensor*> parts) {
+  std::vector<kernels::WeightPart> views;
+  for (const WeightTensor* p : parts) views.push_back({p->type, p->data, int(p->rows)});
+  return kernels::WeightMatrix::make(views, int((*parts.begin())->cols));
 }
 
 // Query tokens per attention task: small enough to spread a long prefill chunk over the cores.
@@ -62,12 +55,12 @@ ModelRunner::ModelRunner(const Model& model, int threads)
     layers_.resize(c.n_layers);
     tbb::parallel_for(0, c.n_layers, [&](int l) {
       const LayerWeights& w = model.weights.layers[l];
-      layers_[l].qkv = pack_weights({&w.attn_q, &w.attn_k, &w.attn_v});
-      layers_[l].output = pack_weights({&w.attn_output});
-      layers_[l].gate_up = pack_weights({&w.ffn_gate, &w.ffn_up});
-      layers_[l].down = pack_weights({&w.ffn_down});
+      layers_[l].qkv = weight_matrix({&w.attn_q, &w.attn_k, &w.attn_v});
+      layers_[l].output = weight_matrix({&w.attn_output});
+      layers_[l].gate_up = weight_matrix({&w.ffn_gate, &w.ffn_up});
+      layers_[l].down = weight_matrix({&w.ffn_down});
     });
-    classifier_ = pack_weights({&model.weights.output});
+    classifier_ = weight_matrix({&model.weights.output});
   });
 }
 

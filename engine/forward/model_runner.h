@@ -16,14 +16,16 @@
 #include "engine/forward/batch.h"
 #include "engine/model/model.h"
 #include "kernels/gemm.h"
+#include "kernels/quant/weight_matrix.h"
 #include "kernels/rope.h"
 
 namespace pagoda {
 
 class ModelRunner {
  public:
-  // Packs the model's weights for the active kernels. `threads` bounds the task arena the
-  // step runs in (0 = all cores). The Model must outlive the runner.
+  // Builds weight matrices over the model's file-encoded weights (F32 ones are packed).
+  // `threads` bounds the task arena the step runs in (0 = all cores). The Model (and its
+  // mapping) must outlive the runner.
   ModelRunner(const Model& model, int threads = 0);
 
   // Runs one step: writes the new tokens' keys and values into their pages in `kv` and fills
@@ -43,10 +45,10 @@ class ModelRunner {
 
  private:
   struct PackedLayer {
-    kernels::PackedMatrix qkv;      // [q_dim + 2 kv_dim][dim]: Q, K and V in one GEMM
-    kernels::PackedMatrix output;   // [dim][q_dim]
-    kernels::PackedMatrix gate_up;  // [2 ffn][dim]: gate rows, then up rows
-    kernels::PackedMatrix down;     // [dim][ffn]
+    kernels::WeightMatrix qkv;      // [q_dim + 2 kv_dim][dim]: Q, K and V in one GEMM
+    kernels::WeightMatrix output;   // [dim][q_dim]
+    kernels::WeightMatrix gate_up;  // [2 ffn][dim]: gate rows, then up rows
+    kernels::WeightMatrix down;     // [dim][ffn]
   };
 
   void validate(const Batch& batch, const KvView& kv) const;
@@ -58,7 +60,7 @@ class ModelRunner {
   const Model& model_;
   tbb::task_arena arena_;
   std::vector<PackedLayer> layers_;
-  kernels::PackedMatrix classifier_;
+  kernels::WeightMatrix classifier_;  // output.weight, or token_embd when tied
   kernels::RopeTable rope_;
 
   // Per-step scratch, grown on demand and reused, so steady-state steps do not allocate.

@@ -116,10 +116,31 @@ WeightMatrix WeightMatrix::make(std::span<const WeightPart> parts, int cols, Isa
       throw Error("weight matrix: " + type_name(p.type) + " rows must be a multiple of " + std::to_string(shape.elements) +
                   " values, not " + std::to_string(cols));
     if (p.rows < 0) throw Error("weight matrix: negative row count " + std::to_string(p.rows));
-    Part part{p.type, nullptr, p.rows, w.rows_, std::size_t(cols / shape.elements) * shape.bytes, {}};
-    if (p.type == QuantType::F32) part.packed = PackedMatrix::pack(static_cast<const float*>(p.data), p.rows, cols, isa);
-    else part.data = static_cast<const uint8_t*>(p.data);
-    w.rows_ += p.rows;
+  }
+  for (std::size_t i = 0; i < parts.size();) {
+    const WeightPart& p = parts[i];
+    Part part{p.type, nullptr, p.rows, w.rows_, std::size_t(cols / block_shape(p.type).elements) * block_shape(p.type).bytes, {}};
+    if (p.type == QuantType::F32) {
+      // Consecutive F32 parts become one packed matrix, so they stay one GEMM.
+      std::size_t end = i + 1;
+      while (end < parts.size() && parts[end].type == QuantType::F32) part.rows += parts[end++].rows;
+      if (end == i + 1) {
+        part.packed = PackedMatrix::pack(static_cast<const float*>(p.data), p.rows, cols, isa);
+      } else {
+        std::vector<float> stacked;
+        stacked.reserve(std::size_t(part.rows) * cols);
+        for (std::size_t j = i; j < end; ++j) {
+          const auto* data = static_cast<const float*>(parts[j].data);
+          stacked.insert(stacked.end(), data, data + std::size_t(parts[j].rows) * cols);
+        }
+        part.packed = PackedMatrix::pack(stacked.data(), part.rows, cols, isa);
+      }
+      i = end;
+    } else {
+      part.data = static_cast<const uint8_t*>(p.data);
+      ++i;
+    }
+    w.rows_ += part.rows;
     w.parts_.push_back(std::move(part));
   }
   return w;
