@@ -11,7 +11,6 @@
 #include "actors/page_pool_actor.h"
 #include "actors/prefill_scheduler.h"
 #include "engine/chat/chat_template.h"
-#include "engine/chat/special_split.h"
 #include "engine/gguf/gguf.h"
 #include "engine/lora/lora_adapter.h"
 #include "engine/model/model.h"
@@ -49,8 +48,8 @@ std::optional<std::string> read_chat_template(const std::string& path) {
   }
 }
 
-std::vector<chat::Special> special_pieces(const TokenizerVocab& v) {
-  std::vector<chat::Special> out;
+std::vector<Engine::SpecialToken> special_pieces(const TokenizerVocab& v) {
+  std::vector<Engine::SpecialToken> out;
   for (size_t id = 0; id < v.tokens.size(); ++id) {
     if (v.types[id] == TokenType::Control || v.types[id] == TokenType::UserDefined) out.push_back({v.tokens[id], int32_t(id)});
   }
@@ -96,7 +95,7 @@ struct Engine::Impl {
   Model model;
   std::optional<std::string> chat_template;
   chat::Template chat_format;
-  std::vector<chat::Special> specials;
+  std::vector<SpecialToken> specials;
   ModelRunner runner;
   PagePool pool;
   MetricsBoard metrics;
@@ -249,11 +248,7 @@ std::vector<int32_t> Engine::eog_ids() const { return impl_->model.tokenizer.eog
 std::optional<std::string> Engine::chat_template() const { return impl_->chat_template; }
 bool Engine::add_bos() const { return impl_->model.tokenizer.add_bos(); }
 
-std::vector<Engine::SpecialToken> Engine::special_tokens() const {
-  std::vector<SpecialToken> out;
-  for (const chat::Special& s : impl_->specials) out.push_back({s.text, s.id});
-  return out;
-}
+std::vector<Engine::SpecialToken> Engine::special_tokens() const { return impl_->specials; }
 
 std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
   return chat::apply_template(impl_->chat_format, messages, add_generation_prompt);
@@ -263,8 +258,8 @@ ChatFormat Engine::chat_format() const {
   const chat::Template& t = impl_->chat_format;
   ChatFormat f{chat::family_name(t.family), {}, {}};
   if (t.end_of_turn.empty()) return f;
-  for (const chat::Special& s : impl_->specials) {
-    if (s.text == t.end_of_turn) f.stop_token_ids.push_back(s.id);
+  for (const SpecialToken& s : impl_->specials) {
+    if (s.piece == t.end_of_turn) f.stop_token_ids.push_back(s.id);
   }
   if (f.stop_token_ids.empty()) f.stop_strings.push_back(t.end_of_turn);
   return f;

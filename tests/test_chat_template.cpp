@@ -1,6 +1,5 @@
 // Chat templates: the family detection and layouts against llama.cpp's expected prompts
-// (tests/test-chat-template.cpp there), the special-token split, and the Engine's public chat
-// API on a tiny model with a ChatML template.
+// (tests/test-chat-template.cpp there), and the Engine's public chat API on a tiny model with a ChatML template.
 
 #include <gtest/gtest.h>
 
@@ -10,7 +9,6 @@
 #include <vector>
 
 #include "engine/chat/chat_template.h"
-#include "engine/chat/special_split.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 #include "support/chat_models.h"
@@ -179,24 +177,6 @@ TEST(ChatTemplate, LaysOutTurnsAsLlamaCppDoes) {
   for (const LayoutCase& c : cases) {
     EXPECT_EQ(chat::apply_template({c.family, c.end_of_turn}, kConversation, true), c.expected) << chat::family_name(c.family);
   }
-}
-
-TEST(ChatTemplate, SplitsSpecialTokensOutOfTheText) {
-  const std::vector<chat::Special> specials = {{"<|im", 7}, {"<|im_start|>", 5}, {"<|im_end|>", 6}, {"", 9}};
-  const auto pieces = chat::split_special("<|im_start|>user\nhi<|im_end|><|im_end|>\n<|i", specials);
-  ASSERT_EQ(pieces.size(), 5u);
-  EXPECT_EQ(pieces[0].id, 5) << "the longest special wins where several start";
-  EXPECT_EQ(pieces[1].text, "user\nhi");
-  EXPECT_EQ(pieces[1].id, -1);
-  EXPECT_EQ(pieces[2].id, 6);
-  EXPECT_EQ(pieces[3].id, 6);
-  EXPECT_EQ(pieces[4].id, -1);
-  EXPECT_EQ(pieces[4].text, "\n<|i") << "a partial spelling is text";
-
-  const auto plain = chat::split_special("no specials here", specials);
-  ASSERT_EQ(plain.size(), 1u);
-  EXPECT_EQ(plain[0].text, "no specials here");
-  EXPECT_TRUE(chat::split_special("", specials).empty());
 }
 
 TEST(ChatTemplate, WithoutTheGenerationPromptTheAssistantHeaderIsLeftOff) {
