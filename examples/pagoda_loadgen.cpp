@@ -31,6 +31,7 @@
 #include "examples/common/progress.h"
 #include "examples/common/resource_usage.h"
 #include "examples/common/static_batcher.h"
+#include "examples/loadgen/http_client.h"
 #include "pagoda/engine.h"
 
 namespace {
@@ -70,6 +71,11 @@ moment a client sends a request.
   --max-running N         engine: sequences admitted at once (default 256)
   --token-budget N        engine: tokens in one step (default 512)
   --prefill-chunk N       engine: prompt tokens of one sequence in one step (default 256)
+  --url URL               also run the workload against a running pagoda-server at URL
+                          (http://HOST:PORT; streamed /v1/completions) after the in-process
+                          run, for one comparison; --mode http runs only that
+  --disconnect F          over HTTP, this fraction of the streams is dropped (the connection
+                          closed) after half its tokens, to exercise cancellation (default 0)
   --json FILE             also write the figures as JSON
 )";
 
@@ -80,7 +86,8 @@ struct Range {
 };
 
 struct Options {
-  std::string model, preset, model_dir, mode = "continuous", json, prefix_cache = "on";
+  std::string model, preset, model_dir, mode = "continuous", json, prefix_cache = "on", url;
+  double disconnect = 0.0;
   int32_t shared_prefix = 0, turns = 1;
   int64_t requests = 256;
   int32_t concurrency = 16;
@@ -125,6 +132,9 @@ Options parse_options(const cli::Args& args) {
   o.model_dir = args.get("--model-dir", "");
   o.mode = args.get("--mode", o.mode);
   o.json = args.get("--json", "");
+  o.url = args.get("--url", "");
+  o.disconnect = args.number("--disconnect", 0.0);
+  if (!(o.disconnect >= 0.0 && o.disconnect <= 1.0)) throw Error("--disconnect must be a fraction in [0, 1]");
   o.requests = args.number("--requests", o.requests);
   o.concurrency = args.number("--concurrency", o.concurrency);
   if (auto r = args.get("--rate")) o.rate = parse_rate(*r);
@@ -144,8 +154,8 @@ Options parse_options(const cli::Args& args) {
   if (!o.preset.empty() && o.preset != "s15m" && o.preset != "s110m") {
     throw Error("--preset must be s15m or s110m, got '" + o.preset + "'");
   }
-  if (o.mode != "continuous" && o.mode != "static" && o.mode != "both") {
-    throw Error("--mode must be continuous, static or both, got '" + o.mode + "'");
+  if (o.mode != "continuous" && o.mode != "static" && o.mode != "both" && o.mode != "http") {
+    throw Error("--mode must be continuous, static, both or http, got '" + o.mode + "'");
   }
   if (o.prefix_cache != "on" && o.prefix_cache != "off" && o.prefix_cache != "both") {
     throw Error("--prefix-cache must be on, off or both, got '" + o.prefix_cache + "'");
@@ -158,6 +168,8 @@ Options parse_options(const cli::Args& args) {
   require_positive("--max-running", o.max_running);
   require_positive("--token-budget", o.token_budget);
   require_positive("--prefill-chunk", o.prefill_chunk);
+  if (o.mode == "http" && o.url.empty()) throw Error("--mode http needs --url");
+  if (!o.url.empty() && o.turns > 1) throw Error("--turns needs the in-process engine (replies come back as text over HTTP)");
   if (o.threads < 0) throw Error("--threads must be >= 0, got " + std::to_string(o.threads));
   if (!(o.temperature >= 0.0f)) throw Error("--temp must be >= 0");
 
@@ -419,6 +431,43 @@ RunSummary run_continuous(const Options& o, const std::string& model_path, bool 
   return s;
 }
 
+// The same workload against a running pagoda-server (the model file gives the vocabulary the
+// prompts are drawn from, so both runs send the same ids); with --disconnect, some streams are
+// dropped half-way, and the server's pages must all come back.
+RunSummary run_http(const Options& o, const std::string& model_path) {
+  const Model model = load_model(model_path);
+  check_context(o, model.config.context_length);
+  const auto work = make_workload(o, model.config.vocab_size, model.tokenizer.encode("", true));
+  const loadgen::HttpClient client(o.url);
+  std::mutex drop_mutex;
+  std::mt19937_64 drops(o.seed ^ 0x5eedull);
+  std::bernoulli_distribution drop(o.disconnect);
+  Backend backend{"http",
+                  [&](const std::vector<int32_t>& prompt, int32_t output_len) {
+                    int32_t drop_after = 0;
+                    {
+                      std::lock_guard lock(drop_mutex);
+                      if (drop(drops)) drop_after = std::max(1, output_len / 2);
+                    }
+                    const loadgen::StreamedCompletion c = client.complete(prompt, output_len, o.temperature, o.seed, drop_after);
+                    return Served{c.ttft_s, c.tpot_s, c.tokens, 0, {}};
+                  },
+                  [&] {
+                    const loadgen::ServerGauges g = client.gauges();
+                    return Gauge{g.pages_used, g.pages_total, g.generated_tokens};
+                  }};
+  RunSummary summary = drive(backend, work, o.concurrency);
+  // Dropped streams are cancelled as the server notices the closed connections.
+  loadgen::ServerGauges after = client.gauges();
+  for (int i = 0; i < 200 && (after.pages_used > 0 || after.running > 0); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    after = client.gauges();
+  }
+  std::printf("server    after the http run: %lld of %lld KV pages in use, %lld requests running\n",
+              (long long)after.pages_used, (long long)after.pages_total, (long long)after.running);
+  return summary;
+}
+
 RunSummary run_static(const Options& o, const std::string& model_path) {
   const cli::LoadTimer load_timer;
   const Model model = load_model(model_path);
@@ -484,7 +533,7 @@ int main(int argc, char** argv) {
     cli::Args args(argc, argv,
                    {"--model", "--preset", "--model-dir", "--mode", "--requests", "--concurrency", "--rate",
                     "--prompt-len", "--output-len", "--shared-prefix", "--turns", "--prefix-cache", "--seed", "--temp", "--threads", "--kv-pages", "--max-running",
-                    "--token-budget", "--prefill-chunk", "--json"},
+                    "--token-budget", "--prefill-chunk", "--json", "--url", "--disconnect"},
                    {"--help"},
                    {{"-m", "--model"}, {"-n", "--requests"}, {"-c", "--concurrency"}, {"-t", "--threads"}, {"-h", "--help"}});
     if (args.has("--help")) {
@@ -494,16 +543,20 @@ int main(int argc, char** argv) {
     const Options o = parse_options(args);
     const std::string model_path = resolve_model(o);
     std::vector<RunSummary> runs;
-    if (o.mode != "static") {
+    if (o.mode != "static" && o.mode != "http") {
       if (o.prefix_cache != "off") runs.push_back(run_continuous(o, model_path, true));
       if (o.prefix_cache != "on") runs.push_back(run_continuous(o, model_path, false));
     }
-    if (o.mode != "continuous") runs.push_back(run_static(o, model_path));
+    if (o.mode == "static" || o.mode == "both") runs.push_back(run_static(o, model_path));
+    if (!o.url.empty()) runs.push_back(run_http(o, model_path));
     print_header(o, model_path);
     print_table(runs);
     if (o.turns > 1) print_turns(runs);
     if (const RunSummary* st = find_run(runs, "static")) print_ratio(compare(runs[0], *st), "continuous", "static");
     if (const RunSummary* off = find_run(runs, "cache off")) print_ratio(compare(runs[0], *off), "cache on", "cache off");
+    if (const RunSummary* http = find_run(runs, "http"); http && runs.size() > 1) {
+      std::printf("http over in-process: %.3f x the tokens/s\n", http->tokens_per_s / runs[0].tokens_per_s);
+    }
     if (!o.json.empty()) write_json(o, model_path, runs);
     return 0;
   } catch (const std::exception& e) {
