@@ -26,10 +26,6 @@ bool ggml_type_supported(uint32_t id);
 // "IQ2_XXS (16)": ggml's name for a type id and the id, or the id alone when ggml never used it.
 std::string ggml_type_id_string(uint32_t id);
 
-// Q8_0 packs 32 values as an f16 scale d and 32 int8 q: value = d * q.
-inline constexpr uint64_t kQ8_0BlockElements = 32;
-inline constexpr uint64_t kQ8_0BlockBytes = 2 + 32;
-
 // Bytes that `n_elements` values of `type` take. Throws pagoda::Error when n_elements is not
 // a whole number of blocks or the size overflows.
 uint64_t ggml_type_bytes(GgmlType type, uint64_t n_elements);
