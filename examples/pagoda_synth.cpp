@@ -5,11 +5,13 @@
 //   pagoda-synth --lora-for s15m.gguf --rank 16 -o s15m-lora.gguf
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <span>
 
-#include "engine/synth/lora_synth.h"
+#include "engine/gguf/quantize_gguf.h"
 #include "engine/model/model.h"
+#include "engine/synth/lora_synth.h"
 #include "engine/synth/synth.h"
 #include "examples/common/args.h"
 
@@ -26,7 +28,10 @@ every attention and FFN projection of every block of BASE.
                       s110m (dim 768, 12 layers, 12 heads, FFN 2048, vocab 32000)
   --dim N  --layers N  --heads N  --kv-heads N  --ffn N  --vocab N  --context N
   --rope-theta X      RoPE frequency base (10000)
-  --type T            f32 (default), f16, bf16 or q8_0 for the matrices
+  --type T            f32 (default), or any type pagoda-quantize writes: f16, bf16, q8_0,
+                      q4_0, q4_1, q5_0, q5_1, q4_k_m, q5_k_m, q6_k (the model is quantized
+                      as pagoda-quantize would, with the same per-tensor types and
+                      fallbacks). For an adapter: f32, f16, bf16 or q8_0
   --tied              no output.weight: the classifier reuses token_embd
   --seed N            random seed (1)
   --lora-for BASE     write a LoRA adapter shaped for the model BASE (GGUF or llama2.c)
@@ -39,12 +44,12 @@ constexpr const char* kModelOnly[] = {"--preset", "--dim", "--layers", "--heads"
                                       "--vocab", "--context", "--rope-theta", "--tied"};
 constexpr const char* kAdapterOnly[] = {"--rank", "--alpha"};
 
-pagoda::GgmlType parse_type(const std::string& name) {
+pagoda::GgmlType parse_adapter_type(const std::string& name) {
   if (name == "f32") return pagoda::GgmlType::F32;
   if (name == "f16") return pagoda::GgmlType::F16;
   if (name == "bf16") return pagoda::GgmlType::BF16;
   if (name == "q8_0") return pagoda::GgmlType::Q8_0;
-  throw pagoda::Error("--type must be f32, f16, bf16 or q8_0, got '" + name + "'");
+  throw pagoda::Error("--type for an adapter must be f32, f16, bf16 or q8_0, got '" + name + "'");
 }
 
 void write_model(const pagoda::cli::Args& args, const std::string& output) {
@@ -59,13 +64,27 @@ void write_model(const pagoda::cli::Args& args, const std::string& output) {
   c.vocab_size = args.number("--vocab", c.vocab_size);
   c.context_length = args.number("--context", c.context_length);
   c.rope_theta = args.number("--rope-theta", c.rope_theta);
-  spec.type = parse_type(args.get("--type", "f32"));
   spec.tied_output = args.has("--tied");
   spec.seed = args.number<uint64_t>("--seed", 1);
 
-  pagoda::write_synth_model(output, spec);
-  std::fprintf(stderr, "pagoda-synth: wrote %s (dim %d, %d layers, %d heads, %d KV heads, FFN %d, vocab %d)\n",
-               output.c_str(), c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.ffn_dim, c.vocab_size);
+  const std::string type = args.get("--type", "f32");
+  if (type == "f32") {
+    pagoda::write_synth_model(output, spec);
+  } else {
+    // Written in f32 first, then quantized exactly as pagoda-quantize would.
+    const pagoda::QuantPreset preset = pagoda::parse_quant_preset(type);
+    const std::string f32_path = output + ".f32.tmp";
+    pagoda::write_synth_model(f32_path, spec);
+    try {
+      pagoda::quantize_gguf(f32_path, output, preset);
+    } catch (...) {
+      std::filesystem::remove(f32_path);
+      throw;
+    }
+    std::filesystem::remove(f32_path);
+  }
+  std::fprintf(stderr, "pagoda-synth: wrote %s (dim %d, %d layers, %d heads, %d KV heads, FFN %d, vocab %d, %s)\n",
+               output.c_str(), c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.ffn_dim, c.vocab_size, type.c_str());
 }
 
 void write_adapter(const pagoda::cli::Args& args, const std::string& output, const std::string& base_path) {
@@ -75,7 +94,7 @@ void write_adapter(const pagoda::cli::Args& args, const std::string& output, con
   spec.rank = args.number("--rank", spec.rank);
   spec.alpha = args.number("--alpha", float(spec.rank));
   spec.seed = args.number<uint64_t>("--seed", 1);
-  spec.type = parse_type(args.get("--type", "f32"));
+  spec.type = parse_adapter_type(args.get("--type", "f32"));
 
   pagoda::write_synth_lora(output, base, spec);
   std::fprintf(stderr, "pagoda-synth: wrote %s (LoRA rank %d, alpha %g, for %s: %d blocks, 7 projections each)\n",

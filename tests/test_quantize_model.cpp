@@ -333,5 +333,30 @@ TEST(PagodaQuantize, ReportsFallbacksAndFailsClearly) {
   EXPECT_NE(usage.output.find("usage: pagoda-quantize"), std::string::npos) << usage.output;
 }
 
+TEST(PagodaSynth, TypeTakesEveryPresetAndQuantizesAsPagodaQuantize) {
+  const std::string synth = test::program_path("pagoda-synth");
+  if (!std::filesystem::exists(synth)) GTEST_SKIP() << synth << " is not built";
+  const std::string shape = "--dim 256 --layers 8 --heads 4 --kv-heads 2 --ffn 512 --vocab 600 --seed 5 ";
+  const std::string f32 = test::scratch_path("synth.f32.gguf");
+  ASSERT_EQ(test::run_program("pagoda-synth", shape + "-o " + f32).status, 0);
+  for (const char* type : {"q4_k_m", "q5_0", "bf16"}) {
+    const std::string direct = test::scratch_path(std::string("synth.") + type + ".gguf");
+    const test::ProgramRun r = test::run_program("pagoda-synth", shape + "--type " + type + " -o " + direct);
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::string via_tool = test::scratch_path(std::string("synth.") + type + ".quantized.gguf");
+    quantize_gguf(f32, via_tool, parse_quant_preset(type));
+    std::ifstream a(direct, std::ios::binary), b(via_tool, std::ios::binary);
+    const std::string x(std::istreambuf_iterator<char>(a), {}), y(std::istreambuf_iterator<char>(b), {});
+    EXPECT_TRUE(x == y) << type << ": pagoda-synth --type and pagoda-quantize wrote different files";
+    EXPECT_FALSE(std::filesystem::exists(direct + ".f32.tmp"));
+  }
+  const GgufFile q = GgufFile::open(test::scratch_path("synth.q4_k_m.gguf"));
+  EXPECT_EQ(q.find_tensor("blk.0.attn_v.weight")->type, GgmlType::Q6_K);
+  EXPECT_EQ(q.find_tensor("blk.1.attn_v.weight")->type, GgmlType::Q4_K);
+  const test::ProgramRun bad = test::run_program("pagoda-synth", shape + "--type q3_k -o " + test::scratch_path("bad.gguf"));
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.output.find("unknown quantization type 'q3_k'"), std::string::npos) << bad.output;
+}
+
 }  // namespace
 }  // namespace pagoda
