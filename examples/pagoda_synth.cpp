@@ -1,7 +1,8 @@
-// pagoda-synth: writes a random-weight Llama model, or a random LoRA adapter for one, as GGUF,
-// deterministic from a seed.
+// pagoda-synth: writes a random-weight model (llama, qwen2 or qwen3), or a random LoRA adapter
+// for one, as GGUF, deterministic from a seed.
 //   pagoda-synth --preset s15m -o s15m.gguf
 //   pagoda-synth --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 160 --vocab 1000 -o tiny.gguf
+//   pagoda-synth --arch qwen2 --vocab ../shared/vocab/ggml-vocab-qwen2.gguf --dim 64 -o q.gguf
 //   pagoda-synth --lora-for s15m.gguf --rank 16 -o s15m-lora.gguf
 
 #include <cstdio>
@@ -19,15 +20,22 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: pagoda-synth [--preset s15m|s110m] -o FILE.gguf [options]
        pagoda-synth --lora-for BASE -o ADAPTER.gguf [--rank N] [--alpha X] [--type T] [--seed N]
-Writes a Llama model with random weights (deterministic from --seed) and a synthetic
-SentencePiece vocabulary. Flags override the preset's shape.
+Writes a model with random weights (deterministic from --seed) and a synthetic SentencePiece
+vocabulary, or a real one copied from a GGUF. Flags override the preset's shape.
 With --lora-for, writes instead a random LoRA adapter (llama.cpp's GGUF adapter format) on
 every attention and FFN projection of every block of BASE.
   -o, --output FILE   where to write (required)
   --preset NAME       s15m (dim 288, 6 layers, 6 heads, FFN 768, vocab 32000)
                       s110m (dim 768, 12 layers, 12 heads, FFN 2048, vocab 32000)
-  --dim N  --layers N  --heads N  --kv-heads N  --ffn N  --vocab N  --context N
+  --arch NAME         llama (default), qwen2 (Q/K/V biases, NEOX RoPE) or qwen3 (Q/K norms,
+                      NEOX RoPE)
+  --dim N  --layers N  --heads N  --kv-heads N  --ffn N  --context N
+  --vocab N|FILE      vocabulary size of a synthetic vocabulary, or a GGUF (vocab-only is
+                      enough) whose tokenizer.* keys are copied
+  --head-dim N        head dimension when it is not dim / heads (ARCH.attention.key_length)
   --rope-theta X      RoPE frequency base (10000)
+  --rope-scale X      linear RoPE scaling by factor X (ARCH.rope.scaling.*)
+  --rope-freqs        write Llama 3.1-style rope_freqs.weight frequency factors
   --type T            f32 (default), or any type pagoda-quantize writes: f16, bf16, q8_0,
                       q4_0, q4_1, q5_0, q5_1, q4_k_m, q5_k_m, q6_k (the model is quantized
                       as pagoda-quantize would, with the same per-tensor types and
@@ -40,8 +48,9 @@ every attention and FFN projection of every block of BASE.
 )";
 
 // Flags that shape a model, meaningless for an adapter, and those only an adapter takes.
-constexpr const char* kModelOnly[] = {"--preset", "--dim", "--layers", "--heads", "--kv-heads", "--ffn",
-                                      "--vocab", "--context", "--rope-theta", "--tied"};
+constexpr const char* kModelOnly[] = {"--preset", "--arch", "--dim", "--layers", "--heads", "--kv-heads", "--ffn",
+                                      "--vocab", "--head-dim", "--context", "--rope-theta", "--rope-scale",
+                                      "--rope-freqs", "--tied"};
 constexpr const char* kAdapterOnly[] = {"--rank", "--alpha"};
 
 pagoda::GgmlType parse_adapter_type(const std::string& name) {
@@ -56,25 +65,34 @@ void write_model(const pagoda::cli::Args& args, const std::string& output) {
   pagoda::SynthSpec spec;
   spec.config = pagoda::synth_preset(args.get("--preset", "s15m"));
   pagoda::ModelConfig& c = spec.config;
+  c.arch = pagoda::parse_architecture(args.get("--arch", "llama"), "--arch");
   c.dim = args.number("--dim", c.dim);
   c.n_layers = args.number("--layers", c.n_layers);
   c.n_heads = args.number("--heads", c.n_heads);
   c.n_kv_heads = args.number("--kv-heads", args.has("--heads") ? c.n_heads : c.n_kv_heads);
   c.ffn_dim = args.number("--ffn", c.ffn_dim);
-  c.vocab_size = args.number("--vocab", c.vocab_size);
+  const std::string vocab = args.get("--vocab", std::to_string(c.vocab_size));
+  if (!vocab.empty() && vocab.find_first_not_of("0123456789") == std::string::npos) {
+    c.vocab_size = args.number("--vocab", c.vocab_size);
+  } else {
+    spec.vocab_path = vocab;
+  }
+  c.key_length = args.number("--head-dim", c.key_length);
   c.context_length = args.number("--context", c.context_length);
   c.rope_theta = args.number("--rope-theta", c.rope_theta);
+  c.rope_freq_scale = 1.0f / args.number("--rope-scale", 1.0f);
+  spec.rope_freqs = args.has("--rope-freqs");
   spec.tied_output = args.has("--tied");
   spec.seed = args.number<uint64_t>("--seed", 1);
 
   const std::string type = args.get("--type", "f32");
   if (type == "f32") {
-    pagoda::write_synth_model(output, spec);
+    c.vocab_size = pagoda::write_synth_model(output, spec).vocab_size;
   } else {
     // Written in f32 first, then quantized exactly as pagoda-quantize would.
     const pagoda::QuantPreset preset = pagoda::parse_quant_preset(type);
     const std::string f32_path = output + ".f32.tmp";
-    pagoda::write_synth_model(f32_path, spec);
+    c.vocab_size = pagoda::write_synth_model(f32_path, spec).vocab_size;
     try {
       pagoda::quantize_gguf(f32_path, output, preset);
     } catch (...) {
@@ -83,8 +101,9 @@ void write_model(const pagoda::cli::Args& args, const std::string& output) {
     }
     std::filesystem::remove(f32_path);
   }
-  std::fprintf(stderr, "pagoda-synth: wrote %s (dim %d, %d layers, %d heads, %d KV heads, FFN %d, vocab %d, %s)\n",
-               output.c_str(), c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.ffn_dim, c.vocab_size, type.c_str());
+  std::fprintf(stderr, "pagoda-synth: wrote %s (%s, dim %d, %d layers, %d heads, %d KV heads, head dim %d, FFN %d, vocab %d, %s)\n",
+               output.c_str(), pagoda::architecture_name(c.arch), c.dim, c.n_layers, c.n_heads, c.n_kv_heads,
+               c.head_dim(), c.ffn_dim, c.vocab_size, type.c_str());
 }
 
 void write_adapter(const pagoda::cli::Args& args, const std::string& output, const std::string& base_path) {
@@ -106,10 +125,10 @@ void write_adapter(const pagoda::cli::Args& args, const std::string& output, con
 int main(int argc, char** argv) {
   try {
     pagoda::cli::Args args(argc, argv,
-                           {"--output", "--preset", "--dim", "--layers", "--heads", "--kv-heads", "--ffn",
-                            "--vocab", "--context", "--rope-theta", "--type", "--seed", "--lora-for", "--rank",
-                            "--alpha"},
-                           {"--tied", "--help"}, {{"-o", "--output"}, {"-h", "--help"}});
+                           {"--output", "--preset", "--arch", "--dim", "--layers", "--heads", "--kv-heads", "--ffn",
+                            "--vocab", "--head-dim", "--context", "--rope-theta", "--rope-scale", "--type", "--seed",
+                            "--lora-for", "--rank", "--alpha"},
+                           {"--tied", "--rope-freqs", "--help"}, {{"-o", "--output"}, {"-h", "--help"}});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;

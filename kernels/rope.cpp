@@ -8,46 +8,55 @@ namespace pagoda::kernels {
 
 namespace {
 
-void angle(int pos, int i, int head_dim, float theta, float* cos_sin) {
-  const double freq = 1.0 / std::pow(double(theta), double(i) / double(head_dim));
-  const double a = double(pos) * freq;
-  cos_sin[0] = float(std::cos(a));
-  cos_sin[1] = float(std::sin(a));
+// cos/sin of each of the head_dim/2 pairs' angles at `pos`, interleaved.
+void angles(int pos, const RopeParams& p, float* cos_sin) {
+  for (int i = 0; i < p.head_dim / 2; ++i) {
+    double freq = double(p.freq_scale) / std::pow(double(p.theta), double(2 * i) / double(p.head_dim));
+    if (!p.freq_factors.empty()) freq /= double(p.freq_factors[size_t(i)]);
+    const double a = double(pos) * freq;
+    cos_sin[2 * i] = float(std::cos(a));
+    cos_sin[2 * i + 1] = float(std::sin(a));
+  }
 }
 
-void rotate(float* x, int n_heads, int head_dim, const float* cos_sin) {
+void rotate(float* x, int n_heads, int head_dim, RopeStyle style, const float* cos_sin) {
+  const int half = head_dim / 2;
+  // The distance between the two values of a pair, and between the first values of two pairs.
+  const int partner = style == RopeStyle::Adjacent ? 1 : half;
+  const int step = style == RopeStyle::Adjacent ? 2 : 1;
   for (int h = 0; h < n_heads; ++h) {
     float* head = x + std::size_t(h) * head_dim;
-    for (int i = 0; i < head_dim; i += 2) {
-      const float c = cos_sin[i], s = cos_sin[i + 1];
-      const float x0 = head[i], x1 = head[i + 1];
-      head[i] = x0 * c - x1 * s;
-      head[i + 1] = x0 * s + x1 * c;
+    for (int i = 0; i < half; ++i) {
+      const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
+      float* a = head + i * step;
+      const float x0 = a[0], x1 = a[partner];
+      a[0] = x0 * c - x1 * s;
+      a[partner] = x0 * s + x1 * c;
     }
   }
 }
 
 }  // namespace
 
-void rope(float* x, int n_heads, int head_dim, int pos, float theta) {
-  std::vector<float> cos_sin(head_dim);
-  for (int i = 0; i < head_dim; i += 2) angle(pos, i, head_dim, theta, &cos_sin[i]);
-  rotate(x, n_heads, head_dim, cos_sin.data());
+void rope(float* x, int n_heads, int pos, const RopeParams& params) {
+  std::vector<float> cos_sin(params.head_dim);
+  angles(pos, params, cos_sin.data());
+  rotate(x, n_heads, params.head_dim, params.style, cos_sin.data());
 }
 
-RopeTable::RopeTable(int max_positions, int head_dim, float theta)
+RopeTable::RopeTable(int max_positions, const RopeParams& params)
     : max_positions_(max_positions),
-      head_dim_(head_dim),
-      cos_sin_(std::size_t(max_positions) * head_dim) {
-  assert(head_dim % 2 == 0);
-  for (int pos = 0; pos < max_positions; ++pos)
-    for (int i = 0; i < head_dim; i += 2)
-      angle(pos, i, head_dim, theta, &cos_sin_[std::size_t(pos) * head_dim + i]);
+      head_dim_(params.head_dim),
+      style_(params.style),
+      cos_sin_(std::size_t(max_positions) * params.head_dim) {
+  assert(head_dim_ % 2 == 0);
+  assert(params.freq_factors.empty() || int(params.freq_factors.size()) == head_dim_ / 2);
+  for (int pos = 0; pos < max_positions; ++pos) angles(pos, params, &cos_sin_[std::size_t(pos) * head_dim_]);
 }
 
 void RopeTable::apply(float* x, int n_heads, int pos) const {
   assert(pos >= 0 && pos < max_positions_);
-  rotate(x, n_heads, head_dim_, &cos_sin_[std::size_t(pos) * head_dim_]);
+  rotate(x, n_heads, head_dim_, style_, &cos_sin_[std::size_t(pos) * head_dim_]);
 }
 
 }  // namespace pagoda::kernels

@@ -1,30 +1,47 @@
 #pragma once
-// Rotary position embedding in llama's adjacent-pair layout: in each head of head_dim values,
-// the pair (x[i], x[i+1]) for i = 0, 2, ..., head_dim-2 is rotated by pos · theta^(-i/head_dim).
+// Rotary position embedding, in the two layouts llama.cpp uses. Within each head, the first
+// head_dim values are rotated in head_dim/2 pairs; pair i turns by the angle
+//   pos · freq_scale · theta^(-2i/head_dim) / freq_factors[i]
+// (freq_scale is linear RoPE scaling, 1/factor; freq_factors are Llama 3.1's `rope_freqs`,
+// all 1 when the model has none). Which values form pair i depends on the style:
+//   Adjacent (llama.cpp's NORM, llama): (x[2i], x[2i+1])
+//   Neox (qwen2, qwen3):                (x[i], x[i + head_dim/2])
 // Angles are computed in double precision and their cos/sin rounded to float once, so rope()
-// and RopeTable give identical bits, on every ISA.
+// and RopeTable give identical bits on every ISA, and a token's rotation depends only on its
+// position (the same table whatever the batch).
 
 #include <vector>
 
 namespace pagoda::kernels {
 
+enum class RopeStyle { Adjacent, Neox };
+
+struct RopeParams {
+  int head_dim = 0;
+  float theta = 10000.0f;
+  float freq_scale = 1.0f;
+  std::vector<float> freq_factors;  // head_dim/2 values, or empty for all 1
+  RopeStyle style = RopeStyle::Adjacent;
+};
+
 // Rotates the n_heads heads of x (contiguous, head_dim each) to position pos.
-void rope(float* x, int n_heads, int head_dim, int pos, float theta);
+void rope(float* x, int n_heads, int pos, const RopeParams& params);
 
 // The cos/sin of every (position, pair) up to max_positions, computed once.
 class RopeTable {
  public:
-  RopeTable(int max_positions, int head_dim, float theta);
+  RopeTable(int max_positions, const RopeParams& params);
 
   int max_positions() const { return max_positions_; }
   int head_dim() const { return head_dim_; }
 
-  // Same as rope(x, n_heads, head_dim(), pos, theta); pos < max_positions().
+  // Same as rope(x, n_heads, pos, params); pos < max_positions().
   void apply(float* x, int n_heads, int pos) const;
 
  private:
   int max_positions_;
   int head_dim_;
+  RopeStyle style_;
   std::vector<float> cos_sin_;  // [pos][pair][cos, sin]
 };
 

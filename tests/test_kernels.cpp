@@ -310,20 +310,33 @@ TEST(Ops, ArgmaxTakesFirstMaximum) {
 TEST(Rope, MatchesReferenceAndTable) {
   const int n_heads = 3, head_dim = 16;
   const float theta = 10000.0f;
-  const RopeTable table(64, head_dim, theta);
-  for (int pos : {0, 1, 7, 63}) {
-    const auto x = random_vector(n_heads * head_dim, 20 + pos);
-    auto direct = x, tabled = x;
-    rope(direct.data(), n_heads, head_dim, pos, theta);
-    table.apply(tabled.data(), n_heads, pos);
-    ASSERT_TRUE(bitwise_equal(direct.data(), tabled.data(), x.size()));
-    for (int h = 0; h < n_heads; ++h)
-      for (int i = 0; i < head_dim; i += 2) {
-        const double angle = pos * std::pow(double(theta), -double(i) / head_dim);
-        const double x0 = x[h * head_dim + i], x1 = x[h * head_dim + i + 1];
-        EXPECT_NEAR(direct[h * head_dim + i], x0 * std::cos(angle) - x1 * std::sin(angle), 1e-6);
-        EXPECT_NEAR(direct[h * head_dim + i + 1], x0 * std::sin(angle) + x1 * std::cos(angle), 1e-6);
+  // Adjacent pairs (llama) and NEOX pairs (qwen2/qwen3), plain and with linear scaling and
+  // Llama 3.1-style frequency factors.
+  std::vector<float> factors(head_dim / 2);
+  for (int i = 0; i < head_dim / 2; ++i) factors[size_t(i)] = 1.0f + 0.75f * float(i);
+  for (RopeStyle style : {RopeStyle::Adjacent, RopeStyle::Neox}) {
+    for (bool scaled : {false, true}) {
+      SCOPED_TRACE(std::string(style == RopeStyle::Neox ? "neox" : "adjacent") + (scaled ? ", scaled" : ""));
+      const RopeParams params{head_dim, theta, scaled ? 0.25f : 1.0f, scaled ? factors : std::vector<float>{}, style};
+      const RopeTable table(64, params);
+      for (int pos : {0, 1, 7, 63}) {
+        const auto x = random_vector(n_heads * head_dim, 20 + pos);
+        auto direct = x, tabled = x;
+        rope(direct.data(), n_heads, pos, params);
+        table.apply(tabled.data(), n_heads, pos);
+        ASSERT_TRUE(bitwise_equal(direct.data(), tabled.data(), x.size()));
+        for (int h = 0; h < n_heads; ++h)
+          for (int i = 0; i < head_dim / 2; ++i) {
+            double angle = pos * std::pow(double(theta), -2.0 * i / head_dim);
+            if (scaled) angle *= 0.25 / factors[size_t(i)];
+            const int a = h * head_dim + (style == RopeStyle::Neox ? i : 2 * i);
+            const int b = style == RopeStyle::Neox ? a + head_dim / 2 : a + 1;
+            const double x0 = x[a], x1 = x[b];
+            EXPECT_NEAR(direct[a], x0 * std::cos(angle) - x1 * std::sin(angle), 1e-6);
+            EXPECT_NEAR(direct[b], x0 * std::sin(angle) + x1 * std::cos(angle), 1e-6);
+          }
       }
+    }
   }
 }
 

@@ -250,7 +250,7 @@ TEST(LoraAdapterErrors, WrongKindOrArchitecture) {
                  "adapter type 'control_vector' is not supported");
   expect_refused(write_adapter("no-adapter-type.gguf", good_pair(), {{"adapter.type", std::nullopt}}), "adapter.type");
   expect_refused(write_adapter("mamba.gguf", good_pair(), {{"general.architecture", GgufValue(std::string("mamba"))}}),
-                 "architecture 'mamba' is not supported");
+                 "general.architecture is 'mamba' but the base model is 'llama'");
   expect_refused(write_adapter("no-arch.gguf", good_pair(), {{"general.architecture", std::nullopt}}),
                  "general.architecture");
 }

@@ -44,18 +44,26 @@ int arena_threads(int requested) {
   return requested > 0 ? requested : tbb::task_arena::automatic;
 }
 
+// The rotation of every position, from the model's hyperparameters and frequency factors.
+kernels::RopeParams rope_params(const Model& model) {
+  const ModelConfig& c = model.config;
+  return {c.head_dim(), c.rope_theta, c.rope_freq_scale, model.weights.rope_freqs, c.rope_style()};
+}
+
 }  // namespace
 
 ModelRunner::ModelRunner(const Model& model, int threads)
-    : model_(model),
-      arena_(arena_threads(threads)),
-      rope_(model.config.context_length, model.config.head_dim(), model.config.rope_theta) {
+    : model_(model), arena_(arena_threads(threads)), rope_(model.config.context_length, rope_params(model)) {
   const ModelConfig& c = model.config;
   arena_.execute([&] {
     layers_.resize(c.n_layers);
     tbb::parallel_for(0, c.n_layers, [&](int l) {
       const LayerWeights& w = model.weights.layers[l];
       layers_[l].qkv = weight_matrix({&w.attn_q, &w.attn_k, &w.attn_v});
+      if (c.has_qkv_bias()) {
+        std::vector<float>& bias = layers_[l].qkv_bias;
+        for (const auto* b : {&w.attn_q_bias, &w.attn_k_bias, &w.attn_v_bias}) bias.insert(bias.end(), b->begin(), b->end());
+      }
       layers_[l].output = weight_matrix({&w.attn_output});
       layers_[l].gate_up = weight_matrix({&w.ffn_gate, &w.ffn_up});
       layers_[l].down = weight_matrix({&w.ffn_down});
@@ -140,7 +148,7 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
   prepare(batch);
   const ModelConfig& c = model_.config;
   const int32_t n = int32_t(tokens_.size());
-  const int32_t dim = c.dim, ffn = c.ffn_dim, q_dim = c.n_heads * c.head_dim();
+  const int32_t dim = c.dim, ffn = c.ffn_dim, q_dim = c.q_dim();
 
   arena_.execute([&] {
     for (int32_t e = 0; e < int32_t(batch.entries.size()); ++e) {
@@ -188,17 +196,25 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
 void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t layer) {
   const ModelConfig& c = model_.config;
   const int32_t head_dim = c.head_dim(), group = c.group_size();
-  const int32_t q_dim = c.n_heads * head_dim, kv_dim = c.kv_dim(), row = q_dim + 2 * kv_dim;
+  const int32_t q_dim = c.q_dim(), kv_dim = c.kv_dim(), row = q_dim + 2 * kv_dim;
   const int32_t tpp = kv.layout.tokens_per_page;
   const int32_t n = int32_t(tokens_.size());
+  const LayerWeights& w = model_.weights.layers[layer];
+  const std::vector<float>& bias = layers_[layer].qkv_bias;
 
-  // RoPE on Q and K, then K and V straight into their page slots.
+  // Per token: the Q/K/V biases (after the LoRA deltas, as llama.cpp adds them), the per-head
+  // Q/K norms, RoPE on Q and K, then K and V straight into their page slots.
   tbb::parallel_for(tbb::blocked_range<int32_t>(0, n, 4), [&](const tbb::blocked_range<int32_t>& r) {
     for (int32_t t = r.begin(); t < r.end(); ++t) {
       const TokenRef ref = tokens_[t];
       float* q = qkv_.data() + size_t(t) * row;
       float* k = q + q_dim;
       const float* v = k + kv_dim;
+      for (size_t i = 0; i < bias.size(); ++i) q[i] += bias[i];
+      if (c.has_qk_norm()) {
+        for (int32_t h = 0; h < c.n_heads; ++h) kernels::rmsnorm(q + h * head_dim, w.attn_q_norm.data(), q + h * head_dim, head_dim, c.norm_eps);
+        for (int32_t h = 0; h < c.n_kv_heads; ++h) kernels::rmsnorm(k + h * head_dim, w.attn_k_norm.data(), k + h * head_dim, head_dim, c.norm_eps);
+      }
       rope_.apply(q, c.n_heads, ref.position);
       rope_.apply(k, c.n_kv_heads, ref.position);
       const BlockTable& bt = *batch.entries[ref.entry].block_table;

@@ -46,6 +46,7 @@ class ModelRunner {
  private:
   struct PackedLayer {
     kernels::WeightMatrix qkv;      // [q_dim + 2 kv_dim][dim]: Q, K and V in one GEMM
+    std::vector<float> qkv_bias;    // [q_dim + 2 kv_dim], or empty when the model has none
     kernels::WeightMatrix output;   // [dim][q_dim]
     kernels::WeightMatrix gate_up;  // [2 ffn][dim]: gate rows, then up rows
     kernels::WeightMatrix down;     // [dim][ffn]

@@ -38,7 +38,7 @@ std::string tensor_error(const GgufFile& f, std::string_view name, const std::st
   return f.path() + ": tensor '" + std::string(name) + "'" + what;
 }
 
-void check_kind(const GgufFile& f) {
+void check_kind(const GgufFile& f, const ModelConfig& base) {
   const std::optional<std::string> type = f.get_string_opt("general.type");
   if (type != "adapter") {
     throw Error(f.path() + ": not an adapter (general.type is " + (type ? "'" + *type + "'" : "missing") +
@@ -48,8 +48,12 @@ void check_kind(const GgufFile& f) {
   if (adapter_type != "lora") {
     throw Error(f.path() + ": adapter type '" + adapter_type + "' is not supported (only 'lora')");
   }
+  // As llama.cpp: an adapter is made for one architecture, the base model's.
   const std::string arch = f.get_string("general.architecture");
-  if (arch != "llama") throw Error(f.path() + ": architecture '" + arch + "' is not supported (only 'llama')");
+  const std::string want = architecture_name(base.arch);
+  if (arch != want) {
+    throw Error(f.path() + ": general.architecture is '" + arch + "' but the base model is '" + want + "'");
+  }
 }
 
 float read_alpha(const GgufFile& f) {
@@ -164,7 +168,7 @@ LoraShape lora_projection_shape(const ModelConfig& c, LoraProjection p) {
 LoraAdapter load_lora_adapter(const std::string& path, const ModelConfig& base, float user_scale) {
   if (!std::isfinite(user_scale)) throw Error(path + ": the adapter scale " + num(user_scale) + " is not finite");
   const GgufFile f = GgufFile::open(path);
-  check_kind(f);
+  check_kind(f, base);
   LoraAdapter adapter{path, read_alpha(f), user_scale, {}};
   adapter.layers.resize(size_t(base.n_layers));
   bool any = false;

@@ -16,12 +16,15 @@
 
 namespace pagoda {
 
-// One transformer block. Matrices are row-major [out][in], as GGUF and llama2.c store them.
+// One transformer block. Matrices are row-major [out][in], as GGUF and llama2.c store them;
+// q_dim = n_heads * head_dim. Vectors an architecture does not have are empty.
 struct LayerWeights {
   std::vector<float> attn_norm;  // [dim]
   WeightTensor attn_q;           // [n_heads*head_dim][dim]
   WeightTensor attn_k;           // [kv_dim][dim]
   WeightTensor attn_v;           // [kv_dim][dim]
+  std::vector<float> attn_q_bias, attn_k_bias, attn_v_bias;  // qwen2: [q_dim], [kv_dim], [kv_dim]
+  std::vector<float> attn_q_norm, attn_k_norm;  // qwen3: [head_dim], applied to each head
   WeightTensor attn_output;      // [dim][n_heads*head_dim]
   std::vector<float> ffn_norm;   // [dim]
   WeightTensor ffn_gate;         // [ffn_dim][dim]
@@ -34,6 +37,7 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;  // [dim]
   WeightTensor output;             // [vocab][dim]; the same view as token_embd when the file ties them
+  std::vector<float> rope_freqs;   // [head_dim/2] frequency factors (Llama 3.1), or empty
 };
 
 struct Model {

@@ -24,17 +24,26 @@ void matvec(float* out, const float* x, const std::vector<float>& w, int n, int 
   }
 }
 
-// llama's RoPE on adjacent pairs (x[i], x[i+1]) of each head.
-void rope(float* v, int n_heads, int head_dim, int pos, float theta) {
+void add(float* x, const std::vector<float>& bias) {
+  for (size_t i = 0; i < bias.size(); ++i) x[i] += bias[i];
+}
+
+// RoPE written out plainly: pair i of each head turns by
+// pos · freq_scale · theta^(-2i/head_dim) / factor[i]; its two values are adjacent (llama) or
+// head_dim/2 apart (NEOX: qwen2, qwen3).
+void rope(float* v, int n_heads, int head_dim, int pos, const ModelConfig& c, const std::vector<float>& factors) {
+  const bool neox = c.rope_style() == kernels::RopeStyle::Neox;
   for (int h = 0; h < n_heads; ++h) {
-    for (int i = 0; i < head_dim; i += 2) {
-      const double freq = 1.0 / std::pow(double(theta), double(i) / double(head_dim));
+    for (int i = 0; i < head_dim / 2; ++i) {
+      double freq = double(c.rope_freq_scale) / std::pow(double(c.rope_theta), double(2 * i) / double(head_dim));
+      if (!factors.empty()) freq /= double(factors[size_t(i)]);
       const double angle = double(pos) * freq;
-      const float c = float(std::cos(angle)), s = float(std::sin(angle));
-      float* p = v + h * head_dim + i;
-      const float a = p[0], b = p[1];
-      p[0] = a * c - b * s;
-      p[1] = a * s + b * c;
+      const float cs = float(std::cos(angle)), sn = float(std::sin(angle));
+      float* a = v + h * head_dim + (neox ? i : 2 * i);
+      float* b = neox ? a + head_dim / 2 : a + 1;
+      const float x0 = *a, x1 = *b;
+      *a = x0 * cs - x1 * sn;
+      *b = x0 * sn + x1 * cs;
     }
   }
 }
@@ -57,7 +66,8 @@ ReferenceModel::ReferenceModel(const Model& model) : model_(model) {
   x_.resize(c.dim);
   xb_.resize(c.dim);
   xb2_.resize(c.dim);
-  q_.resize(c.dim);
+  q_.resize(c.q_dim());
+  att_out_.resize(c.q_dim());
   hb_.resize(c.ffn_dim);
   hb2_.resize(c.ffn_dim);
   att_.resize(c.context_length);
@@ -79,7 +89,7 @@ const std::vector<float>& ReferenceModel::forward(int32_t token, int32_t pos) {
   if (token < 0 || token >= c.vocab_size) throw Error("ReferenceModel: token id out of range");
   next_pos_ = pos + 1;
 
-  const int dim = c.dim, kv_dim = c.kv_dim(), head_dim = c.head_dim(), ffn = c.ffn_dim;
+  const int dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), head_dim = c.head_dim(), ffn = c.ffn_dim;
   w.token_embd.dequantize_row(token, x_.data());
 
   for (int l = 0; l < c.n_layers; ++l) {
@@ -89,11 +99,18 @@ const std::vector<float>& ReferenceModel::forward(int32_t token, int32_t pos) {
     float* v = value_cache_.data() + (size_t(l) * c.context_length + pos) * kv_dim;
 
     rmsnorm(xb_.data(), x_.data(), lw.attn_norm.data(), dim, c.norm_eps);
-    matvec(q_.data(), xb_.data(), dw.attn_q, dim, dim);
+    matvec(q_.data(), xb_.data(), dw.attn_q, dim, q_dim);
     matvec(k, xb_.data(), dw.attn_k, dim, kv_dim);
     matvec(v, xb_.data(), dw.attn_v, dim, kv_dim);
-    rope(q_.data(), c.n_heads, head_dim, pos, c.rope_theta);
-    rope(k, c.n_kv_heads, head_dim, pos, c.rope_theta);
+    add(q_.data(), lw.attn_q_bias);
+    add(k, lw.attn_k_bias);
+    add(v, lw.attn_v_bias);
+    if (c.has_qk_norm()) {
+      for (int h = 0; h < c.n_heads; ++h) rmsnorm(q_.data() + h * head_dim, q_.data() + h * head_dim, lw.attn_q_norm.data(), head_dim, c.norm_eps);
+      for (int h = 0; h < c.n_kv_heads; ++h) rmsnorm(k + h * head_dim, k + h * head_dim, lw.attn_k_norm.data(), head_dim, c.norm_eps);
+    }
+    rope(q_.data(), c.n_heads, head_dim, pos, c, w.rope_freqs);
+    rope(k, c.n_kv_heads, head_dim, pos, c, w.rope_freqs);
 
     const float scale = 1.0f / std::sqrt(float(head_dim));
     for (int h = 0; h < c.n_heads; ++h) {
@@ -106,14 +123,14 @@ const std::vector<float>& ReferenceModel::forward(int32_t token, int32_t pos) {
         att_[t] = score * scale;
       }
       softmax(att_.data(), pos + 1);
-      float* out = xb_.data() + h * head_dim;
+      float* out = att_out_.data() + h * head_dim;
       std::fill_n(out, head_dim, 0.0f);
       for (int t = 0; t <= pos; ++t) {
         const float* vt = value_cache_.data() + (size_t(l) * c.context_length + t) * kv_dim + kv_head * head_dim;
         for (int i = 0; i < head_dim; ++i) out[i] += att_[t] * vt[i];
       }
     }
-    matvec(xb2_.data(), xb_.data(), dw.attn_output, dim, dim);
+    matvec(xb2_.data(), att_out_.data(), dw.attn_output, q_dim, dim);
     for (int i = 0; i < dim; ++i) x_[i] += xb2_[i];
 
     rmsnorm(xb_.data(), x_.data(), lw.ffn_norm.data(), dim, c.norm_eps);

@@ -32,7 +32,7 @@ class ReferenceModel {
   std::vector<DenseLayer> layers_;
   std::vector<float> output_;
   int32_t next_pos_ = 0;
-  std::vector<float> x_, xb_, xb2_, q_, hb_, hb2_, att_, logits_;
+  std::vector<float> x_, xb_, xb2_, q_, att_out_, hb_, hb2_, att_, logits_;
   std::vector<float> key_cache_, value_cache_;  // [layer][pos][kv_dim]
 };
 

@@ -58,7 +58,7 @@ void check_spec(const ModelConfig& base, const LoraSynthSpec& spec) {
 void write_synth_lora(const std::string& path, const ModelConfig& base, const LoraSynthSpec& spec) {
   check_spec(base, spec);
   GgufWriter w;
-  w.set_string("general.architecture", "llama");
+  w.set_string("general.architecture", architecture_name(base.arch));
   w.set_string("general.type", "adapter");
   w.set_string("general.name", "pagoda-synth LoRA (random, rank " + std::to_string(spec.rank) + ", seed " +
                                    std::to_string(spec.seed) + ")");

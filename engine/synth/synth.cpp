@@ -1,5 +1,6 @@
 #include "engine/synth/synth.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <unordered_set>
@@ -80,6 +81,49 @@ void add_norm(GgufWriter& w, Random& rng, const std::string& name, uint64_t n) {
   w.add_tensor(name, {n}, data);
 }
 
+// Llama 3.1's frequency factors in shape: 1 for the fastest quarter of the pairs, 8 for the
+// slowest half, a ramp between.
+std::vector<float> synth_rope_freqs(int32_t n_pairs) {
+  std::vector<float> f(static_cast<size_t>(n_pairs));
+  for (int32_t i = 0; i < n_pairs; ++i) {
+    const float t = std::clamp((float(i) - n_pairs / 4.0f) / (n_pairs / 4.0f), 0.0f, 1.0f);
+    f[size_t(i)] = 1.0f + 7.0f * t;
+  }
+  return f;
+}
+
+// Every tokenizer.* key of the GGUF at `path`, copied; returns its token count.
+int32_t copy_vocab(GgufWriter& w, const std::string& path) {
+  const GgufFile vocab = GgufFile::open(path);
+  for (const std::string& key : vocab.keys()) {
+    if (key.rfind("tokenizer.", 0) == 0) w.set(key, *vocab.find(key));
+  }
+  const size_t n = vocab.get_string_array("tokenizer.ggml.tokens").size();
+  if (n == 0 || n > size_t(1) << 24) throw Error(path + ": tokenizer.ggml.tokens has " + std::to_string(n) + " tokens");
+  return int32_t(n);
+}
+
+void write_synth_vocab(GgufWriter& w, int32_t size, Random& rng) {
+  TokenizerVocab vocab = synth_vocab(size, rng);
+  std::vector<int32_t> types(vocab.types.size());
+  for (size_t i = 0; i < types.size(); ++i) types[i] = int32_t(vocab.types[i]);
+  w.set_string("tokenizer.ggml.model", "llama");
+  w.set_string_array("tokenizer.ggml.tokens", std::move(vocab.tokens));
+  w.set_f32_array("tokenizer.ggml.scores", std::move(vocab.scores));
+  w.set_i32_array("tokenizer.ggml.token_type", std::move(types));
+  w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+  w.set_u32("tokenizer.ggml.bos_token_id", 1);
+  w.set_u32("tokenizer.ggml.eos_token_id", 2);
+  w.set_bool("tokenizer.ggml.add_bos_token", true);
+  w.set_bool("tokenizer.ggml.add_space_prefix", true);
+}
+
+void add_bias(GgufWriter& w, Random& rng, const std::string& name, uint64_t n) {
+  std::vector<float> data(n);
+  for (float& x : data) x = 0.1f * rng.symmetric();
+  w.add_tensor(name, {n}, data);
+}
+
 }  // namespace
 
 ModelConfig synth_preset(const std::string& name) {
@@ -96,49 +140,61 @@ ModelConfig synth_preset(const std::string& name) {
   return c;
 }
 
-void write_synth_model(const std::string& path, const SynthSpec& spec) {
-  const ModelConfig& c = spec.config;
-  c.validate("synthetic model");
-  if (c.vocab_size < 512) throw Error("synthetic model: vocabulary must have at least 512 tokens");
+ModelConfig write_synth_model(const std::string& path, const SynthSpec& spec) {
   Random rng(spec.seed);
-
   GgufWriter w;
-  w.set_string("general.architecture", "llama");
+  ModelConfig c = spec.config;
+  if (!spec.vocab_path.empty()) {
+    c.vocab_size = copy_vocab(w, spec.vocab_path);
+  } else {
+    if (c.vocab_size < 512) throw Error("synthetic model: vocabulary must have at least 512 tokens");
+    write_synth_vocab(w, c.vocab_size, rng);
+  }
+  c.validate("synthetic model");
+
+  const std::string arch = architecture_name(c.arch);
+  auto key = [&](const char* name) { return arch + "." + name; };
+  w.set_string("general.architecture", arch);
   w.set_string("general.name", "pagoda-synth (random weights, seed " + std::to_string(spec.seed) + ")");
-  w.set_u32("llama.context_length", uint32_t(c.context_length));
-  w.set_u32("llama.embedding_length", uint32_t(c.dim));
-  w.set_u32("llama.block_count", uint32_t(c.n_layers));
-  w.set_u32("llama.feed_forward_length", uint32_t(c.ffn_dim));
-  w.set_u32("llama.attention.head_count", uint32_t(c.n_heads));
-  w.set_u32("llama.attention.head_count_kv", uint32_t(c.n_kv_heads));
-  w.set_u32("llama.rope.dimension_count", uint32_t(c.head_dim()));
-  w.set_f32("llama.rope.freq_base", c.rope_theta);
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
-  w.set_u32("llama.vocab_size", uint32_t(c.vocab_size));
+  w.set_u32(key("context_length"), uint32_t(c.context_length));
+  w.set_u32(key("embedding_length"), uint32_t(c.dim));
+  w.set_u32(key("block_count"), uint32_t(c.n_layers));
+  w.set_u32(key("feed_forward_length"), uint32_t(c.ffn_dim));
+  w.set_u32(key("attention.head_count"), uint32_t(c.n_heads));
+  w.set_u32(key("attention.head_count_kv"), uint32_t(c.n_kv_heads));
+  if (c.key_length > 0) {
+    w.set_u32(key("attention.key_length"), uint32_t(c.key_length));
+    w.set_u32(key("attention.value_length"), uint32_t(c.key_length));
+  }
+  w.set_u32(key("rope.dimension_count"), uint32_t(c.head_dim()));
+  w.set_f32(key("rope.freq_base"), c.rope_theta);
+  if (c.rope_freq_scale != 1.0f) {
+    w.set_string(key("rope.scaling.type"), "linear");
+    w.set_f32(key("rope.scaling.factor"), 1.0f / c.rope_freq_scale);
+  }
+  w.set_f32(key("attention.layer_norm_rms_epsilon"), c.norm_eps);
+  w.set_u32(key("vocab_size"), uint32_t(c.vocab_size));
 
-  TokenizerVocab vocab = synth_vocab(c.vocab_size, rng);
-  std::vector<int32_t> types(vocab.types.size());
-  for (size_t i = 0; i < types.size(); ++i) types[i] = int32_t(vocab.types[i]);
-  w.set_string("tokenizer.ggml.model", "llama");
-  w.set_string_array("tokenizer.ggml.tokens", std::move(vocab.tokens));
-  w.set_f32_array("tokenizer.ggml.scores", std::move(vocab.scores));
-  w.set_i32_array("tokenizer.ggml.token_type", std::move(types));
-  w.set_u32("tokenizer.ggml.unknown_token_id", 0);
-  w.set_u32("tokenizer.ggml.bos_token_id", 1);
-  w.set_u32("tokenizer.ggml.eos_token_id", 2);
-  w.set_bool("tokenizer.ggml.add_bos_token", true);
-  w.set_bool("tokenizer.ggml.add_space_prefix", true);
-
-  const uint64_t dim = c.dim, q_dim = uint64_t(c.n_heads) * c.head_dim(), kv_dim = c.kv_dim();
+  const uint64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), head_dim = c.head_dim();
   add_matrix(w, rng, spec, "token_embd.weight", c.vocab_size, dim);
   add_norm(w, rng, "output_norm.weight", dim);
   if (!spec.tied_output) add_matrix(w, rng, spec, "output.weight", c.vocab_size, dim);
+  if (spec.rope_freqs) w.add_tensor("rope_freqs.weight", {head_dim / 2}, synth_rope_freqs(int32_t(head_dim / 2)));
   for (int32_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     add_norm(w, rng, p + "attn_norm.weight", dim);
     add_matrix(w, rng, spec, p + "attn_q.weight", q_dim, dim);
     add_matrix(w, rng, spec, p + "attn_k.weight", kv_dim, dim);
     add_matrix(w, rng, spec, p + "attn_v.weight", kv_dim, dim);
+    if (c.has_qkv_bias()) {
+      add_bias(w, rng, p + "attn_q.bias", q_dim);
+      add_bias(w, rng, p + "attn_k.bias", kv_dim);
+      add_bias(w, rng, p + "attn_v.bias", kv_dim);
+    }
+    if (c.has_qk_norm()) {
+      add_norm(w, rng, p + "attn_q_norm.weight", head_dim);
+      add_norm(w, rng, p + "attn_k_norm.weight", head_dim);
+    }
     add_matrix(w, rng, spec, p + "attn_output.weight", dim, q_dim);
     add_norm(w, rng, p + "ffn_norm.weight", dim);
     add_matrix(w, rng, spec, p + "ffn_gate.weight", c.ffn_dim, dim);
@@ -146,6 +202,7 @@ void write_synth_model(const std::string& path, const SynthSpec& spec) {
     add_matrix(w, rng, spec, p + "ffn_down.weight", dim, c.ffn_dim);
   }
   w.write(path);
+  return c;
 }
 
 }  // namespace pagoda

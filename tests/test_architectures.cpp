@@ -1,0 +1,380 @@
+// The architectures pagoda runs — llama (with Llama 3.1's frequency factors, linear RoPE
+// scaling, tied embeddings, GQA), qwen2 (Q/K/V biases, NEOX RoPE) and qwen3 (per-head Q/K
+// norms, a head dimension apart from dim / heads): random models from pagoda-synth against the
+// oracle, golden greedy ids alone and in a crowd, batch invariance, LoRA; llama.cpp's own
+// outputs on the F32 models in ../shared/models/llamacpp-quant; and the errors for files pagoda
+// cannot run.
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "engine/forward/model_runner.h"
+#include "engine/gguf/gguf_writer.h"
+#include "engine/lora/lora_adapter.h"
+#include "engine/lora/lora_weights.h"
+#include "engine/model/reference_model.h"
+#include "engine/request/sampler.h"
+#include "engine/synth/lora_synth.h"
+#include "engine/synth/synth.h"
+#include "pagoda/error.h"
+#include "support/batch_driver.h"
+#include "support/lora_support.h"
+#include "support/test_support.h"
+
+namespace pagoda {
+namespace {
+
+using test::DrivenSequence;
+
+// One small model of each kind the loader must tell apart.
+struct Variant {
+  const char* name;
+  Architecture arch;
+  int32_t key_length = 0;
+  bool rope_freqs = false;
+  bool tied = false;
+  float rope_freq_scale = 1.0f;
+};
+
+const Variant kVariants[] = {
+    {"llama", Architecture::Llama},
+    {"llama31", Architecture::Llama, 0, true, true, 0.5f},  // frequency factors, tied, linear scaling ×2
+    {"qwen2", Architecture::Qwen2, 0, false, true},
+    {"qwen3", Architecture::Qwen3, 32, false, true},  // head_dim 32 with dim 64 and 4 heads
+};
+
+std::string synth_variant(const Variant& v, uint64_t seed = 11) {
+  SynthSpec spec;
+  ModelConfig& c = spec.config;
+  c.arch = v.arch;
+  c.dim = 64, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.ffn_dim = 96, c.vocab_size = 600;
+  c.context_length = 256, c.key_length = v.key_length, c.rope_theta = 10000.0f, c.rope_freq_scale = v.rope_freq_scale;
+  spec.seed = seed;
+  spec.tied_output = v.tied;
+  spec.rope_freqs = v.rope_freqs;
+  const std::string path = test::scratch_path(std::string(v.name) + "-" + std::to_string(seed) + ".gguf");
+  write_synth_model(path, spec);
+  return path;
+}
+
+std::vector<int32_t> random_prompt(int32_t vocab, size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> ids(n);
+  for (int32_t& id : ids) id = int32_t(rng() % uint32_t(vocab));
+  return ids;
+}
+
+// Greedy ids from the oracle: the prompt fed position by position, then `n` argmax tokens.
+std::vector<int32_t> oracle_greedy(const Model& m, const std::vector<int32_t>& prompt, int32_t n) {
+  ReferenceModel oracle(m);
+  std::vector<int32_t> tokens = prompt, out;
+  for (size_t pos = 0; out.size() < size_t(n); ++pos) {
+    const auto& logits = oracle.forward(tokens[pos], int32_t(pos));
+    if (pos + 1 >= tokens.size()) {
+      out.push_back(argmax(logits));
+      tokens.push_back(out.back());
+    }
+  }
+  return out;
+}
+
+struct Runner {
+  Model model;
+  ModelRunner runner;
+  PagePool pool;
+  Runner(Model m, int threads) : model(std::move(m)), runner(model, threads), pool(KvLayout::for_model(model.config, 16), 1024) {}
+
+  // Runs the prompts together in chunks of `chunk` tokens, `n_new` greedy tokens each.
+  std::vector<DrivenSequence> run(const std::vector<std::vector<int32_t>>& prompts, int32_t n_new, int32_t chunk,
+                                  bool logits_everywhere = false, const LoraWeights* lora = nullptr) {
+    std::vector<DrivenSequence> seqs;
+    for (const auto& p : prompts) {
+      seqs.emplace_back(p, int32_t(p.size()) + n_new - 1, -1, 16);
+      seqs.back().lora = lora;
+    }
+    test::run_together(runner, pool, seqs, chunk, logits_everywhere);
+    EXPECT_EQ(pool.free_pages(), pool.capacity());
+    return seqs;
+  }
+};
+
+class Architectures : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(Architectures, LoadsWithItsHyperparameters) {
+  const Variant& v = GetParam();
+  const Model m = load_model(synth_variant(v));
+  EXPECT_EQ(m.config.arch, v.arch);
+  EXPECT_EQ(m.config.head_dim(), v.key_length ? v.key_length : 16);
+  EXPECT_EQ(m.config.rope_freq_scale, v.rope_freq_scale);
+  EXPECT_EQ(m.weights.rope_freqs.size(), v.rope_freqs ? size_t(m.config.head_dim() / 2) : 0u);
+  EXPECT_EQ(m.weights.output.data == m.weights.token_embd.data, v.tied);
+  const LayerWeights& l = m.weights.layers[1];
+  EXPECT_EQ(l.attn_q_bias.size(), v.arch == Architecture::Qwen2 ? size_t(m.config.q_dim()) : 0u);
+  EXPECT_EQ(l.attn_v_bias.size(), v.arch == Architecture::Qwen2 ? size_t(m.config.kv_dim()) : 0u);
+  EXPECT_EQ(l.attn_k_norm.size(), v.arch == Architecture::Qwen3 ? size_t(m.config.head_dim()) : 0u);
+  EXPECT_EQ(l.attn_q.rows, m.config.q_dim());
+  EXPECT_EQ(l.attn_output.cols, m.config.q_dim());
+}
+
+// Logits at every position, batched with chunk size 1, within 1e-4 (relative to the largest
+// logit) of the oracle's; the greedy ids equal the oracle's, alone and in a crowd.
+TEST_P(Architectures, MatchesTheOracle) {
+  Runner r(load_model(synth_variant(GetParam())), 2);
+  const int32_t vocab = r.model.config.vocab_size;
+  std::vector<std::vector<int32_t>> prompts;
+  for (uint32_t i = 0; i < 4; ++i) prompts.push_back(random_prompt(vocab, 3 + 7 * i, 100 + i));
+  const auto seqs = r.run(prompts, 12, 1, true);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    ReferenceModel oracle(r.model);
+    ASSERT_EQ(seqs[i].logits.size(), seqs[i].tokens.size() - 1);
+    for (size_t pos = 0; pos + 1 < seqs[i].tokens.size(); ++pos) {
+      const auto& want = oracle.forward(seqs[i].tokens[pos], int32_t(pos));
+      EXPECT_LT(test::relative_error(seqs[i].logits[pos], want), 1e-4) << "prompt " << i << ", position " << pos;
+    }
+  }
+  // The golden ids, from the oracle alone, against the engine alone and in a crowd.
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const std::vector<int32_t> golden = oracle_greedy(r.model, prompts[i], 12);
+    EXPECT_EQ(seqs[i].generated(), golden) << "in a crowd, prompt " << i;
+    EXPECT_EQ(r.run({prompts[i]}, 12, 64)[0].generated(), golden) << "alone, prompt " << i;
+  }
+}
+
+// Bit for bit: alone or in a crowd, chunked 1, 5 or 64 tokens at a time, on 1 or 2 threads.
+TEST_P(Architectures, BatchInvariance) {
+  const std::string path = synth_variant(GetParam());
+  Runner one(load_model(path), 1), two(load_model(path), 2);
+  const int32_t vocab = one.model.config.vocab_size;
+  std::vector<std::vector<int32_t>> crowd;
+  for (uint32_t i = 0; i < 6; ++i) crowd.push_back(random_prompt(vocab, 2 + 9 * i, 200 + i));
+  const auto alone = one.run({crowd[3]}, 10, 64, true);
+  ASSERT_EQ(alone[0].logits.size(), 10u);
+  for (int32_t chunk : {1, 5, 64}) {
+    for (Runner* r : {&one, &two}) {
+      const auto together = r->run(crowd, 10, chunk, true);
+      EXPECT_EQ(together[3].tokens, alone[0].tokens) << "chunk " << chunk;
+      // The rows every run has: the prompt's last position and each decode step (the prompt's
+      // other rows exist only for the chunk ends).
+      const auto& a = alone[0].logits;
+      const auto& t = together[3].logits;
+      ASSERT_GE(t.size(), 10u);
+      for (size_t k = 1; k <= 10; ++k) {
+        EXPECT_EQ(0, std::memcmp(t[t.size() - k].data(), a[a.size() - k].data(), vocab * sizeof(float)))
+            << "chunk " << chunk << ", threads " << r->runner.threads() << ", row " << k << " from the end";
+      }
+    }
+  }
+}
+
+// A LoRA adapter changes each architecture as the oracle on merged weights W + scale·B·A says
+// (biases and norms untouched).
+TEST_P(Architectures, LoraMatchesMergedWeights) {
+  Runner r(load_model(synth_variant(GetParam())), 2);
+  const LoraAdapter adapter = test::random_adapter(r.model.config, 4, 0.75f, 7);
+  const LoraWeights weights("a", adapter);
+  const std::vector<int32_t> prompt = random_prompt(r.model.config.vocab_size, 9, 300);
+  const auto seqs = r.run({prompt}, 8, 1, true, &weights);
+  const Model m = test::merged(r.model, adapter);
+  ReferenceModel oracle(m), plain(r.model);
+  double base_difference = 0.0;
+  for (size_t pos = 0; pos + 1 < seqs[0].tokens.size(); ++pos) {
+    EXPECT_LT(test::relative_error(seqs[0].logits[pos], oracle.forward(seqs[0].tokens[pos], int32_t(pos))), 1e-4) << pos;
+    base_difference = std::max(base_difference, test::relative_error(seqs[0].logits[pos], plain.forward(seqs[0].tokens[pos], int32_t(pos))));
+  }
+  EXPECT_GT(base_difference, 1e-2) << "the adapter should change the output";
+}
+
+INSTANTIATE_TEST_SUITE_P(Synth, Architectures, ::testing::ValuesIn(kVariants),
+                         [](const ::testing::TestParamInfo<Variant>& info) { return std::string(info.param.name); });
+
+// ---- pagoda-synth with a real vocabulary ----
+
+TEST(ArchitecturesSynth, CopiesEveryTokenizerKeyOfTheVocabulary) {
+  PAGODA_SHARED_OR_SKIP(vocab_path, "vocab/ggml-vocab-llama-spm.gguf");
+  SynthSpec spec;
+  spec.config.arch = Architecture::Qwen3;
+  spec.config.dim = 32, spec.config.n_layers = 1, spec.config.n_heads = 2, spec.config.n_kv_heads = 1;
+  spec.config.ffn_dim = 64, spec.config.context_length = 64;
+  spec.vocab_path = vocab_path;
+  const std::string path = test::scratch_path("qwen3-spm.gguf");
+  const ModelConfig written = write_synth_model(path, spec);
+  const GgufFile vocab = GgufFile::open(vocab_path), out = GgufFile::open(path);
+  int copied = 0;
+  for (const std::string& key : vocab.keys()) {
+    if (key.rfind("tokenizer.", 0) != 0) continue;
+    ASSERT_TRUE(out.find(key)) << key;
+    EXPECT_TRUE(*out.find(key) == *vocab.find(key)) << key;
+    ++copied;
+  }
+  EXPECT_GE(copied, 3);
+  const Model m = load_model(path);
+  EXPECT_EQ(m.config.vocab_size, written.vocab_size);
+  EXPECT_EQ(m.config.vocab_size, int32_t(vocab.get_string_array("tokenizer.ggml.tokens").size()));
+  const std::string text = "Hello world, once upon a time.";
+  EXPECT_EQ(m.tokenizer.decode(m.tokenizer.encode(text, false)), text);
+}
+
+// ---- llama.cpp's outputs on ../shared/models/llamacpp-quant ----
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+// The model with its tokenizer set aside. These files carry byte-level BPE vocabularies; the
+// tests feed token ids, so the tokenizer is rewritten as a SentencePiece one over the same
+// tokens for the loader to accept.
+Model load_for_ids(const std::string& path, const std::string& name) {
+  const GgufFile in = GgufFile::open(path);
+  GgufWriter out;
+  for (const std::string& key : in.keys()) out.set(key, *in.find(key));
+  out.set_string("tokenizer.ggml.model", "llama");
+  for (const GgufTensorInfo& t : in.tensors()) {
+    const auto bytes = in.tensor_bytes(t);
+    out.add_tensor(t.name, t.shape, t.type, bytes);
+  }
+  const std::string copy = test::scratch_path(name + ".gguf");
+  out.write(copy);
+  return load_model(copy);
+}
+
+std::vector<int32_t> argmax_rows(const std::vector<std::vector<float>>& logits) {
+  std::vector<int32_t> out;
+  for (const auto& row : logits) out.push_back(argmax(row));
+  return out;
+}
+
+class LlamaCppReference : public ::testing::TestWithParam<const char*> {};
+
+// Greedy: 48 tokens from each prompt, equal to llama.cpp's (ties to the lowest id), all
+// prompts in one batch.
+TEST_P(LlamaCppReference, GreedyIdsOfTheF32Model) {
+  const std::string model = GetParam();
+  PAGODA_SHARED_OR_SKIP(path, "models/llamacpp-quant/" + model + "-F32.gguf");
+  PAGODA_SHARED_OR_SKIP(greedy_path, "models/llamacpp-quant/" + model + "-F32.greedy.jsonl");
+  Runner r(load_for_ids(path, model), 2);
+  std::vector<std::vector<int32_t>> prompts, want;
+  std::ifstream in(greedy_path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    const auto j = nlohmann::json::parse(line);
+    prompts.push_back(j["prompt_ids"].get<std::vector<int32_t>>());
+    want.push_back(j["greedy_ids"].get<std::vector<int32_t>>());
+  }
+  ASSERT_FALSE(prompts.empty());
+  const auto seqs = r.run(prompts, 48, 16);
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(seqs[i].generated(), want[i]) << "prompt " << i;
+}
+
+// Teacher forcing: every row of <model>.teacher_ids.json fed as given; the argmax at every
+// position equals llama.cpp's.
+TEST_P(LlamaCppReference, TeacherForcedArgmaxOfTheF32Model) {
+  const std::string model = GetParam();
+  PAGODA_SHARED_OR_SKIP(path, "models/llamacpp-quant/" + model + "-F32.gguf");
+  PAGODA_SHARED_OR_SKIP(ids_path, "models/llamacpp-quant/" + model + ".teacher_ids.json");
+  PAGODA_SHARED_OR_SKIP(teacher_path, "models/llamacpp-quant/" + model + "-F32.teacher.json");
+  Runner r(load_for_ids(path, model), 2);
+  const auto rows = read_json(ids_path).get<std::vector<std::vector<int32_t>>>();
+  const auto want = read_json(teacher_path)["argmax"].get<std::vector<std::vector<int32_t>>>();
+  ASSERT_EQ(rows.size(), want.size());
+  // n_new = 1: the rows are fed whole, one token a step for logits at every position.
+  const auto seqs = r.run(rows, 1, 1, true);
+  for (size_t s = 0; s < rows.size(); ++s) EXPECT_EQ(argmax_rows(seqs[s].logits), want[s]) << "sequence " << s;
+}
+
+INSTANTIATE_TEST_SUITE_P(F32, LlamaCppReference, ::testing::Values("l3v", "q2v"));
+
+// ---- files pagoda cannot run ----
+
+// `source` rewritten with `edit` applied to its metadata and tensors.
+struct Edit {
+  std::vector<std::pair<std::string, GgufValue>> set;
+  std::string drop_tensor;
+  std::string resize_tensor;  // to one element fewer
+};
+
+std::string rewrite(const std::string& source, const std::string& name, const Edit& edit) {
+  const GgufFile in = GgufFile::open(source);
+  GgufWriter out;
+  for (const std::string& key : in.keys()) out.set(key, *in.find(key));
+  for (const auto& [key, value] : edit.set) out.set(key, value);
+  for (const GgufTensorInfo& t : in.tensors()) {
+    if (t.name == edit.drop_tensor) continue;
+    std::vector<float> data = in.read_f32(t);
+    std::vector<uint64_t> shape = t.shape;
+    if (t.name == edit.resize_tensor) {
+      data.pop_back();
+      shape = {shape[0] - 1};
+    }
+    out.add_tensor(t.name, shape, data);
+  }
+  const std::string path = test::scratch_path(name);
+  out.write(path);
+  return path;
+}
+
+void expect_load_error(const std::string& path, const std::string& needle) {
+  try {
+    load_model(path);
+    FAIL() << "expected an error mentioning " << needle;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(ArchitectureErrors, UnknownArchitecture) {
+  const std::string path = synth_variant(kVariants[0]);
+  expect_load_error(rewrite(path, "gemma.gguf", {{{"general.architecture", GgufValue(std::string("gemma"))}}}),
+                    "general.architecture 'gemma' is not supported");
+}
+
+TEST(ArchitectureErrors, Qwen2MissingABias) {
+  expect_load_error(rewrite(synth_variant(kVariants[2]), "no-bias.gguf", {{}, "blk.1.attn_k.bias"}),
+                    "tensor 'blk.1.attn_k.bias' is missing");
+}
+
+TEST(ArchitectureErrors, Qwen3MissingAQkNorm) {
+  expect_load_error(rewrite(synth_variant(kVariants[3]), "no-q-norm.gguf", {{}, "blk.0.attn_q_norm.weight"}),
+                    "tensor 'blk.0.attn_q_norm.weight' is missing");
+}
+
+TEST(ArchitectureErrors, RopeFreqsOfTheWrongLength) {
+  expect_load_error(rewrite(synth_variant(kVariants[1]), "short-freqs.gguf", {{}, "", "rope_freqs.weight"}),
+                    "tensor 'rope_freqs.weight' has shape [7], expected [8]");
+}
+
+TEST(ArchitectureErrors, RopeScalingTypes) {
+  const std::string path = synth_variant(kVariants[0]);
+  auto with_type = [&](const std::string& type) {
+    return rewrite(path, "scaling-" + type + ".gguf", {{{"llama.rope.scaling.type", GgufValue(type)}}});
+  };
+  expect_load_error(with_type("dynamic"), "llama.rope.scaling.type = 'dynamic' is not a known RoPE scaling type");
+  expect_load_error(with_type("yarn"), "llama.rope.scaling.type = 'yarn' is not supported");
+  EXPECT_EQ(load_model(with_type("none")).config.rope_freq_scale, 1.0f);
+  const std::string linear = rewrite(path, "scaling-linear4.gguf",
+                                     {{{"llama.rope.scaling.type", GgufValue(std::string("linear"))},
+                                       {"llama.rope.scaling.factor", GgufValue(4.0f)}}});
+  EXPECT_EQ(load_model(linear).config.rope_freq_scale, 0.25f);
+}
+
+TEST(ArchitectureErrors, AdapterForAnotherArchitecture) {
+  const Model qwen2 = load_model(synth_variant(kVariants[2]));
+  const Model llama = load_model(synth_variant(kVariants[0]));
+  LoraSynthSpec spec;
+  const std::string path = test::scratch_path("llama-adapter.gguf");
+  write_synth_lora(path, llama.config, spec);
+  try {
+    load_lora_adapter(path, qwen2.config, 1.0f);
+    FAIL() << "a llama adapter must not load on a qwen2 model";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("general.architecture is 'llama' but the base model is 'qwen2'"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace pagoda
