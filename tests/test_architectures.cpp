@@ -2,11 +2,12 @@
 // scaling, tied embeddings, GQA), qwen2 (Q/K/V biases, NEOX RoPE) and qwen3 (per-head Q/K
 // norms, a head dimension apart from dim / heads): random models from pagoda-synth against the
 // oracle, golden greedy ids alone and in a crowd, batch invariance, LoRA; llama.cpp's own
-// outputs on the F32 models in ../shared/models/llamacpp-quant; and the errors for files pagoda
+// outputs on the models in ../shared/models/llamacpp-quant; and the errors for files pagoda
 // cannot run.
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,7 @@
 #include "engine/request/sampler.h"
 #include "engine/synth/lora_synth.h"
 #include "engine/synth/synth.h"
+#include "pagoda/engine.h"
 #include "pagoda/error.h"
 #include "support/batch_driver.h"
 #include "support/lora_support.h"
@@ -225,23 +227,6 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-// The model with its tokenizer set aside. These files carry byte-level BPE vocabularies; the
-// tests feed token ids, so the tokenizer is rewritten as a SentencePiece one over the same
-// tokens for the loader to accept.
-Model load_for_ids(const std::string& path, const std::string& name) {
-  const GgufFile in = GgufFile::open(path);
-  GgufWriter out;
-  for (const std::string& key : in.keys()) out.set(key, *in.find(key));
-  out.set_string("tokenizer.ggml.model", "llama");
-  for (const GgufTensorInfo& t : in.tensors()) {
-    const auto bytes = in.tensor_bytes(t);
-    out.add_tensor(t.name, t.shape, t.type, bytes);
-  }
-  const std::string copy = test::scratch_path(name + ".gguf");
-  out.write(copy);
-  return load_model(copy);
-}
-
 std::vector<int32_t> argmax_rows(const std::vector<std::vector<float>>& logits) {
   std::vector<int32_t> out;
   for (const auto& row : logits) out.push_back(argmax(row));
@@ -256,7 +241,7 @@ TEST_P(LlamaCppReference, GreedyIdsOfTheF32Model) {
   const std::string model = GetParam();
   PAGODA_SHARED_OR_SKIP(path, "models/llamacpp-quant/" + model + "-F32.gguf");
   PAGODA_SHARED_OR_SKIP(greedy_path, "models/llamacpp-quant/" + model + "-F32.greedy.jsonl");
-  Runner r(load_for_ids(path, model), 2);
+  Runner r(load_model(path), 2);
   std::vector<std::vector<int32_t>> prompts, want;
   std::ifstream in(greedy_path);
   for (std::string line; std::getline(in, line);) {
@@ -277,7 +262,7 @@ TEST_P(LlamaCppReference, TeacherForcedArgmaxOfTheF32Model) {
   PAGODA_SHARED_OR_SKIP(path, "models/llamacpp-quant/" + model + "-F32.gguf");
   PAGODA_SHARED_OR_SKIP(ids_path, "models/llamacpp-quant/" + model + ".teacher_ids.json");
   PAGODA_SHARED_OR_SKIP(teacher_path, "models/llamacpp-quant/" + model + "-F32.teacher.json");
-  Runner r(load_for_ids(path, model), 2);
+  Runner r(load_model(path), 2);
   const auto rows = read_json(ids_path).get<std::vector<std::vector<int32_t>>>();
   const auto want = read_json(teacher_path)["argmax"].get<std::vector<std::vector<int32_t>>>();
   ASSERT_EQ(rows.size(), want.size());
@@ -286,7 +271,70 @@ TEST_P(LlamaCppReference, TeacherForcedArgmaxOfTheF32Model) {
   for (size_t s = 0; s < rows.size(); ++s) EXPECT_EQ(argmax_rows(seqs[s].logits), want[s]) << "sequence " << s;
 }
 
+// The prompts, tokenized by pagoda as llama.cpp did (add_special, no parse_special), give
+// llama.cpp's prompt ids, and then its greedy ids through the Engine.
+TEST_P(LlamaCppReference, GreedyTextThroughTheEngine) {
+  const std::string model = GetParam();
+  PAGODA_SHARED_OR_SKIP(path, "models/llamacpp-quant/" + model + "-F32.gguf");
+  PAGODA_SHARED_OR_SKIP(greedy_path, "models/llamacpp-quant/" + model + "-F32.greedy.jsonl");
+  Engine engine({.model_path = path, .threads = 2});
+  std::vector<RequestHandle> handles;
+  std::vector<std::vector<int32_t>> want;
+  std::ifstream in(greedy_path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    const auto j = nlohmann::json::parse(line);
+    Request r;
+    r.prompt_ids = engine.tokenize(j["prompt"].get<std::string>(), engine.add_bos());
+    EXPECT_EQ(r.prompt_ids, j["prompt_ids"].get<std::vector<int32_t>>()) << j["prompt"];
+    r.max_new_tokens = 48;
+    r.ignore_eos = true;
+    r.sampling.temperature = 0.0f;
+    want.push_back(j["greedy_ids"].get<std::vector<int32_t>>());
+    handles.push_back(engine.submit(std::move(r)));
+  }
+  for (size_t i = 0; i < handles.size(); ++i) EXPECT_EQ(test::await(handles[i]).token_ids, want[i]) << "prompt " << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(F32, LlamaCppReference, ::testing::Values("l3v", "q2v"));
+
+// The quantized files llama-quantize wrote: each loads, and its teacher-forced argmax agrees
+// with llama.cpp's on the same weights dequantized to F32 (`.deqf32.teacher.json`), which is
+// what the runner computes until the quantized kernels take over. Near ties may differ.
+class LlamaCppQuantized : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LlamaCppQuantized, TeacherForcedArgmaxAgreesWithTheDequantizedTwin) {
+  const std::string file = GetParam();
+  const std::string model = file.substr(0, 3);
+  PAGODA_SHARED_OR_SKIP(path, "models/llamacpp-quant/" + file + ".gguf");
+  PAGODA_SHARED_OR_SKIP(ids_path, "models/llamacpp-quant/" + model + ".teacher_ids.json");
+  PAGODA_SHARED_OR_SKIP(teacher_path, "models/llamacpp-quant/" + file + ".deqf32.teacher.json");
+  Runner r(load_model(path), 2);
+  const auto rows = read_json(ids_path).get<std::vector<std::vector<int32_t>>>();
+  const auto want = read_json(teacher_path)["argmax"].get<std::vector<std::vector<int32_t>>>();
+  ASSERT_EQ(rows.size(), want.size());
+  const auto seqs = r.run(rows, 1, 1, true);
+  size_t same = 0, total = 0;
+  for (size_t s = 0; s < rows.size(); ++s) {
+    const std::vector<int32_t> got = argmax_rows(seqs[s].logits);
+    ASSERT_EQ(got.size(), want[s].size());
+    for (size_t i = 0; i < got.size(); ++i) same += got[i] == want[s][i];
+    total += got.size();
+  }
+  const double agreement = double(same) / double(total);
+  std::printf("%s: teacher-forced argmax agrees with llama.cpp's deqf32 twin on %zu of %zu positions (%.1f%%)\n",
+              file.c_str(), same, total, 100.0 * agreement);
+  EXPECT_GE(agreement, 0.92);
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, LlamaCppQuantized,
+                         ::testing::Values("l3v-Q8_0", "l3v-Q6_K", "l3v-Q5_K_M", "l3v-Q5_1", "l3v-Q5_0", "l3v-Q4_K_M",
+                                           "l3v-Q4_1", "l3v-Q4_0", "q2v-Q8_0", "q2v-Q4_K_M"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name = info.param;
+                           for (char& ch : name) ch = ch == '-' ? '_' : ch;
+                           return name;
+                         });
 
 // ---- files pagoda cannot run ----
 
