@@ -299,8 +299,9 @@ TEST_P(LlamaCppReference, GreedyTextThroughTheEngine) {
 INSTANTIATE_TEST_SUITE_P(F32, LlamaCppReference, ::testing::Values("l3v", "q2v"));
 
 // The quantized files llama-quantize wrote: each loads, and its teacher-forced argmax agrees
-// with llama.cpp's on the same weights dequantized to F32 (`.deqf32.teacher.json`), which is
-// what the runner computes until the quantized kernels take over. Near ties may differ.
+// with llama.cpp's on the same weights dequantized to F32 (`.deqf32.teacher.json`) on at least
+// 92% of positions: the quantized kernels also round the activations, which alone moves
+// llama.cpp's own argmax on 3–8% of these flat-logit positions (the README's table).
 class LlamaCppQuantized : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(LlamaCppQuantized, TeacherForcedArgmaxAgreesWithTheDequantizedTwin) {
