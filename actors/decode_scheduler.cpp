@@ -37,10 +37,9 @@ void DecodeScheduler::handle(DecodeMessage message) {
     Sequence& seq = *a->seq;
     if (!seq.swapped_kv.empty()) {
       // Swap in: the pages' contents come back from host memory, page for page.
-      const size_t page_floats = kv_.layout.floats_per_page();
-      for (size_t i = 0; i * page_floats < seq.swapped_kv.size(); ++i) {
-        std::memcpy(kv_.base + size_t(seq.table.pages()[i]) * page_floats, seq.swapped_kv.data() + i * page_floats,
-                    page_floats * sizeof(float));
+      const size_t page_bytes = kv_.layout.bytes_per_page();
+      for (size_t i = 0; i * page_bytes < seq.swapped_kv.size(); ++i) {
+        std::memcpy(kv_.page(seq.table.pages()[i]), seq.swapped_kv.data() + i * page_bytes, page_bytes);
       }
       seq.swapped_kv = {};
     }
@@ -135,12 +134,12 @@ bool DecodeScheduler::plan(std::vector<Planned>& planned) {
 void DecodeScheduler::preempt(SequencePtr victim) {
   Sequence& seq = *victim;
   if (config_.preemption == PreemptionMode::Swap && seq.n_cached > 0) {
-    const size_t page_floats = kv_.layout.floats_per_page();
+    // Pages are copied as bytes of the layout's size, whatever the cache's element type.
+    const size_t page_bytes = kv_.layout.bytes_per_page();
     const int32_t used = (seq.n_cached + kv_.layout.tokens_per_page - 1) / kv_.layout.tokens_per_page;
-    seq.swapped_kv.resize(size_t(used) * page_floats);
+    seq.swapped_kv.resize(size_t(used) * page_bytes);
     for (int32_t i = 0; i < used; ++i) {
-      std::memcpy(seq.swapped_kv.data() + size_t(i) * page_floats, kv_.base + size_t(seq.table.pages()[i]) * page_floats,
-                  page_floats * sizeof(float));
+      std::memcpy(seq.swapped_kv.data() + size_t(i) * page_bytes, kv_.page(seq.table.pages()[i]), page_bytes);
     }
   } else {
     seq.n_cached = 0;  // recompute: every token is fed again

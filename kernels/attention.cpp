@@ -1,19 +1,35 @@
 #include "kernels/attention.h"
 
+#include <vector>
+
 #include "kernels/dispatch.h"
 
 namespace pagoda::kernels {
 
+void paged_attention(KvCacheType type, const float* q, int group, int head_dim, int n_ctx,
+                     const std::byte* const* k_pages, const std::byte* const* v_pages,
+                     int tokens_per_page, float scale, float* out) {
+  detail::active_table().attention->paged_attention[int(type)](q, group, head_dim, n_ctx, k_pages, v_pages,
+                                                               tokens_per_page, scale, out);
+}
+
 void paged_attention(const float* q, int group, int head_dim, int n_ctx,
                      const float* const* k_pages, const float* const* v_pages,
                      int tokens_per_page, float scale, float* out) {
-  detail::active_table().attention->paged_attention(q, group, head_dim, n_ctx, k_pages, v_pages,
-                                                    tokens_per_page, scale, out);
+  const int n_pages = (n_ctx + tokens_per_page - 1) / tokens_per_page;
+  std::vector<const std::byte*> k(static_cast<size_t>(n_pages)), v(static_cast<size_t>(n_pages));
+  for (int i = 0; i < n_pages; ++i) {
+    k[size_t(i)] = reinterpret_cast<const std::byte*>(k_pages[i]);
+    v[size_t(i)] = reinterpret_cast<const std::byte*>(v_pages[i]);
+  }
+  paged_attention(KvCacheType::F32, q, group, head_dim, n_ctx, k.data(), v.data(), tokens_per_page, scale, out);
 }
 
 void attention_contiguous(const float* q, int group, int head_dim, int n_ctx, const float* k,
                           const float* v, float scale, float* out) {
-  paged_attention(q, group, head_dim, n_ctx, &k, &v, n_ctx, scale, out);
+  const auto* kb = reinterpret_cast<const std::byte*>(k);
+  const auto* vb = reinterpret_cast<const std::byte*>(v);
+  paged_attention(KvCacheType::F32, q, group, head_dim, n_ctx, &kb, &vb, n_ctx, scale, out);
 }
 
 }  // namespace pagoda::kernels

@@ -6,17 +6,29 @@
 // Each query head's output is a fixed function of its own q and positions 0..n_ctx-1 taken in
 // order: the same bits whatever the caller's chunking, the head's place in the group, or the
 // page size (positions are processed in blocks aligned to absolute position, not to pages).
+// Keys and values may be stored in any KV cache type; they are converted to float in
+// registers (to exactly the floats load_kv_row gives) and the arithmetic is then the same.
+
+#include <cstddef>
+
+#include "pagoda/kv_cache_type.h"
 
 namespace pagoda::kernels {
 
-// q and out are [group][head_dim]. Position p's key is head_dim floats at
-// k_pages[p / tokens_per_page] + (p % tokens_per_page) * head_dim, and likewise its value.
-// Scores are scale·q·k; n_ctx must be positive.
+// q and out are [group][head_dim]. Position p's key is the row of head_dim values of `type`
+// (kv_row_bytes(type, head_dim) bytes) at slot p % tokens_per_page of k_pages[p /
+// tokens_per_page], and likewise its value. Scores are scale·q·k; n_ctx must be positive and
+// head_dim must fit the type (kv_row_fits).
+void paged_attention(KvCacheType type, const float* q, int group, int head_dim, int n_ctx,
+                     const std::byte* const* k_pages, const std::byte* const* v_pages,
+                     int tokens_per_page, float scale, float* out);
+
+// The same over f32 pages.
 void paged_attention(const float* q, int group, int head_dim, int n_ctx,
                      const float* const* k_pages, const float* const* v_pages,
                      int tokens_per_page, float scale, float* out);
 
-// The same over contiguous [n_ctx][head_dim] keys and values (a benchmark baseline).
+// The same over contiguous f32 [n_ctx][head_dim] keys and values (a benchmark baseline).
 void attention_contiguous(const float* q, int group, int head_dim, int n_ctx, const float* k,
                           const float* v, float scale, float* out);
 

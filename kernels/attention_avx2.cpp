@@ -1,8 +1,11 @@
 // AVX2 attention primitives, as in attention_avx512.cpp with 8 lanes: scores by a
 // transpose-and-add tree over 8 positions at a time, values by four interleaved FMA chains.
+// Keys and values of the narrower cache types become floats in registers: f16 by F16C's
+// vcvtph2ps, bf16 by a 16-bit shift, q8_0 by int8 → float times the block's scale.
+
+#include <cstdint>
 
 #include "kernels/attention_impl.h"
-#include "kernels/dispatch.h"
 #include "kernels/exp_avx2.h"
 #include "kernels/simd_avx2.h"
 
@@ -29,24 +32,52 @@ static_assert(B % 8 == 0);
                        _mm256_permute2f128_ps(u[0], u[1], 0x31));
 }
 
+// Values d..d+8 of a row of type T as floats (masked-off lanes 0). Q8_0 rows hold whole
+// blocks, so 8 columns are either all in the row or all past it.
+template <KvCacheType T, bool kMasked>
+[[gnu::always_inline]] inline __m256 load_row(const std::byte* row, int d, __m256i m) {
+  if constexpr (T == KvCacheType::F32) {
+    return load<kMasked>(reinterpret_cast<const float*>(row) + d, m);
+  } else if constexpr (T == KvCacheType::Q8_0) {
+    if (kMasked && _mm256_testz_si256(m, m)) return _mm256_setzero_ps();  // past the row: read nothing
+    const std::byte* block = row + size_t(d / kQ8_0Block) * kQ8_0BlockBytes;
+    uint16_t scale;
+    __builtin_memcpy(&scale, block, 2);
+    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 2 + d % kQ8_0Block));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_set1_ps(_cvtsh_ss(scale)));
+  } else {
+    __m128i h;
+    if (kMasked) {  // AVX2 has no 16-bit masked load: copy the valid values (a tail only)
+      alignas(16) uint16_t part[8] = {};
+      __builtin_memcpy(part, row + 2 * d, 2 * size_t(__builtin_popcount(_mm256_movemask_ps(_mm256_castsi256_ps(m)))));
+      h = _mm_load_si128(reinterpret_cast<const __m128i*>(part));
+    } else {
+      h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * d));
+    }
+    if constexpr (T == KvCacheType::F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+}
+
 // Scores of 8 positions (unscaled).
-__m256 scores8(const float* q, const float* const* k, int head_dim) {
+template <KvCacheType T>
+__m256 scores8(const float* q, const std::byte* const* k, int head_dim) {
   __m256 p[8];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) p[i] = _mm256_setzero_ps();
   for_chunks(head_dim, [&]<bool kMasked>(int d, __m256i m) {
     const __m256 qd = load<kMasked>(q + d, m);
 #pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) p[i] = _mm256_fmadd_ps(qd, load<kMasked>(k[i] + d, m), p[i]);
+    for (int i = 0; i < 8; ++i) p[i] = _mm256_fmadd_ps(qd, load_row<T, kMasked>(k[i], d, m), p[i]);
   });
   return transpose_sum(p);
 }
 
 // out[d..d+16) = out·alpha + Σ_{i<count} e[i]·v[i][d..d+16), with four FMA chains (positions
 // i mod 4) per 8 columns, added pairwise at the end.
-template <bool kMasked>
+template <KvCacheType T, bool kMasked>
 [[gnu::always_inline]] inline void accumulate16(float* out, __m256 alpha, const float* e,
-                                                const float* const* v, int count, int d,
+                                                const std::byte* const* v, int count, int d,
                                                 int head_dim) {
   constexpr int W = 2;
   __m256i m[W];
@@ -59,9 +90,8 @@ template <bool kMasked>
   }
   auto step = [&](int c, int i) {
     const __m256 ei = _mm256_set1_ps(e[i]);
-    const float* vi = v[i] + d;
 #pragma GCC unroll 2
-    for (int j = 0; j < W; ++j) acc[c][j] = _mm256_fmadd_ps(ei, load<kMasked>(vi + 8 * j, m[j]), acc[c][j]);
+    for (int j = 0; j < W; ++j) acc[c][j] = _mm256_fmadd_ps(ei, load_row<T, kMasked>(v[i], d + 8 * j, m[j]), acc[c][j]);
   };
   int i = 0;
   for (; i + 3 < count; i += 4) step(0, i), step(1, i + 1), step(2, i + 2), step(3, i + 3);
@@ -77,13 +107,14 @@ template <bool kMasked>
 }
 
 struct Avx2 {
-  static void scores(const float* q, const float* const* k, int count, int head_dim, float scale,
+  template <KvCacheType T>
+  static void scores(const float* q, const std::byte* const* k, int count, int head_dim, float scale,
                      float* s) {
     const __m256 neg_inf = _mm256_set1_ps(-__builtin_inff());
     for (int g = 0; g < kGroups; ++g) {
       __m256 r = neg_inf;
       if (8 * g < count) {
-        r = _mm256_mul_ps(scores8(q, k + 8 * g, head_dim), _mm256_set1_ps(scale));
+        r = _mm256_mul_ps(scores8<T>(q, k + 8 * g, head_dim), _mm256_set1_ps(scale));
         r = _mm256_blendv_ps(neg_inf, r, _mm256_castsi256_ps(tail_mask(count - 8 * g)));
       }
       _mm256_store_ps(s + 8 * g, r);
@@ -109,12 +140,13 @@ struct Avx2 {
       _mm256_store_ps(e + 8 * g, 8 * g < count ? exp_ps_avx2(_mm256_sub_ps(_mm256_load_ps(s + 8 * g), vm))
                                                : _mm256_setzero_ps());
   }
-  static void accumulate(float* out, float alpha, const float* e, const float* const* v,
+  template <KvCacheType T>
+  static void accumulate(float* out, float alpha, const float* e, const std::byte* const* v,
                          int count, int head_dim) {
     const __m256 va = _mm256_set1_ps(alpha);
     int d = 0;
-    for (; d + 16 <= head_dim; d += 16) accumulate16<false>(out, va, e, v, count, d, head_dim);
-    if (d < head_dim) accumulate16<true>(out, va, e, v, count, d, head_dim);
+    for (; d + 16 <= head_dim; d += 16) accumulate16<T, false>(out, va, e, v, count, d, head_dim);
+    if (d < head_dim) accumulate16<T, true>(out, va, e, v, count, d, head_dim);
   }
   static void divide(float* y, float a, int n) {
     const __m256 va = _mm256_set1_ps(a);
@@ -126,6 +158,6 @@ struct Avx2 {
 
 }  // namespace
 
-extern const AttentionKernels attention_avx2 = {&paged_attention<Avx2>};
+extern const AttentionKernels attention_avx2 = attention_kernels_of<Avx2>();
 
 }  // namespace pagoda::kernels::detail

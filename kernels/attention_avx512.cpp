@@ -2,9 +2,10 @@
 // transpose-and-add tree turns 16 such vectors into 16 dot products at once. Values: four
 // interleaved FMA chains per 16 columns, so a block's weighted sum is not one long dependency.
 // head_dim need not be a multiple of 16: its tail is handled with (slower) masked loads.
+// Keys and values of the narrower cache types become floats in registers: f16 by vcvtph2ps,
+// bf16 by a 16-bit shift, q8_0 by int8 → float times the block's scale.
 
 #include "kernels/attention_impl.h"
-#include "kernels/dispatch.h"
 #include "kernels/exp_avx512.h"
 #include "kernels/simd_avx512.h"
 
@@ -34,31 +35,53 @@ static_assert(B % 16 == 0);
                        _mm512_shuffle_f32x4(w[0], w[1], 0xDD));
 }
 
+// Values d..d+16 of a row of type T as floats (masked-off lanes 0). Q8_0 rows hold whole
+// blocks, so d is 0 or 16 within a block and 16 columns are either all in the row or all past it.
+template <KvCacheType T, bool kMasked>
+[[gnu::always_inline]] inline __m512 load_row(const std::byte* row, int d, __mmask16 m) {
+  if constexpr (T == KvCacheType::F32) {
+    return load<kMasked>(reinterpret_cast<const float*>(row) + d, m);
+  } else if constexpr (T == KvCacheType::Q8_0) {
+    if (kMasked && m == 0) return _mm512_setzero_ps();  // columns past the row: read nothing
+    const std::byte* block = row + size_t(d / kQ8_0Block) * kQ8_0BlockBytes;
+    uint16_t scale;
+    __builtin_memcpy(&scale, block, 2);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2 + d % kQ8_0Block));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), _mm512_set1_ps(_cvtsh_ss(scale)));
+  } else {
+    const auto* p = reinterpret_cast<const __m256i*>(row + 2 * d);
+    const __m256i h = kMasked ? _mm256_maskz_loadu_epi16(m, p) : _mm256_loadu_si256(p);
+    if constexpr (T == KvCacheType::F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+
 // p[i] += q[d..d+16) ⊙ k[i][d..d+16) for 16 positions.
-template <bool kMasked>
-[[gnu::always_inline]] inline void dot_step(const float* q, const float* const* k, int d,
+template <KvCacheType T, bool kMasked>
+[[gnu::always_inline]] inline void dot_step(const float* q, const std::byte* const* k, int d,
                                             __mmask16 m, __m512 (&p)[16]) {
   const __m512 qd = load<kMasked>(q + d, m);
 #pragma GCC unroll 16
-  for (int i = 0; i < 16; ++i) p[i] = _mm512_fmadd_ps(qd, load<kMasked>(k[i] + d, m), p[i]);
+  for (int i = 0; i < 16; ++i) p[i] = _mm512_fmadd_ps(qd, load_row<T, kMasked>(k[i], d, m), p[i]);
 }
 
 // Scores of 16 positions (unscaled).
-__m512 scores16(const float* q, const float* const* k, int head_dim) {
+template <KvCacheType T>
+__m512 scores16(const float* q, const std::byte* const* k, int head_dim) {
   __m512 p[16];
 #pragma GCC unroll 16
   for (int i = 0; i < 16; ++i) p[i] = _mm512_setzero_ps();
   int d = 0;
-  for (; d + 16 <= head_dim; d += 16) dot_step<false>(q, k, d, 0, p);
-  if (d < head_dim) dot_step<true>(q, k, d, tail_mask(head_dim - d), p);
+  for (; d + 16 <= head_dim; d += 16) dot_step<T, false>(q, k, d, 0, p);
+  if (d < head_dim) dot_step<T, true>(q, k, d, tail_mask(head_dim - d), p);
   return transpose_sum(p);
 }
 
 // out[d..d+64) = out·alpha + Σ_{i<count} e[i]·v[i][d..d+64), with four FMA chains (positions
 // i mod 4) per 16 columns, added pairwise at the end.
-template <bool kMasked>
+template <KvCacheType T, bool kMasked>
 [[gnu::always_inline]] inline void accumulate64(float* out, __m512 alpha, const float* e,
-                                                const float* const* v, int count, int d,
+                                                const std::byte* const* v, int count, int d,
                                                 int head_dim) {
   constexpr int W = 4;
   __mmask16 m[W];
@@ -71,9 +94,8 @@ template <bool kMasked>
   }
   auto step = [&](int c, int i) {
     const __m512 ei = _mm512_set1_ps(e[i]);
-    const float* vi = v[i] + d;
 #pragma GCC unroll 4
-    for (int j = 0; j < W; ++j) acc[c][j] = _mm512_fmadd_ps(ei, load<kMasked>(vi + 16 * j, m[j]), acc[c][j]);
+    for (int j = 0; j < W; ++j) acc[c][j] = _mm512_fmadd_ps(ei, load_row<T, kMasked>(v[i], d + 16 * j, m[j]), acc[c][j]);
   };
   int i = 0;
   for (; i + 3 < count; i += 4) step(0, i), step(1, i + 1), step(2, i + 2), step(3, i + 3);
@@ -89,13 +111,14 @@ template <bool kMasked>
 }
 
 struct Avx512 {
-  static void scores(const float* q, const float* const* k, int count, int head_dim, float scale,
+  template <KvCacheType T>
+  static void scores(const float* q, const std::byte* const* k, int count, int head_dim, float scale,
                      float* s) {
     const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
     for (int g = 0; g < kGroups; ++g) {
       __m512 r = neg_inf;
       if (16 * g < count) {
-        r = _mm512_mul_ps(scores16(q, k + 16 * g, head_dim), _mm512_set1_ps(scale));
+        r = _mm512_mul_ps(scores16<T>(q, k + 16 * g, head_dim), _mm512_set1_ps(scale));
         r = _mm512_mask_blend_ps(tail_mask(count - 16 * g), neg_inf, r);
       }
       _mm512_store_ps(s + 16 * g, r);
@@ -119,12 +142,13 @@ struct Avx512 {
       _mm512_store_ps(e + 16 * g, 16 * g < count ? exp_ps_avx512(_mm512_sub_ps(_mm512_load_ps(s + 16 * g), vm))
                                                  : _mm512_setzero_ps());
   }
-  static void accumulate(float* out, float alpha, const float* e, const float* const* v,
+  template <KvCacheType T>
+  static void accumulate(float* out, float alpha, const float* e, const std::byte* const* v,
                          int count, int head_dim) {
     const __m512 va = _mm512_set1_ps(alpha);
     int d = 0;
-    for (; d + 64 <= head_dim; d += 64) accumulate64<false>(out, va, e, v, count, d, head_dim);
-    if (d < head_dim) accumulate64<true>(out, va, e, v, count, d, head_dim);
+    for (; d + 64 <= head_dim; d += 64) accumulate64<T, false>(out, va, e, v, count, d, head_dim);
+    if (d < head_dim) accumulate64<T, true>(out, va, e, v, count, d, head_dim);
   }
   static void divide(float* y, float a, int n) {
     const __m512 va = _mm512_set1_ps(a);
@@ -136,6 +160,6 @@ struct Avx512 {
 
 }  // namespace
 
-extern const AttentionKernels attention_avx512 = {&paged_attention<Avx512>};
+extern const AttentionKernels attention_avx512 = attention_kernels_of<Avx512>();
 
 }  // namespace pagoda::kernels::detail

@@ -2,6 +2,8 @@
 // Internal: the per-ISA kernel tables. Each *_portable/_avx2/_avx512 translation unit fills in
 // one table; the public entry points look the table up once per call, never per element.
 
+#include <cstddef>
+
 #include "kernels/cpu_features.h"
 
 namespace pagoda::kernels::detail {
@@ -43,10 +45,12 @@ struct OpsKernels {
   void (*softmax)(float* x, int n);
 };
 
+using PagedAttentionFn = void (*)(const float* q, int group, int head_dim, int n_ctx,
+                                  const std::byte* const* k_pages, const std::byte* const* v_pages,
+                                  int tokens_per_page, float scale, float* out);
+
 struct AttentionKernels {
-  void (*paged_attention)(const float* q, int group, int head_dim, int n_ctx,
-                          const float* const* k_pages, const float* const* v_pages,
-                          int tokens_per_page, float scale, float* out);
+  PagedAttentionFn paged_attention[4];  // indexed by KvCacheType
 };
 
 extern const GemmKernels gemm_portable, gemm_avx2, gemm_avx512;

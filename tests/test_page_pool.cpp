@@ -46,17 +46,17 @@ TEST(PagePool, PagesDoNotOverlap) {
   const KvLayout layout = small_layout();
   PagePool pool(layout, 3);
   const KvView view = pool.view();
-  // Every (page, layer, K/V, head) block is distinct memory of head_block floats.
-  std::set<const float*> starts;
+  // Every (page, layer, K/V, head) block is distinct memory of block_bytes bytes.
+  std::set<const std::byte*> starts;
   for (int32_t p = 0; p < 3; ++p)
     for (int32_t l = 0; l < layout.n_layers; ++l)
       for (int32_t which = 0; which < 2; ++which)
         for (int32_t h = 0; h < layout.n_kv_heads; ++h) starts.insert(view.block(p, l, which, h));
   ASSERT_EQ(starts.size(), size_t(3 * layout.n_layers * 2 * layout.n_kv_heads));
   for (auto it = std::next(starts.begin()); it != starts.end(); ++it) {
-    EXPECT_EQ(*it - *std::prev(it), ptrdiff_t(layout.head_block()));
+    EXPECT_EQ(*it - *std::prev(it), ptrdiff_t(layout.block_bytes()));
   }
-  EXPECT_EQ(*starts.rbegin() + layout.head_block(), pool.page_data(2) + layout.floats_per_page());
+  EXPECT_EQ(*starts.rbegin() + layout.block_bytes(), pool.page_data(2) + layout.bytes_per_page());
 }
 
 TEST(PagePool, BudgetInBytes) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernels/attention.h"
+#include "kernels/kv_rows.h"
 #include "kernels/ops.h"
 #include "kernels/rope.h"
 #include "pagoda/error.h"
@@ -219,10 +220,10 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
       rope_.apply(k, c.n_kv_heads, ref.position);
       const BlockTable& bt = *batch.entries[ref.entry].block_table;
       const int32_t page = bt.pages()[ref.position / tpp];
-      const size_t slot = size_t(ref.position % tpp) * head_dim;
-      for (int32_t h = 0; h < c.n_kv_heads; ++h) {
-        std::copy_n(k + h * head_dim, head_dim, kv.block(page, layer, 0, h) + slot);
-        std::copy_n(v + h * head_dim, head_dim, kv.block(page, layer, 1, h) + slot);
+      const size_t slot = size_t(ref.position % tpp) * kv.layout.row_bytes();
+      for (int32_t h = 0; h < c.n_kv_heads; ++h) {  // converted to the cache's element type
+        kernels::store_kv_row(kv.layout.dtype, k + h * head_dim, head_dim, kv.block(page, layer, 0, h) + slot);
+        kernels::store_kv_row(kv.layout.dtype, v + h * head_dim, head_dim, kv.block(page, layer, 1, h) + slot);
       }
     }
   });
@@ -230,7 +231,7 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
   // One task per (chunk of an entry's query tokens, KV head); each query token attends to its
   // own prefix, page by page, in position order.
   struct PagePointers {
-    std::vector<const float*> k, v;
+    std::vector<const std::byte*> k, v;
   };
   static thread_local PagePointers pointers;
   const float scale = 1.0f / std::sqrt(float(head_dim));
@@ -250,8 +251,8 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
       for (int32_t t = chunk.begin; t < chunk.end; ++t) {
         const float* q = qkv_.data() + size_t(t) * row + size_t(h) * group * head_dim;
         float* out = att_.data() + size_t(t) * q_dim + size_t(h) * group * head_dim;
-        kernels::paged_attention(q, group, head_dim, tokens_[t].position + 1, pointers.k.data(), pointers.v.data(), tpp,
-                                 scale, out);
+        kernels::paged_attention(kv.layout.dtype, q, group, head_dim, tokens_[t].position + 1, pointers.k.data(),
+                                 pointers.v.data(), tpp, scale, out);
       }
     }
   };

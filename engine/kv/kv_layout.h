@@ -1,12 +1,17 @@
 #pragma once
 // Where a token's keys and values live inside a KV page. A page holds `tokens_per_page` token
-// slots for every layer and KV head, laid out [layer][K|V][kv_head][slot][head_dim] so that
-// attention for one (layer, KV head) reads each page's keys as one contiguous block.
+// slots for every layer and KV head, laid out [layer][K|V][kv_head][slot][row] so that
+// attention for one (layer, KV head) reads each page's keys as one contiguous block. A row is
+// head_dim values in the cache's element type (kernels/kv_rows.h): 4, 2 or 34/32 bytes a value.
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "engine/model/model_config.h"
+#include "kernels/kv_rows.h"
+#include "pagoda/error.h"
+#include "pagoda/kv_cache_type.h"
 
 namespace pagoda {
 
@@ -15,19 +20,33 @@ struct KvLayout {
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0;
   int32_t tokens_per_page = 16;
+  KvCacheType dtype = KvCacheType::F32;
 
-  static KvLayout for_model(const ModelConfig& c, int32_t tokens_per_page) {
-    return {c.n_layers, c.n_kv_heads, c.head_dim(), tokens_per_page};
+  // The layout of `c`'s cache; throws pagoda::Error when head_dim does not fit `dtype`.
+  static KvLayout for_model(const ModelConfig& c, int32_t tokens_per_page, KvCacheType dtype = KvCacheType::F32) {
+    KvLayout layout{c.n_layers, c.n_kv_heads, c.head_dim(), tokens_per_page, dtype};
+    layout.check();
+    return layout;
   }
 
-  // Floats of one head's keys (or values) for all slots of a page.
-  size_t head_block() const { return size_t(tokens_per_page) * head_dim; }
-  size_t floats_per_page() const { return size_t(n_layers) * 2 * n_kv_heads * head_block(); }
-  size_t bytes_per_page() const { return floats_per_page() * sizeof(float); }
+  // Throws pagoda::Error unless rows of head_dim values can be stored as dtype.
+  void check() const {
+    if (!kernels::kv_row_fits(dtype, head_dim)) {
+      throw Error(std::string("KV cache type ") + kv_cache_type_name(dtype) + " stores blocks of " +
+                  std::to_string(kernels::kQ8_0Block) + " values, but the model's head_dim is " +
+                  std::to_string(head_dim) + " (use f16, bf16 or f32)");
+    }
+  }
 
-  // Offset, within a page, of slot 0 of the keys (which = 0) or values (which = 1).
+  // Bytes of one head's key (or value) row of head_dim values.
+  size_t row_bytes() const { return kernels::kv_row_bytes(dtype, head_dim); }
+  // Bytes of one head's keys (or values) for all slots of a page.
+  size_t block_bytes() const { return size_t(tokens_per_page) * row_bytes(); }
+  size_t bytes_per_page() const { return size_t(n_layers) * 2 * n_kv_heads * block_bytes(); }
+
+  // Byte offset, within a page, of slot 0 of the keys (which = 0) or values (which = 1).
   size_t block_offset(int32_t layer, int32_t which, int32_t kv_head) const {
-    return ((size_t(layer) * 2 + which) * n_kv_heads + kv_head) * head_block();
+    return ((size_t(layer) * 2 + which) * n_kv_heads + kv_head) * block_bytes();
   }
 };
 
@@ -37,11 +56,12 @@ namespace pagoda {
 
 // The KV arena as the kernels see it: raw page memory and its layout. Cheap to copy.
 struct KvView {
-  float* base = nullptr;
+  std::byte* base = nullptr;
   KvLayout layout;
 
-  float* block(int32_t page, int32_t layer, int32_t which, int32_t kv_head) const {
-    return base + size_t(page) * layout.floats_per_page() + layout.block_offset(layer, which, kv_head);
+  std::byte* page(int32_t page) const { return base + size_t(page) * layout.bytes_per_page(); }
+  std::byte* block(int32_t page, int32_t layer, int32_t which, int32_t kv_head) const {
+    return this->page(page) + layout.block_offset(layer, which, kv_head);
   }
 };
 

@@ -9,11 +9,12 @@
 
 namespace pagoda {
 
-void PagePool::FreeArena::operator()(float* p) const { munmap(p, bytes); }
+void PagePool::FreeArena::operator()(std::byte* p) const { munmap(p, bytes); }
 
 PagePool::PagePool(const KvLayout& layout, int32_t n_pages) : layout_(layout), capacity_(n_pages) {
   if (n_pages <= 0) throw Error("KV cache: the page count must be positive, got " + std::to_string(n_pages));
   if (layout.tokens_per_page <= 0) throw Error("KV cache: tokens per page must be positive");
+  layout.check();
   // Anonymous memory: page-aligned, zero-filled (a read of an unwritten slot is deterministic),
   // and committed by the OS only as pages are first written, so start-up is instant.
   const size_t bytes = layout.bytes_per_page() * size_t(n_pages);
@@ -21,7 +22,7 @@ PagePool::PagePool(const KvLayout& layout, int32_t n_pages) : layout_(layout), c
   if (memory == MAP_FAILED) {
     throw Error("KV cache: cannot map " + std::to_string(bytes) + " bytes for " + std::to_string(n_pages) + " pages");
   }
-  arena_ = std::unique_ptr<float[], FreeArena>(static_cast<float*>(memory), FreeArena{bytes});
+  arena_ = std::unique_ptr<std::byte[], FreeArena>(static_cast<std::byte*>(memory), FreeArena{bytes});
   free_list_.reserve(n_pages);
   for (int32_t p = n_pages - 1; p >= 0; --p) free_list_.push_back(p);
   ref_counts_.assign(n_pages, 0);

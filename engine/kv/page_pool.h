@@ -1,6 +1,7 @@
 #pragma once
 // The paged KV cache's memory and its accounting: one arena of fixed-size pages allocated once
-// at start-up, per-page reference counts, and the prefix cache's index.
+// at start-up (a page's size follows the layout's element type, so a byte budget buys twice
+// the pages in f16 as in f32), per-page reference counts, and the prefix cache's index.
 //
 // Every page is in exactly one of three states, so free + cached + in use == capacity:
 //   free    — on the free list, holding nothing anyone can find;
@@ -72,14 +73,14 @@ class PagePool {
   bool is_cached(int32_t page) const { return ref_counts_.at(page) == 0 && named_[size_t(page)]; }
 
   const KvLayout& layout() const { return layout_; }
-  float* page_data(int32_t page) { return arena_.get() + size_t(page) * layout_.floats_per_page(); }
-  const float* page_data(int32_t page) const { return arena_.get() + size_t(page) * layout_.floats_per_page(); }
+  std::byte* page_data(int32_t page) { return arena_.get() + size_t(page) * layout_.bytes_per_page(); }
+  const std::byte* page_data(int32_t page) const { return arena_.get() + size_t(page) * layout_.bytes_per_page(); }
   KvView view() const { return {arena_.get(), layout_}; }
 
  private:
   struct FreeArena {
     size_t bytes;  // no initializer: it would make this type not default-constructible here
-    void operator()(float* p) const;
+    void operator()(std::byte* p) const;
   };
 
   void check_page(int32_t page, const char* what) const;
@@ -90,7 +91,7 @@ class PagePool {
 
   KvLayout layout_;
   int32_t capacity_;
-  std::unique_ptr<float[], FreeArena> arena_;
+  std::unique_ptr<std::byte[], FreeArena> arena_;
   std::vector<int32_t> free_list_;  // a stack: the most recently freed page is reused first
   std::vector<int32_t> ref_counts_;
   std::unordered_map<PageHash, int32_t, PageHashHasher> index_;  // hash → page

@@ -4,6 +4,7 @@
 // actor at a time and moves between them inside messages (std::unique_ptr).
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -76,7 +77,7 @@ struct Sequence {
   SequenceStatus status = SequenceStatus::Waiting;
   uint64_t admit_order = 0;     // later admissions are preempted first
   bool requeued = false;        // preempted and waiting to come back, ahead of new work
-  std::vector<float> swapped_kv;  // host copy of its pages while swapped out
+  std::vector<std::byte> swapped_kv;  // host copy of its pages (raw bytes) while swapped out
   int32_t preemptions = 0;
 
   Clock::time_point submitted = Clock::now();

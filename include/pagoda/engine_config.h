@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "pagoda/kv_cache_type.h"
+
 namespace pagoda {
 
 enum class PreemptionMode {
@@ -21,6 +23,7 @@ struct EngineConfig {
   int32_t kv_pages = 0;                 // KV cache size in pages; 0 = use kv_bytes
   size_t kv_bytes = size_t(512) << 20;  // KV cache budget when kv_pages is 0
   int32_t tokens_per_page = 16;
+  KvCacheType kv_cache_type = KvCacheType::F16;  // q8_0 needs head_dim % 32 == 0
   int32_t max_tokens_per_step = 512;    // token budget of one forward step
   int32_t max_entries_per_step = 256;   // sequences in one step
   int32_t max_running = 256;            // sequences admitted at once
