@@ -9,8 +9,9 @@ namespace pagoda::test {
 // Runs every sequence to its end, all in the same steps: each step holds a chunk of at most
 // `chunk` tokens of every unfinished sequence (prefill chunks and decodes mixed). Logits come
 // for each chunk's last token, only at the sequence's end unless `logits_everywhere`.
+// Pages are released at the end unless `release_pages` is false (the caller then owns them).
 void run_together(ModelRunner& runner, PagePool& pool, std::vector<DrivenSequence>& seqs, int32_t chunk,
-                  bool logits_everywhere) {
+                  bool logits_everywhere, bool release_pages) {
   std::vector<float> logits;
   for (;;) {
     Batch batch;
@@ -44,6 +45,7 @@ void run_together(ModelRunner& runner, PagePool& pool, std::vector<DrivenSequenc
       s.done = next == s.stop_id || s.n_cached >= s.max_positions;
     }
   }
+  if (!release_pages) return;
   for (DrivenSequence& s : seqs) s.table.release(pool);
 }
 

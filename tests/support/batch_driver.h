@@ -29,8 +29,9 @@ struct DrivenSequence {
 
 // Runs every sequence to its end, all in the same steps: each step holds a chunk of at most
 // `chunk` tokens of every unfinished sequence (prefill chunks and decodes mixed). Logits come
-// for each chunk's last token, only at the sequence's end unless `logits_everywhere`.
+// for each chunk's last token, only at the sequence's end unless `logits_everywhere`. Pages
+// are released at the end unless `release_pages` is false (the caller then releases them).
 void run_together(ModelRunner& runner, PagePool& pool, std::vector<DrivenSequence>& seqs, int32_t chunk,
-                  bool logits_everywhere = false);
+                  bool logits_everywhere = false, bool release_pages = true);
 
 }  // namespace pagoda::test
