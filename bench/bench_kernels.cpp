@@ -12,16 +12,20 @@
 #include <new>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench/fma_peak.h"
 #include "kernels/attention.h"
 #include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
+#include "kernels/kv_rows.h"
 
 namespace {
 
 using namespace pagoda::kernels;
+using pagoda::KvCacheType;
+using pagoda::kv_cache_type_name;
 
 int cores() { return tbb::info::default_concurrency(); }
 
@@ -165,10 +169,43 @@ void attention_bench(benchmark::State& state, bool paged) {
   state.SetLabel(isa_name(active_isa()));
 }
 
+// One query head over range(1) positions cached as KV type range(0) (KvCacheType order), in
+// pages scattered over a pool: how fast each type's in-register conversion reads the cache.
+void BM_PagedAttentionKv(benchmark::State& state) {
+  const auto type = KvCacheType(state.range(0));
+  const int n_ctx = int(state.range(1));
+  const int pages = (n_ctx + kTokensPerPage - 1) / kTokensPerPage;
+  const std::size_t row = kv_row_bytes(type, kHeadDim), page_bytes = row * kTokensPerPage;
+  std::vector<std::byte> k_pool(page_bytes * pages), v_pool(page_bytes * pages);
+  const std::vector<float> k = random_vector(std::size_t(n_ctx) * kHeadDim, 3), v = random_vector(std::size_t(n_ctx) * kHeadDim, 4);
+  std::vector<int> order(pages);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(5));
+  std::vector<const std::byte*> k_pages(pages), v_pages(pages);
+  for (int p = 0; p < pages; ++p) {
+    k_pages[p] = k_pool.data() + order[p] * page_bytes;
+    v_pages[p] = v_pool.data() + order[p] * page_bytes;
+  }
+  for (int t = 0; t < n_ctx; ++t) {
+    const std::size_t at = std::size_t(order[t / kTokensPerPage]) * page_bytes + std::size_t(t % kTokensPerPage) * row;
+    store_kv_row(type, k.data() + std::size_t(t) * kHeadDim, kHeadDim, k_pool.data() + at);
+    store_kv_row(type, v.data() + std::size_t(t) * kHeadDim, kHeadDim, v_pool.data() + at);
+  }
+  const std::vector<float> q = random_vector(kHeadDim, 6);
+  std::vector<float> out(kHeadDim);
+  for (auto _ : state) {
+    paged_attention(type, q.data(), 1, kHeadDim, n_ctx, k_pages.data(), v_pages.data(), kTokensPerPage, 0.125f, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["positions/s"] = benchmark::Counter(double(n_ctx) * double(state.iterations()), benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(kv_cache_type_name(type)) + " " + isa_name(active_isa()));
+}
+
 void BM_PagedAttention(benchmark::State& state) { attention_bench(state, true); }
 void BM_ContiguousAttention(benchmark::State& state) { attention_bench(state, false); }
 BENCHMARK(BM_PagedAttention)->RangeMultiplier(2)->Range(128, 4096);
 BENCHMARK(BM_ContiguousAttention)->RangeMultiplier(2)->Range(128, 4096);
+BENCHMARK(BM_PagedAttentionKv)->ArgNames({"kv", "ctx"})->ArgsProduct({{0, 1, 2, 3}, {512, 4096, 32768}});
 
 }  // namespace
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "examples/common/args.h"
+#include "examples/common/cache_type_flag.h"
 #include "examples/common/lora_flag.h"
 #include "examples/common/sampling_flags.h"
 #include "examples/common/default_model.h"
@@ -52,6 +53,7 @@ With -p, or with the prompt piped on stdin, it prints one completion and exits.
   --repeat-last-n N       how many recent tokens the penalty looks at (default 64)
   --seed N                random seed, -1 = a random one (default -1)
   -t, --threads N         compute threads (default: all cores)
+  --cache-type T          KV cache type: f32, f16 (default), bf16 or q8_0
   --lora NAME=PATH[:SCALE]  reply with this LoRA adapter (llama.cpp's GGUF adapter format),
                           its alpha / rank times SCALE (default 1)
   -h, --help              this text
@@ -95,6 +97,7 @@ struct Options {
   int32_t n_predict = 256;
   int32_t ctx_size = 0;  // 0: the model's
   int threads = 0;
+  pagoda::KvCacheType kv_type = pagoda::KvCacheType::F16;
   pagoda::SamplingParams sampling;
   std::optional<pagoda::cli::LoraFlag> lora;
 };
@@ -111,6 +114,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   o.ctx_size = args.number<int32_t>("--ctx-size", 0);
   if (o.ctx_size < 0) throw pagoda::Error("-c must be 0 (the model's context) or a token count");
   o.threads = args.number("--threads", 0);
+  o.kv_type = pagoda::cli::cache_type_flag(args);
   if (const auto loras = args.all("--lora"); loras.size() > 1) {
     throw pagoda::Error("give --lora once: a chat runs on one adapter");
   } else if (loras.size() == 1) {
@@ -147,7 +151,7 @@ std::string model_path(const Options& o) {
 
 // -c sizes the KV cache to hold that context; otherwise the engine's default budget is used.
 pagoda::EngineConfig engine_config(const Options& o, const std::string& model) {
-  pagoda::EngineConfig c{.model_path = model, .tokenizer_path = o.tokenizer, .threads = o.threads};
+  pagoda::EngineConfig c{.model_path = model, .tokenizer_path = o.tokenizer, .threads = o.threads, .kv_cache_type = o.kv_type};
   c.tokens_per_page = kTokensPerPage;
   if (o.ctx_size > 0) {
     const int32_t pages = (o.ctx_size + kTokensPerPage - 1) / kTokensPerPage;
@@ -410,7 +414,7 @@ int main(int argc, char** argv) {
   try {
     const pagoda::cli::Args args(argc, argv,
                                  {"--model", "--tokenizer", "--prompt", "--n-predict", "--ctx-size", "--temp", "--top-k",
-                                  "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed", "--threads", "--lora"},
+                                  "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed", "--threads", "--cache-type", "--lora"},
                                  {"--help"},
                                  {{"-m", "--model"}, {"-p", "--prompt"}, {"-n", "--n-predict"}, {"-c", "--ctx-size"},
                                   {"-t", "--threads"}, {"-h", "--help"}});

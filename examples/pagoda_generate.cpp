@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "examples/common/args.h"
+#include "examples/common/cache_type_flag.h"
 #include "examples/common/lora_flag.h"
 #include "examples/common/resource_usage.h"
 #include "examples/common/sampling_flags.h"
@@ -29,6 +30,7 @@ constexpr const char* kUsage = R"(usage: pagoda-generate -m MODEL (--prompt TEXT
   --stop-id ID            also stop on this token id (repeatable); EOS always stops. The
                           stop token ends generated_ids; the text leaves it out
   -t, --threads N         compute threads (default: all cores)
+  --cache-type T          KV cache type: f32, f16 (default), bf16 or q8_0
   --lora NAME=PATH[:SCALE]  load a LoRA adapter (GGUF) under NAME (repeatable)
   --adapter NAME          run the prompts on this adapter (a JSONL line's "adapter" field
                           overrides it; default: the base model)
@@ -75,7 +77,7 @@ int main(int argc, char** argv) {
     pagoda::cli::Args args(argc, argv,
                            {"--model", "--tokenizer", "--prompt", "--prompts", "--max-tokens", "--max-positions",
                             "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
-                            "--seed", "--stop-id", "--threads", "--lora", "--adapter"},
+                            "--seed", "--stop-id", "--threads", "--cache-type", "--lora", "--adapter"},
                            {"--help"}, {{"-m", "--model"}, {"-n", "--max-tokens"}, {"-t", "--threads"}, {"-h", "--help"}});
     if (args.has("--help")) {
       std::cout << kUsage;
@@ -95,7 +97,8 @@ int main(int argc, char** argv) {
     const pagoda::cli::LoadTimer load_timer;
     pagoda::Engine engine({.model_path = *model_path,
                            .tokenizer_path = args.get("--tokenizer", ""),
-                           .threads = args.number("--threads", 0)});
+                           .threads = args.number("--threads", 0),
+                           .kv_cache_type = pagoda::cli::cache_type_flag(args)});
     load_timer.report(stderr, "pagoda-generate: ", "loaded the model");
     for (const std::string& text : args.all("--lora")) {
       const pagoda::cli::LoraFlag lora = pagoda::cli::parse_lora(text);

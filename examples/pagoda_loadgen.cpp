@@ -27,6 +27,7 @@
 #include "engine/model/model.h"
 #include "engine/synth/synth.h"
 #include "examples/common/args.h"
+#include "examples/common/cache_type_flag.h"
 #include "examples/common/load_report.h"
 #include "examples/common/progress.h"
 #include "examples/common/resource_usage.h"
@@ -66,6 +67,7 @@ moment a client sends a request.
   --seed N                workload and sampling seed (default 1)
   --temp X                sampling temperature, 0 = greedy (default 0)
   -t, --threads N         compute threads (default: all cores)
+  --cache-type T          KV cache type: f32, f16 (default), bf16 or q8_0; both modes use it
   --kv-pages N            KV cache pages of 16 tokens (default: enough for C of the longest
                           requests, so that nothing is preempted); both modes use it
   --max-running N         engine: sequences admitted at once (default 256)
@@ -96,6 +98,7 @@ struct Options {
   uint64_t seed = 1;
   float temperature = 0.0f;
   int32_t threads = 0, kv_pages = 0, max_running = 256, token_budget = 512, prefill_chunk = 256;
+  KvCacheType kv_type = KvCacheType::F16;
 };
 
 Range parse_range(const std::string& flag, const std::string& text) {
@@ -146,6 +149,7 @@ Options parse_options(const cli::Args& args) {
   o.seed = args.number("--seed", o.seed);
   o.temperature = args.number("--temp", o.temperature);
   o.threads = args.number("--threads", o.threads);
+  o.kv_type = cli::cache_type_flag(args);
   o.max_running = args.number("--max-running", o.max_running);
   o.token_budget = args.number("--token-budget", o.token_budget);
   o.prefill_chunk = args.number("--prefill-chunk", o.prefill_chunk);
@@ -382,6 +386,7 @@ RunSummary run_continuous(const Options& o, const std::string& model_path, bool 
   config.model_path = model_path;
   config.threads = o.threads;
   config.kv_pages = o.kv_pages;
+  config.kv_cache_type = o.kv_type;
   config.tokens_per_page = kTokensPerPage;
   config.max_tokens_per_step = o.token_budget;
   config.max_entries_per_step = o.max_running;  // room in a step for every running sequence
@@ -475,7 +480,7 @@ RunSummary run_static(const Options& o, const std::string& model_path) {
   load_timer.report(stdout, "load      ", "static batcher");
   check_context(o, model.config.context_length);
   const auto work = make_workload(o, model.config.vocab_size, model.tokenizer.encode("", true));
-  StaticBatcher batcher(runner, o.kv_pages, kTokensPerPage, o.concurrency, o.requests, sampling(o));
+  StaticBatcher batcher(runner, o.kv_pages, kTokensPerPage, o.kv_type, o.concurrency, o.requests, sampling(o));
   Backend backend{"static",
                   [&](const std::vector<int32_t>& prompt, int32_t output_len) {
                     const auto sent = Clock::now();
@@ -497,8 +502,9 @@ void print_header(const Options& o, const std::string& model_path) {
               range_text(o.output_len).c_str(), (unsigned long long)o.seed, double(o.temperature));
   std::printf("          shared prefix %d tokens, %d turn%s, prefix cache %s\n", o.shared_prefix, o.turns,
               o.turns == 1 ? "" : "s", o.prefix_cache.c_str());
-  std::printf("engine    threads %s, kv-pages %d x %d tokens, max-running %d, token-budget %d, prefill-chunk %d\n\n",
-              o.threads ? std::to_string(o.threads).c_str() : "all", o.kv_pages, kTokensPerPage, o.max_running, o.token_budget, o.prefill_chunk);
+  std::printf("engine    threads %s, kv-pages %d x %d tokens (%s), max-running %d, token-budget %d, prefill-chunk %d\n\n",
+              o.threads ? std::to_string(o.threads).c_str() : "all", o.kv_pages, kTokensPerPage, kv_cache_type_name(o.kv_type),
+              o.max_running, o.token_budget, o.prefill_chunk);
 }
 
 const RunSummary* find_run(const std::vector<RunSummary>& runs, const std::string& mode) {
@@ -516,7 +522,7 @@ void write_json(const Options& o, const std::string& model_path, const std::vect
                    {"output_len", range_text(o.output_len)}, {"seed", o.seed},
                    {"temperature", o.temperature},  {"shared_prefix", o.shared_prefix},
                    {"turns", o.turns},             {"prefix_cache", o.prefix_cache}};
-  j["engine"] = {{"threads", o.threads},         {"kv_pages", o.kv_pages},          {"tokens_per_page", kTokensPerPage},
+  j["engine"] = {{"threads", o.threads},         {"kv_pages", o.kv_pages},          {"tokens_per_page", kTokensPerPage}, {"cache_type", kv_cache_type_name(o.kv_type)},
                  {"max_running", o.max_running}, {"token_budget", o.token_budget}, {"prefill_chunk", o.prefill_chunk}};
   for (const RunSummary& s : runs) j["runs"][s.mode] = to_json(s);
   if (const RunSummary* st = find_run(runs, "static")) j["continuous_over_static"] = to_json(compare(runs[0], *st));
@@ -532,7 +538,7 @@ int main(int argc, char** argv) {
   try {
     cli::Args args(argc, argv,
                    {"--model", "--preset", "--model-dir", "--mode", "--requests", "--concurrency", "--rate",
-                    "--prompt-len", "--output-len", "--shared-prefix", "--turns", "--prefix-cache", "--seed", "--temp", "--threads", "--kv-pages", "--max-running",
+                    "--prompt-len", "--output-len", "--shared-prefix", "--turns", "--prefix-cache", "--seed", "--temp", "--threads", "--cache-type", "--kv-pages", "--max-running",
                     "--token-budget", "--prefill-chunk", "--json", "--url", "--disconnect"},
                    {"--help"},
                    {{"-m", "--model"}, {"-n", "--requests"}, {"-c", "--concurrency"}, {"-t", "--threads"}, {"-h", "--help"}});

@@ -16,11 +16,12 @@ void paged_attention(KvCacheType type, const float* q, int group, int head_dim, 
 void paged_attention(const float* q, int group, int head_dim, int n_ctx,
                      const float* const* k_pages, const float* const* v_pages,
                      int tokens_per_page, float scale, float* out) {
-  const int n_pages = (n_ctx + tokens_per_page - 1) / tokens_per_page;
-  std::vector<const std::byte*> k(static_cast<size_t>(n_pages)), v(static_cast<size_t>(n_pages));
-  for (int i = 0; i < n_pages; ++i) {
-    k[size_t(i)] = reinterpret_cast<const std::byte*>(k_pages[i]);
-    v[size_t(i)] = reinterpret_cast<const std::byte*>(v_pages[i]);
+  const auto n_pages = size_t((n_ctx + tokens_per_page - 1) / tokens_per_page);
+  static thread_local std::vector<const std::byte*> k, v;  // reused: no allocation per call
+  k.resize(n_pages), v.resize(n_pages);
+  for (size_t i = 0; i < n_pages; ++i) {
+    k[i] = reinterpret_cast<const std::byte*>(k_pages[i]);
+    v[i] = reinterpret_cast<const std::byte*>(v_pages[i]);
   }
   paged_attention(KvCacheType::F32, q, group, head_dim, n_ctx, k.data(), v.data(), tokens_per_page, scale, out);
 }

@@ -38,10 +38,10 @@ struct TokenTimes {
 class StaticBatcher {
  public:
   // Batches of `batch_size`; the last one runs short once `total_requests` have arrived.
-  StaticBatcher(ModelRunner& runner, int32_t kv_pages, int32_t tokens_per_page, int32_t batch_size,
-                int64_t total_requests, const SamplingParams& sampling)
+  StaticBatcher(ModelRunner& runner, int32_t kv_pages, int32_t tokens_per_page, KvCacheType kv_type,
+                int32_t batch_size, int64_t total_requests, const SamplingParams& sampling)
       : runner_(runner),
-        pool_(KvLayout::for_model(runner.config(), tokens_per_page), kv_pages),
+        pool_(KvLayout::for_model(runner.config(), tokens_per_page, kv_type), kv_pages),
         batch_size_(batch_size),
         total_requests_(total_requests),
         sampling_(sampling),
