@@ -71,6 +71,9 @@ TEST(PrefixHash, ChainsOverTokensAndSeed) {
   KvLayout other = layout;
   other.tokens_per_page = 8;
   EXPECT_NE(base, prefix_seed(other, "", 0)) << "the layout is part of the seed";
+  KvLayout other_type = layout;
+  other_type.dtype = layout.dtype == KvCacheType::F16 ? KvCacheType::BF16 : KvCacheType::F16;
+  EXPECT_NE(base, prefix_seed(other_type, "", 0)) << "so is the KV cache type: its pages hold other bytes";
 
   const std::vector<int32_t> page = {5, 6, 7, 8};
   const PageHash h = chain_page_hash(base, page);
