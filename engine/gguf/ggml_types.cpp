@@ -80,48 +80,6 @@ GgmlTensorSize ggml_tensor_size(std::span<const uint64_t> shape, GgmlType type, 
   }
 }
 
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000) << 16;
-  const uint32_t exponent = (h >> 10) & 0x1f;
-  const uint32_t mantissa = h & 0x3ff;
-  if (exponent == 0) {
-    // Zero or subnormal: mantissa * 2^-24, exact in float.
-    const float magnitude = float(mantissa) * 0x1p-24f;
-    return sign ? -magnitude : magnitude;
-  }
-  if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000 | (mantissa << 13));  // inf, NaN
-  return std::bit_cast<float>(sign | ((exponent + 127 - 15) << 23) | (mantissa << 13));
-}
-
-uint16_t f32_to_f16(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const auto sign = uint16_t((x >> 16) & 0x8000);
-  const uint32_t magnitude = x & 0x7fffffff;
-  if (magnitude > 0x7f800000) return sign | 0x7e00;   // NaN stays a (quiet) NaN
-  if (magnitude >= 0x477ff000) return sign | 0x7c00;  // >= 65520 rounds to infinity
-  if (magnitude >= 0x38800000) {                      // >= 2^-14: a normal half
-    // Rebias the exponent (127 -> 15), then round the 13 dropped bits to nearest even; a
-    // carry out of the mantissa correctly bumps the exponent.
-    const uint32_t rebiased = magnitude - ((127u - 15u) << 23);
-    return sign | uint16_t((rebiased + 0xfff + ((rebiased >> 13) & 1)) >> 13);
-  }
-  // A subnormal half counts units of 2^-24; anything below 2^-25 rounds to zero.
-  const uint32_t exponent = magnitude >> 23;
-  if (exponent < 102) return sign;
-  const uint32_t mantissa = (magnitude & 0x7fffff) | 0x800000;
-  const uint32_t shift = 126 - exponent;  // mantissa * 2^(exponent - 150) in units of 2^-24
-  uint32_t h = mantissa >> shift;
-  const uint32_t rest = mantissa & ((1u << shift) - 1), half = 1u << (shift - 1);
-  if (rest > half || (rest == half && (h & 1))) ++h;
-  return sign | uint16_t(h);
-}
-
-uint16_t f32_to_bf16(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffff) > 0x7f800000) return uint16_t((x >> 16) | 0x40);  // keep NaN a quiet NaN
-  return uint16_t((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-}
-
 void dequantize(GgmlType type, std::span<const std::byte> src, std::span<float> dst) {
   if (src.size() != ggml_type_bytes(type, dst.size())) {
     throw Error("dequantize: " + std::to_string(src.size()) + " bytes do not hold " + std::to_string(dst.size()) +

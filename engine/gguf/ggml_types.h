@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/half.h"
 #include "kernels/quant/ggml_blocks.h"
 
 namespace pagoda {
@@ -42,14 +43,12 @@ struct GgmlTensorSize {
 // whole blocks) and returns its sizes. Throws pagoda::Error "<context>: <problem>".
 GgmlTensorSize ggml_tensor_size(std::span<const uint64_t> shape, GgmlType type, const std::string& context);
 
-// Half-precision to float, exact for every input (subnormals, infinities, NaN included).
-float f16_to_f32(uint16_t h);
-// bfloat16 is the upper half of a float.
-inline float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
-// Float to half precision, rounding to nearest even; overflow gives infinity.
-uint16_t f32_to_f16(float f);
-// Float to bfloat16, rounding to nearest even.
-uint16_t f32_to_bf16(float f);
+// The scalar f16/bf16 conversions (exact widening, round-to-nearest-even narrowing) are the
+// kernels' own, so the file format and the kernels can never disagree on a value.
+using kernels::bf16_to_f32;
+using kernels::f16_to_f32;
+using kernels::f32_to_bf16;
+using kernels::f32_to_f16;
 
 // Decodes `dst.size()` values of `type` from `src`, which must hold exactly that many, as
 // ggml's reference dequantization does (kernels/quant/dequantize.h).

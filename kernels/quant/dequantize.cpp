@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/quant/half.h"
+#include "kernels/half.h"
 #include "pagoda/error.h"
 
 namespace pagoda::kernels {
@@ -19,7 +19,7 @@ const Block* blocks(const void* src) {
 
 void dequantize_q4_0(const BlockQ4_0* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
-    const float d = half_to_float(x[i].d);
+    const float d = f16_to_f32(x[i].d);
     for (int j = 0; j < kQK / 2; ++j) {
       const int x0 = (x[i].qs[j] & 0x0f) - 8;
       const int x1 = (x[i].qs[j] >> 4) - 8;
@@ -31,8 +31,8 @@ void dequantize_q4_0(const BlockQ4_0* x, float* y, int64_t nb) {
 
 void dequantize_q4_1(const BlockQ4_1* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
-    const float d = half_to_float(x[i].d);
-    const float m = half_to_float(x[i].m);
+    const float d = f16_to_f32(x[i].d);
+    const float m = f16_to_f32(x[i].m);
     for (int j = 0; j < kQK / 2; ++j) {
       const int x0 = x[i].qs[j] & 0x0f;
       const int x1 = x[i].qs[j] >> 4;
@@ -48,7 +48,7 @@ int q5_high(uint32_t qh, uint8_t qs, int j) { return (qs >> 4) | int((qh >> (j +
 
 void dequantize_q5_0(const BlockQ5_0* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
-    const float d = half_to_float(x[i].d);
+    const float d = f16_to_f32(x[i].d);
     uint32_t qh;
     std::memcpy(&qh, x[i].qh, sizeof(qh));
     for (int j = 0; j < kQK / 2; ++j) {
@@ -60,8 +60,8 @@ void dequantize_q5_0(const BlockQ5_0* x, float* y, int64_t nb) {
 
 void dequantize_q5_1(const BlockQ5_1* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
-    const float d = half_to_float(x[i].d);
-    const float m = half_to_float(x[i].m);
+    const float d = f16_to_f32(x[i].d);
+    const float m = f16_to_f32(x[i].m);
     uint32_t qh;
     std::memcpy(&qh, x[i].qh, sizeof(qh));
     for (int j = 0; j < kQK / 2; ++j) {
@@ -73,15 +73,15 @@ void dequantize_q5_1(const BlockQ5_1* x, float* y, int64_t nb) {
 
 void dequantize_q8_0(const BlockQ8_0* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
-    const float d = half_to_float(x[i].d);
+    const float d = f16_to_f32(x[i].d);
     for (int j = 0; j < kQK; ++j) y[i * kQK + j] = float(x[i].qs[j]) * d;
   }
 }
 
 void dequantize_q4_k(const BlockQ4_K* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
-    const float d = half_to_float(x[i].d);
-    const float dmin = half_to_float(x[i].dmin);
+    const float d = f16_to_f32(x[i].d);
+    const float dmin = f16_to_f32(x[i].dmin);
     const uint8_t* q = x[i].qs;
     // Each 32 bytes of qs carry two sub-blocks: low nibbles, then high nibbles.
     for (int j = 0; j < kQK_K / 64; ++j) {
@@ -99,8 +99,8 @@ void dequantize_q4_k(const BlockQ4_K* x, float* y, int64_t nb) {
 
 void dequantize_q5_k(const BlockQ5_K* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
-    const float d = half_to_float(x[i].d);
-    const float dmin = half_to_float(x[i].dmin);
+    const float d = f16_to_f32(x[i].d);
+    const float dmin = f16_to_f32(x[i].dmin);
     const uint8_t* ql = x[i].qs;
     const uint8_t* qh = x[i].qh;
     uint8_t low_bit = 1, high_bit = 2;
@@ -121,7 +121,7 @@ void dequantize_q5_k(const BlockQ5_K* x, float* y, int64_t nb) {
 
 void dequantize_q6_k(const BlockQ6_K* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
-    const float d = half_to_float(x[i].d);
+    const float d = f16_to_f32(x[i].d);
     const uint8_t* ql = x[i].ql;
     const uint8_t* qh = x[i].qh;
     const int8_t* sc = x[i].scales;
@@ -168,7 +168,7 @@ void dequantize_row(QuantType type, const void* src, float* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) {
         uint16_t bits;
         std::memcpy(&bits, h + 2 * i, 2);
-        dst[i] = type == QuantType::F16 ? half_to_float(bits) : bfloat_to_float(bits);
+        dst[i] = type == QuantType::F16 ? f16_to_f32(bits) : bf16_to_f32(bits);
       }
       return;
     }

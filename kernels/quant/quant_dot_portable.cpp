@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "kernels/quant/half.h"
+#include "kernels/half.h"
 #include "kernels/quant/quant_dot.h"
 
 namespace pagoda::kernels::quant {
@@ -21,7 +21,7 @@ float dot_half(const void* w, const void* act, int cols) {
     if (k < cols) {
       uint16_t bits;
       std::memcpy(&bits, h + 2 * k, 2);
-      wk = kBf16 ? bfloat_to_float(bits) : half_to_float(bits);
+      wk = kBf16 ? bf16_to_f32(bits) : f16_to_f32(bits);
       ak = a[k];
     }
     acc[k % 16] = acc[k % 16] + ak * wk;
@@ -76,8 +76,8 @@ float dot_block32(const void* w, const void* act, int cols) {
     int32_t lanes[8];
     unpack(x[b], q);
     lanes32(q, y[b].qs, lanes);
-    add_scaled(acc, lanes, half_to_float(x[b].d) * y[b].d);
-    if constexpr (kHasMin) offsets = offsets + half_to_float(x[b].m) * y[b].d * float(y[b].sum);
+    add_scaled(acc, lanes, f16_to_f32(x[b].d) * y[b].d);
+    if constexpr (kHasMin) offsets = offsets + f16_to_f32(x[b].m) * y[b].d * float(y[b].sum);
   }
   return reduce8(acc) + offsets;
 }
@@ -106,8 +106,8 @@ float dot_k45(const void* w, const void* act, int cols) {
       for (int l = 0; l < 8; ++l) sumi[l] += int32_t(sc) * lanes[l];
       summ += int32_t(m) * (y[b].bsums[2 * s] + y[b].bsums[2 * s + 1]);
     }
-    add_scaled(acc, sumi, half_to_float(x[b].d) * y[b].d);
-    mins = mins + half_to_float(x[b].dmin) * y[b].d * float(summ);
+    add_scaled(acc, sumi, f16_to_f32(x[b].d) * y[b].d);
+    mins = mins + f16_to_f32(x[b].dmin) * y[b].d * float(summ);
   }
   return reduce8(acc) - mins;
 }
@@ -128,7 +128,7 @@ float dot_q6_k(const void* w, const void* act, int cols) {
       lanes32(q, y[b].qs + 32 * c, lanes);
       for (int l = 0; l < 8; ++l) sumi[l] += int32_t(x[b].scales[2 * c + l / 4]) * lanes[l];
     }
-    add_scaled(acc, sumi, half_to_float(x[b].d) * y[b].d);
+    add_scaled(acc, sumi, f16_to_f32(x[b].d) * y[b].d);
   }
   return reduce8(acc);
 }
