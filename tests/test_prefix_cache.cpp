@@ -1,11 +1,14 @@
 // Prefix caching changes no bit: logits with a cached prefix are bit-identical to logits
 // without one — the same request again, after another request warmed the cache, after
-// eviction and recompute, with an adapter (which never meets another adapter's pages), and,
-// through the engine, under both kinds of preemption.
+// eviction and recompute, with an adapter (which never meets another adapter's pages), under
+// swap preemption (as the runner sees it, for every KV cache type), and, through the engine,
+// under both kinds of preemption.
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
+#include <random>
 
 #include "engine/forward/model_runner.h"
 #include "engine/kv/page_pool.h"
@@ -14,6 +17,7 @@
 #include "engine/model/model.h"
 #include "engine/request/sampler.h"
 #include "engine/synth/lora_synth.h"
+#include "engine/synth/synth.h"
 #include "pagoda/engine.h"
 #include "support/lora_support.h"
 #include "support/test_support.h"
@@ -22,6 +26,31 @@ namespace pagoda {
 namespace {
 
 using test::await;
+
+// Swap preemption as the decode scheduler does it: after `after_tokens` generated tokens the
+// request's pages are copied out as bytes and every page is released; `while_swapped` runs
+// (other requests churn the pool); the bytes come back into freshly allocated pages.
+struct SwapOut {
+  int32_t after_tokens = -1;
+  std::function<void()> while_swapped;
+};
+
+void swap_out_and_in(PagePool& pool, BlockTable& table, PrefixHashes& hashes, int32_t n_cached,
+                     const SwapOut& swap) {
+  const size_t page_bytes = pool.layout().bytes_per_page();
+  const int32_t used = int32_t(table.pages().size());
+  std::vector<std::byte> host(size_t(used) * page_bytes);
+  for (int32_t i = 0; i < used; ++i) {
+    std::memcpy(host.data() + size_t(i) * page_bytes, pool.page_data(table.pages()[size_t(i)]), page_bytes);
+  }
+  pool.release(table.take_pages());
+  swap.while_swapped();
+  if (!table.reserve(n_cached, pool)) throw std::runtime_error("no room to swap back in");
+  for (int32_t i = 0; i < used; ++i) {
+    std::memcpy(pool.page_data(table.pages()[size_t(i)]), host.data() + size_t(i) * page_bytes, page_bytes);
+  }
+  hashes.set_offered(0);  // the fresh copies are offered again; the pool names those not taken
+}
 
 // One request driven the way the engine drives it: take the cached prefix (when `use_cache`),
 // feed the rest in chunks of `chunk`, decode greedily, name each page as it fills, release.
@@ -32,7 +61,8 @@ struct Outcome {
 };
 
 Outcome run(ModelRunner& runner, PagePool& pool, const std::vector<int32_t>& prompt, const PageHash& seed,
-            bool use_cache, int32_t chunk = 16, int32_t n_new = 8, const LoraWeights* lora = nullptr) {
+            bool use_cache, int32_t chunk = 16, int32_t n_new = 8, const LoraWeights* lora = nullptr,
+            const SwapOut& swap = {}) {
   const int32_t tpp = pool.layout().tokens_per_page;
   const size_t vocab = size_t(runner.config().vocab_size);
   std::vector<int32_t> tokens = prompt;
@@ -65,6 +95,7 @@ Outcome run(ModelRunner& runner, PagePool& pool, const std::vector<int32_t>& pro
     out.logits.emplace_back(logits.begin(), logits.begin() + ptrdiff_t(vocab));
     out.generated.push_back(argmax(out.logits.back()));
     tokens.push_back(out.generated.back());
+    if (int32_t(out.generated.size()) == swap.after_tokens) swap_out_and_in(pool, table, hashes, n_cached, swap);
   }
   pool.release(table.take_pages());
   return out;
@@ -156,6 +187,54 @@ TEST_F(PrefixCacheLogits, AfterEvictionAndRecompute) {
   EXPECT_EQ(pool.free_pages() + pool.cached_pages(), pool.capacity());
 }
 
+// Under swap preemption, for every KV cache type (a random model whose head_dim, 32, holds
+// q8_0 blocks): a warms the cache; b takes a's cached prefix and is swapped out after 3 tokens
+// while c, in a pool just big enough, evicts a's pages; b comes back into other pages and
+// finishes with the logits of the uncached run; then b again finds the copies it brought back.
+TEST(PrefixCacheSwap, LogitsAreBitIdenticalForEveryKvType) {
+  ModelConfig c;
+  c.dim = 128, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.ffn_dim = 256;
+  c.vocab_size = 1000, c.context_length = 256;
+  const std::string path = test::scratch_path("prefix-swap-hd32.gguf");
+  write_synth_model(path, SynthSpec{c, 5});
+  const Model model = load_model(path);
+  ModelRunner runner(model, 2);
+  std::mt19937 rng(3);
+  auto random_tokens = [&](size_t n) {
+    std::vector<int32_t> t(n);
+    for (int32_t& id : t) id = int32_t(rng() % 999) + 1;
+    return t;
+  };
+  const std::vector<int32_t> b = random_tokens(70), c_prompt = random_tokens(70);
+  std::vector<int32_t> a(b.begin(), b.begin() + 40);
+  for (int32_t id : random_tokens(9)) a.push_back(id);
+
+  for (KvCacheType type : {KvCacheType::F32, KvCacheType::F16, KvCacheType::BF16, KvCacheType::Q8_0}) {
+    SCOPED_TRACE(kv_cache_type_name(type));
+    const KvLayout layout = KvLayout::for_model(model.config, 8, type);
+    const PageHash seed = prefix_seed(layout, "", 0);
+    PagePool fresh(layout, 64);
+    const Outcome want = run(runner, fresh, b, seed, false);
+    PagePool pool(layout, int32_t((b.size() + 8 + 7) / 8) + 2);
+    run(runner, pool, a, seed, true);
+    int32_t a_cached_while_b_was_out = -1;
+    const SwapOut swap{3, [&] {
+                         run(runner, pool, c_prompt, seed, true);
+                         a_cached_while_b_was_out = run(runner, pool, a, seed, true).cached_tokens;
+                       }};
+    const Outcome got = run(runner, pool, b, seed, true, 16, 8, nullptr, swap);
+    EXPECT_EQ(got.cached_tokens, 40) << "b takes a's five full pages";
+    EXPECT_LT(a_cached_while_b_was_out, 40) << "c was meant to evict a's pages while b was out";
+    EXPECT_TRUE(bitwise_equal(got.logits, want.logits));
+    EXPECT_EQ(got.generated, want.generated);
+    const Outcome again = run(runner, pool, b, seed, true);
+    EXPECT_EQ(again.cached_tokens, int32_t(b.size()) / 8 * 8) << "the pages b brought back were named";
+    EXPECT_TRUE(bitwise_equal(again.logits, want.logits));
+    EXPECT_EQ(pool.used_pages(), 0);
+    EXPECT_EQ(pool.free_pages() + pool.cached_pages(), pool.capacity());
+  }
+}
+
 TEST_F(PrefixCacheLogits, WithAnAdapterWhichIsolatesItsPages) {
   const LoraAdapter adapter = test::random_adapter(model->config, 4, 1.0f, 9);
   const LoraWeights lora("story", adapter);
@@ -229,7 +308,9 @@ TEST_F(PrefixCacheEngine, OutputsMatchTheUncachedEngineUnderPreemption) {
       const EngineMetrics m = engine.metrics();
       EXPECT_GT(m.prefix_hit_tokens, 0);
       EXPECT_LE(m.prefix_hit_tokens, m.prefix_queried_tokens);
-      if (pages == 30) EXPECT_GT(preempted, 0) << "the pool was meant to run dry";
+      if (pages == 30) {
+        EXPECT_GT(preempted, 0) << "the pool was meant to run dry";
+      }
     }
   }
 }
@@ -250,7 +331,9 @@ TEST_F(PrefixCacheEngine, ConversationStaysHot) {
     const int64_t hits = engine.metrics().prefix_hit_tokens - hits_before;
     // Everything the last turn wrote (its prompt and all but the last reply token, which was
     // never fed), in whole pages.
-    if (turn > 0) EXPECT_EQ(hits, written / 8 * 8);
+    if (turn > 0) {
+      EXPECT_EQ(hits, written / 8 * 8);
+    }
     written = int64_t(prompt.size()) + int64_t(c.token_ids.size()) - 1;
     prompt.insert(prompt.end(), c.token_ids.begin(), c.token_ids.end());
     prompt.insert(prompt.end(), cases_[size_t(turn + 1) % cases_.size()].prompt_ids.begin() + 1,
