@@ -24,6 +24,7 @@
 #include "engine/model/model.h"
 #include "engine/request/sampler.h"
 #include "examples/common/args.h"
+#include "examples/common/cache_type_flag.h"
 
 namespace {
 
@@ -41,6 +42,7 @@ constexpr const char* kUsage = R"(usage: pagoda-perplexity -m MODEL (-f TEXT | -
   --chunks N              score at most N chunks (default: all)
   -b, --batch-size N      tokens per forward step; whole chunks share a step (default 2048)
   -t, --threads N         compute threads (default: all cores)
+  --cache-type T          KV cache type: f32, f16 (default, as llama-perplexity), bf16 or q8_0
   --json OUT              write {"ppl", "ppl_error", "sequences": [{"first_scored", "argmax",
                           "nll"}]}: argmax[i] is the argmax of the logits at position i (the
                           prediction of token i + 1), for every position; nll[j] is the
@@ -151,7 +153,7 @@ int main(int argc, char** argv) {
   try {
     pagoda::cli::Args args(argc, argv,
                            {"--model", "--tokenizer", "--file", "--ids", "--ctx-size", "--chunks", "--batch-size",
-                            "--threads", "--json"},
+                            "--threads", "--cache-type", "--json"},
                            {"--help"},
                            {{"-m", "--model"}, {"-f", "--file"}, {"-c", "--ctx-size"}, {"-b", "--batch-size"},
                             {"-t", "--threads"}, {"-h", "--help"}});
@@ -167,6 +169,7 @@ int main(int argc, char** argv) {
     const auto max_chunks = args.number<int64_t>("--chunks", INT64_MAX);
     if (ctx < 2) throw Error("-c must be at least 2");
     if (batch < 1) throw Error("-b must be at least 1");
+    const pagoda::KvCacheType cache_type = pagoda::cli::cache_type_flag(args);
 
     const auto t0 = std::chrono::steady_clock::now();
     const pagoda::Model model = pagoda::load_model(*model_path, args.get("--tokenizer", ""));
@@ -182,8 +185,8 @@ int main(int argc, char** argv) {
                   std::to_string(config.context_length));
     }
     const auto steps = plan_steps(seqs, batch);
-    std::fprintf(stderr, "pagoda-perplexity: %zu sequences (longest %zu tokens) in %zu steps, %d threads\n",
-                 seqs.size(), longest, steps.size(), runner.threads());
+    std::fprintf(stderr, "pagoda-perplexity: %zu sequences (longest %zu tokens) in %zu steps, %d threads, %s KV cache\n",
+                 seqs.size(), longest, steps.size(), runner.threads(), pagoda::kv_cache_type_name(cache_type));
 
     constexpr int32_t kTokensPerPage = 16;
     auto pages_for = [&](size_t tokens) { return int32_t((tokens + kTokensPerPage - 1) / kTokensPerPage); };
@@ -193,7 +196,7 @@ int main(int argc, char** argv) {
       for (size_t i = begin; i < end; ++i) pages += pages_for(seqs[i].tokens.size());
       pool_pages = std::max(pool_pages, pages);
     }
-    pagoda::PagePool pool(pagoda::KvLayout::for_model(config, kTokensPerPage), pool_pages);
+    pagoda::PagePool pool(pagoda::KvLayout::for_model(config, kTokensPerPage, cache_type), pool_pages);
 
     const auto t1 = std::chrono::steady_clock::now();
     std::vector<Scores> scores(seqs.size());

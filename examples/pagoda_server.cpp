@@ -14,6 +14,7 @@
 #include <httplib.h>
 
 #include "examples/common/args.h"
+#include "examples/common/cache_type_flag.h"
 #include "examples/common/default_model.h"
 #include "examples/common/lora_flag.h"
 #include "examples/server/access_log.h"
@@ -39,6 +40,7 @@ names the base model or a loaded LoRA adapter.
                           cache)
   -t, --threads N         compute threads (default: all cores)
   --max-running N         sequences decoded at once (default 256)
+  --cache-type T          KV cache type: f32, f16 (default), bf16 or q8_0
   --lora NAME=PATH[:SCALE]  load a LoRA adapter at start (repeatable)
   --host ADDR             address to listen on (default 127.0.0.1)
   --port N                port (default 8080; 0 = any free port, printed on stderr)
@@ -74,6 +76,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   o.engine.tokenizer_path = args.get("--tokenizer", "");
   o.engine.threads = args.number("--threads", 0);
   o.engine.tokens_per_page = kTokensPerPage;
+  o.engine.kv_cache_type = pagoda::cli::cache_type_flag(args);
   o.engine.max_running = args.number<int32_t>("--max-running", o.engine.max_running);
   if (const int64_t ctx = args.number<int64_t>("--ctx-size", 0); ctx < 0) {
     throw pagoda::Error("-c must be a token count");
@@ -116,7 +119,7 @@ int main(int argc, char** argv) {
   try {
     const pagoda::cli::Args args(argc, argv,
                                  {"--model", "--tokenizer", "--served-model-name", "--ctx-size", "--threads", "--max-running",
-                                  "--lora", "--host", "--port", "--api-key", "--max-body", "--http-threads"},
+                                  "--cache-type", "--lora", "--host", "--port", "--api-key", "--max-body", "--http-threads"},
                                  {"--help"},
                                  {{"-m", "--model"}, {"-c", "--ctx-size"}, {"-t", "--threads"}, {"-h", "--help"}});
     if (args.has("--help")) {
@@ -153,8 +156,9 @@ int main(int argc, char** argv) {
 
     const int port = opt.port == 0 ? http.bind_to_any_port(opt.host) : (http.bind_to_port(opt.host, opt.port) ? opt.port : -1);
     if (port < 0) throw pagoda::Error("cannot listen on " + opt.host + ":" + std::to_string(opt.port));
-    std::fprintf(stderr, "pagoda-server: %s (chat format %s) listening on http://%s:%d\n", opt.served_name.c_str(),
-                 engine.chat_format().family.c_str(), opt.host.c_str(), port);
+    std::fprintf(stderr, "pagoda-server: %s (chat format %s, %s KV cache) listening on http://%s:%d\n",
+                 opt.served_name.c_str(), engine.chat_format().family.c_str(), pagoda::kv_cache_type_name(opt.engine.kv_cache_type),
+                 opt.host.c_str(), port);
     std::thread waiter(shut_down_on_signal, std::ref(http), std::ref(routes), std::ref(engine), signals);
     http.listen_after_bind();
     pthread_kill(waiter.native_handle(), SIGTERM);  // wakes the waiter if httplib stopped on its own

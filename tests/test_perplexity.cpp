@@ -15,6 +15,7 @@
 #include "engine/forward/model_runner.h"
 #include "engine/model/reference_model.h"
 #include "engine/request/sampler.h"
+#include "engine/synth/synth.h"
 #include "support/test_support.h"
 
 namespace pagoda {
@@ -115,7 +116,7 @@ TEST_F(ScoringTest, IdsAreScoredAtEveryPositionAsTheOracleScoresThem) {
   const std::string ids = test::scratch_path("ids.json"), out = test::scratch_path("ids.out.json");
   std::ofstream(ids) << nlohmann::json(seqs).dump();
   // -b 64: the long sequence runs alone, the two short ones share a step.
-  const test::ProgramRun r = test::run_program("pagoda-perplexity", "-m " + path_ + " --ids " + ids + " -b 64 -t 2 --json " + out);
+  const test::ProgramRun r = test::run_program("pagoda-perplexity", "-m " + path_ + " --ids " + ids + " -b 64 -t 2 --cache-type f32 --json " + out);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("in 2 steps"), std::string::npos) << r.output;
   const nlohmann::json j = read_json(out);
@@ -145,7 +146,7 @@ TEST_F(ScoringTest, TextIsCutIntoChunksAsLlamaPerplexityCutsIt) {
   if (!std::filesystem::exists(test::program_path("pagoda-perplexity"))) GTEST_SKIP() << "pagoda-perplexity is not built";
   const std::string out = test::scratch_path("text.out.json");
   const test::ProgramRun r =
-      test::run_program("pagoda-perplexity", "-m " + path_ + " -f " + kText + " -c 128 --chunks 3 -t 2 --json " + out);
+      test::run_program("pagoda-perplexity", "-m " + path_ + " -f " + kText + " -c 128 --chunks 3 -t 2 --cache-type f32 --json " + out);
   ASSERT_EQ(r.status, 0) << r.output;
   const nlohmann::json j = read_json(out);
   ASSERT_EQ(j["sequences"].size(), 3u);
@@ -174,6 +175,38 @@ TEST_F(ScoringTest, TextIsCutIntoChunksAsLlamaPerplexityCutsIt) {
   EXPECT_NE(r.output.find("[3]"), std::string::npos) << r.output;  // the running estimate
 }
 
+// --cache-type: the default is f16, as llama-perplexity's; every type scores the text near the
+// f32 cache's perplexity (the cache's rounding is all that differs). q8_0 blocks 32 values of a
+// head, so it runs on a random model with stories260K's vocabulary and head_dim 32.
+TEST_F(ScoringTest, EveryCacheTypeScoresTheTextNearTheF32Cache) {
+  if (!std::filesystem::exists(test::program_path("pagoda-perplexity"))) GTEST_SKIP() << "pagoda-perplexity is not built";
+  ModelConfig shape;
+  shape.dim = 128, shape.n_layers = 2, shape.n_heads = 4, shape.n_kv_heads = 4, shape.ffn_dim = 256;
+  shape.context_length = 256;
+  SynthSpec spec{shape, 3};
+  spec.vocab_path = path_;
+  const std::string head_dim_32 = test::scratch_path("perplexity-hd32.gguf");
+  write_synth_model(head_dim_32, spec);
+  auto ppl = [&](const std::string& model, const std::string& flag, const std::string& named) {
+    const test::ProgramRun r = test::run_program("pagoda-perplexity", "-m " + model + " -f " + kText + " -c 128 --chunks 3 -t 2" + flag);
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find(", " + named + " KV cache"), std::string::npos) << r.output;
+    const size_t at = r.output.find("PPL = ");
+    EXPECT_NE(at, std::string::npos) << r.output;
+    return at == std::string::npos ? 0.0 : std::stod(r.output.substr(at + 6));
+  };
+  for (const std::string& model : {path_, head_dim_32}) {
+    const double f32 = ppl(model, " --cache-type f32", "f32");
+    ASSERT_GT(f32, 1.0) << model;
+    EXPECT_NEAR(ppl(model, "", "f16"), f32, 0.01 * f32) << model;
+    EXPECT_NEAR(ppl(model, " --cache-type bf16", "bf16"), f32, 0.03 * f32) << model;
+    if (model == head_dim_32) EXPECT_NEAR(ppl(model, " --cache-type q8_0", "q8_0"), f32, 0.03 * f32);
+  }
+  const test::ProgramRun q8 = test::run_program("pagoda-perplexity", "-m " + path_ + " -f " + kText + " --cache-type q8_0");
+  EXPECT_NE(q8.status, 0);
+  EXPECT_NE(q8.output.find("q8_0 stores blocks of 32 values, but the model's head_dim is 8"), std::string::npos) << q8.output;
+}
+
 TEST_F(ScoringTest, BadInputsAreClearErrors) {
   if (!std::filesystem::exists(test::program_path("pagoda-perplexity"))) GTEST_SKIP() << "pagoda-perplexity is not built";
   auto expect_error = [&](const std::string& args, const std::string& message) {
@@ -193,6 +226,7 @@ TEST_F(ScoringTest, BadInputsAreClearErrors) {
   std::ofstream(long_ids) << nlohmann::json({std::vector<int32_t>(2100, 5)}).dump();
   expect_error(m + "--ids " + long_ids, "do not fit the model's context of 2048");
   expect_error(m, "give one of -f TEXT or --ids FILE.json");
+  expect_error(m + "-f " + kText + " --cache-type q4_0", "--cache-type must be f32, f16, bf16 or q8_0, got 'q4_0'");
   expect_error("-f " + kText, "-m MODEL is required");
 }
 

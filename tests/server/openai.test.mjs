@@ -9,7 +9,7 @@ import path from 'node:path';
 
 import OpenAI from 'openai';
 
-import { eventually, metric, scratch, startServer, stopServer, synthesize, testModel } from './server_process.mjs';
+import { BIN, eventually, metric, scratch, startServer, stopServer, synthesize, testModel } from './server_process.mjs';
 
 const greedy = { temperature: 0, max_tokens: 12 };
 
@@ -200,6 +200,44 @@ describe('pagoda-server', () => {
       assert.ok(text.includes(`\n${name} `), `${name} in /metrics`);
     }
     assert.ok((await metric(server.url, 'pagoda_generation_tokens_total')) > 0);
+  });
+});
+
+describe('pagoda-server --cache-type', () => {
+  test('every KV cache type serves; a smaller type fits more pages in the same memory', async () => {
+    // q8_0 stores blocks of 32 values of a head: a model whose head_dim is 32.
+    const model = path.join(scratch, 'head_dim_32.gguf');
+    synthesize(['-o', model, '--dim', '128', '--layers', '2', '--heads', '4', '--ffn', '256', '--vocab', '512', '--context', '512']);
+    const pages = {};
+    for (const type of ['f32', 'f16', 'bf16', 'q8_0']) {
+      const server = await startServer(['-m', model, '--cache-type', type]);
+      try {
+        assert.match(server.log(), new RegExp(`, ${type} KV cache\\)`));
+        const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+        const c = await client.completions.create({ prompt: 'Once upon a time', ...greedy });
+        assert.equal(c.usage.completion_tokens, greedy.max_tokens, type);
+        pages[type] = await metric(server.url, 'pagoda_kv_pages_total');
+      } finally {
+        assert.equal(await stopServer(server), 0, server.log());
+      }
+    }
+    assert.ok(pages.f32 < pages.f16, JSON.stringify(pages));
+    assert.equal(pages.bf16, pages.f16);
+    assert.ok(pages.f16 < pages.q8_0, JSON.stringify(pages));
+  });
+
+  test('an unknown type, or q8_0 for heads it cannot block, is a clear error', () => {
+    const refused = (type) =>
+      spawnSync(path.join(BIN, 'pagoda-server'), ['-m', testModel(), '--port', '0', '--cache-type', type], {
+        encoding: 'utf8',
+        timeout: 60000,
+      });
+    const unknown = refused('q4_0');
+    assert.equal(unknown.status, 1, unknown.stderr);
+    assert.match(unknown.stderr, /--cache-type must be f32, f16, bf16 or q8_0, got 'q4_0'/);
+    const q8 = refused('q8_0');  // the test models' head_dim is 8 or 16
+    assert.equal(q8.status, 1, q8.stderr);
+    assert.match(q8.stderr, /q8_0 stores blocks of 32 values, but the model's head_dim is/);
   });
 });
 
