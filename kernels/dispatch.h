@@ -3,6 +3,7 @@
 // one table; the public entry points look the table up once per call, never per element.
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/cpu_features.h"
 
@@ -43,6 +44,10 @@ struct OpsKernels {
   void (*rmsnorm)(const float* x, const float* weight, float* out, int n, float eps);
   void (*swiglu)(const float* gate, const float* up, float* out, int n);
   void (*softmax)(float* x, int n);
+  // Narrowing a row to IEEE half / bfloat16, as kernels/half.h's scalar conversions do, bit
+  // for bit (round to nearest even; NaN kept quiet with its upper payload bits).
+  void (*to_f16)(const float* x, uint16_t* out, int n);
+  void (*to_bf16)(const float* x, uint16_t* out, int n);
 };
 
 using PagedAttentionFn = void (*)(const float* q, int group, int head_dim, int n_ctx,

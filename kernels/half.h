@@ -26,7 +26,8 @@ inline uint16_t f32_to_f16(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
   const auto sign = uint16_t((x >> 16) & 0x8000);
   const uint32_t magnitude = x & 0x7fffffff;
-  if (magnitude > 0x7f800000) return sign | 0x7e00;   // NaN stays a (quiet) NaN
+  // NaN stays a quiet NaN with its payload's upper bits, as F16C's vcvtps2ph converts it.
+  if (magnitude > 0x7f800000) return sign | 0x7e00 | uint16_t((magnitude >> 13) & 0x3ff);
   if (magnitude >= 0x477ff000) return sign | 0x7c00;  // >= 65520 rounds to infinity
   if (magnitude >= 0x38800000) {                      // >= 2^-14: a normal half
     // Rebias the exponent (127 -> 15), then round the 13 dropped bits to nearest even; a

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/dispatch.h"
 #include "kernels/half.h"
 
 namespace pagoda::kernels {
@@ -26,10 +27,10 @@ void store_kv_row(KvCacheType type, const float* x, int head_dim, std::byte* row
       std::memcpy(row, x, size_t(head_dim) * 4);
       return;
     case KvCacheType::F16:
-      for (int i = 0; i < head_dim; ++i) put_u16(row + 2 * i, f32_to_f16(x[i]));
+      detail::active_table().ops->to_f16(x, reinterpret_cast<uint16_t*>(row), head_dim);
       return;
     case KvCacheType::BF16:
-      for (int i = 0; i < head_dim; ++i) put_u16(row + 2 * i, f32_to_bf16(x[i]));
+      detail::active_table().ops->to_bf16(x, reinterpret_cast<uint16_t*>(row), head_dim);
       return;
     case KvCacheType::Q8_0:
       for (int b = 0; b < head_dim / kQ8_0Block; ++b, x += kQ8_0Block, row += kQ8_0BlockBytes) {

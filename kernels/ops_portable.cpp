@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/dispatch.h"
+#include "kernels/half.h"
 
 namespace pagoda::kernels::detail {
 
@@ -30,8 +31,16 @@ void softmax(float* x, int n) {
   for (int i = 0; i < n; ++i) x[i] /= sum;
 }
 
+void to_f16(const float* x, uint16_t* out, int n) {
+  for (int i = 0; i < n; ++i) out[i] = f32_to_f16(x[i]);
+}
+
+void to_bf16(const float* x, uint16_t* out, int n) {
+  for (int i = 0; i < n; ++i) out[i] = f32_to_bf16(x[i]);
+}
+
 }  // namespace
 
-extern const OpsKernels ops_portable = {&rmsnorm, &swiglu, &softmax};
+extern const OpsKernels ops_portable = {&rmsnorm, &swiglu, &softmax, &to_f16, &to_bf16};
 
 }  // namespace pagoda::kernels::detail

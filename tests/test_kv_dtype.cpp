@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -164,6 +165,35 @@ std::vector<kernels::Isa> supported_isas() {
   for (kernels::Isa isa : {kernels::Isa::Portable, kernels::Isa::Avx2, kernels::Isa::Avx512})
     if (kernels::cpu_supports(isa)) isas.push_back(isa);
   return isas;
+}
+
+// Every ISA writes f16 and bf16 rows with the bits of the scalar conversions: ties, the edges
+// of overflow and of the subnormals, infinities, zeros and NaNs with payloads, at every length
+// (whole vectors and tails).
+TEST(KvRows, EveryIsaNarrowsAsTheScalarConversions) {
+  std::vector<float> x = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 65504.0f,
+                          65519.99f, 65520.0f, -65520.0f, 0x1p-14f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1p-26f,
+                          -0x1.4p-20f, 0x1p-130f, 3e38f, 0.0f, -0.0f, __builtin_inff(), -__builtin_inff()};
+  for (uint32_t bits : {0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7fa5a5a5u, 0xff812345u}) {
+    x.push_back(std::bit_cast<float>(bits));
+  }
+  for (float v : random_vector(200, 3, -70000.0f, 70000.0f)) x.push_back(v);
+  for (float v : random_vector(200, 4, -1e-4f, 1e-4f)) x.push_back(v);
+  const kernels::Isa before = kernels::active_isa();
+  for (KvCacheType type : {KvCacheType::F16, KvCacheType::BF16}) {
+    for (size_t n : {size_t(1), size_t(7), size_t(8), size_t(15), size_t(16), size_t(33), x.size()}) {
+      std::vector<uint16_t> want(n);
+      for (size_t i = 0; i < n; ++i) want[i] = type == KvCacheType::F16 ? kernels::f32_to_f16(x[i]) : kernels::f32_to_bf16(x[i]);
+      for (kernels::Isa isa : supported_isas()) {
+        SCOPED_TRACE(std::string(kv_cache_type_name(type)) + " n=" + std::to_string(n) + " " + kernels::isa_name(isa));
+        ASSERT_TRUE(kernels::set_isa(isa));
+        std::vector<uint16_t> got(n);
+        kernels::store_kv_row(type, x.data(), int(n), reinterpret_cast<std::byte*>(got.data()));
+        for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[i]) << "x[" << i << "] = " << x[i];
+      }
+    }
+  }
+  kernels::set_isa(before);
 }
 
 // Keys and values of n_ctx positions stored as `type` over pages (with garbage past n_ctx), and
