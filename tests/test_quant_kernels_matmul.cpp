@@ -12,6 +12,7 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/quant/dequantize.h"
+#include "kernels/quant/quant_dot.h"
 #include "kernels/quant/quantize.h"
 #include "kernels/quant/weight_matrix.h"
 #include "pagoda/error.h"
@@ -173,6 +174,49 @@ TEST(WeightMatrix, FusedPartsAndAccumulate) {
     matmul_accumulate(a.data(), M, cols, fused, acc.data(), 22);
     for (int m = 0; m < M; ++m)
       for (int n = 0; n < 17; ++n) EXPECT_EQ(acc[m * 22 + n], 0.5f + c[m * 22 + n]);
+  }
+}
+
+// The four-row kernels (decode's GEMV and the GEMM tiles), in every form this CPU can run —
+// including AVX-512 without VNNI, which dot_kernels() never picks on a VNNI machine — give
+// each output the portable one-row dot product's bits, for every activation count and on
+// rows with a partial 16-element tail (the half types).
+TEST(WeightMatrix, FourRowKernelsMatchOneRowDot) {
+  using namespace pagoda::kernels::quant;
+  std::vector<std::pair<const DotKernels*, std::string>> tables = {{&dot_avx2, "avx2"}, {&dot_avx512, "avx512"}};
+  if (__builtin_cpu_supports("avx512vnni")) tables.push_back({&dot_avx512vnni, "avx512vnni"});
+  for (QuantType type : kTypes) {
+    if (type == QuantType::F32) continue;
+    const bool k_quant = block_shape(type).elements == kQK_K;
+    for (int cols : k_quant ? std::vector<int>{256, 768} : std::vector<int>{32, 40, 800}) {
+      if (cols % block_shape(type).elements != 0) continue;
+      const Encoded w = encode(type, 4, cols, unsigned(cols));
+      const std::size_t row_bytes = w.bytes.size() / 4;
+      const ActFormat format = act_format(type);
+      const std::size_t stride = format == ActFormat::F32 ? cols * sizeof(float) : act_row_bytes(format, cols);
+      const std::vector<float> a = random_values(std::size_t(4) * cols, 5);
+      std::vector<uint8_t> act(4 * stride);
+      for (int r = 0; r < 4; ++r) {
+        if (format == ActFormat::F32) std::memcpy(&act[r * stride], &a[std::size_t(r) * cols], stride);
+        else quantize_act_row(format, &a[std::size_t(r) * cols], cols, &act[r * stride]);
+      }
+      const DotFn reference = dot_for(dot_portable, type).dot;
+      for (const auto& [table, table_name] : tables) {
+        const Rows4Fn rows4 = dot_for(*table, type).rows4;
+        if (!rows4 || (table != &dot_avx2 && !cpu_supports(Isa::Avx512)) || !cpu_supports(Isa::Avx2)) continue;
+        for (int na = 1; na <= 4; ++na) {
+          float out[16];
+          rows4(w.bytes.data(), row_bytes, act.data(), stride, na, cols, out);
+          for (int j = 0; j < na; ++j)
+            for (int r = 0; r < 4; ++r) {
+              const float want = reference(&w.bytes[r * row_bytes], &act[j * stride], cols);
+              ASSERT_EQ(std::memcmp(&out[4 * j + r], &want, sizeof(float)), 0)
+                  << name(type) << " " << table_name << " cols " << cols << " na " << na << " row " << r << " act " << j
+                  << ": " << out[4 * j + r] << " vs " << want;
+            }
+        }
+      }
+    }
   }
 }
 

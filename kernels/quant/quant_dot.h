@@ -45,10 +45,16 @@ using DotFn = float (*)(const void* w, const void* act, int cols);
 // The same for 4 activation rows at act + r·act_stride bytes (out[r]), bit for bit what DotFn
 // gives each row alone; the weight row is decoded once for the four.
 using Dot4Fn = void (*)(const void* w, const void* act, std::size_t act_stride, int cols, float* out);
+// Four weight rows (w + r·row_bytes) against `na` (1–4) activation rows: out[a·4 + r], bit for
+// bit what DotFn gives each pair; activation loads are shared by the weight rows too. Only
+// where an ISA has a faster form than DotFn / Dot4Fn (else null).
+using Rows4Fn = void (*)(const void* w, std::size_t row_bytes, const void* act, std::size_t act_stride, int na, int cols,
+                         float* out);
 
 struct TypeKernels {
   DotFn dot = nullptr;
   Dot4Fn dot4 = nullptr;
+  Rows4Fn rows4 = nullptr;
 };
 
 struct DotKernels {

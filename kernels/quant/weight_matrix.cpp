@@ -19,6 +19,8 @@ namespace {
 constexpr int kTileRows = 8;
 // Activation rows per task at most, so a task's quantized activations stay in L2.
 constexpr int kTaskRows = 64;
+// Up to this many activation rows a call is decode's GEMV: bandwidth-bound, split statically.
+constexpr int kGemvRows = 4;
 // Below this many multiply-adds waking other threads costs more than it saves.
 constexpr double kParallelWork = 1 << 17;
 
@@ -60,29 +62,54 @@ void run_quantized(const float* A, int M, int lda, const WeightMatrix& W, const 
   const std::size_t act_stride = act_bytes > 0 ? act_bytes : std::size_t(lda) * sizeof(float);
   const int N = part.rows;
   const int tiles = (N + kTileRows - 1) / kTileRows;
-  auto body = [&](const tbb::blocked_range2d<int>& range) {
-    for (int t = range.cols().begin(); t < range.cols().end(); ++t) {
+  auto store = [&](int m, int n, float v) {
+    float& c = C[std::size_t(m) * ldc + part.first_row + n];
+    c = accumulate ? c + v : v;
+  };
+  auto one_by_one = [&](int m, int n) { store(m, n, dot.dot(part.data + part.row_bytes * n, act_row(m), K)); };
+  // Every path below gives each output the same bits (quant_dot.h): they differ only in how
+  // many weight and activation rows share one pass over the weights.
+  auto run_tiles = [&](int m_begin, int m_end, int t_begin, int t_end) {
+    for (int t = t_begin; t < t_end; ++t) {
       const int n0 = t * kTileRows, n1 = std::min(N, n0 + kTileRows);
-      auto store = [&](int m, int n, float v) {
-        float& c = C[std::size_t(m) * ldc + part.first_row + n];
-        c = accumulate ? c + v : v;
-      };
-      // Four activation rows at a time share each weight row's decoding; the rest one by one,
-      // with the same arithmetic per output.
-      int m = range.rows().begin();
-      for (; m + 4 <= range.rows().end(); m += 4)
+      int m = m_begin;
+      if (dot.rows4) {
+        for (; m < m_end; m += 4) {
+          const int na = std::min(4, m_end - m);
+          int n = n0;
+          for (; n + 4 <= n1; n += 4) {
+            float v[16];
+            dot.rows4(part.data + part.row_bytes * n, part.row_bytes, act_row(m), act_stride, na, K, v);
+            for (int r = 0; r < na; ++r)
+              for (int i = 0; i < 4; ++i) store(m + r, n + i, v[4 * r + i]);
+          }
+          for (; n < n1; ++n)
+            for (int r = 0; r < na; ++r) one_by_one(m + r, n);
+        }
+        continue;
+      }
+      // Four activation rows at a time share each weight row's decoding; the rest one by one.
+      for (; m + 4 <= m_end; m += 4)
         for (int n = n0; n < n1; ++n) {
           float v[4];
           dot.dot4(part.data + part.row_bytes * n, act_row(m), act_stride, K, v);
           for (int r = 0; r < 4; ++r) store(m + r, n, v[r]);
         }
-      for (; m < range.rows().end(); ++m)
-        for (int n = n0; n < n1; ++n) store(m, n, dot.dot(part.data + part.row_bytes * n, act_row(m), K));
+      for (; m < m_end; ++m)
+        for (int n = n0; n < n1; ++n) one_by_one(m, n);
     }
   };
-  const tbb::blocked_range2d<int> all(0, M, kTaskRows, 0, tiles, 1);
-  if (double(M) * N * K < kParallelWork) body(all);
-  else tbb::parallel_for(all, body);
+  if (double(M) * N * K < kParallelWork) {
+    run_tiles(0, M, 0, tiles);
+  } else if (M <= kGemvRows) {
+    // Decode: one contiguous share of the weight rows per thread, no work stealing to balance.
+    tbb::parallel_for(tbb::blocked_range<int>(0, tiles), [&](const auto& r) { run_tiles(0, M, r.begin(), r.end()); },
+                      tbb::static_partitioner());
+  } else {
+    tbb::parallel_for(tbb::blocked_range2d<int>(0, M, kTaskRows, 0, tiles, 1), [&](const auto& r) {
+      run_tiles(r.rows().begin(), r.rows().end(), r.cols().begin(), r.cols().end());
+    });
+  }
 }
 
 void run(const float* A, int M, int lda, const WeightMatrix& W, float* C, int ldc, bool accumulate) {
