@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench/fma_peak.h"
+#include "bench/read_bandwidth.h"
 #include "kernels/cpu_features.h"
 #include "kernels/quant/quantize.h"
 #include "kernels/quant/weight_matrix.h"
@@ -38,46 +39,13 @@ tbb::task_arena& all_cores() {
 
 bool is_float(QuantType t) { return t == QuantType::F32 || t == QuantType::F16 || t == QuantType::BF16; }
 
-// Streaming read: every core sums its share of a 1 GiB buffer (far beyond L3).
-constexpr std::size_t kReadBytes = std::size_t(1) << 30;
-double stream_read(const uint64_t* data, std::size_t words) {
-  std::vector<uint64_t> sums(cores());
-  all_cores().execute([&] {
-    tbb::parallel_for(0, cores(), [&](int t) {
-      const std::size_t begin = words * t / cores(), end = words * (t + 1) / cores();
-      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      for (std::size_t i = begin; i + 4 <= end; i += 4) s0 += data[i], s1 += data[i + 1], s2 += data[i + 2], s3 += data[i + 3];
-      sums[t] = s0 + s1 + s2 + s3;
-    }, tbb::static_partitioner());
-  });
-  return double(std::accumulate(sums.begin(), sums.end(), uint64_t(0)));
-}
-
-std::vector<uint64_t>& read_buffer() {
-  static std::vector<uint64_t> buffer(kReadBytes / 8, 1);
-  return buffer;
-}
-
-// Best of a few passes, in bytes/s, measured once per process.
-double read_bandwidth() {
-  static const double bandwidth = [] {
-    std::vector<uint64_t>& b = read_buffer();
-    stream_read(b.data(), b.size());
-    double best = 0;
-    for (int run = 0; run < 5; ++run) {
-      const auto start = std::chrono::steady_clock::now();
-      benchmark::DoNotOptimize(stream_read(b.data(), b.size()));
-      const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-      best = std::max(best, double(kReadBytes) / elapsed.count());
-    }
-    return best;
-  }();
-  return bandwidth;
-}
+using pagoda::bench::kReadBytes;
+using pagoda::bench::read_bandwidth;
+using pagoda::bench::read_buffer;
 
 void BM_ReadBandwidth(benchmark::State& state) {
   std::vector<uint64_t>& b = read_buffer();
-  for (auto _ : state) benchmark::DoNotOptimize(stream_read(b.data(), b.size()));
+  for (auto _ : state) benchmark::DoNotOptimize(pagoda::bench::stream_read(all_cores(), b.data(), b.size()));
   state.counters["GB/s"] = benchmark::Counter(double(kReadBytes) * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_ReadBandwidth)->UseRealTime()->Unit(benchmark::kMillisecond);

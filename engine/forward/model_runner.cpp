@@ -19,11 +19,15 @@ namespace {
 
 // The GEMM operand for one or more [out][in] weight matrices with the same `in`, stacked
 // row-wise so that one GEMM computes them all. Quantized and half-precision rows are read in
-// place from the file's mapping; F32 ones are packed for the active kernels.
+// place from the file's mapping; F32 ones are packed for the active kernels, after which their
+// mapped pages are released (the packed copy replaces them).
 kernels::WeightMatrix weight_matrix(std::initializer_list<const WeightTensor*> parts) {
   std::vector<kernels::WeightPart> views;
   for (const WeightTensor* p : parts) views.push_back({p->type, p->data, int(p->rows)});
-  return kernels::WeightMatrix::make(views, int((*parts.begin())->cols));
+  kernels::WeightMatrix matrix = kernels::WeightMatrix::make(views, int((*parts.begin())->cols));
+  for (const WeightTensor* p : parts)
+    if (p->type == GgmlType::F32) p->release_pages();
+  return matrix;
 }
 
 // Query tokens per attention task: small enough to spread a long prefill chunk over the cores.

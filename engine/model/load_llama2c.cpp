@@ -54,7 +54,7 @@ void unstack(WeightCursor& cursor, const char* what, int64_t rows, int64_t cols,
   const uint64_t per_layer = uint64_t(rows) * uint64_t(cols);
   const std::byte* first = cursor.take(per_layer * layers.size(), what);
   for (size_t l = 0; l < layers.size(); ++l) {
-    layers[l].*member = WeightTensor{GgmlType::F32, first + l * per_layer * sizeof(float), rows, cols};
+    layers[l].*member = WeightTensor{GgmlType::F32, first + l * per_layer * sizeof(float), rows, cols, true};
   }
 }
 
@@ -97,7 +97,7 @@ Model load_llama2c_model(const std::string& path, const std::string& tokenizer_p
   WeightCursor cursor(bytes.subspan(kHeaderBytes), path);
   ModelWeights w;
   w.layers.resize(layers);
-  w.token_embd = WeightTensor{GgmlType::F32, cursor.take(vocab * dim, "token_embedding_table"), int64_t(vocab), int64_t(dim)};
+  w.token_embd = WeightTensor{GgmlType::F32, cursor.take(vocab * dim, "token_embedding_table"), int64_t(vocab), int64_t(dim), true};
   unstack(cursor, "rms_att_weight", dim, w.layers, &LayerWeights::attn_norm);
   unstack(cursor, "wq", q_dim, dim, w.layers, &LayerWeights::attn_q);
   unstack(cursor, "wk", kv_dim, dim, w.layers, &LayerWeights::attn_k);
@@ -112,7 +112,7 @@ Model load_llama2c_model(const std::string& path, const std::string& tokenizer_p
   cursor.take(uint64_t(config.context_length) * head_dim / 2, "freq_cis_real");
   cursor.take(uint64_t(config.context_length) * head_dim / 2, "freq_cis_imag");
   w.output = shared_classifier ? w.token_embd
-                               : WeightTensor{GgmlType::F32, cursor.take(vocab * dim, "wcls"), int64_t(vocab), int64_t(dim)};
+                               : WeightTensor{GgmlType::F32, cursor.take(vocab * dim, "wcls"), int64_t(vocab), int64_t(dim), true};
   if (cursor.offset() != bytes.size() - kHeaderBytes) {
     throw Error(path + ": " + std::to_string(bytes.size() - kHeaderBytes - cursor.offset()) +
                 " unexpected bytes after the weights; the header does not match the file");

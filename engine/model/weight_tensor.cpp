@@ -1,5 +1,10 @@
 #include "engine/model/weight_tensor.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+
 namespace pagoda {
 
 std::span<const std::byte> WeightTensor::row(int64_t r) const {
@@ -16,6 +21,15 @@ std::vector<float> WeightTensor::to_f32() const {
   std::vector<float> out(size_t(rows) * size_t(cols));
   if (!out.empty()) dequantize_rows(0, rows, out.data());
   return out;
+}
+
+void WeightTensor::release_pages() const {
+  if (!mapped || data == nullptr) return;
+  static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + n_bytes()) / page * page;
+  // Advice only: on failure the pages simply stay resident.
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace pagoda

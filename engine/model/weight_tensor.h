@@ -17,6 +17,7 @@ struct WeightTensor {
   const std::byte* data = nullptr;  // rows * row_bytes() bytes, row-major
   int64_t rows = 0;                 // output features
   int64_t cols = 0;                 // input features (contiguous)
+  bool mapped = false;              // data lies in a read-only, private file mapping
 
   bool empty() const { return data == nullptr; }
   // Bytes of one row; rows hold whole blocks (the loaders check that).
@@ -29,6 +30,12 @@ struct WeightTensor {
   void dequantize_row(int64_t r, float* out) const { dequantize_rows(r, 1, out); }
   // The whole matrix in f32, [rows][cols].
   std::vector<float> to_f32() const;
+
+  // Once a copy has replaced these bytes (an F32 matrix packed for the kernels), drops the
+  // pages of the mapping they occupy from the process (MADV_DONTNEED on the whole pages inside
+  // the range), so the model is not resident twice. The bytes stay readable: a later read
+  // faults them in again from the file. Does nothing unless `mapped`.
+  void release_pages() const;
 };
 
 }  // namespace pagoda
