@@ -66,6 +66,7 @@ inline void prefetch_lines(const void* p, int bytes) {
 // activation rows (act + a·stride) into out[a·4 + r].
 
 struct HalfPass {
+  static constexpr bool kFourRowsAtFourActs = true;
   template <bool kBf16, int NP, int NA>
   static void run(const uint8_t* w, std::size_t row_bytes, const void* act, std::size_t stride, int cols, float* out) {
     constexpr int kRows = 2 * NP;
@@ -102,6 +103,7 @@ struct HalfPass {
 
 template <bool kBf16>
 struct HalfPassOf {
+  static constexpr bool kFourRowsAtFourActs = true;
   template <bool kVnni, int NP, int NA>
   static void run(const uint8_t* w, std::size_t row_bytes, const void* act, std::size_t stride, int cols, float* out) {
     HalfPass::run<kBf16, NP, NA>(w, row_bytes, act, stride, cols, out);
@@ -109,22 +111,24 @@ struct HalfPassOf {
 };
 
 struct Q8_0Pass {
+  static constexpr bool kFourRowsAtFourActs = true;
   template <bool kVnni, int NP, int NA>
   static void run(const uint8_t* w, std::size_t row_bytes, const void* act, std::size_t stride, int cols, float* out) {
     __m512 acc[NP][NA];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (auto& p : acc)
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (__m512& v : p) v = _mm512_setzero_ps();
     const __m512i zero = _mm512_setzero_si512();
     const std::size_t ahead = prefetch_distance(row_bytes);
     for (int b = 0; b < cols / kQK; ++b) {
       if (b % 2 == 0)
+#pragma GCC unroll 8
         for (int r = 0; r < 2 * NP; ++r) prefetch_lines(w + row_bytes * r + sizeof(BlockQ8_0) * b + ahead, 64);
       __m512i magnitude[NP];
       __mmask64 negative[NP];
       __m512 dw[NP];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int p = 0; p < NP; ++p) {
         const BlockQ8_0& x0 = reinterpret_cast<const BlockQ8_0*>(w + row_bytes * (2 * p))[b];
         const BlockQ8_0& x1 = reinterpret_cast<const BlockQ8_0*>(w + row_bytes * (2 * p + 1))[b];
@@ -133,21 +137,21 @@ struct Q8_0Pass {
         negative[p] = _mm512_movepi8_mask(q);
         dw[p] = halves_pair(&x0.d, &x1.d);
       }
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int j = 0; j < NA; ++j) {
         const ActBlock32& y = reinterpret_cast<const ActBlock32*>(act_row(act, stride, j))[b];
         const __m512i a = broadcast32(y.qs);
         const __m512 yd = _mm512_set1_ps(y.d);
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int p = 0; p < NP; ++p) {
           const __m512i lanes = lanes512<kVnni>(magnitude[p], _mm512_mask_sub_epi8(a, negative[p], zero, a));
           acc[p][j] = _mm512_add_ps(acc[p][j], _mm512_mul_ps(_mm512_cvtepi32_ps(lanes), _mm512_mul_ps(dw[p], yd)));
         }
       }
     }
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int p = 0; p < NP; ++p)
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int j = 0; j < NA; ++j) store_halves(acc[p][j], &out[4 * j + 2 * p], &out[4 * j + 2 * p + 1]);
   }
 };
@@ -172,6 +176,7 @@ inline __m512i sum_halves(__m512i v) {
 }
 
 struct Q4_KPass {
+  static constexpr bool kFourRowsAtFourActs = false;  // 24 accumulators: two rows a pass
   template <bool kVnni, int NP, int NA>
   static void run(const uint8_t* w, std::size_t row_bytes, const void* act, std::size_t stride, int cols, float* out) {
     __m512 acc[NP][NA], mins[NP][NA];
@@ -260,6 +265,7 @@ struct Q4_KPass {
 };
 
 struct Q6_KPass {
+  static constexpr bool kFourRowsAtFourActs = true;
   template <bool kVnni, int NP, int NA>
   static void run(const uint8_t* w, std::size_t row_bytes, const void* act, std::size_t stride, int cols, float* out) {
     __m512 acc[NP][NA];
@@ -340,12 +346,17 @@ struct Q6_KPass {
   }
 };
 
-// Rows4Fn from a pass type: one pass of four rows for one or two activation rows, two passes
-// of two rows for three or four (so the accumulators stay in registers).
+// Rows4Fn from a pass type: one pass of four rows for one or two activation rows, and for
+// three or four where the pass's accumulators fit the 32 registers (kFourRowsAtFourActs),
+// else two passes of two rows.
 template <typename Pass, bool kVnni>
 void rows4(const void* w, std::size_t row_bytes, const void* act, std::size_t stride, int na, int cols, float* out) {
   const auto* rows = static_cast<const uint8_t*>(w);
   const uint8_t* second = rows + 2 * row_bytes;
+  if constexpr (Pass::kFourRowsAtFourActs) {
+    if (na == 3) return Pass::template run<kVnni, 2, 3>(rows, row_bytes, act, stride, cols, out);
+    if (na == 4) return Pass::template run<kVnni, 2, 4>(rows, row_bytes, act, stride, cols, out);
+  }
   switch (na) {
     case 1: Pass::template run<kVnni, 2, 1>(rows, row_bytes, act, stride, cols, out); break;
     case 2: Pass::template run<kVnni, 2, 2>(rows, row_bytes, act, stride, cols, out); break;
