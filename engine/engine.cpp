@@ -76,7 +76,7 @@ struct Engine::Impl {
         specials(special_pieces(model.tokenizer.vocab())),
         runner(model, c.threads),
         pool(KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type),
-             kv_page_count(c, KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type))),
+             kv_page_count(c, KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type)), c.kv_prefault),
         pool_actor(pool, metrics),
         // A new admission leaves 1% of the pages free so running sequences can still grow.
         prefill(prefill_mailbox, pool_actor, decode_mailbox, c.max_running, std::max(1, pool.capacity() / 100), metrics),

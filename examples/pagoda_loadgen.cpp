@@ -260,6 +260,7 @@ struct Served {
   int32_t tokens;
   int32_t preemptions;
   std::vector<int32_t> reply;  // the generated ids, for the next turn's prompt
+  bool dropped = false;        // disconnected mid-stream on purpose
 };
 
 struct Gauge {
@@ -291,7 +292,13 @@ class Monitor {
   void run(std::stop_token stop) {
     auto next_report = start_ + period();
     while (!stop.stop_requested()) {
-      const Gauge g = backend_.gauge();
+      Gauge g{};
+      try {
+        g = backend_.gauge();
+      } catch (const std::exception&) {  // a sample the server did not answer: the next one counts
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        continue;
+      }
       kv_.peak_pages = std::max(kv_.peak_pages, g.pages_used);
       kv_.total_pages = g.pages_total;
       utilization_sum_ += g.pages_total ? double(g.pages_used) / double(g.pages_total) : 0.0;
@@ -337,6 +344,7 @@ double process_cpu_s() {
 RunSummary drive(const Backend& backend, const std::vector<WorkItem>& work, int32_t concurrency) {
   const size_t turns = work.empty() ? 1 : 1 + work[0].later_messages.size();
   std::vector<RequestRecord> records(work.size() * turns);  // conversation-major
+  std::vector<char> failed(work.size(), 0);                 // per conversation
   std::atomic<int64_t> next{0}, done{0};
   std::mutex error_mutex;
   std::string error;
@@ -355,10 +363,12 @@ RunSummary drive(const Backend& backend, const std::vector<WorkItem>& work, int3
           Served s = backend.serve(prompt, w.output_len);
           const auto now = Clock::now();
           records[size_t(i) * turns + turn] = {s.ttft_s,           s.tpot_s, seconds(now - sent), seconds(now - start),
-                                               int32_t(prompt.size()), s.tokens, s.preemptions,      int32_t(turn)};
+                                               int32_t(prompt.size()), s.tokens, s.preemptions,      int32_t(turn),
+                                               s.dropped};
           prompt.insert(prompt.end(), s.reply.begin(), s.reply.end());
         }
       } catch (const std::exception& e) {
+        failed[size_t(i)] = 1;
         std::lock_guard lock(error_mutex);
         if (error.empty()) error = e.what();
       }
@@ -369,8 +379,20 @@ RunSummary drive(const Backend& backend, const std::vector<WorkItem>& work, int3
   for (int32_t c = 0; c < concurrency; ++c) clients.emplace_back(client);
   clients.clear();  // joins
   const KvSamples kv = monitor.stop();
-  if (!error.empty()) throw Error(backend.name + ": " + error);
-  return summarize(backend.name, records, kv, process_cpu_s() - cpu_start);  // each turn is a request
+  // A failed conversation counts as failed requests, and its records stay out of the figures.
+  std::vector<RequestRecord> served;
+  int64_t failures = 0;
+  for (size_t i = 0; i < work.size(); ++i) {
+    if (failed[i]) {
+      failures += int64_t(turns);
+      continue;
+    }
+    served.insert(served.end(), records.begin() + ptrdiff_t(i * turns), records.begin() + ptrdiff_t((i + 1) * turns));
+  }
+  RunSummary s = summarize(backend.name, served, kv, process_cpu_s() - cpu_start);  // each turn is a request
+  s.failed = failures;
+  s.first_error = error;
+  return s;
 }
 
 SamplingParams sampling(const Options& o) {
@@ -444,6 +466,7 @@ RunSummary run_http(const Options& o, const std::string& model_path) {
   check_context(o, model.config.context_length);
   const auto work = make_workload(o, model.config.vocab_size, model.tokenizer.encode("", true));
   const loadgen::HttpClient client(o.url);
+  client.gauges();  // a clear error now if nothing answers at the URL
   std::mutex drop_mutex;
   std::mt19937_64 drops(o.seed ^ 0x5eedull);
   std::bernoulli_distribution drop(o.disconnect);
@@ -455,7 +478,7 @@ RunSummary run_http(const Options& o, const std::string& model_path) {
                       if (drop(drops)) drop_after = std::max(1, output_len / 2);
                     }
                     const loadgen::StreamedCompletion c = client.complete(prompt, output_len, o.temperature, o.seed, drop_after);
-                    return Served{c.ttft_s, c.tpot_s, c.tokens, 0, {}};
+                    return Served{c.ttft_s, c.tpot_s, c.tokens, 0, {}, c.dropped};
                   },
                   [&] {
                     const loadgen::ServerGauges g = client.gauges();
@@ -564,7 +587,14 @@ int main(int argc, char** argv) {
       std::printf("http over in-process: %.3f x the tokens/s\n", http->tokens_per_s / runs[0].tokens_per_s);
     }
     if (!o.json.empty()) write_json(o, model_path, runs);
-    return 0;
+    int64_t failed = 0;
+    for (const RunSummary& s : runs) {
+      if (s.failed == 0) continue;
+      failed += s.failed;
+      std::fprintf(stderr, "pagoda-loadgen: %s: %lld of %lld requests failed; the first: %s\n", s.mode.c_str(),
+                   (long long)s.failed, (long long)(s.failed + s.requests), s.first_error.c_str());
+    }
+    return failed == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pagoda-loadgen: %s\n", e.what());
     return 1;

@@ -18,9 +18,11 @@
 #include "examples/common/default_model.h"
 #include "examples/common/lora_flag.h"
 #include "examples/server/access_log.h"
+#include "examples/server/listen_backlog.h"
 #include "examples/server/model_names.h"
 #include "examples/server/routes.h"
 #include "examples/server/server_metrics.h"
+#include "examples/server/worker_pool.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 
@@ -37,7 +39,7 @@ names the base model or a loaded LoRA adapter.
   --tokenizer PATH        llama2.c tokenizer.bin
   --served-model-name N   the base model's name in the API (default: the model file's name)
   -c, --ctx-size N        KV cache size in tokens, shared by all requests (default: 512 MiB of
-                          cache)
+                          cache); the cache is made resident at start
   -t, --threads N         compute threads (default: all cores)
   --max-running N         sequences decoded at once (default 256)
   --cache-type T          KV cache type: f32, f16 (default), bf16 or q8_0
@@ -47,7 +49,8 @@ names the base model or a loaded LoRA adapter.
   --api-key KEY           require "Authorization: Bearer KEY" on /v1/ (also $PAGODA_API_KEY);
                           /health and /metrics stay open
   --max-body BYTES        largest request body; larger ones get 413 (default 1048576)
-  --http-threads N        HTTP worker threads; each open connection holds one (default 512)
+  --http-threads N        most HTTP worker threads: each open connection holds one, started
+                          when it comes and ended after it; more connections wait (default 512)
   -h, --help              this text
 SIGINT or SIGTERM: new requests get 503, running ones get up to 10 s to finish, then stop.
 )";
@@ -77,6 +80,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   o.engine.threads = args.number("--threads", 0);
   o.engine.tokens_per_page = kTokensPerPage;
   o.engine.kv_cache_type = pagoda::cli::cache_type_flag(args);
+  o.engine.kv_prefault = true;  // a server claims its KV cache at start, as llama-server does
   o.engine.max_running = args.number<int32_t>("--max-running", o.engine.max_running);
   if (const int64_t ctx = args.number<int64_t>("--ctx-size", 0); ctx < 0) {
     throw pagoda::Error("-c must be a token count");
@@ -146,16 +150,16 @@ int main(int argc, char** argv) {
     pagoda::server::Routes routes(engine, names, metrics, opt.routes);
 
     httplib::Server http;
-    // Each connection holds a worker for its whole life (a stream for all its tokens), so the
-    // pool is sized for the connections, not the cores.
     const size_t workers = opt.http_threads;
-    http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+    http.new_task_queue = [workers] { return new pagoda::server::WorkerPool(workers); };
     http.set_logger(pagoda::server::log_access);
     http.set_keep_alive_timeout(5);
     routes.install(http);
 
+    const pagoda::server::ListenBacklog backlog(http);
     const int port = opt.port == 0 ? http.bind_to_any_port(opt.host) : (http.bind_to_port(opt.host, opt.port) ? opt.port : -1);
     if (port < 0) throw pagoda::Error("cannot listen on " + opt.host + ":" + std::to_string(opt.port));
+    backlog.raise();
     std::fprintf(stderr, "pagoda-server: %s (chat format %s, %s KV cache) listening on http://%s:%d\n",
                  opt.served_name.c_str(), engine.chat_format().family.c_str(), pagoda::kv_cache_type_name(opt.engine.kv_cache_type),
                  opt.host.c_str(), port);

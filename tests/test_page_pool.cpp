@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <random>
@@ -57,6 +59,24 @@ TEST(PagePool, PagesDoNotOverlap) {
     EXPECT_EQ(*it - *std::prev(it), ptrdiff_t(layout.block_bytes()));
   }
   EXPECT_EQ(*starts.rbegin() + layout.block_bytes(), pool.page_data(2) + layout.bytes_per_page());
+}
+
+// The fraction of the arena's OS pages that are resident (mincore), untouched by the check.
+double resident_fraction(const PagePool& pool) {
+  const size_t os_page = size_t(sysconf(_SC_PAGESIZE));
+  const size_t bytes = pool.layout().bytes_per_page() * size_t(pool.capacity());
+  std::vector<unsigned char> resident((bytes + os_page - 1) / os_page);
+  EXPECT_EQ(mincore(const_cast<std::byte*>(pool.page_data(0)), bytes, resident.data()), 0);
+  return double(std::count_if(resident.begin(), resident.end(), [](unsigned char r) { return r & 1; })) /
+         double(resident.size());
+}
+
+TEST(PagePool, PrefaultMakesTheArenaResidentAtOnce) {
+  const KvLayout layout{4, 8, 64, 16};  // 256 KiB pages of f32 K and V: a 64 MiB arena
+  const PagePool lazy(layout, 256);
+  EXPECT_LT(resident_fraction(lazy), 0.1) << "without prefault, pages become resident as they are written";
+  const PagePool eager(layout, 256, true);
+  EXPECT_EQ(resident_fraction(eager), 1.0);
 }
 
 TEST(PagePool, BudgetInBytes) {

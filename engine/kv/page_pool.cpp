@@ -11,14 +11,15 @@ namespace pagoda {
 
 void PagePool::FreeArena::operator()(std::byte* p) const { munmap(p, bytes); }
 
-PagePool::PagePool(const KvLayout& layout, int32_t n_pages) : layout_(layout), capacity_(n_pages) {
+PagePool::PagePool(const KvLayout& layout, int32_t n_pages, bool prefault) : layout_(layout), capacity_(n_pages) {
   if (n_pages <= 0) throw Error("KV cache: the page count must be positive, got " + std::to_string(n_pages));
   if (layout.tokens_per_page <= 0) throw Error("KV cache: tokens per page must be positive");
   layout.check();
   // Anonymous memory: page-aligned, zero-filled (a read of an unwritten slot is deterministic),
-  // and committed by the OS only as pages are first written, so start-up is instant.
+  // and by default committed by the OS only as pages are first written, so start-up is instant.
   const size_t bytes = layout.bytes_per_page() * size_t(n_pages);
-  void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (prefault ? MAP_POPULATE : 0);
+  void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (memory == MAP_FAILED) {
     throw Error("KV cache: cannot map " + std::to_string(bytes) + " bytes for " + std::to_string(n_pages) + " pages");
   }

@@ -31,7 +31,9 @@ namespace pagoda {
 
 class PagePool {
  public:
-  PagePool(const KvLayout& layout, int32_t n_pages);
+  // With `prefault`, the arena is made resident at once (MAP_POPULATE) instead of page by page as
+  // pages are first written.
+  PagePool(const KvLayout& layout, int32_t n_pages, bool prefault = false);
 
   // How many pages fit in `bytes` (at least 0).
   static int32_t pages_for_bytes(const KvLayout& layout, size_t bytes);

@@ -23,6 +23,7 @@ struct RequestRecord {
   int32_t tokens = 0;
   int32_t preemptions = 0;
   int32_t turn = 0;        // which turn of its conversation (0 without --turns)
+  bool dropped = false;    // the client disconnected mid-stream on purpose (--disconnect)
 };
 
 struct Percentiles {
@@ -66,6 +67,9 @@ struct RunSummary {
   // Cores this process kept busy on average: well under the machine's count means other
   // processes took CPU time, and the run's figures are low for it.
   double cpu_cores = 0.0;
+  int64_t dropped = 0;      // requests the client disconnected from mid-stream on purpose
+  int64_t failed = 0;       // requests that ended in an error (not in the figures above)
+  std::string first_error;  // the first failure's message
 };
 
 inline RunSummary summarize(std::string mode, const std::vector<RequestRecord>& records, KvSamples kv, double cpu_s) {
@@ -84,6 +88,7 @@ inline RunSummary summarize(std::string mode, const std::vector<RequestRecord>& 
     ttft.push_back(r.ttft_s);
     latency.push_back(r.latency_s);
     if (r.tpot_s >= 0.0) tpot.push_back(r.tpot_s);
+    s.dropped += r.dropped ? 1 : 0;
   }
   if (s.duration_s > 0.0) {
     s.tokens_per_s = double(s.generated_tokens) / s.duration_s;
@@ -141,6 +146,8 @@ inline void print_table(const std::vector<RunSummary>& runs) {
       {"KV peak (%)", [](const RunSummary& s) { return format("%.1f", 100.0 * peak_fraction(s.kv)); }},
       {"KV mean (%)", [](const RunSummary& s) { return format("%.1f", 100.0 * s.kv.mean_utilization); }},
       {"preemptions", [](const RunSummary& s) { return std::to_string(s.preemptions); }},
+      {"dropped", [](const RunSummary& s) { return std::to_string(s.dropped); }},
+      {"failed", [](const RunSummary& s) { return std::to_string(s.failed); }},
       {"prefix hit (%)", [](const RunSummary& s) { return format("%.1f", 100.0 * prefix_hit_rate(s)); }},
       {"CPU use (cores)", [](const RunSummary& s) { return format("%.2f", s.cpu_cores); }},
       {"tok per CPU-second", [](const RunSummary& s) { return format("%.1f", tokens_per_cpu_s(s)); }},
@@ -159,6 +166,8 @@ inline nlohmann::json to_json(const Percentiles& p) { return {{"p50", p.p50}, {"
 
 inline nlohmann::json to_json(const RunSummary& s) {
   return {{"requests", s.requests},
+          {"dropped", s.dropped},
+          {"failed", s.failed},
           {"duration_s", s.duration_s},
           {"prompt_tokens", s.prompt_tokens},
           {"generated_tokens", s.generated_tokens},

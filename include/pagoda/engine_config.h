@@ -38,6 +38,11 @@ struct EngineConfig {
   // their requests finish, and a request whose prompt starts the same way takes them instead
   // of computing them again. Outputs are bit-identical with and without it.
   bool prefix_caching = true;
+  // Make the whole KV cache resident at start instead of page by page as it is first written:
+  // the process claims its memory up front (as a server should: it fails at start, not under
+  // load), and its resident size does not creep up while the prefix cache, which keeps freed
+  // pages and takes never-used ones first, spreads over the arena. Off: engines start at once.
+  bool kv_prefault = false;
 };
 
 }  // namespace pagoda

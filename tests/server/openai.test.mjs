@@ -5,6 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 
 import OpenAI from 'openai';
@@ -177,6 +178,27 @@ describe('pagoda-server', () => {
     assert.equal(await metric(server.url, 'pagoda_num_requests_running'), 0);
     const length = await metric(server.url, 'pagoda_requests_total{outcome="length"}');
     assert.ok(length > 0);
+  });
+
+  test('256 streams opened at once are all answered, and the idle server keeps no worker per stream', async () => {
+    // 256 connections in one burst (a listen backlog of 5 resets some of them), each held by a
+    // worker thread for its stream; workers end with their connections.
+    const threads = () => Number(/^Threads:\s+(\d+)$/m.exec(fs.readFileSync(`/proc/${server.proc.pid}/status`, 'utf8'))[1]);
+    const stream = async () => {
+      const res = await fetch(`${server.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Connection: 'close' },
+        body: JSON.stringify({ prompt: 'Once upon a time', temperature: 0, max_tokens: 4, ignore_eos: true, stream: true }),
+      });
+      return { status: res.status, body: await res.text() };
+    };
+    const results = await Promise.all(Array.from({ length: 256 }, stream));
+    for (const r of results) {
+      assert.equal(r.status, 200);
+      assert.ok(r.body.endsWith('data: [DONE]\n\n'), JSON.stringify(r.body.slice(-60)));
+    }
+    assert.ok(await eventually(async () => threads() < 32), `${threads()} threads with no connection open`);
+    assert.equal(await metric(server.url, 'pagoda_kv_pages_used'), 0);
   });
 
   test('the raw SSE framing (curl)', () => {

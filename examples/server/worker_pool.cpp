@@ -1,0 +1,38 @@
+#include "examples/server/worker_pool.h"
+
+#include <thread>
+
+namespace pagoda::server {
+
+WorkerPool::WorkerPool(size_t max_threads) : max_threads_(max_threads) {}
+
+void WorkerPool::enqueue(std::function<void()> connection) {
+  std::lock_guard lock(state_->mutex);
+  if (state_->running == max_threads_) {
+    state_->waiting.push_back(std::move(connection));
+    return;
+  }
+  ++state_->running;
+  std::thread(work, state_, std::move(connection)).detach();
+}
+
+void WorkerPool::work(const std::shared_ptr<State>& state, std::function<void()> connection) {
+  for (;;) {
+    connection();
+    connection = nullptr;  // its buffers go back before the thread may end
+    std::lock_guard lock(state->mutex);
+    if (state->waiting.empty()) {
+      if (--state->running == 0) state->all_done.notify_all();
+      return;
+    }
+    connection = std::move(state->waiting.front());
+    state->waiting.pop_front();
+  }
+}
+
+void WorkerPool::shutdown() {
+  std::unique_lock lock(state_->mutex);
+  state_->all_done.wait(lock, [&] { return state_->running == 0 && state_->waiting.empty(); });
+}
+
+}  // namespace pagoda::server
