@@ -1,7 +1,7 @@
 #pragma once
 // Internal, for quant_dot_avx512.cpp / _avx512vnni.cpp only: quant_dot.h's Rows4Fn (four
 // weight rows against up to four activation rows) on 512-bit vectors, for the types decode
-// streams most (F16, BF16, Q8_0, Q4_K, Q6_K).
+// streams most (F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K).
 //
 // A zmm holds two weight rows side by side, row n in the low 256 bits and row n + 1 in the
 // high, each half with exactly the 8-lane structure of quant_dot.h (F16 / BF16: one row per
@@ -9,8 +9,9 @@
 // order, bit for bit, while the activation loads and broadcasts, the scale decoding and the
 // loop overhead are shared by the rows of a pass. The integer parts differ only in how the
 // exact per-lane sums are formed:
-//  - Q4_K: pmaddubsw then pmaddwd by the sub-block scale (as the AVX2 kernel); the mins term's
-//    integer Σ m·bsums as a vector product.
+//  - Q4_K / Q5_K: pmaddubsw then pmaddwd by the sub-block scale (as the AVX2 kernel); the mins
+//    term's integer Σ m·bsums as a vector product.
+//  - Q4_0: q kept unsigned (0…15) and 8·Σa subtracted per lane.
 //  - Q6_K: q kept unsigned (0…63) and 32·Σa subtracted per 16-bit pair, which is the exact
 //    Σ (q − 32)·a the one-row kernel forms with sign tricks.
 //  - Q8_0: |q| against a with q's sign (AVX-512 has no vpsignb: a masked negation).
@@ -156,6 +157,57 @@ struct Q8_0Pass {
   }
 };
 
+struct Q4_0Pass {
+  static constexpr bool kFourRowsAtFourActs = true;
+  template <bool kVnni, int NP, int NA>
+  static void run(const uint8_t* w, std::size_t row_bytes, const void* act, std::size_t stride, int cols, float* out) {
+    __m512 acc[NP][NA];
+#pragma GCC unroll 8
+    for (auto& p : acc)
+#pragma GCC unroll 8
+      for (__m512& v : p) v = _mm512_setzero_ps();
+    const __m512i low4 = _mm512_set1_epi8(15), eight = _mm512_set1_epi8(8);
+    // 16 bytes of nibbles per row, each 128-bit lane twice: lanes 0 and 2 keep the low
+    // nibbles (elements 0–15), lanes 1 and 3 the high ones (16–31).
+    const __m512i twice = _mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0);
+    const __m512i shifts = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);
+    const std::size_t ahead = prefetch_distance(row_bytes);
+    for (int b = 0; b < cols / kQK; ++b) {
+      if (b % 4 == 0)
+#pragma GCC unroll 8
+        for (int r = 0; r < 2 * NP; ++r) prefetch_lines(w + row_bytes * r + sizeof(BlockQ4_0) * b + ahead, 64);
+      __m512i q[NP];
+      __m512 dw[NP];
+#pragma GCC unroll 8
+      for (int p = 0; p < NP; ++p) {
+        const BlockQ4_0& x0 = reinterpret_cast<const BlockQ4_0*>(w + row_bytes * (2 * p))[b];
+        const BlockQ4_0& x1 = reinterpret_cast<const BlockQ4_0*>(w + row_bytes * (2 * p + 1))[b];
+        const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x0.qs))),
+                                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(x1.qs)), 1);
+        const __m512i spread = _mm512_permutexvar_epi64(twice, _mm512_zextsi256_si512(both));
+        q[p] = _mm512_and_si512(_mm512_srlv_epi64(spread, shifts), low4);
+        dw[p] = halves_pair(&x0.d, &x1.d);
+      }
+#pragma GCC unroll 8
+      for (int j = 0; j < NA; ++j) {
+        const ActBlock32& y = reinterpret_cast<const ActBlock32*>(act_row(act, stride, j))[b];
+        const __m512i a = broadcast32(y.qs);
+        const __m512i offset = lanes512<kVnni>(eight, a);  // 8·Σa per lane: q − 8 is the signed quant
+        const __m512 yd = _mm512_set1_ps(y.d);
+#pragma GCC unroll 8
+        for (int p = 0; p < NP; ++p) {
+          const __m512i lanes = _mm512_sub_epi32(lanes512<kVnni>(q[p], a), offset);
+          acc[p][j] = _mm512_add_ps(acc[p][j], _mm512_mul_ps(_mm512_cvtepi32_ps(lanes), _mm512_mul_ps(dw[p], yd)));
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; ++p)
+#pragma GCC unroll 8
+      for (int j = 0; j < NA; ++j) store_halves(acc[p][j], &out[4 * j + 2 * p], &out[4 * j + 2 * p + 1]);
+  }
+};
+
 // A Q4_K / Q5_K `scales` array as 8 scale bytes and 8 min bytes (sub-block order; the layout
 // in ggml_blocks.h's k_scale_min).
 inline void k_scales_mins(const uint8_t* packed, uint64_t* scales, uint64_t* mins) {
@@ -175,7 +227,10 @@ inline __m512i sum_halves(__m512i v) {
   return _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
 }
 
-struct Q4_KPass {
+// Q4_K, or Q5_K (Block = BlockQ5_K) with each element's fifth bit from qh.
+template <typename Block>
+struct K45Pass {
+  static constexpr bool kFive = sizeof(Block) == sizeof(BlockQ5_K);
   static constexpr bool kFourRowsAtFourActs = false;  // 24 accumulators: two rows a pass
   template <bool kVnni, int NP, int NA>
   static void run(const uint8_t* w, std::size_t row_bytes, const void* act, std::size_t stride, int cols, float* out) {
@@ -192,9 +247,9 @@ struct Q4_KPass {
     const __m512i dmin_index = _mm512_inserti64x4(_mm512_set1_epi32(1), _mm256_set1_epi32(3), 1);
     const std::size_t ahead = prefetch_distance(row_bytes);
     for (int b = 0; b < cols / kQK_K; ++b) {
-      for (int r = 0; r < 2 * NP; ++r) prefetch_lines(w + row_bytes * r + sizeof(BlockQ4_K) * b + ahead, sizeof(BlockQ4_K));
-      const BlockQ4_K* x[NP][2];
-      __m512i scales[NP], sub_mins[NP];
+      for (int r = 0; r < 2 * NP; ++r) prefetch_lines(w + row_bytes * r + sizeof(Block) * b + ahead, sizeof(Block));
+      const Block* x[NP][2];
+      __m512i scales[NP], sub_mins[NP], high[NP];
       __m128 d_dmin[NP];  // d(row n), dmin(row n), d(row n + 1), dmin(row n + 1)
       #pragma GCC unroll 8
       for (int p = 0; p < NP; ++p) {
@@ -202,13 +257,14 @@ struct Q4_KPass {
         uint32_t dd[2];
         #pragma GCC unroll 8
         for (int i = 0; i < 2; ++i) {
-          x[p][i] = reinterpret_cast<const BlockQ4_K*>(w + row_bytes * (2 * p + i)) + b;
+          x[p][i] = reinterpret_cast<const Block*>(w + row_bytes * (2 * p + i)) + b;
           k_scales_mins(x[p][i]->scales, &sc[i], &m[i]);
           std::memcpy(&dd[i], &x[p][i]->d, 4);
         }
         scales[p] = _mm512_broadcast_i32x4(_mm_set_epi64x(int64_t(sc[1]), int64_t(sc[0])));
         sub_mins[p] = _mm512_cvtepu8_epi32(_mm_set_epi64x(int64_t(m[1]), int64_t(m[0])));
         d_dmin[p] = _mm_cvtph_ps(_mm_set_epi32(0, 0, int(dd[1]), int(dd[0])));
+        if constexpr (kFive) high[p] = load_row_pair(x[p][0]->qh, x[p][1]->qh);
       }
       __m512i sumi[NP][NA];
       #pragma GCC unroll 8
@@ -222,6 +278,11 @@ struct Q4_KPass {
           const __m512i raw = load_row_pair(x[p][0]->qs + 32 * pair, x[p][1]->qs + 32 * pair);
           lo[p] = _mm512_and_si512(raw, low4);
           hi[p] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+          if constexpr (kFive) {  // bit s of qh[l] is element l of sub-block s's fifth bit
+            const __m512i one = _mm512_set1_epi8(1);
+            lo[p] = _mm512_or_si512(lo[p], _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(high[p], 2 * pair), one), 4));
+            hi[p] = _mm512_or_si512(hi[p], _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(high[p], 2 * pair + 1), one), 4));
+          }
           scale_lo[p] = _mm512_shuffle_epi8(scales[p], _mm512_add_epi16(pick, _mm512_set1_epi16(short(2 * pair))));
           scale_hi[p] = _mm512_shuffle_epi8(scales[p], _mm512_add_epi16(pick, _mm512_set1_epi16(short(2 * pair + 1))));
         }
@@ -378,7 +439,9 @@ DotKernels make_avx512_kernels() {
   k.f16.rows4 = &rows4<HalfPassOf<false>, kVnni>;
   k.bf16.rows4 = &rows4<HalfPassOf<true>, kVnni>;
   k.q8_0.rows4 = &rows4<Q8_0Pass, kVnni>;
-  k.q4_k.rows4 = &rows4<Q4_KPass, kVnni>;
+  k.q4_0.rows4 = &rows4<Q4_0Pass, kVnni>;
+  k.q4_k.rows4 = &rows4<K45Pass<BlockQ4_K>, kVnni>;
+  k.q5_k.rows4 = &rows4<K45Pass<BlockQ5_K>, kVnni>;
   k.q6_k.rows4 = &rows4<Q6_KPass, kVnni>;
   return k;
 }
