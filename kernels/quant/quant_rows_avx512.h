@@ -63,6 +63,17 @@ inline void prefetch_lines(const void* p, int bytes) {
   for (int i = 0; i < bytes; i += 64) _mm_prefetch(static_cast<const char*>(p) + i, _MM_HINT_T0);
 }
 
+// sum + Σ of each int32 lane's two int16 products a·b (vpdpwssd where VNNI has it).
+template <bool kVnni>
+inline __m512i add_pair_products(__m512i sum, __m512i a, __m512i b) {
+  if constexpr (kVnni) {
+#if defined(__AVX512VNNI__)
+    return _mm512_dpwssd_epi32(sum, a, b);
+#endif
+  }
+  return _mm512_add_epi32(sum, _mm512_madd_epi16(a, b));
+}
+
 // Every pass type below computes 2·NP consecutive weight rows (w + r·row_bytes) against NA
 // activation rows (act + a·stride) into out[a·4 + r].
 
@@ -292,8 +303,8 @@ struct K45Pass {
           const __m512i a_lo = broadcast32(y.qs + 64 * pair), a_hi = broadcast32(y.qs + 64 * pair + 32);
           #pragma GCC unroll 8
           for (int p = 0; p < NP; ++p) {
-            sumi[p][j] = _mm512_add_epi32(sumi[p][j], _mm512_madd_epi16(_mm512_maddubs_epi16(lo[p], a_lo), scale_lo[p]));
-            sumi[p][j] = _mm512_add_epi32(sumi[p][j], _mm512_madd_epi16(_mm512_maddubs_epi16(hi[p], a_hi), scale_hi[p]));
+            sumi[p][j] = add_pair_products<kVnni>(sumi[p][j], _mm512_maddubs_epi16(lo[p], a_lo), scale_lo[p]);
+            sumi[p][j] = add_pair_products<kVnni>(sumi[p][j], _mm512_maddubs_epi16(hi[p], a_hi), scale_hi[p]);
           }
         }
       }
@@ -387,7 +398,7 @@ struct Q6_KPass {
             #pragma GCC unroll 8
             for (int p = 0; p < NP; ++p) {
               const __m512i pairs = _mm512_sub_epi16(_mm512_maddubs_epi16(q[p], a), a32);
-              sumi[p][j] = _mm512_add_epi32(sumi[p][j], _mm512_madd_epi16(pairs, scale[p]));
+              sumi[p][j] = add_pair_products<kVnni>(sumi[p][j], pairs, scale[p]);
             }
           }
         }
