@@ -13,6 +13,14 @@ void paged_attention(KvCacheType type, const float* q, int group, int head_dim, 
                                                                tokens_per_page, scale, out);
 }
 
+void paged_attention_tokens(KvCacheType type, const float* q, size_t q_stride, int tokens, int group,
+                            int head_dim, int n_ctx0, const std::byte* const* k_pages,
+                            const std::byte* const* v_pages, int tokens_per_page, float scale, float* out,
+                            size_t out_stride) {
+  detail::active_table().attention->paged_attention_tokens[int(type)](
+      q, q_stride, tokens, group, head_dim, n_ctx0, k_pages, v_pages, tokens_per_page, scale, out, out_stride);
+}
+
 void paged_attention(const float* q, int group, int head_dim, int n_ctx,
                      const float* const* k_pages, const float* const* v_pages,
                      int tokens_per_page, float scale, float* out) {

@@ -23,6 +23,15 @@ void paged_attention(KvCacheType type, const float* q, int group, int head_dim, 
                      const std::byte* const* k_pages, const std::byte* const* v_pages,
                      int tokens_per_page, float scale, float* out);
 
+// `tokens` query tokens of one sequence at consecutive positions, token t seeing the first
+// n_ctx0 + t positions (a prefill chunk): q + t·q_stride and out + t·out_stride are token t's
+// [group][head_dim]. Each output has the bits paged_attention gives that token alone; the
+// tokens share each block of keys and values (read, and widened to floats, once).
+void paged_attention_tokens(KvCacheType type, const float* q, size_t q_stride, int tokens, int group,
+                            int head_dim, int n_ctx0, const std::byte* const* k_pages,
+                            const std::byte* const* v_pages, int tokens_per_page, float scale, float* out,
+                            size_t out_stride);
+
 // The same over f32 pages.
 void paged_attention(const float* q, int group, int head_dim, int n_ctx,
                      const float* const* k_pages, const float* const* v_pages,

@@ -148,6 +148,10 @@ struct Avx2 {
     for (; d + 16 <= head_dim; d += 16) accumulate16<T, false>(out, va, e, v, count, d, head_dim);
     if (d < head_dim) accumulate16<T, true>(out, va, e, v, count, d, head_dim);
   }
+  template <KvCacheType T>
+  static void widen(const std::byte* row, int head_dim, float* f) {
+    for_chunks(head_dim, [&]<bool kMasked>(int d, __m256i m) { store<kMasked>(f + d, m, load_row<T, kMasked>(row, d, m)); });
+  }
   static void divide(float* y, float a, int n) {
     const __m256 va = _mm256_set1_ps(a);
     for_chunks(n, [&]<bool kMasked>(int i, __m256i m) {

@@ -150,6 +150,10 @@ struct Avx512 {
     for (; d + 64 <= head_dim; d += 64) accumulate64<T, false>(out, va, e, v, count, d, head_dim);
     if (d < head_dim) accumulate64<T, true>(out, va, e, v, count, d, head_dim);
   }
+  template <KvCacheType T>
+  static void widen(const std::byte* row, int head_dim, float* f) {
+    for_chunks(head_dim, [&]<bool kMasked>(int d, __mmask16 m) { store<kMasked>(f + d, m, load_row<T, kMasked>(row, d, m)); });
+  }
   static void divide(float* y, float a, int n) {
     const __m512 va = _mm512_set1_ps(a);
     for_chunks(n, [&]<bool kMasked>(int i, __mmask16 m) {

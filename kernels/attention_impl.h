@@ -17,10 +17,12 @@
 //   accumulate<T>(out, alpha, e, v, count, hd)  out = out·alpha + Σ_{i<count} e[i]·v[i] (in an
 //                                               order of the policy's choosing)
 //   divide(out, a, n)                           out /= a
+//   widen<T>(row, head_dim, f)                  f[d] = the row's values as floats (exact)
 // Blocks are long (64 positions) so that each step's dependent chain (scores, max, exp,
 // weighted sum) is amortised over much independent work.
 
 #include <cstddef>
+#include <vector>
 
 #include "kernels/dispatch.h"
 #include "kernels/kv_rows.h"
@@ -28,60 +30,122 @@
 namespace pagoda::kernels::detail {
 
 inline constexpr int kAttentionBlock = 64;
-// Query heads carried through the context together, sharing each block's K and V while they
-// are in L1; larger groups are split, which changes no bits since heads are independent.
-inline constexpr int kAttentionHeads = 8;
+// Query rows (tokens × heads) carried through the context together, sharing each block's K
+// and V while they are in L1; more are split, which changes no bits since rows are independent.
+inline constexpr int kAttentionRows = 32;
 
+// One block for one query row: the online softmax's step. Every entry point below takes each
+// row through its blocks with exactly this, so a row's bits never depend on its neighbours.
 template <class P, KvCacheType T>
-void attend_heads(const float* q, int heads, int head_dim, int n_ctx, const std::byte* const* k_pages,
-                  const std::byte* const* v_pages, int tokens_per_page, float scale, float* out) {
+[[gnu::always_inline]] inline void attend_block(const float* q, const std::byte* const* k,
+                                                const std::byte* const* v, int count, int head_dim,
+                                                float scale, float* s, float* e, float& max, float& sum,
+                                                float* out) {
+  P::template scores<T>(q, k, count, head_dim, scale, s);
+  const float block_max = P::max(s);
+  float alpha = 1.0f;  // rescaling by exactly 1 changes no bits
+  if (block_max > max) {
+    alpha = P::exp(max - block_max);
+    max = block_max;
+  }
+  P::exp_shifted(s, max, count, e);
+  sum = sum * alpha + P::sum(e);
+  P::template accumulate<T>(out, alpha, e, v, count, head_dim);
+}
+
+// `tokens` query tokens of one sequence at consecutive positions (token t sees the first
+// n_ctx0 + t positions), each with `heads` query heads of one KV head: rows (t, h) at
+// q + t·q_stride + h·head_dim, written likewise to out. Each block's keys and values are
+// gathered once for every row still inside it and, for the narrower types when several rows
+// share the block, widened to floats once (P::widen, exact) rather than once per row; the
+// float arithmetic on them is the same, so each row's bits are those of that row alone.
+template <class P, KvCacheType T>
+void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int head_dim, int n_ctx0,
+                 const std::byte* const* k_pages, const std::byte* const* v_pages, int tokens_per_page,
+                 float scale, float* out, size_t out_stride) {
   constexpr int B = kAttentionBlock;
   const size_t row_bytes = kv_row_bytes(T, head_dim);
   alignas(64) float s[B];
   alignas(64) float e[B];
   const std::byte* k[B];
   const std::byte* v[B];
-  float max[kAttentionHeads], sum[kAttentionHeads];
-  for (int h = 0; h < heads; ++h) max[h] = -__builtin_inff(), sum[h] = 0.0f;
-  for (int d = 0; d < heads * head_dim; ++d) out[d] = 0.0f;
+  const std::byte* kw[B];
+  const std::byte* vw[B];
+  static thread_local std::vector<float> wide;  // [2][B][head_dim]; grows once per thread
+  float max[kAttentionRows], sum[kAttentionRows];
+  for (int r = 0; r < tokens * heads; ++r) max[r] = -__builtin_inff(), sum[r] = 0.0f;
+  for (int t = 0; t < tokens; ++t)
+    for (int d = 0; d < heads * head_dim; ++d) out[t * out_stride + d] = 0.0f;
+  const int n_last = n_ctx0 + tokens - 1;
   int page = 0, slot = 0;
-  for (int p0 = 0; p0 < n_ctx; p0 += B) {
-    const int count = n_ctx - p0 < B ? n_ctx - p0 : B;
-    for (int i = 0; i < count;) {  // runs of consecutive rows within a page
+  for (int p0 = 0; p0 < n_last; p0 += B) {
+    const int count_all = n_last - p0 < B ? n_last - p0 : B;
+    for (int i = 0; i < count_all;) {  // runs of consecutive rows within a page
       const int left = tokens_per_page - slot;
-      const int run = count - i < left ? count - i : left;
+      const int run = count_all - i < left ? count_all - i : left;
       const std::byte* kr = k_pages[page] + slot * row_bytes;
       const std::byte* vr = v_pages[page] + slot * row_bytes;
       for (int j = 0; j < run; ++j, ++i) k[i] = kr + j * row_bytes, v[i] = vr + j * row_bytes;
       slot += run;
       if (slot == tokens_per_page) slot = 0, ++page;
     }
-    for (int i = count; i < B; ++i) k[i] = k[0], v[i] = v[0];  // readable; masked out
-    for (int h = 0; h < heads; ++h) {
-      P::template scores<T>(q + h * head_dim, k, count, head_dim, scale, s);
-      const float block_max = P::max(s);
-      float alpha = 1.0f;  // rescaling by exactly 1 changes no bits
-      if (block_max > max[h]) {
-        alpha = P::exp(max[h] - block_max);
-        max[h] = block_max;
+    for (int i = count_all; i < B; ++i) k[i] = k[0], v[i] = v[0];  // readable; masked out
+    const int t0 = p0 < n_ctx0 ? 0 : p0 - n_ctx0 + 1;  // the first token that sees position p0
+    const bool widen = T != KvCacheType::F32 && (tokens - t0) * heads > 1;
+    if (widen) {
+      if (wide.size() < size_t(2 * B * head_dim)) wide.resize(size_t(2 * B * head_dim));
+      float* wk = wide.data();
+      float* wv = wk + B * head_dim;
+      for (int i = 0; i < count_all; ++i) {
+        P::template widen<T>(k[i], head_dim, wk + i * head_dim);
+        P::template widen<T>(v[i], head_dim, wv + i * head_dim);
       }
-      P::exp_shifted(s, max[h], count, e);
-      sum[h] = sum[h] * alpha + P::sum(e);
-      P::template accumulate<T>(out + h * head_dim, alpha, e, v, count, head_dim);
+      for (int i = 0; i < B; ++i) {
+        const int row = i < count_all ? i : 0;
+        kw[i] = reinterpret_cast<const std::byte*>(wk + row * head_dim);
+        vw[i] = reinterpret_cast<const std::byte*>(wv + row * head_dim);
+      }
+    }
+    for (int t = t0; t < tokens; ++t) {
+      const int count = n_ctx0 + t - p0 < B ? n_ctx0 + t - p0 : B;
+      for (int h = 0; h < heads; ++h) {
+        const int r = t * heads + h;
+        const float* qr = q + t * q_stride + h * head_dim;
+        float* o = out + t * out_stride + h * head_dim;
+        if (widen) {
+          attend_block<P, KvCacheType::F32>(qr, kw, vw, count, head_dim, scale, s, e, max[r], sum[r], o);
+        } else {
+          attend_block<P, T>(qr, k, v, count, head_dim, scale, s, e, max[r], sum[r], o);
+        }
+      }
     }
   }
-  for (int h = 0; h < heads; ++h) P::divide(out + h * head_dim, sum[h], head_dim);
+  for (int t = 0; t < tokens; ++t)
+    for (int h = 0; h < heads; ++h) P::divide(out + t * out_stride + h * head_dim, sum[t * heads + h], head_dim);
+}
+
+// Splits the rows into calls of at most kAttentionRows, which changes no bits.
+template <class P, KvCacheType T>
+void paged_attention_tokens(const float* q, size_t q_stride, int tokens, int group, int head_dim, int n_ctx0,
+                            const std::byte* const* k_pages, const std::byte* const* v_pages,
+                            int tokens_per_page, float scale, float* out, size_t out_stride) {
+  const int heads = group < kAttentionRows ? group : kAttentionRows;
+  const int per_call = kAttentionRows / heads;
+  for (int h0 = 0; h0 < group; h0 += heads) {
+    const int hn = group - h0 < heads ? group - h0 : heads;
+    for (int t0 = 0; t0 < tokens; t0 += per_call) {
+      const int tn = tokens - t0 < per_call ? tokens - t0 : per_call;
+      attend_rows<P, T>(q + t0 * q_stride + h0 * head_dim, q_stride, tn, hn, head_dim, n_ctx0 + t0, k_pages,
+                        v_pages, tokens_per_page, scale, out + t0 * out_stride + h0 * head_dim, out_stride);
+    }
+  }
 }
 
 template <class P, KvCacheType T>
 void paged_attention(const float* q, int group, int head_dim, int n_ctx,
                      const std::byte* const* k_pages, const std::byte* const* v_pages,
                      int tokens_per_page, float scale, float* out) {
-  for (int h0 = 0; h0 < group; h0 += kAttentionHeads) {
-    const int heads = group - h0 < kAttentionHeads ? group - h0 : kAttentionHeads;
-    attend_heads<P, T>(q + h0 * head_dim, heads, head_dim, n_ctx, k_pages, v_pages, tokens_per_page,
-                    scale, out + h0 * head_dim);
-  }
+  paged_attention_tokens<P, T>(q, 0, 1, group, head_dim, n_ctx, k_pages, v_pages, tokens_per_page, scale, out, 0);
 }
 
 }  // namespace pagoda::kernels::detail
@@ -92,7 +156,9 @@ namespace pagoda::kernels::detail {
 template <class P>
 constexpr AttentionKernels attention_kernels_of() {
   return {{&paged_attention<P, KvCacheType::F32>, &paged_attention<P, KvCacheType::F16>,
-           &paged_attention<P, KvCacheType::BF16>, &paged_attention<P, KvCacheType::Q8_0>}};
+           &paged_attention<P, KvCacheType::BF16>, &paged_attention<P, KvCacheType::Q8_0>},
+          {&paged_attention_tokens<P, KvCacheType::F32>, &paged_attention_tokens<P, KvCacheType::F16>,
+           &paged_attention_tokens<P, KvCacheType::BF16>, &paged_attention_tokens<P, KvCacheType::Q8_0>}};
 }
 
 }  // namespace pagoda::kernels::detail

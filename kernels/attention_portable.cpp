@@ -69,6 +69,10 @@ struct Portable {
     for (int i = 0; i < count; ++i)
       for (int d = 0; d < head_dim; ++d) out[d] += e[i] * value<T>(v[i], d);
   }
+  template <KvCacheType T>
+  static void widen(const std::byte* row, int head_dim, float* f) {
+    for (int d = 0; d < head_dim; ++d) f[d] = value<T>(row, d);
+  }
   static void divide(float* y, float a, int n) {
     for (int i = 0; i < n; ++i) y[i] /= a;
   }

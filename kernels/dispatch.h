@@ -54,8 +54,14 @@ using PagedAttentionFn = void (*)(const float* q, int group, int head_dim, int n
                                   const std::byte* const* k_pages, const std::byte* const* v_pages,
                                   int tokens_per_page, float scale, float* out);
 
+using PagedAttentionTokensFn = void (*)(const float* q, size_t q_stride, int tokens, int group, int head_dim,
+                                        int n_ctx0, const std::byte* const* k_pages,
+                                        const std::byte* const* v_pages, int tokens_per_page, float scale,
+                                        float* out, size_t out_stride);
+
 struct AttentionKernels {
   PagedAttentionFn paged_attention[4];  // indexed by KvCacheType
+  PagedAttentionTokensFn paged_attention_tokens[4];
 };
 
 extern const GemmKernels gemm_portable, gemm_avx2, gemm_avx512;

@@ -305,6 +305,47 @@ TEST_P(KvAttention, EveryTypeIsBitwiseIndependentOfGroupPlaceAndPageSize) {
   }
 }
 
+// A prefill chunk's tokens attended together give each token the bits it gets alone: chunks
+// that start inside and at the edges of 64-position blocks, groups above and below the rows a
+// call carries, pages of odd sizes, every type.
+TEST_P(KvAttention, TokensTogetherAreBitwiseTheTokensAlone) {
+  for (KvCacheType type : kAllTypes) {
+    for (int head_dim : {32, 72}) {
+      if (!kernels::kv_row_fits(type, head_dim)) continue;
+      for (int group : {1, 4, 40}) {
+        for (int n_ctx0 : {1, 63, 64, 130}) {
+          const int tokens = group == 40 ? 3 : 70;
+          const int tokens_per_page = n_ctx0 == 63 ? 7 : 16;
+          SCOPED_TRACE(std::string(kv_cache_type_name(type)) + " head_dim " + std::to_string(head_dim) + " group " +
+                       std::to_string(group) + " n_ctx0 " + std::to_string(n_ctx0));
+          const TypedCache cache(type, head_dim, n_ctx0 + tokens - 1, tokens_per_page, 60 + unsigned(n_ctx0));
+          const size_t stride = size_t(group) * head_dim + 5;  // rows need not be packed
+          const auto q = random_vector(size_t(tokens) * stride, 61, -2.0f, 2.0f);
+          std::vector<float> together(size_t(tokens) * stride, NAN);
+          kernels::paged_attention_tokens(type, q.data(), stride, tokens, group, head_dim, n_ctx0,
+                                          cache.k_pages.data(), cache.v_pages.data(), tokens_per_page, 0.2f,
+                                          together.data(), stride);
+          for (int t = 0; t < tokens; ++t) {
+            std::vector<float> alone(size_t(group) * head_dim, NAN);
+            kernels::paged_attention(type, q.data() + t * stride, group, head_dim, n_ctx0 + t, cache.k_pages.data(),
+                                     cache.v_pages.data(), tokens_per_page, 0.2f, alone.data());
+            ASSERT_EQ(std::memcmp(alone.data(), together.data() + t * stride, alone.size() * sizeof(float)), 0)
+                << "token " << t;
+          }
+          // A group's heads one at a time, with one token, are the same bits too.
+          for (int h = 0; h < std::min(group, 3); ++h) {
+            float one[72];
+            kernels::paged_attention(type, q.data() + h * head_dim, 1, head_dim, n_ctx0, cache.k_pages.data(),
+                                     cache.v_pages.data(), tokens_per_page, 0.2f, one);
+            ASSERT_EQ(std::memcmp(one, together.data() + h * head_dim, size_t(head_dim) * sizeof(float)), 0)
+                << "head " << h;
+          }
+        }
+      }
+    }
+  }
+}
+
 // ---- The forward pass per type ----
 
 struct Fixture {

@@ -233,7 +233,7 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
   });
 
   // One task per (chunk of an entry's query tokens, KV head); each query token attends to its
-  // own prefix, page by page, in position order.
+  // own prefix in position order, the chunk's tokens sharing each block of keys and values.
   struct PagePointers {
     std::vector<const std::byte*> k, v;
   };
@@ -252,12 +252,11 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
         pointers.k[i] = kv.block(entry.block_table->pages()[i], layer, 0, h);
         pointers.v[i] = kv.block(entry.block_table->pages()[i], layer, 1, h);
       }
-      for (int32_t t = chunk.begin; t < chunk.end; ++t) {
-        const float* q = qkv_.data() + size_t(t) * row + size_t(h) * group * head_dim;
-        float* out = att_.data() + size_t(t) * q_dim + size_t(h) * group * head_dim;
-        kernels::paged_attention(kv.layout.dtype, q, group, head_dim, tokens_[t].position + 1, pointers.k.data(),
-                                 pointers.v.data(), tpp, scale, out);
-      }
+      const float* q = qkv_.data() + size_t(chunk.begin) * row + size_t(h) * group * head_dim;
+      float* out = att_.data() + size_t(chunk.begin) * q_dim + size_t(h) * group * head_dim;
+      kernels::paged_attention_tokens(kv.layout.dtype, q, size_t(row), chunk.end - chunk.begin, group, head_dim,
+                                      tokens_[chunk.begin].position + 1, pointers.k.data(), pointers.v.data(), tpp,
+                                      scale, out, size_t(q_dim));
     }
   };
   const tbb::blocked_range<int32_t> all(0, n_items * c.n_kv_heads);
