@@ -70,7 +70,7 @@ chat::Template chat_template_of(const std::optional<std::string>& jinja, const T
 struct Engine::Impl {
   explicit Impl(const EngineConfig& c)
       : config(c),
-        model(load_model(c.model_path, c.tokenizer_path)),
+        model(load_model(c.model_path, c.tokenizer_path, c.use_mmap ? MappedFile::Load::Map : MappedFile::Load::Copy)),
         chat_template(read_chat_template(c.model_path)),
         chat_format(chat_template_of(chat_template, model.tokenizer)),
         specials(special_pieces(model.tokenizer.vocab())),
@@ -174,6 +174,12 @@ RequestHandle Engine::submit(Request request) {
   std::future<Completion> future = state->promise.get_future();
   auto seq = std::make_unique<Sequence>(state, request, std::move(prompt), m.model.tokenizer, m.config.tokens_per_page);
   seq->prefix_cache = seq->prefix_cache && m.config.prefix_caching;
+  if (auto lost = weights_lost(m.model)) {
+    // The model is gone for good: fail at once instead of queuing for a step that would fail.
+    m.metrics.finished.fetch_add(1, std::memory_order_relaxed);
+    seq->finish(FinishReason::Error, *lost);
+    return RequestHandle(std::move(state), std::move(future));
+  }
   m.metrics.queued.fetch_add(1, std::memory_order_relaxed);
   m.router.post(NewRequest{std::move(seq)});
   return RequestHandle(std::move(state), std::move(future));

@@ -54,6 +54,8 @@ With -p, or with the prompt piped on stdin, it prints one completion and exits.
   --seed N                random seed, -1 = a random one (default -1)
   -t, --threads N         compute threads (default: all cores)
   --cache-type T          KV cache type: f32, f16 (default), bf16 or q8_0
+  --no-mmap               read the model into memory instead of mapping it (llama.cpp's
+                          flag): costs its size in RSS, and the file may then change freely
   --lora NAME=PATH[:SCALE]  reply with this LoRA adapter (llama.cpp's GGUF adapter format),
                           its alpha / rank times SCALE (default 1)
   -h, --help              this text
@@ -97,6 +99,7 @@ struct Options {
   int32_t n_predict = 256;
   int32_t ctx_size = 0;  // 0: the model's
   int threads = 0;
+  bool use_mmap = true;
   pagoda::KvCacheType kv_type = pagoda::KvCacheType::F16;
   pagoda::SamplingParams sampling;
   std::optional<pagoda::cli::LoraFlag> lora;
@@ -115,6 +118,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   if (o.ctx_size < 0) throw pagoda::Error("-c must be 0 (the model's context) or a token count");
   o.threads = args.number("--threads", 0);
   o.kv_type = pagoda::cli::cache_type_flag(args);
+  o.use_mmap = !args.has("--no-mmap");
   if (const auto loras = args.all("--lora"); loras.size() > 1) {
     throw pagoda::Error("give --lora once: a chat runs on one adapter");
   } else if (loras.size() == 1) {
@@ -153,6 +157,7 @@ std::string model_path(const Options& o) {
 pagoda::EngineConfig engine_config(const Options& o, const std::string& model) {
   pagoda::EngineConfig c{.model_path = model, .tokenizer_path = o.tokenizer, .threads = o.threads, .kv_cache_type = o.kv_type};
   c.tokens_per_page = kTokensPerPage;
+  c.use_mmap = o.use_mmap;
   if (o.ctx_size > 0) {
     const int32_t pages = (o.ctx_size + kTokensPerPage - 1) / kTokensPerPage;
     c.kv_pages = pages + pages / 50 + 2;  // and the 1% the engine keeps free at admission
@@ -415,7 +420,7 @@ int main(int argc, char** argv) {
     const pagoda::cli::Args args(argc, argv,
                                  {"--model", "--tokenizer", "--prompt", "--n-predict", "--ctx-size", "--temp", "--top-k",
                                   "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed", "--threads", "--cache-type", "--lora"},
-                                 {"--help"},
+                                 {"--help", "--no-mmap"},
                                  {{"-m", "--model"}, {"-p", "--prompt"}, {"-n", "--n-predict"}, {"-c", "--ctx-size"},
                                   {"-t", "--threads"}, {"-h", "--help"}});
     if (args.has("--help")) {

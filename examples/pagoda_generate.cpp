@@ -31,6 +31,8 @@ constexpr const char* kUsage = R"(usage: pagoda-generate -m MODEL (--prompt TEXT
                           stop token ends generated_ids; the text leaves it out
   -t, --threads N         compute threads (default: all cores)
   --cache-type T          KV cache type: f32, f16 (default), bf16 or q8_0
+  --no-mmap               read the model into memory instead of mapping it (llama.cpp's
+                          flag): costs its size in RSS, and the file may then change freely
   --lora NAME=PATH[:SCALE]  load a LoRA adapter (GGUF) under NAME (repeatable)
   --adapter NAME          run the prompts on this adapter (a JSONL line's "adapter" field
                           overrides it; default: the base model)
@@ -78,7 +80,7 @@ int main(int argc, char** argv) {
                            {"--model", "--tokenizer", "--prompt", "--prompts", "--max-tokens", "--max-positions",
                             "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
                             "--seed", "--stop-id", "--threads", "--cache-type", "--lora", "--adapter"},
-                           {"--help"}, {{"-m", "--model"}, {"-n", "--max-tokens"}, {"-t", "--threads"}, {"-h", "--help"}});
+                           {"--help", "--no-mmap"}, {{"-m", "--model"}, {"-n", "--max-tokens"}, {"-t", "--threads"}, {"-h", "--help"}});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;
@@ -97,6 +99,7 @@ int main(int argc, char** argv) {
     const pagoda::cli::LoadTimer load_timer;
     pagoda::Engine engine({.model_path = *model_path,
                            .tokenizer_path = args.get("--tokenizer", ""),
+                           .use_mmap = !args.has("--no-mmap"),
                            .threads = args.number("--threads", 0),
                            .kv_cache_type = pagoda::cli::cache_type_flag(args)});
     load_timer.report(stderr, "pagoda-generate: ", "loaded the model");

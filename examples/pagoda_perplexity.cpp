@@ -43,6 +43,8 @@ constexpr const char* kUsage = R"(usage: pagoda-perplexity -m MODEL (-f TEXT | -
   -b, --batch-size N      tokens per forward step; whole chunks share a step (default 2048)
   -t, --threads N         compute threads (default: all cores)
   --cache-type T          KV cache type: f32, f16 (default, as llama-perplexity), bf16 or q8_0
+  --no-mmap               read the model into memory instead of mapping it (llama.cpp's
+                          flag): costs its size in RSS, and the file may then change freely
   --json OUT              write {"ppl", "ppl_error", "sequences": [{"first_scored", "argmax",
                           "nll"}]}: argmax[i] is the argmax of the logits at position i (the
                           prediction of token i + 1), for every position; nll[j] is the
@@ -154,7 +156,7 @@ int main(int argc, char** argv) {
     pagoda::cli::Args args(argc, argv,
                            {"--model", "--tokenizer", "--file", "--ids", "--ctx-size", "--chunks", "--batch-size",
                             "--threads", "--cache-type", "--json"},
-                           {"--help"},
+                           {"--help", "--no-mmap"},
                            {{"-m", "--model"}, {"-f", "--file"}, {"-c", "--ctx-size"}, {"-b", "--batch-size"},
                             {"-t", "--threads"}, {"-h", "--help"}});
     if (args.has("--help")) {
@@ -172,7 +174,9 @@ int main(int argc, char** argv) {
     const pagoda::KvCacheType cache_type = pagoda::cli::cache_type_flag(args);
 
     const auto t0 = std::chrono::steady_clock::now();
-    const pagoda::Model model = pagoda::load_model(*model_path, args.get("--tokenizer", ""));
+    const pagoda::Model model =
+        pagoda::load_model(*model_path, args.get("--tokenizer", ""),
+                           args.has("--no-mmap") ? pagoda::MappedFile::Load::Copy : pagoda::MappedFile::Load::Map);
     pagoda::ModelRunner runner(model, args.number("--threads", 0));
     const pagoda::ModelConfig& config = model.config;
     const std::vector<Sequence> seqs = args.has("--file")

@@ -41,6 +41,8 @@ names the base model or a loaded LoRA adapter.
   -c, --ctx-size N        KV cache size in tokens, shared by all requests (default: 512 MiB of
                           cache); the cache is made resident at start
   -t, --threads N         compute threads (default: all cores)
+  --no-mmap               read the model into memory instead of mapping it (llama.cpp's
+                          flag): costs its size in RSS, and the file may then change freely
   --max-running N         sequences decoded at once (default 256)
   --cache-type T          KV cache type: f32, f16 (default), bf16 or q8_0
   --lora NAME=PATH[:SCALE]  load a LoRA adapter at start (repeatable)
@@ -78,6 +80,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   }
   o.engine.tokenizer_path = args.get("--tokenizer", "");
   o.engine.threads = args.number("--threads", 0);
+  o.engine.use_mmap = !args.has("--no-mmap");
   o.engine.tokens_per_page = kTokensPerPage;
   o.engine.kv_cache_type = pagoda::cli::cache_type_flag(args);
   o.engine.kv_prefault = true;  // a server claims its KV cache at start, as llama-server does
@@ -124,7 +127,7 @@ int main(int argc, char** argv) {
     const pagoda::cli::Args args(argc, argv,
                                  {"--model", "--tokenizer", "--served-model-name", "--ctx-size", "--threads", "--max-running",
                                   "--cache-type", "--lora", "--host", "--port", "--api-key", "--max-body", "--http-threads"},
-                                 {"--help"},
+                                 {"--help", "--no-mmap"},
                                  {{"-m", "--model"}, {"-c", "--ctx-size"}, {"-t", "--threads"}, {"-h", "--help"}});
     if (args.has("--help")) {
       std::cout << kUsage;

@@ -149,6 +149,7 @@ void ModelRunner::prepare(const Batch& batch) {
 }
 
 void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<float>& logits) {
+  if (auto lost = weights_lost(model_)) throw Error(*lost);
   validate(batch, kv);
   prepare(batch);
   const ModelConfig& c = model_.config;
@@ -196,6 +197,8 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
     logits.resize(size_t(rows) * c.vocab_size);
     kernels::matmul(final_.data(), rows, dim, classifier_, logits.data(), c.vocab_size);
   });
+  // The file may have been truncated during the step: then it computed on zeros.
+  if (auto lost = weights_lost(model_)) throw Error(*lost);
 }
 
 void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t layer) {

@@ -31,7 +31,8 @@ class ModelRunner {
   // Runs one step: writes the new tokens' keys and values into their pages in `kv` and fills
   // `logits` with one row of vocab_size floats for each entry with needs_logits (one row per
   // new token for an entry with all_logits), in entry order. Throws pagoda::Error on an inconsistent batch (positions beyond the context or the
-  // block table, token ids outside the vocabulary).
+  // block table, token ids outside the vocabulary), and when the model's weights were lost
+  // before or during the step (weights_lost): the logits and KV written are then garbage.
   void forward(const Batch& batch, const KvView& kv, std::vector<float>& logits);
 
   const ModelConfig& config() const { return model_.config; }

@@ -27,6 +27,12 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
+void GgufFile::check_intact() const {
+  if (file_.lost()) {
+    throw Error(path() + ": the file changed while it was mapped (truncated?); what was read from it is lost");
+  }
+}
+
 uint64_t GgufFile::data_size() const {
   return file_.bytes().size() - std::min<uint64_t>(data_offset_, file_.bytes().size());
 }

@@ -1,6 +1,7 @@
 #pragma once
 // GGUF model files (llama.cpp's format; spec: ggml/docs/gguf.md), versions 2 and 3,
-// little-endian: typed metadata and tensors read in place from a memory-mapped file.
+// little-endian: typed metadata and tensors read in place from a memory-mapped file (or, with
+// MappedFile::Load::Copy, from a private copy of it).
 //
 // GgufFile::open validates the whole file before returning, so a GgufFile that exists never
 // reads out of bounds: every count, length, shape, offset and type is checked against the
@@ -31,10 +32,15 @@ struct GgufTensorInfo {
 
 class GgufFile {
  public:
-  // Maps, parses and validates `path`. Throws pagoda::Error "<path>: <what is wrong>".
-  static GgufFile open(const std::string& path);
+  // Maps (or reads), parses and validates `path`. Throws pagoda::Error "<path>: <what is
+  // wrong>", also when the file was truncated while it was being parsed.
+  static GgufFile open(const std::string& path, MappedFile::Load load = MappedFile::Load::Map);
 
   const std::string& path() const { return file_.path(); }
+  const MappedFile& file() const { return file_; }
+  // Throws pagoda::Error when the file was truncated under the mapping (MappedFile::lost):
+  // what was read from it since it was opened may be zeros. Readers call it when done.
+  void check_intact() const;
   uint32_t version() const { return version_; }      // 2 or 3
   uint64_t alignment() const { return alignment_; }  // general.alignment, or 32
   uint64_t data_offset() const { return data_offset_; }  // where the data section starts

@@ -236,9 +236,10 @@ class GgufParser {
   std::string context_;  // which entry is being read, for error messages
 };
 
-GgufFile GgufFile::open(const std::string& path) {
-  GgufFile f(MappedFile::open(path));
+GgufFile GgufFile::open(const std::string& path, MappedFile::Load load) {
+  GgufFile f(MappedFile::open(path, load));
   GgufParser(f).parse();
+  f.check_intact();
   return f;
 }
 }  // namespace pagoda

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string>
 #include <system_error>
 #include <utility>
 
@@ -28,9 +29,30 @@ struct Fd {
   }
 };
 
+// Reads the whole file into fresh anonymous pages, then makes them read-only like a mapping.
+const std::byte* read_copy(const std::string& path, int fd, size_t size) {
+  void* data = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (data == MAP_FAILED) throw os_error(path, "cannot allocate memory for the file", errno);
+  auto* bytes = static_cast<char*>(data);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, bytes + done, size - done, off_t(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : 0;
+      ::munmap(data, size);
+      if (err != 0) throw os_error(path, "cannot read", err);
+      throw Error(path + ": the file shrank to " + std::to_string(done) + " bytes while it was being read");
+    }
+    done += size_t(n);
+  }
+  ::mprotect(data, size, PROT_READ);
+  return static_cast<const std::byte*>(data);
+}
+
 }  // namespace
 
-MappedFile MappedFile::open(const std::string& path) {
+MappedFile MappedFile::open(const std::string& path, Load load) {
   const Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (fd.fd < 0) throw os_error(path, "cannot open", errno);
   struct stat st {};
@@ -39,16 +61,18 @@ MappedFile MappedFile::open(const std::string& path) {
   if (!S_ISREG(st.st_mode)) throw Error(path + ": is not a regular file");
   const auto size = static_cast<size_t>(st.st_size);
   // mmap refuses length 0, and an empty file has nothing to map anyway.
-  if (size == 0) return MappedFile(path, nullptr, 0);
+  if (size == 0) return MappedFile(path, nullptr, 0, {});
+  if (load == Load::Copy) return MappedFile(path, read_copy(path, fd.fd, size), size, {});
   void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
   if (data == MAP_FAILED) throw os_error(path, "cannot map", errno);
-  return MappedFile(path, static_cast<const std::byte*>(data), size);
+  return MappedFile(path, static_cast<const std::byte*>(data), size, MappingGuard::watch(data, size));
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : path_(std::move(other.path_)),
       data_(std::exchange(other.data_, nullptr)),
-      size_(std::exchange(other.size_, 0)) {}
+      size_(std::exchange(other.size_, 0)),
+      guard_(std::move(other.guard_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
@@ -56,6 +80,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     path_ = std::move(other.path_);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    guard_ = std::move(other.guard_);
   }
   return *this;
 }
@@ -63,6 +88,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 MappedFile::~MappedFile() { unmap(); }
 
 void MappedFile::unmap() noexcept {
+  guard_.forget();  // first: the addresses may be mapped again once they are free
   if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
   data_ = nullptr;
   size_ = 0;

@@ -1,23 +1,32 @@
 #pragma once
-// A whole file mapped read-only into memory, so model weights are read in place and paged in
-// by the OS on demand instead of being copied. Move-only; unmaps on destruction.
+// A whole file's bytes in memory, read-only. Move-only; unmaps on destruction.
 //
-// The mapping assumes nobody truncates the file while it is open (that would turn reads past
-// the new end into SIGBUS, as for any mmap reader).
+// Two ways in (MappedFile::Load):
+// - Map: the file is memory-mapped (MAP_PRIVATE), so model weights are read in place and
+//   paged in by the OS on demand instead of being copied. Reading a page past the file's end
+//   raises SIGBUS, so a file truncated while mapped would kill the process; the mapping is
+//   therefore guarded (mapping_guard.h): such a fault turns the bytes into zeros and sets
+//   lost(), and the owner must fail whatever it computed from them.
+// - Copy: the file is read into anonymous memory this object owns (llama.cpp's --no-mmap), so
+//   whatever happens to the file afterwards has no effect. Costs the file's size in RSS.
 
 #include <cstddef>
 #include <span>
 #include <string>
 #include <utility>
 
+#include "engine/gguf/mapping_guard.h"
+
 namespace pagoda {
 
 class MappedFile {
  public:
-  // Maps the regular file at `path`. Throws pagoda::Error naming the path when it is
-  // missing, unreadable, a directory or otherwise not a regular file. An empty file gives an
-  // empty span.
-  static MappedFile open(const std::string& path);
+  enum class Load { Map, Copy };
+
+  // Maps (or reads) the regular file at `path`. Throws pagoda::Error naming the path when it
+  // is missing, unreadable, a directory or otherwise not a regular file, or (Copy) when it
+  // cannot be read whole. An empty file gives an empty span.
+  static MappedFile open(const std::string& path, Load load = Load::Map);
 
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&& other) noexcept;
@@ -27,15 +36,19 @@ class MappedFile {
 
   std::span<const std::byte> bytes() const { return {data_, size_}; }
   const std::string& path() const { return path_; }
+  // Whether the file was truncated under the mapping and its bytes now read as zeros. Never
+  // true for a Copy.
+  bool lost() const { return guard_.lost(); }
 
  private:
-  MappedFile(std::string path, const std::byte* data, size_t size)
-      : path_(std::move(path)), data_(data), size_(size) {}
+  MappedFile(std::string path, const std::byte* data, size_t size, MappingGuard guard)
+      : path_(std::move(path)), data_(data), size_(size), guard_(std::move(guard)) {}
   void unmap() noexcept;
 
   std::string path_;
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
+  MappingGuard guard_;
 };
 
 }  // namespace pagoda

@@ -88,6 +88,7 @@ QuantizeReport quantize_gguf(const std::string& in_path, const std::string& out_
     w.add_tensor(t.name, t.shape, choice.type, encoded);
     report.bytes_out += encoded.size();
   }
+  f.check_intact();  // never write zeros read from a file truncated under us
   w.write(out_path);
   return report;
 }

@@ -186,6 +186,9 @@ LoraAdapter load_lora_adapter(const std::string& path, const ModelConfig& base, 
     any = true;
   }
   if (!any) throw Error(path + ": the adapter has no LoRA tensors");
+  // The weights were copied out of the mapping, which closes here: a file truncated while
+  // they were read gave zeros, and is refused rather than loaded.
+  f.check_intact();
   return adapter;
 }
 

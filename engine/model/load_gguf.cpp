@@ -116,8 +116,8 @@ std::vector<float> read_rope_freqs(const GgufFile& f, const ModelConfig& c) {
 
 }  // namespace
 
-Model load_gguf_model(const std::string& path) {
-  auto file = std::make_shared<GgufFile>(GgufFile::open(path));
+Model load_gguf_model(const std::string& path, MappedFile::Load load) {
+  auto file = std::make_shared<GgufFile>(GgufFile::open(path, load));
   const GgufFile& f = *file;
   const ModelConfig c = read_config(f);
   const uint64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), head_dim = c.head_dim();
@@ -156,7 +156,9 @@ Model load_gguf_model(const std::string& path) {
     throw Error(path + ": the tokenizer has " + std::to_string(tokenizer.vocab_size()) +
                 " tokens but token_embd.weight has " + std::to_string(c.vocab_size) + " rows");
   }
-  return Model{path, c, std::move(w), std::move(tokenizer), std::move(file)};
+  f.check_intact();  // the norms and the vocabulary above were read from the file
+  const MappedFile* mapping = &f.file();
+  return Model{path, c, std::move(w), std::move(tokenizer), std::move(file), mapping};
 }
 
 }  // namespace pagoda

@@ -71,8 +71,8 @@ void unstack(WeightCursor& cursor, const char* what, uint64_t n, std::vector<Lay
 
 }  // namespace
 
-Model load_llama2c_model(const std::string& path, const std::string& tokenizer_path) {
-  auto file = std::make_shared<MappedFile>(MappedFile::open(path));
+Model load_llama2c_model(const std::string& path, const std::string& tokenizer_path, MappedFile::Load load) {
+  auto file = std::make_shared<MappedFile>(MappedFile::open(path, load));
   const std::span<const std::byte> bytes = file->bytes();
   constexpr size_t kHeaderBytes = 7 * sizeof(int32_t);
   if (bytes.size() < kHeaderBytes) throw Error(path + ": file is truncated: no llama2.c header");
@@ -121,7 +121,10 @@ Model load_llama2c_model(const std::string& path, const std::string& tokenizer_p
   std::string tok_path = tokenizer_path;
   if (tok_path.empty()) tok_path = (std::filesystem::path(path).parent_path() / "tokenizer.bin").string();
   Tokenizer tokenizer = Tokenizer::from_llama2c(tok_path, config.vocab_size);
-  return Model{path, config, std::move(w), std::move(tokenizer), std::move(file)};
+  // The norms above were copied from the mapping; zeros would pass for a model.
+  if (file->lost()) throw Error(path + ": the file changed while it was being loaded (truncated?)");
+  const MappedFile* mapping = file.get();
+  return Model{path, config, std::move(w), std::move(tokenizer), std::move(file), mapping};
 }
 
 }  // namespace pagoda

@@ -3,13 +3,17 @@
 // llama2.c checkpoints produce the same Model, so everything downstream is format-blind.
 //
 // The matrices stay in their file encoding: each is a WeightTensor view into the file, which
-// is memory-mapped read-only (MAP_PRIVATE) and kept alive by `storage`. Only the small
-// vectors (norms) are decoded to f32 at load.
+// is memory-mapped read-only (MAP_PRIVATE) — or, with MappedFile::Load::Copy, read into
+// memory — and kept alive by `storage`. Only the small vectors (norms) are decoded to f32 at
+// load. A mapped file truncated after loading turns the weights into zeros (mapping_guard.h);
+// weights_lost() then says so, and every forward pass refuses to run.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/gguf/mapped_file.h"
 #include "engine/model/model_config.h"
 #include "engine/model/weight_tensor.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -47,14 +51,23 @@ struct Model {
   Tokenizer tokenizer;
   // What the views in `weights` point into (the mapped file); copies of a Model share it.
   std::shared_ptr<const void> storage;
+  // The file the views read from, owned by `storage`.
+  const MappedFile* file = nullptr;
 };
+
+// Nothing while the weights are the file's; once the mapped file was truncated under them
+// (MappedFile::lost), the error every request on this model fails with from then on.
+std::optional<std::string> weights_lost(const Model& model);
 
 // Loads a GGUF file, or a llama2.c checkpoint with its tokenizer.bin (`tokenizer_path`; when
 // empty, "tokenizer.bin" beside the checkpoint). The format is told by the file's magic.
+// `load`: map the file (the default) or read it into memory (llama.cpp's --no-mmap).
 // Throws pagoda::Error naming the file and what is wrong.
-Model load_model(const std::string& path, const std::string& tokenizer_path = "");
+Model load_model(const std::string& path, const std::string& tokenizer_path = "",
+                 MappedFile::Load load = MappedFile::Load::Map);
 
-Model load_gguf_model(const std::string& path);
-Model load_llama2c_model(const std::string& path, const std::string& tokenizer_path);
+Model load_gguf_model(const std::string& path, MappedFile::Load load = MappedFile::Load::Map);
+Model load_llama2c_model(const std::string& path, const std::string& tokenizer_path,
+                         MappedFile::Load load = MappedFile::Load::Map);
 
 }  // namespace pagoda

@@ -19,6 +19,12 @@ enum class PreemptionMode {
 struct EngineConfig {
   std::string model_path;               // GGUF, or llama2.c checkpoint
   std::string tokenizer_path;           // llama2.c only: its tokenizer.bin
+  // Map the model file and read the weights in place (pages shared with the OS's file cache).
+  // Off (llama.cpp's --no-mmap): read the whole file into the engine's own memory at load, so
+  // nothing done to the file afterwards matters. With it on, a file truncated under the engine
+  // fails every request from then on ("model file ... changed after it was mapped"); the
+  // process survives, and a new Engine reloads it.
+  bool use_mmap = true;
   int threads = 0;                      // compute threads; 0 = all cores
   int32_t kv_pages = 0;                 // KV cache size in pages; 0 = use kv_bytes
   size_t kv_bytes = size_t(512) << 20;  // KV cache budget when kv_pages is 0

@@ -1,0 +1,299 @@
+// A model or adapter file truncated after it was loaded. With the file mapped (the default),
+// the mapping guard turns the SIGBUS of the next read into zeros and a lost flag, and the engine
+// fails requests with a clear error instead of dying; with use_mmap off the weights are the
+// engine's own and nothing changes. Faults outside guarded mappings still reach the handler
+// installed before ours (a sanitizer's, an application's) or the default action.
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "engine/gguf/mapped_file.h"
+#include "engine/synth/lora_synth.h"
+#include "engine/synth/synth.h"
+#include "pagoda/engine.h"
+#include "pagoda/error.h"
+#include "support/test_support.h"
+
+namespace pagoda {
+namespace {
+
+namespace fs = std::filesystem;
+using test::await;
+
+const std::vector<int32_t> kPrompt = {1, 5, 9, 33, 70, 101, 7};
+
+Request greedy(int32_t n = 24, const std::string& adapter = "") {
+  Request r;
+  r.prompt_ids = kPrompt;
+  r.sampling.temperature = 0.0f;
+  r.max_new_tokens = n;
+  r.ignore_eos = true;
+  r.adapter = adapter;
+  return r;
+}
+
+void expect_pages_back(const Engine& engine) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (engine.metrics().kv_pages_used != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const EngineMetrics m = engine.metrics();
+  EXPECT_EQ(m.kv_pages_used, 0);
+  EXPECT_EQ(m.kv_pages_free + m.kv_pages_cached, m.kv_pages_total);
+  EXPECT_EQ(m.running, 0);
+  EXPECT_EQ(m.queued, 0);
+}
+
+// A fresh copy of a Q8_0 model (its matrices are read in place from the mapping, not packed).
+std::string model_copy(const std::string& name) {
+  static const std::string original = [] {
+    std::string p = test::scratch_path("tiny-q8.gguf");
+    write_synth_model(p, SynthSpec{test::tiny_gqa_config(), 7, GgmlType::Q8_0});
+    return p;
+  }();
+  const std::string path = test::scratch_path(name);
+  fs::copy_file(original, path, fs::copy_options::overwrite_existing);
+  return path;
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+void expect_lost_model(const Completion& c, const std::string& path) {
+  EXPECT_EQ(c.finish_reason, FinishReason::Error);
+  EXPECT_NE(c.error.find("model file " + path + " changed after it was mapped"), std::string::npos) << c.error;
+}
+
+// ---- MappedFile and its guard ---------------------------------------------------------------
+
+TEST(MappingGuard, TruncatedMappingReadsZerosAndIsLost) {
+  const std::string path = test::scratch_path("guarded.bin");
+  const std::string other_path = test::scratch_path("untouched.bin");
+  write_bytes(path, std::string(3 * 4096 + 100, 'a'));
+  write_bytes(other_path, std::string(5000, 'b'));
+  const MappedFile file = MappedFile::open(path);
+  const MappedFile other = MappedFile::open(other_path);
+  EXPECT_EQ(char(file.bytes()[2 * 4096]), 'a');
+  EXPECT_FALSE(file.lost());
+
+  fs::resize_file(path, 0);
+  // This read raises SIGBUS; the guard maps zeros over the file and the read runs again.
+  EXPECT_EQ(char(file.bytes()[2 * 4096]), '\0');
+  EXPECT_TRUE(file.lost());
+  EXPECT_EQ(char(file.bytes()[0]), '\0') << "the whole mapping is zeros, not just the faulting page";
+  EXPECT_FALSE(other.lost());
+  EXPECT_EQ(char(other.bytes()[4999]), 'b');
+}
+
+// Every mapping closed gives its place in the guard's fixed table back, so the hundredth file
+// opened is guarded like the first.
+TEST(MappingGuard, ClosedMappingsFreeTheirSlots) {
+  const std::string path = test::scratch_path("recycled.bin");
+  for (int i = 0; i < 200; ++i) {
+    write_bytes(path, std::string(8192, 'c'));
+    const MappedFile file = MappedFile::open(path);
+    fs::resize_file(path, 0);
+    ASSERT_EQ(char(file.bytes()[4096]), '\0') << "file " << i;
+    ASSERT_TRUE(file.lost()) << "file " << i;
+  }
+}
+
+TEST(MappingGuard, CopiedFileIgnoresTruncation) {
+  const std::string path = test::scratch_path("copied.bin");
+  write_bytes(path, std::string(10000, 'd'));
+  const MappedFile file = MappedFile::open(path, MappedFile::Load::Copy);
+  fs::resize_file(path, 0);
+  ASSERT_EQ(file.bytes().size(), 10000u);
+  EXPECT_EQ(char(file.bytes()[9999]), 'd');
+  EXPECT_FALSE(file.lost());
+}
+
+// A SIGBUS outside every guarded mapping — here a mapping of our own, not guarded — still
+// ends the process (the default action, or the sanitizer's report under ASan).
+TEST(MappingGuardDeathTest, FaultOutsideGuardedMappingsStillKills) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the program has run engines' threads
+  const std::string path = test::scratch_path("unguarded.bin");
+  const std::string guarded_path = test::scratch_path("guarded-too.bin");
+  write_bytes(path, std::string(8192, 'e'));
+  write_bytes(guarded_path, std::string(8192, 'f'));
+  EXPECT_DEATH(
+      {
+        const MappedFile guarded = MappedFile::open(guarded_path);  // the handler is installed
+        const int fd = ::open(path.c_str(), O_RDONLY);
+        auto* raw = static_cast<const volatile char*>(::mmap(nullptr, 8192, PROT_READ, MAP_PRIVATE, fd, 0));
+        fs::resize_file(path, 0);
+        std::fprintf(stderr, "%c", raw[4096]);
+      },
+      "");
+}
+
+void exit_42(int) { _exit(42); }
+
+// An application's own SIGBUS handler, installed before the guard's, still gets the faults that
+// are not ours. Run in a fresh process ("threadsafe" death tests re-execute the program) so
+// the application's handler really comes first.
+TEST(MappingGuardDeathTest, ChainsToTheHandlerInstalledBefore) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string path = test::scratch_path("chained.bin");
+  const std::string guarded_path = test::scratch_path("chained-guarded.bin");
+  write_bytes(path, std::string(8192, 'g'));
+  write_bytes(guarded_path, std::string(8192, 'h'));
+  EXPECT_EXIT(
+      {
+        struct sigaction app {};
+        app.sa_handler = exit_42;
+        sigemptyset(&app.sa_mask);
+        sigaction(SIGBUS, &app, nullptr);
+        const MappedFile guarded = MappedFile::open(guarded_path);
+        const int fd = ::open(path.c_str(), O_RDONLY);
+        auto* raw = static_cast<const volatile char*>(::mmap(nullptr, 8192, PROT_READ, MAP_PRIVATE, fd, 0));
+        fs::resize_file(path, 0);
+        std::fprintf(stderr, "%c", raw[4096]);
+      },
+      ::testing::ExitedWithCode(42), "");
+}
+
+// ---- The engine -----------------------------------------------------------------------------
+
+// The model file truncated in place while a request is generating: that request and every one
+// after it fail with an error naming the file; the process, the pages and shutdown are fine.
+TEST(FaultsMapping, TruncatedModelFailsRequestsNotTheProcess) {
+  const std::string path = model_copy("truncated.gguf");
+  Engine engine({.model_path = path, .threads = 2});
+  RequestHandle clean = engine.submit(greedy(40));
+  const Completion want = await(clean);
+  ASSERT_EQ(want.finish_reason, FinishReason::Length) << want.error;
+
+  // The running request's callback holds the decode loop at its fifth token while the file
+  // is truncated, so the truncation lands between two of its steps.
+  std::promise<void> reached, truncated;
+  std::shared_future<void> go = truncated.get_future().share();
+  Request running = greedy(40);
+  auto calls = std::make_shared<int>(0);
+  running.on_token = [&reached, go, calls](const StreamEvent&) {
+    if (++*calls == 5) {
+      reached.set_value();
+      go.wait();
+    }
+  };
+  RequestHandle during = engine.submit(running);
+  reached.get_future().wait();
+  fs::resize_file(path, 0);
+  truncated.set_value();
+
+  const Completion failed = await(during);
+  expect_lost_model(failed, path);
+  EXPECT_EQ(failed.token_ids.size(), 5u) << "the tokens made before the truncation are kept";
+  EXPECT_EQ(std::vector<int32_t>(want.token_ids.begin(), want.token_ids.begin() + 5), failed.token_ids);
+
+  for (int i = 0; i < 3; ++i) {
+    RequestHandle after = engine.submit(greedy());
+    expect_lost_model(await(after), path);
+  }
+  expect_pages_back(engine);
+  engine.shutdown();
+  EXPECT_THROW(engine.submit(greedy()), Error);
+  EXPECT_THROW(Engine({.model_path = path}), Error) << "the truncated file is no model";
+}
+
+// Many requests in flight at once when the file goes (the first one's callback holds the
+// decode loop at its first token meanwhile, so none can have finished): every future resolves
+// with the error and every page comes back.
+TEST(FaultsMapping, EveryRequestInFlightResolves) {
+  const std::string path = model_copy("truncated-busy.gguf");
+  Engine engine({.model_path = path, .threads = 2, .kv_pages = 64, .tokens_per_page = 8});
+  std::promise<void> reached, truncated;
+  std::shared_future<void> go = truncated.get_future().share();
+  Request first = greedy(200);
+  auto calls = std::make_shared<int>(0);
+  first.on_token = [&reached, go, calls](const StreamEvent&) {
+    if (++*calls == 1) {
+      reached.set_value();
+      go.wait();
+    }
+  };
+  std::vector<RequestHandle> handles;
+  handles.push_back(engine.submit(first));
+  for (int i = 1; i < 16; ++i) handles.push_back(engine.submit(greedy(200)));
+  reached.get_future().wait();
+  fs::resize_file(path, 0);
+  truncated.set_value();
+  for (RequestHandle& h : handles) expect_lost_model(await(h), path);
+  expect_pages_back(engine);
+  EXPECT_EQ(engine.metrics().finished, 16);
+}
+
+// use_mmap off (--no-mmap): the weights were read into the engine's memory, so the truncated
+// file changes nothing.
+TEST(FaultsMapping, NoMmapKeepsWorkingAfterTruncation) {
+  const std::string path = model_copy("copied.gguf");
+  Engine engine({.model_path = path, .use_mmap = false, .threads = 2});
+  RequestHandle before = engine.submit(greedy(40));
+  const Completion want = await(before);
+  ASSERT_EQ(want.finish_reason, FinishReason::Length) << want.error;
+  fs::resize_file(path, 0);
+  RequestHandle after = engine.submit(greedy(40));
+  const Completion got = await(after);
+  EXPECT_EQ(got.finish_reason, FinishReason::Length) << got.error;
+  EXPECT_EQ(got.token_ids, want.token_ids);
+  expect_pages_back(engine);
+
+  // And the same tokens as the mapped engine gives on the intact file.
+  Engine mapped({.model_path = model_copy("mapped.gguf"), .threads = 2});
+  RequestHandle reference = mapped.submit(greedy(40));
+  EXPECT_EQ(await(reference).token_ids, want.token_ids);
+}
+
+// A new file renamed over the path, as deployments replace models: the mapping keeps the old
+// inode, so the engine serves the model it loaded, bit for bit.
+TEST(FaultsMapping, ModelReplacedByRenameKeepsWorking) {
+  const std::string path = model_copy("renamed.gguf");
+  Engine engine({.model_path = path, .threads = 2});
+  RequestHandle before = engine.submit(greedy(40));
+  const Completion want = await(before);
+  ASSERT_EQ(want.finish_reason, FinishReason::Length) << want.error;
+  const std::string other = test::scratch_path("renamed-new.gguf");
+  write_bytes(other, std::string(4096, 'x'));
+  fs::rename(other, path);
+  RequestHandle after = engine.submit(greedy(40));
+  const Completion got = await(after);
+  EXPECT_EQ(got.finish_reason, FinishReason::Length) << got.error;
+  EXPECT_EQ(got.token_ids, want.token_ids);
+  expect_pages_back(engine);
+}
+
+// An adapter's weights are copied out of its file at load_adapter, so truncating the file
+// afterwards changes nothing, and the base model is untouched.
+TEST(FaultsMapping, AdapterTruncatedAfterLoadKeepsWorking) {
+  const std::string path = model_copy("adapter-base.gguf");
+  Engine engine({.model_path = path, .threads = 2});
+  const std::string adapter = test::scratch_path("truncated-adapter.gguf");
+  write_synth_lora(adapter, test::tiny_gqa_config(), {.rank = 4, .alpha = 4.0f, .seed = 3});
+  engine.load_adapter("cut", adapter);
+  RequestHandle first = engine.submit(greedy(24, "cut"));
+  const Completion want = await(first);
+  ASSERT_EQ(want.finish_reason, FinishReason::Length) << want.error;
+  fs::resize_file(adapter, 0);
+  RequestHandle again = engine.submit(greedy(24, "cut"));
+  const Completion got = await(again);
+  EXPECT_EQ(got.finish_reason, FinishReason::Length) << got.error;
+  EXPECT_EQ(got.token_ids, want.token_ids);
+  EXPECT_THROW(engine.load_adapter("cut-again", adapter), Error) << "the truncated file is no adapter";
+  expect_pages_back(engine);
+}
+
+}  // namespace
+}  // namespace pagoda
