@@ -207,6 +207,8 @@ EngineMetrics Engine::metrics() const {
   return e;
 }
 
+std::optional<std::string> Engine::model_lost() const { return weights_lost(impl_->model); }
+
 void Engine::load_adapter(const std::string& name, const std::string& path, float scale) {
   if (name.empty()) throw Error("a LoRA adapter needs a name");
   // Parsed and checked on the caller's thread: a bad file never reaches the actors.

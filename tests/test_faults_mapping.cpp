@@ -176,6 +176,7 @@ TEST(FaultsMapping, TruncatedModelFailsRequestsNotTheProcess) {
   RequestHandle clean = engine.submit(greedy(40));
   const Completion want = await(clean);
   ASSERT_EQ(want.finish_reason, FinishReason::Length) << want.error;
+  EXPECT_EQ(engine.model_lost(), std::nullopt);
 
   // The running request's callback holds the decode loop at its fifth token while the file
   // is truncated, so the truncation lands between two of its steps.
@@ -203,10 +204,27 @@ TEST(FaultsMapping, TruncatedModelFailsRequestsNotTheProcess) {
     RequestHandle after = engine.submit(greedy());
     expect_lost_model(await(after), path);
   }
+  ASSERT_TRUE(engine.model_lost().has_value());
+  EXPECT_NE(engine.model_lost()->find(path), std::string::npos) << *engine.model_lost();
   expect_pages_back(engine);
   engine.shutdown();
   EXPECT_THROW(engine.submit(greedy()), Error);
   EXPECT_THROW(Engine({.model_path = path}), Error) << "the truncated file is no model";
+}
+
+// A llama2.c checkpoint is mapped and guarded the same way.
+TEST(FaultsMapping, TruncatedLlama2cCheckpointFailsRequests) {
+  PAGODA_SHARED_OR_SKIP(checkpoint, test::kStoriesBin);
+  PAGODA_SHARED_OR_SKIP(tokenizer, test::kStoriesTokenizer);
+  const std::string path = test::scratch_path("stories.bin");
+  fs::copy_file(checkpoint, path, fs::copy_options::overwrite_existing);
+  Engine engine({.model_path = path, .tokenizer_path = tokenizer, .threads = 2});
+  RequestHandle before = engine.submit(greedy(16));
+  ASSERT_EQ(await(before).finish_reason, FinishReason::Length);
+  fs::resize_file(path, 0);
+  RequestHandle after = engine.submit(greedy(16));
+  expect_lost_model(await(after), path);
+  expect_pages_back(engine);
 }
 
 // Many requests in flight at once when the file goes (the first one's callback holds the

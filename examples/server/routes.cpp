@@ -92,6 +92,8 @@ void Routes::install(httplib::Server& server) {
   server.Post("/v1/unload_lora_adapter", [this](const httplib::Request& req, httplib::Response& res) { unload_adapter(req, res); });
   server.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (shutting_down_.load()) return send_json(res, 503, {{"status", "shutting down"}});
+    // A replica whose model file was truncated fails every request: take it out of rotation.
+    if (auto lost = engine_.model_lost()) return send_json(res, 503, {{"status", "model lost"}, {"error", *lost}});
     send_json(res, 200, {{"status", "ok"}});
   });
   server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {

@@ -56,6 +56,11 @@ class Engine {
 
   EngineMetrics metrics() const;
 
+  // Why the engine can no longer serve its model, or nothing while it can: the mapped model
+  // file was truncated under it (EngineConfig::use_mmap), so its weights are gone. Every
+  // request then fails with this text; a new Engine reloads the file. For health checks.
+  std::optional<std::string> model_lost() const;
+
   // Registers a LoRA adapter (llama.cpp's GGUF adapter format) under `name`, with the user
   // scale multiplying alpha / rank. Requests name it in Request::adapter. Throws pagoda::Error
   // for a bad file, one that does not fit the model, or a name already loaded; the engine
