@@ -61,17 +61,18 @@ MappedFile MappedFile::open(const std::string& path, Load load) {
   if (!S_ISREG(st.st_mode)) throw Error(path + ": is not a regular file");
   const auto size = static_cast<size_t>(st.st_size);
   // mmap refuses length 0, and an empty file has nothing to map anyway.
-  if (size == 0) return MappedFile(path, nullptr, 0, {});
-  if (load == Load::Copy) return MappedFile(path, read_copy(path, fd.fd, size), size, {});
+  if (size == 0) return MappedFile(path, nullptr, 0, false, {});
+  if (load == Load::Copy) return MappedFile(path, read_copy(path, fd.fd, size), size, false, {});
   void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
   if (data == MAP_FAILED) throw os_error(path, "cannot map", errno);
-  return MappedFile(path, static_cast<const std::byte*>(data), size, MappingGuard::watch(data, size));
+  return MappedFile(path, static_cast<const std::byte*>(data), size, true, MappingGuard::watch(data, size));
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : path_(std::move(other.path_)),
       data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
+      maps_file_(std::exchange(other.maps_file_, false)),
       guard_(std::move(other.guard_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
@@ -80,6 +81,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     path_ = std::move(other.path_);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    maps_file_ = std::exchange(other.maps_file_, false);
     guard_ = std::move(other.guard_);
   }
   return *this;

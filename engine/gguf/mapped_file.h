@@ -39,15 +39,19 @@ class MappedFile {
   // Whether the file was truncated under the mapping and its bytes now read as zeros. Never
   // true for a Copy.
   bool lost() const { return guard_.lost(); }
+  // Whether the bytes are the file's own pages (Load::Map): the OS may drop them
+  // (MADV_DONTNEED) and read them again from the file. A Copy's pages would come back as zeros.
+  bool maps_file() const { return maps_file_; }
 
  private:
-  MappedFile(std::string path, const std::byte* data, size_t size, MappingGuard guard)
-      : path_(std::move(path)), data_(data), size_(size), guard_(std::move(guard)) {}
+  MappedFile(std::string path, const std::byte* data, size_t size, bool maps_file, MappingGuard guard)
+      : path_(std::move(path)), data_(data), size_(size), maps_file_(maps_file), guard_(std::move(guard)) {}
   void unmap() noexcept;
 
   std::string path_;
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
+  bool maps_file_ = false;
   MappingGuard guard_;
 };
 

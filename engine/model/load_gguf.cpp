@@ -98,7 +98,7 @@ std::vector<float> read_vector(const GgufFile& f, const std::string& name, uint6
 // lie inside the file.
 WeightTensor view_matrix(const GgufFile& f, const std::string& name, uint64_t rows, uint64_t cols) {
   const GgufTensorInfo& t = find_checked(f, name, {cols, rows});
-  return WeightTensor{t.type, f.tensor_bytes(t).data(), int64_t(rows), int64_t(cols), true};
+  return WeightTensor{t.type, f.tensor_bytes(t).data(), int64_t(rows), int64_t(cols), f.file().maps_file()};
 }
 
 // Llama 3.1's `rope_freqs.weight`: one factor per rotary pair, each dividing its frequency.

@@ -19,7 +19,8 @@ namespace {
 // handing out a view of it, so a truncated file is an error here and never a fault later.
 class WeightCursor {
  public:
-  WeightCursor(std::span<const std::byte> bytes, const std::string& path) : bytes_(bytes), path_(path) {}
+  WeightCursor(std::span<const std::byte> bytes, const std::string& path, bool maps_file)
+      : bytes_(bytes), path_(path), maps_file_(maps_file) {}
 
   // The next `count` floats, in place.
   const std::byte* take(uint64_t count, const char* what) {
@@ -41,10 +42,16 @@ class WeightCursor {
   }
 
   uint64_t offset() const { return offset_; }
+  // The next [rows][cols] f32 matrix, in place.
+  WeightTensor take_matrix(int64_t rows, int64_t cols, const char* what) {
+    return WeightTensor{GgmlType::F32, take(uint64_t(rows) * uint64_t(cols), what), rows, cols, maps_file_};
+  }
+  bool maps_file() const { return maps_file_; }
 
  private:
   std::span<const std::byte> bytes_;
   const std::string& path_;
+  bool maps_file_;  // the bytes are the file's pages (MappedFile::maps_file)
   uint64_t offset_ = 0;
 };
 
@@ -54,7 +61,7 @@ void unstack(WeightCursor& cursor, const char* what, int64_t rows, int64_t cols,
   const uint64_t per_layer = uint64_t(rows) * uint64_t(cols);
   const std::byte* first = cursor.take(per_layer * layers.size(), what);
   for (size_t l = 0; l < layers.size(); ++l) {
-    layers[l].*member = WeightTensor{GgmlType::F32, first + l * per_layer * sizeof(float), rows, cols, true};
+    layers[l].*member = WeightTensor{GgmlType::F32, first + l * per_layer * sizeof(float), rows, cols, cursor.maps_file()};
   }
 }
 
@@ -94,10 +101,10 @@ Model load_llama2c_model(const std::string& path, const std::string& tokenizer_p
   const uint64_t q_dim = uint64_t(config.n_heads) * config.head_dim(), kv_dim = config.kv_dim();
   const uint64_t vocab = config.vocab_size, head_dim = config.head_dim();
 
-  WeightCursor cursor(bytes.subspan(kHeaderBytes), path);
+  WeightCursor cursor(bytes.subspan(kHeaderBytes), path, file->maps_file());
   ModelWeights w;
   w.layers.resize(layers);
-  w.token_embd = WeightTensor{GgmlType::F32, cursor.take(vocab * dim, "token_embedding_table"), int64_t(vocab), int64_t(dim), true};
+  w.token_embd = cursor.take_matrix(int64_t(vocab), int64_t(dim), "token_embedding_table");
   unstack(cursor, "rms_att_weight", dim, w.layers, &LayerWeights::attn_norm);
   unstack(cursor, "wq", q_dim, dim, w.layers, &LayerWeights::attn_q);
   unstack(cursor, "wk", kv_dim, dim, w.layers, &LayerWeights::attn_k);
@@ -112,7 +119,7 @@ Model load_llama2c_model(const std::string& path, const std::string& tokenizer_p
   cursor.take(uint64_t(config.context_length) * head_dim / 2, "freq_cis_real");
   cursor.take(uint64_t(config.context_length) * head_dim / 2, "freq_cis_imag");
   w.output = shared_classifier ? w.token_embd
-                               : WeightTensor{GgmlType::F32, cursor.take(vocab * dim, "wcls"), int64_t(vocab), int64_t(dim), true};
+                               : cursor.take_matrix(int64_t(vocab), int64_t(dim), "wcls");
   if (cursor.offset() != bytes.size() - kHeaderBytes) {
     throw Error(path + ": " + std::to_string(bytes.size() - kHeaderBytes - cursor.offset()) +
                 " unexpected bytes after the weights; the header does not match the file");
