@@ -1,5 +1,6 @@
 #include "examples/server/worker_pool.h"
 
+#include <system_error>
 #include <thread>
 
 namespace pagoda::server {
@@ -7,13 +8,25 @@ namespace pagoda::server {
 WorkerPool::WorkerPool(size_t max_threads) : max_threads_(max_threads) {}
 
 void WorkerPool::enqueue(std::function<void()> connection) {
-  std::lock_guard lock(state_->mutex);
-  if (state_->running == max_threads_) {
-    state_->waiting.push_back(std::move(connection));
-    return;
+  {
+    std::lock_guard lock(state_->mutex);
+    if (state_->running == max_threads_) {
+      state_->waiting.push_back(std::move(connection));
+      return;
+    }
+    try {
+      std::thread(work, state_, connection).detach();  // a copy: `connection` survives a failure
+      ++state_->running;
+      return;
+    } catch (const std::system_error&) {
+      // No thread to be had (a process or memory limit): a running worker takes it next.
+      if (state_->running > 0) {
+        state_->waiting.push_back(std::move(connection));
+        return;
+      }
+    }
   }
-  ++state_->running;
-  std::thread(work, state_, std::move(connection)).detach();
+  connection();  // no worker at all: served here rather than dropped
 }
 
 void WorkerPool::work(const std::shared_ptr<State>& state, std::function<void()> connection) {
