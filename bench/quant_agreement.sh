@@ -16,7 +16,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 score() {  # MODEL NAME: perplexity JSON and greedy JSONL under $work
-  "$bin/pagoda-perplexity" -m "$1" -f "$root/tests/data/tiny_stories.txt" -c 256 --json "$work/$2.ppl.json" >/dev/null 2>&1
+  "$bin/pagoda-perplexity" -m "$1" -f "$root/tests/data/tiny_stories.txt" -c 256 --cache-type f32 --json "$work/$2.ppl.json" >/dev/null 2>&1
   "$bin/pagoda-generate" -m "$1" --prompts "$root/tests/data/story_prompts.jsonl" --temp 0 -n 64 >"$work/$2.gen.jsonl" 2>/dev/null
 }
 
