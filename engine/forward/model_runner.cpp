@@ -126,7 +126,7 @@ void ModelRunner::prepare(const Batch& batch) {
   for (size_t e = 0; e < batch.entries.size(); ++e) {
     const LoraWeights* lora = batch.entries[e].lora;
     if (!lora) continue;
-    // Neighbouring entries on one adapter form one segment: one pair of GEMMs for all.
+    // Neighbouring entries on one adapter form one segment, whose rows share weight loads.
     if (!lora_segments_.empty() && lora_segments_.back().lora == lora && lora_segments_.back().end == entry_start_[e]) {
       lora_segments_.back().end = entry_start_[e + 1];
     } else {
@@ -273,17 +273,11 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
 
 void ModelRunner::apply_lora(int32_t layer, LoraProjection p, const float* in, int ld_in, float* out, int ld_out) {
   if (lora_segments_.empty()) return;
-  // Segments are independent rows, so they run side by side; each row's delta is computed the
-  // same way whatever else is in the batch (Punica's SGMV, on the row-invariant GEMM).
-  tbb::parallel_for(size_t(0), lora_segments_.size(), [&](size_t s) {
-    const LoraSegment& seg = lora_segments_[s];
-    const LoraWeights::Target* t = seg.lora->target(layer, p);
-    if (!t) return;
-    const int rows = seg.end - seg.begin;
-    float* tmp = lora_tmp_.data() + size_t(seg.begin) * lora_stride_;
-    kernels::matmul(in + size_t(seg.begin) * ld_in, rows, ld_in, t->a, tmp, lora_stride_);
-    kernels::matmul_accumulate(tmp, rows, lora_stride_, t->b, out + size_t(seg.begin) * ld_out, ld_out);
-  });
+  // One fused pass over every row of every adapter (Punica's SGMV): each row's delta is
+  // computed the same way whatever else is in the batch.
+  lora_calls_.clear();
+  for (const LoraSegment& seg : lora_segments_) lora_calls_.push_back({seg.begin, seg.end, seg.lora->target(layer, p)});
+  kernels::lora_sgmv(in, ld_in, lora_calls_.data(), int(lora_calls_.size()), lora_tmp_.data(), lora_stride_, out, ld_out);
 }
 
 double ModelRunner::flops(const Batch& batch) const {

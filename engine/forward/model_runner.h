@@ -16,6 +16,7 @@
 #include "engine/forward/batch.h"
 #include "engine/model/model.h"
 #include "kernels/gemm.h"
+#include "kernels/lora_sgmv.h"
 #include "kernels/quant/weight_matrix.h"
 #include "kernels/rope.h"
 
@@ -83,7 +84,8 @@ class ModelRunner {
     const LoraWeights* lora;
   };
   std::vector<LoraSegment> lora_segments_;
-  std::vector<float> lora_tmp_;  // [row][max rank]: x·Aᵀ of each segment
+  std::vector<kernels::LoraSegment> lora_calls_;  // lora_segments_ with one projection's factors
+  std::vector<float> lora_tmp_;  // [row][max rank]: x·Aᵀ of each row
   int32_t lora_stride_ = 0;
   std::vector<float> x_, xb_, qkv_, att_, ffn_, hidden_, final_;
 };

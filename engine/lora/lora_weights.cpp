@@ -1,14 +1,9 @@
 #include "engine/lora/lora_weights.h"
 
-#include <tbb/task_arena.h>
-
 namespace pagoda {
 
-LoraWeights::LoraWeights(std::string name, const LoraAdapter& adapter) : name_(std::move(name)) {
-  // Packed on the calling (router) thread alone, so a swap never takes cores from the step.
-  tbb::task_arena one_thread(1);
-  one_thread.execute([&] { pack(adapter); });
-}
+// Packed serially on the calling (router) thread, so a swap never takes cores from the step.
+LoraWeights::LoraWeights(std::string name, const LoraAdapter& adapter) : name_(std::move(name)) { pack(adapter); }
 
 void LoraWeights::pack(const LoraAdapter& adapter) {
   layers_.resize(adapter.layers.size());
@@ -16,10 +11,7 @@ void LoraWeights::pack(const LoraAdapter& adapter) {
     for (int32_t p = 0; p < kLoraProjections; ++p) {
       const auto& t = adapter.layers[l][size_t(p)];
       if (!t) continue;
-      std::vector<float> scaled_b(t->b);
-      for (float& v : scaled_b) v *= t->scale;
-      layers_[l][size_t(p)] = Target{t->rank, kernels::PackedMatrix::pack(t->a.data(), t->rank, t->n_in),
-                                     kernels::PackedMatrix::pack(scaled_b.data(), t->n_out, t->rank)};
+      layers_[l][size_t(p)] = kernels::LoraFactors::pack(t->a.data(), t->b.data(), t->rank, t->n_in, t->n_out, t->scale);
       max_rank_ = std::max(max_rank_, t->rank);
     }
   }

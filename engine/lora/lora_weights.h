@@ -1,7 +1,8 @@
 #pragma once
-// A LoRA adapter prepared for the kernels ("resident"): every target's A and B packed for the
-// GEMM, with the scale folded into B, so a step applies y += (x·Aᵀ)·(scale·B)ᵀ per row without
-// touching the base weights. Immutable once built; shared by every sequence that uses it.
+// A LoRA adapter prepared for the kernels ("resident"): every target's A and B laid out for the
+// fused multi-adapter kernel (kernels/lora_sgmv), with the scale folded into B, so a step
+// applies y += (x·Aᵀ)·(scale·B)ᵀ per row without touching the base weights. Immutable once
+// built; shared by every sequence that uses it.
 
 #include <array>
 #include <optional>
@@ -9,23 +10,17 @@
 #include <vector>
 
 #include "engine/lora/lora_adapter.h"
-#include "kernels/gemm.h"
+#include "kernels/lora_sgmv.h"
 
 namespace pagoda {
 
 class LoraWeights {
  public:
-  struct Target {
-    int32_t rank;
-    kernels::PackedMatrix a;  // [rank][n_in]
-    kernels::PackedMatrix b;  // [n_out][rank], times the scale
-  };
-
   LoraWeights(std::string name, const LoraAdapter& adapter);
 
   const std::string& name() const { return name_; }
   // The target of projection `p` in block `layer`, or nullptr when the adapter leaves it alone.
-  const Target* target(int32_t layer, LoraProjection p) const {
+  const kernels::LoraFactors* target(int32_t layer, LoraProjection p) const {
     const auto& t = layers_[layer][size_t(p)];
     return t ? &*t : nullptr;
   }
@@ -36,7 +31,7 @@ class LoraWeights {
 
   std::string name_;
   int32_t max_rank_ = 0;
-  std::vector<std::array<std::optional<Target>, kLoraProjections>> layers_;
+  std::vector<std::array<std::optional<kernels::LoraFactors>, kLoraProjections>> layers_;
 };
 
 }  // namespace pagoda

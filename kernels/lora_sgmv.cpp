@@ -1,0 +1,89 @@
+#include "kernels/lora_sgmv.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cassert>
+#include <new>
+
+#include "kernels/cpu_features.h"
+#include "kernels/lora_sgmv_impl.h"
+
+namespace pagoda::kernels {
+
+namespace {
+
+constexpr std::size_t kAlignment = 64;
+
+// Below this many multiply-adds (a few microseconds: one decode row on a small model, say)
+// waking other threads costs more than it saves.
+constexpr double kParallelWork = 1 << 15;
+
+const detail::LoraKernels& kernels_for(Isa isa) {
+  switch (isa) {
+    case Isa::Avx512: return detail::lora_avx512;
+    case Isa::Avx2: return detail::lora_avx2;
+    case Isa::Portable: break;
+  }
+  return detail::lora_portable;
+}
+
+}  // namespace
+
+void LoraFactors::AlignedFree::operator()(float* p) const { ::operator delete[](p, std::align_val_t(kAlignment)); }
+
+LoraFactors LoraFactors::pack(const float* a, const float* b, int rank, int n_in, int n_out, float scale) {
+  assert(rank > 0 && n_in > 0 && n_out > 0);
+  LoraFactors f;
+  f.rank_ = rank;
+  f.n_in_ = n_in;
+  f.n_out_ = n_out;
+  const std::size_t count = std::size_t(rank) * (std::size_t(n_in) + std::size_t(n_out));
+  f.data_.reset(static_cast<float*>(::operator new[](count * sizeof(float), std::align_val_t(kAlignment))));
+  std::copy_n(a, std::size_t(rank) * n_in, f.data_.get());
+  float* b_t = f.data_.get() + std::size_t(rank) * n_in;
+  for (int j = 0; j < rank; ++j)
+    for (int n = 0; n < n_out; ++n) b_t[std::size_t(j) * n_out + n] = b[std::size_t(n) * rank + j] * scale;
+  return f;
+}
+
+void lora_sgmv(const float* x, int ldx, const LoraSegment* segments, int n_segments, float* tmp, int ld_tmp,
+               float* y, int ldy) {
+  double work = 0.0;
+  for (int s = 0; s < n_segments; ++s) {
+    const LoraFactors* f = segments[s].factors;
+    if (!f) continue;
+    assert(f->rank() <= ld_tmp && (s == 0 || segments[s - 1].end <= segments[s].begin));
+    work += double(segments[s].end - segments[s].begin) * f->rank() * (f->n_in() + f->n_out());
+  }
+  if (work == 0.0) return;
+  const detail::LoraKernels& k = kernels_for(active_isa());
+
+  // Rows [m0, m1): each run of rows on one adapter in groups of kLoraGroupRows, each group's
+  // shrink straight followed by its expand while its t is in L1.
+  auto rows = [&](int m0, int m1) {
+    const LoraSegment* s = std::upper_bound(segments, segments + n_segments, m0,
+                                            [](int m, const LoraSegment& seg) { return m < seg.end; });
+    for (; s != segments + n_segments && s->begin < m1; ++s) {
+      const LoraFactors* f = s->factors;
+      if (!f) continue;
+      const int end = std::min(m1, s->end);
+      for (int m = std::max(m0, s->begin); m < end; m += detail::kLoraGroupRows) {
+        const int group = std::min(detail::kLoraGroupRows, end - m);
+        float* t = tmp + std::size_t(m) * ld_tmp;
+        k.shrink(x + std::size_t(m) * ldx, ldx, group, f->a(), f->rank(), f->n_in(), t, ld_tmp);
+        k.expand(t, ld_tmp, group, f->b_t(), f->rank(), f->n_out(), y + std::size_t(m) * ldy, ldy);
+      }
+    }
+  };
+  const int first = segments[0].begin, last = segments[n_segments - 1].end;
+  if (work < kParallelWork) {
+    rows(first, last);
+  } else {
+    tbb::parallel_for(tbb::blocked_range<int>(first, last, detail::kLoraGroupRows),
+                      [&](const tbb::blocked_range<int>& r) { rows(r.begin(), r.end()); });
+  }
+}
+
+}  // namespace pagoda::kernels

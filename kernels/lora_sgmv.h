@@ -1,0 +1,60 @@
+#pragma once
+// Fused multi-adapter LoRA (Punica's SGMV, on the CPU): one call adds the LoRA deltas of one
+// projection to every row of a batch, each row with its own adapter's factors, in one flat
+// pass — the shrink t = x·Aᵀ (rank dot products of length n_in) and straight after it the
+// expand y += t·Bᵀ — rather than a pair of small GEMMs per adapter segment.
+//
+// Batch invariance: the bits of y[m][n] depend only on row m of x, on its adapter's factors
+// and on the ISA — not on the other rows, the segments, the rows the kernel groups together
+// to share weight loads, or the thread count. Each t[m][j] is one dot product in a fixed
+// lane-split order; each delta y[m][n] is one chain over j in order, added to y once.
+
+#include <cstddef>
+#include <memory>
+
+namespace pagoda::kernels {
+
+// One adapter's factors of one projection, laid out for lora_sgmv: A as [rank][n_in] (each
+// shrink dot product reads one contiguous row) and scale·B transposed, [rank][n_out] (the
+// expand runs along the output columns). Immutable once packed.
+class LoraFactors {
+ public:
+  LoraFactors() = default;
+
+  // a is [rank][n_in] and b is [n_out][rank], row-major, as in a llama.cpp adapter; the scale
+  // is folded into B.
+  static LoraFactors pack(const float* a, const float* b, int rank, int n_in, int n_out, float scale);
+
+  int rank() const { return rank_; }
+  int n_in() const { return n_in_; }
+  int n_out() const { return n_out_; }
+  const float* a() const { return data_.get(); }                                   // [rank][n_in]
+  const float* b_t() const { return data_.get() + std::size_t(rank_) * n_in_; }     // [rank][n_out]
+
+ private:
+  struct AlignedFree {
+    void operator()(float* p) const;
+  };
+
+  int rank_ = 0;
+  int n_in_ = 0;
+  int n_out_ = 0;
+  std::unique_ptr<float[], AlignedFree> data_;
+};
+
+// Rows [begin, end) of a batch that share one adapter's factors (nullptr: no delta).
+struct LoraSegment {
+  int begin = 0;
+  int end = 0;
+  const LoraFactors* factors = nullptr;
+};
+
+// For every row m of every segment: y[m][n] += Σ_j (Σ_k x[m][k]·A[j][k])·(scale·B)[n][j].
+// Segments are sorted by row and disjoint; rows outside them are left alone. Every segment's
+// factors must have the same n_in and n_out. tmp is scratch of [rows][ld_tmp] floats with
+// ld_tmp ≥ the largest rank, rows covering every segment. Runs in parallel in the caller's
+// tbb::task_arena when the work is large enough to pay for waking threads.
+void lora_sgmv(const float* x, int ldx, const LoraSegment* segments, int n_segments, float* tmp, int ld_tmp,
+               float* y, int ldy);
+
+}  // namespace pagoda::kernels

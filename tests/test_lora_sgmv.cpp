@@ -1,0 +1,212 @@
+// The fused multi-adapter LoRA kernel (kernels/lora_sgmv), for every ISA this CPU supports:
+// against a double-precision reference on awkward shapes and ranks, with mixed segments and
+// rows without an adapter, and bit for bit the same for a row alone, in a crowd, at any
+// position in its segment, on one thread or two.
+
+#include <gtest/gtest.h>
+#include <tbb/task_arena.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu_features.h"
+#include "kernels/lora_sgmv.h"
+
+namespace {
+
+using namespace pagoda::kernels;
+
+std::vector<float> random_vector(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::Portable, Isa::Avx2, Isa::Avx512})
+    if (cpu_supports(isa)) isas.push_back(isa);
+  return isas;
+}
+
+// An adapter's factors for one projection, with the plain A and B kept for the reference.
+struct Adapter {
+  int rank, n_in, n_out;
+  float scale;
+  std::vector<float> a, b;  // [rank][n_in], [n_out][rank]
+  LoraFactors factors;
+
+  Adapter(int rank_, int n_in_, int n_out_, float scale_, unsigned seed)
+      : rank(rank_), n_in(n_in_), n_out(n_out_), scale(scale_),
+        a(random_vector(std::size_t(rank) * n_in, seed)), b(random_vector(std::size_t(n_out) * rank, seed + 1000)),
+        factors(LoraFactors::pack(a.data(), b.data(), rank, n_in, n_out, scale)) {}
+};
+
+// A batch: rows of x and y (with a row stride wider than the data), and segments over them.
+struct Batch {
+  int rows, n_in, n_out, ldx, ldy;
+  std::vector<float> x, y;
+  std::vector<LoraSegment> segments;
+
+  Batch(int rows_, int n_in_, int n_out_, unsigned seed)
+      : rows(rows_), n_in(n_in_), n_out(n_out_), ldx(n_in_ + 3), ldy(n_out_ + 5),
+        x(random_vector(std::size_t(rows) * ldx, seed)), y(random_vector(std::size_t(rows) * ldy, seed + 1)) {}
+
+  std::vector<float> run(int threads = 2) const {
+    std::vector<float> out = y;
+    int max_rank = 1;
+    for (const LoraSegment& s : segments)
+      if (s.factors) max_rank = std::max(max_rank, s.factors->rank());
+    std::vector<float> tmp(std::size_t(rows) * (max_rank + 1), NAN);
+    tbb::task_arena arena(threads);
+    arena.execute([&] {
+      lora_sgmv(x.data(), ldx, segments.data(), int(segments.size()), tmp.data(), max_rank + 1, out.data(), ldy);
+    });
+    return out;
+  }
+};
+
+// y[m][n] + Σ_j (Σ_k x·a)·(scale·b) in double, and a bound on the float kernel's error.
+void expect_matches_reference(const Batch& batch, const std::vector<const Adapter*>& adapter_of_row,
+                              const std::vector<float>& got, const std::string& what) {
+  for (int m = 0; m < batch.rows; ++m) {
+    const Adapter* ad = adapter_of_row[std::size_t(m)];
+    std::vector<double> t(ad ? std::size_t(ad->rank) : 0), t_mag(t.size());
+    for (std::size_t j = 0; j < t.size(); ++j)
+      for (int k = 0; k < batch.n_in; ++k) {
+        const double p = double(batch.x[std::size_t(m) * batch.ldx + k]) * ad->a[j * ad->n_in + k];
+        t[j] += p;
+        t_mag[j] += std::fabs(p);
+      }
+    for (int n = 0; n < batch.ldy; ++n) {
+      const std::size_t i = std::size_t(m) * batch.ldy + n;
+      double want = batch.y[i], magnitude = std::fabs(want);
+      if (ad && n < batch.n_out) {
+        for (std::size_t j = 0; j < t.size(); ++j) {
+          const double bs = double(ad->b[std::size_t(n) * ad->rank + j] * ad->scale);
+          want += t[j] * bs;
+          magnitude += t_mag[j] * std::fabs(bs);
+        }
+      }
+      ASSERT_NEAR(got[i], want, 1e-5 * magnitude + 1e-30)
+          << what << ": row " << m << ", column " << n << (n >= batch.n_out ? " (outside the output)" : "");
+    }
+  }
+}
+
+class LoraSgmv : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override { ASSERT_TRUE(set_isa(GetParam())); }
+  void TearDown() override { set_isa(detected_isa()); }
+};
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, LoraSgmv, ::testing::ValuesIn(supported_isas()),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+// One adapter over every row, for ranks 1, 3, 16 and 64 and widths off every vector length.
+TEST_P(LoraSgmv, MatchesTheReferenceOnAwkwardShapes) {
+  unsigned seed = 1;
+  for (int rank : {1, 3, 16, 64})
+    for (int n_in : {1, 7, 17, 100, 288})
+      for (int n_out : {1, 9, 33, 70, 300})
+        for (int rows : {1, 5}) {
+          const Adapter ad(rank, n_in, n_out, 0.75f, seed++);
+          Batch batch(rows, n_in, n_out, seed++);
+          batch.segments = {{0, rows, &ad.factors}};
+          expect_matches_reference(batch, std::vector<const Adapter*>(std::size_t(rows), &ad), batch.run(),
+                                   "rank " + std::to_string(rank) + ", " + std::to_string(n_in) + " → " +
+                                       std::to_string(n_out) + ", " + std::to_string(rows) + " rows");
+        }
+}
+
+// Segments of several adapters and ranks, rows with no adapter between and around them, and a
+// segment whose adapter leaves this projection alone (null factors): each row gets its own
+// adapter's delta, the others stay as they were, bit for bit.
+TEST_P(LoraSgmv, MixedSegmentsEachRowItsOwnAdapter) {
+  const int n_in = 150, n_out = 97, rows = 40;
+  std::vector<Adapter> adapters;
+  adapters.reserve(4);
+  for (int i = 0; i < 4; ++i) adapters.emplace_back(std::vector<int>{1, 3, 16, 64}[std::size_t(i)], n_in, n_out, 0.5f + 0.25f * float(i), 77 + 13 * unsigned(i));
+  Batch batch(rows, n_in, n_out, 5);
+  // rows: 0-1 none, 2-8 a0, 9-10 a3, 11 a1, 12-13 none, 14-22 a2, 23-25 null factors, 26-33 a3, 34 a0, 35-39 none
+  batch.segments = {{2, 9, &adapters[0].factors},  {9, 11, &adapters[3].factors}, {11, 12, &adapters[1].factors},
+                    {14, 23, &adapters[2].factors}, {23, 26, nullptr},             {26, 34, &adapters[3].factors},
+                    {34, 35, &adapters[0].factors}};
+  std::vector<const Adapter*> adapter_of_row(rows, nullptr);
+  for (const LoraSegment& s : batch.segments)
+    for (int m = s.begin; m < s.end; ++m)
+      for (const Adapter& ad : adapters)
+        if (&ad.factors == s.factors) adapter_of_row[std::size_t(m)] = &ad;
+  const std::vector<float> got = batch.run();
+  expect_matches_reference(batch, adapter_of_row, got, "mixed segments");
+  for (int m = 0; m < rows; ++m)
+    if (!adapter_of_row[std::size_t(m)]) {
+      EXPECT_EQ(std::memcmp(got.data() + std::size_t(m) * batch.ldy, batch.y.data() + std::size_t(m) * batch.ldy,
+                            std::size_t(batch.ldy) * sizeof(float)), 0) << "row " << m << " has no adapter";
+    }
+}
+
+// A row's output bits: alone; at each position of a same-adapter segment (so in each slot of
+// the kernel's row groups); among many adapters and rows without one; on one thread or two.
+TEST_P(LoraSgmv, RowIsBitIdenticalAloneInACrowdAndOnAnyThreadCount) {
+  for (int rank : {3, 16, 64}) {
+    const int n_in = 300, n_out = 200;
+    std::vector<Adapter> adapters;
+    adapters.reserve(8);
+    for (int i = 0; i < 8; ++i) adapters.emplace_back(rank, n_in, n_out, 0.5f, 500 + unsigned(i));
+    const Adapter& mine = adapters[2];
+
+    Batch alone(1, n_in, n_out, 9);
+    alone.segments = {{0, 1, &mine.factors}};
+    const std::vector<float> want = alone.run(1);
+    EXPECT_NE(std::memcmp(want.data(), alone.y.data(), sizeof(float) * std::size_t(n_out)), 0) << "the delta is not zero";
+
+    auto expect_row = [&](const Batch& b, int row, const std::vector<float>& got, const std::string& what) {
+      EXPECT_EQ(std::memcmp(got.data() + std::size_t(row) * b.ldy, want.data(), sizeof(float) * std::size_t(n_out)), 0)
+          << what << ", rank " << rank;
+    };
+    auto with_row = [&](Batch& b, int row) {
+      std::copy_n(alone.x.data(), n_in, b.x.data() + std::size_t(row) * b.ldx);
+      std::copy_n(alone.y.data(), n_out, b.y.data() + std::size_t(row) * b.ldy);
+    };
+
+    // The same adapter over 9 rows, our row in every position.
+    for (int pos = 0; pos < 9; ++pos) {
+      Batch same(9, n_in, n_out, 100 + unsigned(pos));
+      with_row(same, pos);
+      same.segments = {{0, 9, &mine.factors}};
+      for (int threads : {1, 2}) expect_row(same, pos, same.run(threads), "one segment, position " + std::to_string(pos));
+    }
+
+    // A crowd of 67 rows: single-row segments of eight adapters, a long run of one, gaps.
+    Batch crowd(67, n_in, n_out, 42);
+    for (int m = 0; m < 40; ++m)
+      if (m % 5 != 4) crowd.segments.push_back({m, m + 1, &adapters[std::size_t(m % 8)].factors});
+    crowd.segments.push_back({41, 66, &mine.factors});
+    for (int row : {2, 41, 43, 50, 65}) {
+      Batch b = crowd;
+      with_row(b, row);
+      if (row == 2) {
+        ASSERT_EQ(b.segments[2].factors, &mine.factors);
+      }
+      for (int threads : {1, 2}) expect_row(b, row, b.run(threads), "in a crowd at row " + std::to_string(row));
+    }
+  }
+}
+
+TEST(LoraFactors, PacksATransposedScaledB) {
+  const Adapter ad(3, 5, 4, 0.5f, 11);
+  EXPECT_EQ(ad.factors.rank(), 3);
+  EXPECT_EQ(ad.factors.n_in(), 5);
+  EXPECT_EQ(ad.factors.n_out(), 4);
+  EXPECT_EQ(std::memcmp(ad.factors.a(), ad.a.data(), ad.a.size() * sizeof(float)), 0);
+  for (int j = 0; j < 3; ++j)
+    for (int n = 0; n < 4; ++n) EXPECT_EQ(ad.factors.b_t()[j * 4 + n], ad.b[std::size_t(n) * 3 + j] * 0.5f);
+}
+
+}  // namespace
