@@ -48,41 +48,48 @@ LoraFactors LoraFactors::pack(const float* a, const float* b, int rank, int n_in
   return f;
 }
 
-void lora_sgmv(const float* x, int ldx, const LoraSegment* segments, int n_segments, float* tmp, int ld_tmp,
-               float* y, int ldy) {
+void lora_sgmv(const float* x, int ldx, const int* rows, const LoraSegment* segments, int n_segments, float* tmp,
+               int ld_tmp, float* y, int ldy) {
   double work = 0.0;
   for (int s = 0; s < n_segments; ++s) {
     const LoraFactors* f = segments[s].factors;
+    assert(segments[s].begin == (s == 0 ? 0 : segments[s - 1].end));
     if (!f) continue;
-    assert(f->rank() <= ld_tmp && (s == 0 || segments[s - 1].end <= segments[s].begin));
+    assert(f->rank() <= ld_tmp);
     work += double(segments[s].end - segments[s].begin) * f->rank() * (f->n_in() + f->n_out());
   }
   if (work == 0.0) return;
   const detail::LoraKernels& k = kernels_for(active_isa());
 
-  // Rows [m0, m1): each run of rows on one adapter in groups of kLoraGroupRows, each group's
+  // Positions [p0, p1) of `rows`: each segment's rows in groups of kLoraGroupRows, each group's
   // shrink straight followed by its expand while its t is in L1.
-  auto rows = [&](int m0, int m1) {
-    const LoraSegment* s = std::upper_bound(segments, segments + n_segments, m0,
-                                            [](int m, const LoraSegment& seg) { return m < seg.end; });
-    for (; s != segments + n_segments && s->begin < m1; ++s) {
+  auto positions = [&](int p0, int p1) {
+    const LoraSegment* s = std::upper_bound(segments, segments + n_segments, p0,
+                                            [](int p, const LoraSegment& seg) { return p < seg.end; });
+    for (; s != segments + n_segments && s->begin < p1; ++s) {
       const LoraFactors* f = s->factors;
       if (!f) continue;
-      const int end = std::min(m1, s->end);
-      for (int m = std::max(m0, s->begin); m < end; m += detail::kLoraGroupRows) {
-        const int group = std::min(detail::kLoraGroupRows, end - m);
-        float* t = tmp + std::size_t(m) * ld_tmp;
-        k.shrink(x + std::size_t(m) * ldx, ldx, group, f->a(), f->rank(), f->n_in(), t, ld_tmp);
-        k.expand(t, ld_tmp, group, f->b_t(), f->rank(), f->n_out(), y + std::size_t(m) * ldy, ldy);
+      const int end = std::min(p1, s->end);
+      for (int p = std::max(p0, s->begin); p < end; p += detail::kLoraGroupRows) {
+        const int group = std::min(detail::kLoraGroupRows, end - p);
+        const float* x_rows[detail::kLoraGroupRows];
+        float* y_rows[detail::kLoraGroupRows];
+        for (int i = 0; i < group; ++i) {
+          x_rows[i] = x + std::size_t(rows[p + i]) * ldx;
+          y_rows[i] = y + std::size_t(rows[p + i]) * ldy;
+        }
+        float* t = tmp + std::size_t(p) * ld_tmp;
+        k.shrink(x_rows, group, f->a(), f->rank(), f->n_in(), t, ld_tmp);
+        k.expand(t, ld_tmp, group, f->b_t(), f->rank(), f->n_out(), y_rows);
       }
     }
   };
-  const int first = segments[0].begin, last = segments[n_segments - 1].end;
+  const int n_positions = segments[n_segments - 1].end;
   if (work < kParallelWork) {
-    rows(first, last);
+    positions(0, n_positions);
   } else {
-    tbb::parallel_for(tbb::blocked_range<int>(first, last, detail::kLoraGroupRows),
-                      [&](const tbb::blocked_range<int>& r) { rows(r.begin(), r.end()); });
+    tbb::parallel_for(tbb::blocked_range<int>(0, n_positions, detail::kLoraGroupRows),
+                      [&](const tbb::blocked_range<int>& r) { positions(r.begin(), r.end()); });
   }
 }
 

@@ -42,19 +42,21 @@ class LoraFactors {
   std::unique_ptr<float[], AlignedFree> data_;
 };
 
-// Rows [begin, end) of a batch that share one adapter's factors (nullptr: no delta).
+// The rows rows[begin..end) of a batch, which share one adapter's factors (nullptr: no delta).
 struct LoraSegment {
   int begin = 0;
   int end = 0;
   const LoraFactors* factors = nullptr;
 };
 
-// For every row m of every segment: y[m][n] += Σ_j (Σ_k x[m][k]·A[j][k])·(scale·B)[n][j].
-// Segments are sorted by row and disjoint; rows outside them are left alone. Every segment's
-// factors must have the same n_in and n_out. tmp is scratch of [rows][ld_tmp] floats with
-// ld_tmp ≥ the largest rank, rows covering every segment. Runs in parallel in the caller's
-// tbb::task_arena when the work is large enough to pay for waking threads.
-void lora_sgmv(const float* x, int ldx, const LoraSegment* segments, int n_segments, float* tmp, int ld_tmp,
-               float* y, int ldy);
+// For every row m named by a segment: y[m][n] += Σ_j (Σ_k x[m][k]·A[j][k])·(scale·B)[n][j]
+// with that segment's A and B. `rows` lists batch rows grouped by adapter (in any order, so
+// rows of one adapter need not be neighbours in the batch to share its loads); segments are
+// consecutive, disjoint ranges of it from position 0, and each row appears at most once.
+// Rows not listed are left alone. Every segment's factors must have the same n_in and n_out.
+// tmp is scratch of [positions][ld_tmp] floats, ld_tmp ≥ the largest rank. Runs in parallel
+// in the caller's tbb::task_arena when the work is large enough to pay for waking threads.
+void lora_sgmv(const float* x, int ldx, const int* rows, const LoraSegment* segments, int n_segments, float* tmp,
+               int ld_tmp, float* y, int ldy);
 
 }  // namespace pagoda::kernels

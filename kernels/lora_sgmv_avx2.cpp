@@ -13,7 +13,7 @@ constexpr int kShrinkA = 2;     // rows of A per block
 constexpr int kExpandVecs = 2;  // ymm of output columns per block
 
 template <int R, int J>
-void shrink_block(const float* x, int ldx, const float* a, int n_in, float* t, int ldt) {
+void shrink_block(const float* const* x, const float* a, int n_in, float* t, int ldt) {
   __m256 acc[R][J];
 #pragma GCC unroll 4
   for (int i = 0; i < R; ++i)
@@ -25,7 +25,7 @@ void shrink_block(const float* x, int ldx, const float* a, int n_in, float* t, i
     for (int j = 0; j < J; ++j) av[j] = load<kMasked>(a + std::size_t(j) * n_in + k, mask);
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i) {
-      const __m256 xv = load<kMasked>(x + std::size_t(i) * ldx + k, mask);
+      const __m256 xv = load<kMasked>(x[i] + k, mask);
 #pragma GCC unroll 2
       for (int j = 0; j < J; ++j) acc[i][j] = _mm256_fmadd_ps(xv, av[j], acc[i][j]);
     }
@@ -37,23 +37,23 @@ void shrink_block(const float* x, int ldx, const float* a, int n_in, float* t, i
 }
 
 template <int R>
-void shrink_rows(const float* x, int ldx, const float* a, int rank, int n_in, float* t, int ldt) {
+void shrink_rows(const float* const* x, const float* a, int rank, int n_in, float* t, int ldt) {
   int j = 0;
-  for (; j + kShrinkA <= rank; j += kShrinkA) shrink_block<R, kShrinkA>(x, ldx, a + std::size_t(j) * n_in, n_in, t + j, ldt);
-  if (j < rank) shrink_block<R, 1>(x, ldx, a + std::size_t(j) * n_in, n_in, t + j, ldt);
+  for (; j + kShrinkA <= rank; j += kShrinkA) shrink_block<R, kShrinkA>(x, a + std::size_t(j) * n_in, n_in, t + j, ldt);
+  if (j < rank) shrink_block<R, 1>(x, a + std::size_t(j) * n_in, n_in, t + j, ldt);
 }
 
-void shrink(const float* x, int ldx, int rows, const float* a, int rank, int n_in, float* t, int ldt) {
+void shrink(const float* const* x, int rows, const float* a, int rank, int n_in, float* t, int ldt) {
   switch (rows) {
-    case 4: return shrink_rows<4>(x, ldx, a, rank, n_in, t, ldt);
-    case 3: return shrink_rows<3>(x, ldx, a, rank, n_in, t, ldt);
-    case 2: return shrink_rows<2>(x, ldx, a, rank, n_in, t, ldt);
-    default: return shrink_rows<1>(x, ldx, a, rank, n_in, t, ldt);
+    case 4: return shrink_rows<4>(x, a, rank, n_in, t, ldt);
+    case 3: return shrink_rows<3>(x, a, rank, n_in, t, ldt);
+    case 2: return shrink_rows<2>(x, a, rank, n_in, t, ldt);
+    default: return shrink_rows<1>(x, a, rank, n_in, t, ldt);
   }
 }
 
 template <int R, bool kMasked>
-void expand_block(const float* t, int ldt, const float* b_t, int rank, int n_out, int n0, float* y, int ldy) {
+void expand_block(const float* t, int ldt, const float* b_t, int rank, int n_out, int n0, float* const* y) {
   __m256i mask[kExpandVecs];
 #pragma GCC unroll 2
   for (int v = 0; v < kExpandVecs; ++v) mask[v] = tail_mask(n_out - n0 - 8 * v);
@@ -78,25 +78,25 @@ void expand_block(const float* t, int ldt, const float* b_t, int rank, int n_out
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 2
     for (int v = 0; v < kExpandVecs; ++v) {
-      float* out = y + std::size_t(i) * ldy + n0 + 8 * v;
+      float* out = y[i] + n0 + 8 * v;
       store<kMasked>(out, mask[v], _mm256_add_ps(load<kMasked>(out, mask[v]), acc[i][v]));
     }
 }
 
 template <int R>
-void expand_rows(const float* t, int ldt, const float* b_t, int rank, int n_out, float* y, int ldy) {
+void expand_rows(const float* t, int ldt, const float* b_t, int rank, int n_out, float* const* y) {
   constexpr int kCols = 8 * kExpandVecs;
   int n = 0;
-  for (; n + kCols <= n_out; n += kCols) expand_block<R, false>(t, ldt, b_t, rank, n_out, n, y, ldy);
-  if (n < n_out) expand_block<R, true>(t, ldt, b_t, rank, n_out, n, y, ldy);
+  for (; n + kCols <= n_out; n += kCols) expand_block<R, false>(t, ldt, b_t, rank, n_out, n, y);
+  if (n < n_out) expand_block<R, true>(t, ldt, b_t, rank, n_out, n, y);
 }
 
-void expand(const float* t, int ldt, int rows, const float* b_t, int rank, int n_out, float* y, int ldy) {
+void expand(const float* t, int ldt, int rows, const float* b_t, int rank, int n_out, float* const* y) {
   switch (rows) {
-    case 4: return expand_rows<4>(t, ldt, b_t, rank, n_out, y, ldy);
-    case 3: return expand_rows<3>(t, ldt, b_t, rank, n_out, y, ldy);
-    case 2: return expand_rows<2>(t, ldt, b_t, rank, n_out, y, ldy);
-    default: return expand_rows<1>(t, ldt, b_t, rank, n_out, y, ldy);
+    case 4: return expand_rows<4>(t, ldt, b_t, rank, n_out, y);
+    case 3: return expand_rows<3>(t, ldt, b_t, rank, n_out, y);
+    case 2: return expand_rows<2>(t, ldt, b_t, rank, n_out, y);
+    default: return expand_rows<1>(t, ldt, b_t, rank, n_out, y);
   }
 }
 

@@ -9,12 +9,13 @@ namespace pagoda::kernels::detail {
 inline constexpr int kLoraGroupRows = 4;
 
 struct LoraKernels {
-  // t[i][j] = Σ_k x[i][k]·a[j][k] for i < rows, j < rank; a is [rank][n_in]. Each dot product
-  // is split over the ISA's lanes (k mod lanes), then the lanes are summed in a fixed order.
-  void (*shrink)(const float* x, int ldx, int rows, const float* a, int rank, int n_in, float* t, int ldt);
-  // y[i][n] += Σ_j t[i][j]·b_t[j][n] for i < rows, n < n_out; b_t is [rank][n_out]. The sum
-  // over j runs in order from zero, then is added to y once.
-  void (*expand)(const float* t, int ldt, int rows, const float* b_t, int rank, int n_out, float* y, int ldy);
+  // t[i][j] = Σ_k x[i][k]·a[j][k] for i < rows, j < rank; x holds `rows` row pointers and a
+  // is [rank][n_in]. Each dot product is split over the ISA's lanes (k mod lanes), then the
+  // lanes are summed in a fixed order.
+  void (*shrink)(const float* const* x, int rows, const float* a, int rank, int n_in, float* t, int ldt);
+  // y[i][n] += Σ_j t[i][j]·b_t[j][n] for i < rows, n < n_out; y holds `rows` row pointers and
+  // b_t is [rank][n_out]. The sum over j runs in order from zero, then is added to y once.
+  void (*expand)(const float* t, int ldt, int rows, const float* b_t, int rank, int n_out, float* const* y);
 };
 
 extern const LoraKernels lora_portable, lora_avx2, lora_avx512;

@@ -23,15 +23,15 @@ float dot(const float* x, const float* a, int n) {
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-void shrink(const float* x, int ldx, int rows, const float* a, int rank, int n_in, float* t, int ldt) {
+void shrink(const float* const* x, int rows, const float* a, int rank, int n_in, float* t, int ldt) {
   for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < rank; ++j) t[std::size_t(i) * ldt + j] = dot(x + std::size_t(i) * ldx, a + std::size_t(j) * n_in, n_in);
+    for (int j = 0; j < rank; ++j) t[std::size_t(i) * ldt + j] = dot(x[i], a + std::size_t(j) * n_in, n_in);
 }
 
-void expand(const float* t, int ldt, int rows, const float* b_t, int rank, int n_out, float* y, int ldy) {
+void expand(const float* t, int ldt, int rows, const float* b_t, int rank, int n_out, float* const* y) {
   for (int i = 0; i < rows; ++i) {
     const float* ti = t + std::size_t(i) * ldt;
-    float* yi = y + std::size_t(i) * ldy;
+    float* yi = y[i];
     for (int n0 = 0; n0 < n_out; n0 += kCols) {
       const int cols = std::min(kCols, n_out - n0);
       float acc[kCols] = {};

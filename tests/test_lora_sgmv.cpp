@@ -47,11 +47,25 @@ struct Adapter {
         factors(LoraFactors::pack(a.data(), b.data(), rank, n_in, n_out, scale)) {}
 };
 
-// A batch: rows of x and y (with a row stride wider than the data), and segments over them.
+// A batch: rows of x and y (with a row stride wider than the data), the rows that have an
+// adapter grouped by adapter (`order`), and the segments over that order.
 struct Batch {
   int rows, n_in, n_out, ldx, ldy;
   std::vector<float> x, y;
+  std::vector<int> order;
   std::vector<LoraSegment> segments;
+
+  // Appends a segment of the given batch rows on `factors`.
+  void add(const std::vector<int>& batch_rows, const LoraFactors* factors) {
+    const int begin = int(order.size());
+    order.insert(order.end(), batch_rows.begin(), batch_rows.end());
+    segments.push_back({begin, int(order.size()), factors});
+  }
+  void add_range(int begin, int end, const LoraFactors* factors) {
+    std::vector<int> r;
+    for (int m = begin; m < end; ++m) r.push_back(m);
+    add(r, factors);
+  }
 
   Batch(int rows_, int n_in_, int n_out_, unsigned seed)
       : rows(rows_), n_in(n_in_), n_out(n_out_), ldx(n_in_ + 3), ldy(n_out_ + 5),
@@ -62,10 +76,11 @@ struct Batch {
     int max_rank = 1;
     for (const LoraSegment& s : segments)
       if (s.factors) max_rank = std::max(max_rank, s.factors->rank());
-    std::vector<float> tmp(std::size_t(rows) * (max_rank + 1), NAN);
+    std::vector<float> tmp(order.size() * std::size_t(max_rank + 1), NAN);
     tbb::task_arena arena(threads);
     arena.execute([&] {
-      lora_sgmv(x.data(), ldx, segments.data(), int(segments.size()), tmp.data(), max_rank + 1, out.data(), ldy);
+      lora_sgmv(x.data(), ldx, order.data(), segments.data(), int(segments.size()), tmp.data(), max_rank + 1,
+                out.data(), ldy);
     });
     return out;
   }
@@ -117,31 +132,37 @@ TEST_P(LoraSgmv, MatchesTheReferenceOnAwkwardShapes) {
         for (int rows : {1, 5}) {
           const Adapter ad(rank, n_in, n_out, 0.75f, seed++);
           Batch batch(rows, n_in, n_out, seed++);
-          batch.segments = {{0, rows, &ad.factors}};
+          batch.add_range(0, rows, &ad.factors);
           expect_matches_reference(batch, std::vector<const Adapter*>(std::size_t(rows), &ad), batch.run(),
                                    "rank " + std::to_string(rank) + ", " + std::to_string(n_in) + " → " +
                                        std::to_string(n_out) + ", " + std::to_string(rows) + " rows");
         }
 }
 
-// Segments of several adapters and ranks, rows with no adapter between and around them, and a
-// segment whose adapter leaves this projection alone (null factors): each row gets its own
-// adapter's delta, the others stay as they were, bit for bit.
+// Segments of several adapters and ranks, rows with no adapter between and around them, an
+// adapter whose rows are scattered over the batch, and a segment whose adapter leaves this
+// projection alone (null factors): each row gets its own adapter's delta, the others stay as
+// they were, bit for bit.
 TEST_P(LoraSgmv, MixedSegmentsEachRowItsOwnAdapter) {
   const int n_in = 150, n_out = 97, rows = 40;
   std::vector<Adapter> adapters;
   adapters.reserve(4);
   for (int i = 0; i < 4; ++i) adapters.emplace_back(std::vector<int>{1, 3, 16, 64}[std::size_t(i)], n_in, n_out, 0.5f + 0.25f * float(i), 77 + 13 * unsigned(i));
   Batch batch(rows, n_in, n_out, 5);
-  // rows: 0-1 none, 2-8 a0, 9-10 a3, 11 a1, 12-13 none, 14-22 a2, 23-25 null factors, 26-33 a3, 34 a0, 35-39 none
-  batch.segments = {{2, 9, &adapters[0].factors},  {9, 11, &adapters[3].factors}, {11, 12, &adapters[1].factors},
-                    {14, 23, &adapters[2].factors}, {23, 26, nullptr},             {26, 34, &adapters[3].factors},
-                    {34, 35, &adapters[0].factors}};
+  // rows: 0-1 none, 2-8 a0, 9-10 a3, 11 a1, 12-13 none, 14-22 a2, 23-25 null factors, 26-33 a3,
+  // 34 a0, 35-39 none, and a1 also on the scattered rows 36, 12 and 1 (listed in that order).
+  batch.add_range(2, 9, &adapters[0].factors);
+  batch.add_range(9, 11, &adapters[3].factors);
+  batch.add({11, 36, 12, 1}, &adapters[1].factors);
+  batch.add_range(14, 23, &adapters[2].factors);
+  batch.add_range(23, 26, nullptr);
+  batch.add_range(26, 34, &adapters[3].factors);
+  batch.add_range(34, 35, &adapters[0].factors);
   std::vector<const Adapter*> adapter_of_row(rows, nullptr);
   for (const LoraSegment& s : batch.segments)
-    for (int m = s.begin; m < s.end; ++m)
+    for (int p = s.begin; p < s.end; ++p)
       for (const Adapter& ad : adapters)
-        if (&ad.factors == s.factors) adapter_of_row[std::size_t(m)] = &ad;
+        if (&ad.factors == s.factors) adapter_of_row[std::size_t(batch.order[std::size_t(p)])] = &ad;
   const std::vector<float> got = batch.run();
   expect_matches_reference(batch, adapter_of_row, got, "mixed segments");
   for (int m = 0; m < rows; ++m)
@@ -162,7 +183,7 @@ TEST_P(LoraSgmv, RowIsBitIdenticalAloneInACrowdAndOnAnyThreadCount) {
     const Adapter& mine = adapters[2];
 
     Batch alone(1, n_in, n_out, 9);
-    alone.segments = {{0, 1, &mine.factors}};
+    alone.add_range(0, 1, &mine.factors);
     const std::vector<float> want = alone.run(1);
     EXPECT_NE(std::memcmp(want.data(), alone.y.data(), sizeof(float) * std::size_t(n_out)), 0) << "the delta is not zero";
 
@@ -179,22 +200,35 @@ TEST_P(LoraSgmv, RowIsBitIdenticalAloneInACrowdAndOnAnyThreadCount) {
     for (int pos = 0; pos < 9; ++pos) {
       Batch same(9, n_in, n_out, 100 + unsigned(pos));
       with_row(same, pos);
-      same.segments = {{0, 9, &mine.factors}};
+      same.add_range(0, 9, &mine.factors);
       for (int threads : {1, 2}) expect_row(same, pos, same.run(threads), "one segment, position " + std::to_string(pos));
     }
 
     // A crowd of 67 rows: single-row segments of eight adapters, a long run of one, gaps.
     Batch crowd(67, n_in, n_out, 42);
     for (int m = 0; m < 40; ++m)
-      if (m % 5 != 4) crowd.segments.push_back({m, m + 1, &adapters[std::size_t(m % 8)].factors});
-    crowd.segments.push_back({41, 66, &mine.factors});
+      if (m % 5 != 4) crowd.add_range(m, m + 1, &adapters[std::size_t(m % 8)].factors);
+    crowd.add_range(41, 66, &mine.factors);
     for (int row : {2, 41, 43, 50, 65}) {
       Batch b = crowd;
       with_row(b, row);
-      if (row == 2) {
-        ASSERT_EQ(b.segments[2].factors, &mine.factors);
-      }
       for (int threads : {1, 2}) expect_row(b, row, b.run(threads), "in a crowd at row " + std::to_string(row));
+    }
+    // The crowd grouped by adapter: row 2 shares its adapter's loads with rows 10, 18, ...
+    Batch grouped = crowd;
+    grouped.order.clear();
+    grouped.segments.clear();
+    for (int a = 0; a < 8; ++a) {
+      std::vector<int> r;
+      for (int m = a; m < 40; m += 8)
+        if (m % 5 != 4) r.push_back(m);
+      if (a == 2) r.insert(r.end(), {41, 50});
+      grouped.add(r, &adapters[std::size_t(a)].factors);
+    }
+    for (int row : {2, 50}) {
+      Batch b = grouped;
+      with_row(b, row);
+      for (int threads : {1, 2}) expect_row(b, row, b.run(threads), "grouped by adapter, row " + std::to_string(row));
     }
   }
 }

@@ -4,7 +4,9 @@
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include "kernels/attention.h"
@@ -121,23 +123,32 @@ void ModelRunner::prepare(const Batch& batch) {
     }
   }
 
+  // Rows grouped by adapter, wherever their entries sit in the batch, so each adapter's rows
+  // share its weight loads; the grouping never changes a row's arithmetic.
+  lora_entries_.clear();
+  for (size_t e = 0; e < batch.entries.size(); ++e)
+    if (batch.entries[e].lora) lora_entries_.push_back(int32_t(e));
+  std::stable_sort(lora_entries_.begin(), lora_entries_.end(), [&](int32_t a, int32_t b) {
+    return std::less<const LoraWeights*>()(batch.entries[a].lora, batch.entries[b].lora);
+  });
+  lora_rows_.clear();
   lora_segments_.clear();
   lora_stride_ = 0;
-  for (size_t e = 0; e < batch.entries.size(); ++e) {
+  for (int32_t e : lora_entries_) {
     const LoraWeights* lora = batch.entries[e].lora;
-    if (!lora) continue;
-    // Neighbouring entries on one adapter form one segment, whose rows share weight loads.
-    if (!lora_segments_.empty() && lora_segments_.back().lora == lora && lora_segments_.back().end == entry_start_[e]) {
-      lora_segments_.back().end = entry_start_[e + 1];
+    const int32_t begin = int32_t(lora_rows_.size());
+    for (int32_t r = entry_start_[e]; r < entry_start_[e + 1]; ++r) lora_rows_.push_back(r);
+    if (!lora_segments_.empty() && lora_segments_.back().lora == lora) {
+      lora_segments_.back().end = int32_t(lora_rows_.size());
     } else {
-      lora_segments_.push_back({entry_start_[e], entry_start_[e + 1], lora});
+      lora_segments_.push_back({begin, int32_t(lora_rows_.size()), lora});
     }
     lora_stride_ = std::max(lora_stride_, lora->max_rank());
   }
 
   const ModelConfig& c = model_.config;
   const size_t n = tokens_.size();
-  lora_tmp_.resize(n * size_t(lora_stride_));
+  lora_tmp_.resize(lora_rows_.size() * size_t(lora_stride_));
   const size_t q_dim = size_t(c.n_heads) * c.head_dim();
   x_.resize(n * c.dim);
   xb_.resize(n * c.dim);
@@ -277,7 +288,8 @@ void ModelRunner::apply_lora(int32_t layer, LoraProjection p, const float* in, i
   // computed the same way whatever else is in the batch.
   lora_calls_.clear();
   for (const LoraSegment& seg : lora_segments_) lora_calls_.push_back({seg.begin, seg.end, seg.lora->target(layer, p)});
-  kernels::lora_sgmv(in, ld_in, lora_calls_.data(), int(lora_calls_.size()), lora_tmp_.data(), lora_stride_, out, ld_out);
+  kernels::lora_sgmv(in, ld_in, lora_rows_.data(), lora_calls_.data(), int(lora_calls_.size()), lora_tmp_.data(),
+                     lora_stride_, out, ld_out);
 }
 
 double ModelRunner::flops(const Batch& batch) const {

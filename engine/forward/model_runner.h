@@ -80,12 +80,14 @@ class ModelRunner {
   std::vector<AttentionChunk> attention_chunks_;
   double attention_work_ = 0.0;  // multiply-adds of one layer's attention this step
   struct LoraSegment {
-    int32_t begin, end;  // rows of tokens_ that share one adapter
+    int32_t begin, end;  // positions in lora_rows_ that share one adapter
     const LoraWeights* lora;
   };
+  std::vector<int32_t> lora_entries_;  // entries with an adapter, grouped by adapter
+  std::vector<int32_t> lora_rows_;     // their rows of tokens_, in that order
   std::vector<LoraSegment> lora_segments_;
   std::vector<kernels::LoraSegment> lora_calls_;  // lora_segments_ with one projection's factors
-  std::vector<float> lora_tmp_;  // [row][max rank]: x·Aᵀ of each row
+  std::vector<float> lora_tmp_;  // [position in lora_rows_][max rank]: x·Aᵀ of each row
   int32_t lora_stride_ = 0;
   std::vector<float> x_, xb_, qkv_, att_, ffn_, hidden_, final_;
 };
