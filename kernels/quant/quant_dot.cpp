@@ -15,6 +15,14 @@ int nearest(float v) {
   return (bits & 0x007fffff) - 0x00400000;
 }
 
+// std::round (halves away from zero) for |v| < 2^23 without the libm call: truncation is exact
+// there, and so is v − trunc(v).
+int round_half_away(float v) {
+  const int t = int(v);
+  const float rest = v - float(t);
+  return t + (rest >= 0.5f) - (rest <= -0.5f);
+}
+
 void quantize_q8_32(const float* x, int cols, ActBlock32* out) {
   for (int b = 0; b < cols / kQK; ++b, x += kQK) {
     float amax = 0.0f;
@@ -22,7 +30,7 @@ void quantize_q8_32(const float* x, int cols, ActBlock32* out) {
     const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
     int32_t sum = 0;
     for (int j = 0; j < kQK; ++j) {
-      out[b].qs[j] = int8_t(std::round(x[j] * id));
+      out[b].qs[j] = int8_t(round_half_away(x[j] * id));
       sum += out[b].qs[j];
     }
     out[b].d = d;
