@@ -1,18 +1,23 @@
 // Multi-LoRA serving through the Engine on s15m: 64 concurrent requests spread over 1, 8 and
-// 64 distinct adapters against the base model alone; mixed-adapter batches against
-// coalesce-only scheduling (a step serves one adapter); and adapter swaps (count and cost)
-// when only 8 of 64 adapters may be resident. Each configuration's timing starts after one
-// untimed pass (the resident adapters packed, the prefix cache warm). tokens/cpu_s divides by the CPU time of all the
+// 64 distinct rank-16 adapters stored as f16 (as `convert_lora_to_gguf.py --outtype f16` and
+// `pagoda-synth --lora-for s15m.gguf --type f16` write them; the base model stays f32)
+// against the base model alone; mixed-adapter batches against coalesce-only scheduling (a
+// step serves one adapter); and adapter swaps (count and cost) when only 8 of 64 adapters may
+// be resident. Each configuration's timing starts after one untimed pass (the resident
+// adapters packed, the prefix cache warm). tokens/cpu_s divides by the CPU time of all the
 // process's threads, the steadier figure when other jobs share the machine.
 
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
 #include <filesystem>
+#include <random>
 #include <vector>
 
 #include "bench/bench_models.h"
 #include "engine/synth/lora_synth.h"
+#include "engine/synth/synth.h"
+#include "kernels/lora_sgmv.h"
 #include "engine/model/model.h"
 #include "pagoda/engine.h"
 
@@ -34,13 +39,15 @@ double process_cpu_seconds() {
 }
 
 std::string adapter_path(const std::string& base, int i) {
-  const auto path = std::filesystem::path(PAGODA_BINARY_DIR) / "models" / ("s15m-lora" + std::to_string(i) + ".gguf");
+  const auto path =
+      std::filesystem::path(PAGODA_BINARY_DIR) / "models" / ("s15m-lora-f16-" + std::to_string(i) + ".gguf");
   if (!std::filesystem::exists(path)) {
     static const ModelConfig config = load_model(base).config;
     LoraSynthSpec spec;
     spec.rank = kRank;
     spec.alpha = float(kRank);
     spec.seed = uint64_t(i + 1);
+    spec.type = GgmlType::F16;
     write_synth_lora(path.string(), config, spec);
   }
   return path.string();
@@ -93,7 +100,59 @@ void BM_LoraServing(benchmark::State& state) {
   state.counters["swap_ms_each"] = swaps > 0 ? 1e3 * swap_seconds / swaps : 0.0;
 }
 
+// The fused kernel alone on one decode step of s15m: 64 rows, row r on adapter r mod
+// range(0), every projection of every block, factors stored as range(1) (a LoraElement).
+// bytes_per_second counts each adapter's factors once a step: what the step must read.
+void BM_LoraSgmvStep(benchmark::State& state) {
+  const int adapters = int(state.range(0));
+  const auto element = kernels::LoraElement(state.range(1));
+  const ModelConfig c = synth_preset("s15m");
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-0.1f, 0.1f);
+  auto random = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+  };
+  // factors[(l·7 + p)·adapters + a]
+  std::vector<kernels::LoraFactors> factors;
+  size_t factor_bytes = 0;
+  for (int32_t l = 0; l < c.n_layers; ++l)
+    for (int32_t p = 0; p < kLoraProjections; ++p)
+      for (int a = 0; a < adapters; ++a) {
+        const LoraShape s = lora_projection_shape(c, LoraProjection(p));
+        const std::vector<float> fa = random(size_t(kRank) * s.n_in), fb = random(size_t(s.n_out) * kRank);
+        factors.push_back(kernels::LoraFactors::pack(fa.data(), fb.data(), kRank, s.n_in, s.n_out, 0.5f, element));
+        factor_bytes += factors.back().bytes();
+      }
+  const int ld = c.ffn_dim;
+  const std::vector<float> x = random(size_t(kRequests) * ld);
+  std::vector<float> y(size_t(kRequests) * ld), tmp(size_t(kRequests) * kRank);
+  std::vector<int> rows;
+  std::vector<kernels::LoraSegment> segments;
+  for (int a = 0; a < adapters; ++a) {
+    const int begin = int(rows.size());
+    for (int r = a; r < kRequests; r += adapters) rows.push_back(r);
+    segments.push_back({begin, int(rows.size()), nullptr});
+  }
+  for (auto _ : state) {
+    for (int32_t l = 0; l < c.n_layers; ++l)
+      for (int32_t p = 0; p < kLoraProjections; ++p) {
+        for (int a = 0; a < adapters; ++a) segments[size_t(a)].factors = &factors[size_t(l * kLoraProjections + p) * adapters + a];
+        kernels::lora_sgmv(x.data(), ld, rows.data(), segments.data(), adapters, tmp.data(), kRank, y.data(), ld);
+      }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(factor_bytes));
+}
+
 }  // namespace
+
+BENCHMARK(BM_LoraSgmvStep)
+    ->ArgNames({"adapters", "element"})
+    ->ArgsProduct({{1, 8, 64}, {int(kernels::LoraElement::F32), int(kernels::LoraElement::F16)}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 BENCHMARK(BM_LoraServing)
     ->ArgNames({"adapters", "mixed", "resident"})

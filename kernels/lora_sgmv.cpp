@@ -8,6 +8,7 @@
 #include <new>
 
 #include "kernels/cpu_features.h"
+#include "kernels/half.h"
 #include "kernels/lora_sgmv_impl.h"
 
 namespace pagoda::kernels {
@@ -31,20 +32,30 @@ const detail::LoraKernels& kernels_for(Isa isa) {
 
 }  // namespace
 
-void LoraFactors::AlignedFree::operator()(float* p) const { ::operator delete[](p, std::align_val_t(kAlignment)); }
+void LoraFactors::AlignedFree::operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(kAlignment)); }
 
-LoraFactors LoraFactors::pack(const float* a, const float* b, int rank, int n_in, int n_out, float scale) {
+LoraFactors LoraFactors::pack(const float* a, const float* b, int rank, int n_in, int n_out, float scale,
+                              LoraElement element) {
   assert(rank > 0 && n_in > 0 && n_out > 0);
   LoraFactors f;
   f.rank_ = rank;
   f.n_in_ = n_in;
   f.n_out_ = n_out;
-  const std::size_t count = std::size_t(rank) * (std::size_t(n_in) + std::size_t(n_out));
-  f.data_.reset(static_cast<float*>(::operator new[](count * sizeof(float), std::align_val_t(kAlignment))));
-  std::copy_n(a, std::size_t(rank) * n_in, f.data_.get());
-  float* b_t = f.data_.get() + std::size_t(rank) * n_in;
+  f.scale_ = scale;
+  f.element_ = element;
+  f.data_.reset(static_cast<std::byte*>(::operator new[](f.bytes(), std::align_val_t(kAlignment))));
+  const std::size_t a_count = std::size_t(rank) * n_in;
+  // Element i of the block (A then Bᵀ) is v, stored as the element type.
+  auto put = [&](std::size_t i, float v) {
+    switch (element) {
+      case LoraElement::F32: reinterpret_cast<float*>(f.data_.get())[i] = v; break;
+      case LoraElement::F16: reinterpret_cast<uint16_t*>(f.data_.get())[i] = f32_to_f16(v); break;
+      case LoraElement::BF16: reinterpret_cast<uint16_t*>(f.data_.get())[i] = f32_to_bf16(v); break;
+    }
+  };
+  for (std::size_t i = 0; i < a_count; ++i) put(i, a[i]);
   for (int j = 0; j < rank; ++j)
-    for (int n = 0; n < n_out; ++n) b_t[std::size_t(j) * n_out + n] = b[std::size_t(n) * rank + j] * scale;
+    for (int n = 0; n < n_out; ++n) put(a_count + std::size_t(j) * n_out + n, b[std::size_t(n) * rank + j]);
   return f;
 }
 
@@ -79,8 +90,9 @@ void lora_sgmv(const float* x, int ldx, const int* rows, const LoraSegment* segm
           y_rows[i] = y + std::size_t(rows[p + i]) * ldy;
         }
         float* t = tmp + std::size_t(p) * ld_tmp;
-        k.shrink(x_rows, group, f->a(), f->rank(), f->n_in(), t, ld_tmp);
-        k.expand(t, ld_tmp, group, f->b_t(), f->rank(), f->n_out(), y_rows);
+        const int e = int(f->element());
+        k.shrink[e](x_rows, group, f->a(), f->rank(), f->n_in(), f->scale(), t, ld_tmp);
+        k.expand[e](t, ld_tmp, group, f->b_t(), f->rank(), f->n_out(), y_rows);
       }
     }
   };

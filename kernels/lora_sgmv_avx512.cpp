@@ -1,6 +1,9 @@
 // AVX-512 halves of lora_sgmv. Shrink: R rows × J rows of A in R·J zmm accumulators, 16 lanes
 // of k each, summed across lanes at the end. Expand: R rows × 64 output columns in 4R zmm
-// accumulators, one broadcast of t per row and rank step.
+// accumulators, one broadcast of t per row and rank step. 16-bit factors are widened as they
+// are loaded (vcvtph2ps, or a shift for bfloat16), both exact.
+
+#include <cstdint>
 
 #include "kernels/lora_sgmv_impl.h"
 #include "kernels/simd_avx512.h"
@@ -12,8 +15,21 @@ namespace {
 constexpr int kShrinkA = 4;     // rows of A per block
 constexpr int kExpandVecs = 4;  // zmm of output columns per block
 
-template <int R, int J>
-void shrink_block(const float* const* x, const float* a, int n_in, float* t, int ldt) {
+// 16 factor elements from element index i of p, widened to floats; masked-off lanes are 0.
+template <LoraElement E, bool kMasked>
+[[gnu::always_inline]] inline __m512 load_factor(const void* p, std::size_t i, __mmask16 mask) {
+  if constexpr (E == LoraElement::F32) {
+    return load<kMasked>(static_cast<const float*>(p) + i, mask);
+  } else {
+    const uint16_t* q = static_cast<const uint16_t*>(p) + i;
+    const __m256i h = kMasked ? _mm256_maskz_loadu_epi16(mask, q) : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+    if constexpr (E == LoraElement::F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <LoraElement E, int R, int J>
+void shrink_block(const float* const* x, const void* a, std::size_t a0, int n_in, float scale, float* t, int ldt) {
   __m512 acc[R][J];
 #pragma GCC unroll 4
   for (int i = 0; i < R; ++i)
@@ -22,7 +38,7 @@ void shrink_block(const float* const* x, const float* a, int n_in, float* t, int
   for_chunks(n_in, [&]<bool kMasked>(int k, __mmask16 mask) {
     __m512 av[J];
 #pragma GCC unroll 4
-    for (int j = 0; j < J; ++j) av[j] = load<kMasked>(a + std::size_t(j) * n_in + k, mask);
+    for (int j = 0; j < J; ++j) av[j] = load_factor<E, kMasked>(a, a0 + std::size_t(j) * n_in + k, mask);
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i) {
       const __m512 xv = load<kMasked>(x[i] + k, mask);
@@ -33,32 +49,35 @@ void shrink_block(const float* const* x, const float* a, int n_in, float* t, int
 #pragma GCC unroll 4
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 4
-    for (int j = 0; j < J; ++j) t[std::size_t(i) * ldt + j] = _mm512_reduce_add_ps(acc[i][j]);
+    for (int j = 0; j < J; ++j) t[std::size_t(i) * ldt + j] = _mm512_reduce_add_ps(acc[i][j]) * scale;
 }
 
-template <int R>
-void shrink_rows(const float* const* x, const float* a, int rank, int n_in, float* t, int ldt) {
+template <LoraElement E, int R>
+void shrink_rows(const float* const* x, const void* a, int rank, int n_in, float scale, float* t, int ldt) {
   int j = 0;
-  for (; j + kShrinkA <= rank; j += kShrinkA) shrink_block<R, kShrinkA>(x, a + std::size_t(j) * n_in, n_in, t + j, ldt);
+  for (; j + kShrinkA <= rank; j += kShrinkA)
+    shrink_block<E, R, kShrinkA>(x, a, std::size_t(j) * n_in, n_in, scale, t + j, ldt);
+  const std::size_t a0 = std::size_t(j) * n_in;
   switch (rank - j) {
-    case 3: shrink_block<R, 3>(x, a + std::size_t(j) * n_in, n_in, t + j, ldt); break;
-    case 2: shrink_block<R, 2>(x, a + std::size_t(j) * n_in, n_in, t + j, ldt); break;
-    case 1: shrink_block<R, 1>(x, a + std::size_t(j) * n_in, n_in, t + j, ldt); break;
+    case 3: shrink_block<E, R, 3>(x, a, a0, n_in, scale, t + j, ldt); break;
+    case 2: shrink_block<E, R, 2>(x, a, a0, n_in, scale, t + j, ldt); break;
+    case 1: shrink_block<E, R, 1>(x, a, a0, n_in, scale, t + j, ldt); break;
     default: break;
   }
 }
 
-void shrink(const float* const* x, int rows, const float* a, int rank, int n_in, float* t, int ldt) {
+template <LoraElement E>
+void shrink(const float* const* x, int rows, const void* a, int rank, int n_in, float scale, float* t, int ldt) {
   switch (rows) {
-    case 4: return shrink_rows<4>(x, a, rank, n_in, t, ldt);
-    case 3: return shrink_rows<3>(x, a, rank, n_in, t, ldt);
-    case 2: return shrink_rows<2>(x, a, rank, n_in, t, ldt);
-    default: return shrink_rows<1>(x, a, rank, n_in, t, ldt);
+    case 4: return shrink_rows<E, 4>(x, a, rank, n_in, scale, t, ldt);
+    case 3: return shrink_rows<E, 3>(x, a, rank, n_in, scale, t, ldt);
+    case 2: return shrink_rows<E, 2>(x, a, rank, n_in, scale, t, ldt);
+    default: return shrink_rows<E, 1>(x, a, rank, n_in, scale, t, ldt);
   }
 }
 
-template <int R, bool kMasked>
-void expand_block(const float* t, int ldt, const float* b_t, int rank, int n_out, int n0, float* const* y) {
+template <LoraElement E, int R, bool kMasked>
+void expand_block(const float* t, int ldt, const void* b_t, int rank, int n_out, int n0, float* const* y) {
   __mmask16 mask[kExpandVecs];
 #pragma GCC unroll 4
   for (int v = 0; v < kExpandVecs; ++v) mask[v] = tail_mask(n_out - n0 - 16 * v);
@@ -68,10 +87,10 @@ void expand_block(const float* t, int ldt, const float* b_t, int rank, int n_out
 #pragma GCC unroll 4
     for (int v = 0; v < kExpandVecs; ++v) acc[i][v] = _mm512_setzero_ps();
   for (int j = 0; j < rank; ++j) {
-    const float* b = b_t + std::size_t(j) * n_out + n0;
+    const std::size_t b = std::size_t(j) * n_out + n0;
     __m512 bv[kExpandVecs];
 #pragma GCC unroll 4
-    for (int v = 0; v < kExpandVecs; ++v) bv[v] = load<kMasked>(b + 16 * v, mask[v]);
+    for (int v = 0; v < kExpandVecs; ++v) bv[v] = load_factor<E, kMasked>(b_t, b + 16 * v, mask[v]);
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i) {
       const __m512 tv = _mm512_set1_ps(t[std::size_t(i) * ldt + j]);
@@ -88,25 +107,28 @@ void expand_block(const float* t, int ldt, const float* b_t, int rank, int n_out
     }
 }
 
-template <int R>
-void expand_rows(const float* t, int ldt, const float* b_t, int rank, int n_out, float* const* y) {
+template <LoraElement E, int R>
+void expand_rows(const float* t, int ldt, const void* b_t, int rank, int n_out, float* const* y) {
   constexpr int kCols = 16 * kExpandVecs;
   int n = 0;
-  for (; n + kCols <= n_out; n += kCols) expand_block<R, false>(t, ldt, b_t, rank, n_out, n, y);
-  if (n < n_out) expand_block<R, true>(t, ldt, b_t, rank, n_out, n, y);
+  for (; n + kCols <= n_out; n += kCols) expand_block<E, R, false>(t, ldt, b_t, rank, n_out, n, y);
+  if (n < n_out) expand_block<E, R, true>(t, ldt, b_t, rank, n_out, n, y);
 }
 
-void expand(const float* t, int ldt, int rows, const float* b_t, int rank, int n_out, float* const* y) {
+template <LoraElement E>
+void expand(const float* t, int ldt, int rows, const void* b_t, int rank, int n_out, float* const* y) {
   switch (rows) {
-    case 4: return expand_rows<4>(t, ldt, b_t, rank, n_out, y);
-    case 3: return expand_rows<3>(t, ldt, b_t, rank, n_out, y);
-    case 2: return expand_rows<2>(t, ldt, b_t, rank, n_out, y);
-    default: return expand_rows<1>(t, ldt, b_t, rank, n_out, y);
+    case 4: return expand_rows<E, 4>(t, ldt, b_t, rank, n_out, y);
+    case 3: return expand_rows<E, 3>(t, ldt, b_t, rank, n_out, y);
+    case 2: return expand_rows<E, 2>(t, ldt, b_t, rank, n_out, y);
+    default: return expand_rows<E, 1>(t, ldt, b_t, rank, n_out, y);
   }
 }
 
 }  // namespace
 
-const LoraKernels lora_avx512 = {&shrink, &expand};
+const LoraKernels lora_avx512 = {
+    {&shrink<LoraElement::F32>, &shrink<LoraElement::F16>, &shrink<LoraElement::BF16>},
+    {&expand<LoraElement::F32>, &expand<LoraElement::F16>, &expand<LoraElement::BF16>}};
 
 }  // namespace pagoda::kernels::detail

@@ -22,7 +22,8 @@ using test::await;
 
 using namespace std::chrono_literals;
 
-// Adapter files for the tiny test model, written once per program.
+// Adapter files for the tiny test model, written once per program: f32, f16 and bf16 ones
+// (16-bit adapters stay 16-bit in the kernels).
 const std::string& adapter_file(int i) {
   static std::vector<std::string> paths = [] {
     std::vector<std::string> p;
@@ -31,6 +32,7 @@ const std::string& adapter_file(int i) {
       spec.rank = 2 + 2 * (k % 3);
       spec.alpha = float(spec.rank) * 2.0f;
       spec.seed = uint64_t(50 + k);
+      spec.type = k % 4 == 1 ? GgmlType::F16 : k % 4 == 3 ? GgmlType::BF16 : GgmlType::F32;
       p.push_back(test::scratch_path("adapter" + std::to_string(k) + ".gguf"));
       write_synth_lora(p.back(), test::tiny_gqa_config(), spec);
     }

@@ -162,7 +162,10 @@ TEST(LoraAdapter, SynthStorageTypesLoadCloseToF32) {
     for (size_t i = 0; i < got.size(); ++i) max_err = std::max(max_err, std::abs(got[i] - want[i]));
     EXPECT_GT(max_err, 0.0f) << "should be lossy";
     EXPECT_LT(max_err, 1e-3f);
+    // 16-bit halves say so (the kernels keep them in 16 bits); Q8_0 is widened to f32.
+    EXPECT_EQ(other.layers[1][size_t(LoraProjection::Down)]->stored, type == GgmlType::Q8_0 ? GgmlType::F32 : type);
   }
+  EXPECT_EQ(f32.layers[1][size_t(LoraProjection::Down)]->stored, GgmlType::F32);
 }
 
 TEST(LoraAdapter, SynthRefusesBadSpecs) {

@@ -1,18 +1,22 @@
-// The fused multi-adapter LoRA kernel (kernels/lora_sgmv), for every ISA this CPU supports:
-// against a double-precision reference on awkward shapes and ranks, with mixed segments and
-// rows without an adapter, and bit for bit the same for a row alone, in a crowd, at any
-// position in its segment, on one thread or two.
+// The fused multi-adapter LoRA kernel (kernels/lora_sgmv), for every ISA this CPU supports and
+// every element type of the factors (f32, f16, bf16): against a double-precision reference on
+// awkward shapes and ranks, with mixed segments and rows without an adapter; bit for bit the
+// same for a row alone, in a crowd, at any position in its segment, on one thread or two; and
+// 16-bit factors bit for bit the same as f32 factors holding the same values.
 
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cpu_features.h"
+#include "kernels/half.h"
 #include "kernels/lora_sgmv.h"
 
 namespace {
@@ -34,6 +38,25 @@ std::vector<Isa> supported_isas() {
   return isas;
 }
 
+const char* element_name(LoraElement e) {
+  switch (e) {
+    case LoraElement::F32: return "f32";
+    case LoraElement::F16: return "f16";
+    case LoraElement::BF16: return "bf16";
+  }
+  return "?";
+}
+
+// Random values that `element` holds exactly, as an adapter file of that type would give.
+std::vector<float> random_factor(std::size_t n, unsigned seed, LoraElement element) {
+  std::vector<float> v = random_vector(n, seed);
+  for (float& x : v) {
+    if (element == LoraElement::F16) x = f16_to_f32(f32_to_f16(x));
+    if (element == LoraElement::BF16) x = bf16_to_f32(f32_to_bf16(x));
+  }
+  return v;
+}
+
 // An adapter's factors for one projection, with the plain A and B kept for the reference.
 struct Adapter {
   int rank, n_in, n_out;
@@ -41,10 +64,11 @@ struct Adapter {
   std::vector<float> a, b;  // [rank][n_in], [n_out][rank]
   LoraFactors factors;
 
-  Adapter(int rank_, int n_in_, int n_out_, float scale_, unsigned seed)
+  Adapter(int rank_, int n_in_, int n_out_, float scale_, unsigned seed, LoraElement element = LoraElement::F32)
       : rank(rank_), n_in(n_in_), n_out(n_out_), scale(scale_),
-        a(random_vector(std::size_t(rank) * n_in, seed)), b(random_vector(std::size_t(n_out) * rank, seed + 1000)),
-        factors(LoraFactors::pack(a.data(), b.data(), rank, n_in, n_out, scale)) {}
+        a(random_factor(std::size_t(rank) * n_in, seed, element)),
+        b(random_factor(std::size_t(n_out) * rank, seed + 1000, element)),
+        factors(LoraFactors::pack(a.data(), b.data(), rank, n_in, n_out, scale, element)) {}
 };
 
 // A batch: rows of x and y (with a row stride wider than the data), the rows that have an
@@ -86,7 +110,7 @@ struct Batch {
   }
 };
 
-// y[m][n] + Σ_j (Σ_k x·a)·(scale·b) in double, and a bound on the float kernel's error.
+// y[m][n] + Σ_j (scale·Σ_k x·a)·b in double, and a bound on the float kernel's error.
 void expect_matches_reference(const Batch& batch, const std::vector<const Adapter*>& adapter_of_row,
                               const std::vector<float>& got, const std::string& what) {
   for (int m = 0; m < batch.rows; ++m) {
@@ -103,7 +127,7 @@ void expect_matches_reference(const Batch& batch, const std::vector<const Adapte
       double want = batch.y[i], magnitude = std::fabs(want);
       if (ad && n < batch.n_out) {
         for (std::size_t j = 0; j < t.size(); ++j) {
-          const double bs = double(ad->b[std::size_t(n) * ad->rank + j] * ad->scale);
+          const double bs = double(ad->b[std::size_t(n) * ad->rank + j]) * ad->scale;
           want += t[j] * bs;
           magnitude += t_mag[j] * std::fabs(bs);
         }
@@ -114,14 +138,31 @@ void expect_matches_reference(const Batch& batch, const std::vector<const Adapte
   }
 }
 
-class LoraSgmv : public ::testing::TestWithParam<Isa> {
+class LoraSgmv : public ::testing::TestWithParam<std::tuple<Isa, LoraElement>> {
  protected:
-  void SetUp() override { ASSERT_TRUE(set_isa(GetParam())); }
+  void SetUp() override { ASSERT_TRUE(set_isa(std::get<0>(GetParam()))); }
   void TearDown() override { set_isa(detected_isa()); }
+  static LoraElement element() { return std::get<1>(GetParam()); }
 };
 
-INSTANTIATE_TEST_SUITE_P(AllIsas, LoraSgmv, ::testing::ValuesIn(supported_isas()),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(AllIsas, LoraSgmv,
+                         ::testing::Combine(::testing::ValuesIn(supported_isas()),
+                                            ::testing::Values(LoraElement::F32, LoraElement::F16, LoraElement::BF16)),
+                         [](const auto& info) {
+                           return std::string(isa_name(std::get<0>(info.param))) + "_" +
+                                  element_name(std::get<1>(info.param));
+                         });
+
+// The same, for the 16-bit element types only.
+class LoraSgmvSixteenBit : public LoraSgmv {};
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, LoraSgmvSixteenBit,
+                         ::testing::Combine(::testing::ValuesIn(supported_isas()),
+                                            ::testing::Values(LoraElement::F16, LoraElement::BF16)),
+                         [](const auto& info) {
+                           return std::string(isa_name(std::get<0>(info.param))) + "_" +
+                                  element_name(std::get<1>(info.param));
+                         });
 
 // One adapter over every row, for ranks 1, 3, 16 and 64 and widths off every vector length.
 TEST_P(LoraSgmv, MatchesTheReferenceOnAwkwardShapes) {
@@ -130,7 +171,7 @@ TEST_P(LoraSgmv, MatchesTheReferenceOnAwkwardShapes) {
     for (int n_in : {1, 7, 17, 100, 288})
       for (int n_out : {1, 9, 33, 70, 300})
         for (int rows : {1, 5}) {
-          const Adapter ad(rank, n_in, n_out, 0.75f, seed++);
+          const Adapter ad(rank, n_in, n_out, 0.75f, seed++, element());
           Batch batch(rows, n_in, n_out, seed++);
           batch.add_range(0, rows, &ad.factors);
           expect_matches_reference(batch, std::vector<const Adapter*>(std::size_t(rows), &ad), batch.run(),
@@ -147,7 +188,9 @@ TEST_P(LoraSgmv, MixedSegmentsEachRowItsOwnAdapter) {
   const int n_in = 150, n_out = 97, rows = 40;
   std::vector<Adapter> adapters;
   adapters.reserve(4);
-  for (int i = 0; i < 4; ++i) adapters.emplace_back(std::vector<int>{1, 3, 16, 64}[std::size_t(i)], n_in, n_out, 0.5f + 0.25f * float(i), 77 + 13 * unsigned(i));
+  for (int i = 0; i < 4; ++i)
+    adapters.emplace_back(std::vector<int>{1, 3, 16, 64}[std::size_t(i)], n_in, n_out, 0.5f + 0.25f * float(i),
+                          77 + 13 * unsigned(i), element());
   Batch batch(rows, n_in, n_out, 5);
   // rows: 0-1 none, 2-8 a0, 9-10 a3, 11 a1, 12-13 none, 14-22 a2, 23-25 null factors, 26-33 a3,
   // 34 a0, 35-39 none, and a1 also on the scattered rows 36, 12 and 1 (listed in that order).
@@ -179,7 +222,7 @@ TEST_P(LoraSgmv, RowIsBitIdenticalAloneInACrowdAndOnAnyThreadCount) {
     const int n_in = 300, n_out = 200;
     std::vector<Adapter> adapters;
     adapters.reserve(8);
-    for (int i = 0; i < 8; ++i) adapters.emplace_back(rank, n_in, n_out, 0.5f, 500 + unsigned(i));
+    for (int i = 0; i < 8; ++i) adapters.emplace_back(rank, n_in, n_out, 0.5f, 500 + unsigned(i), element());
     const Adapter& mine = adapters[2];
 
     Batch alone(1, n_in, n_out, 9);
@@ -233,14 +276,45 @@ TEST_P(LoraSgmv, RowIsBitIdenticalAloneInACrowdAndOnAnyThreadCount) {
   }
 }
 
-TEST(LoraFactors, PacksATransposedScaledB) {
-  const Adapter ad(3, 5, 4, 0.5f, 11);
-  EXPECT_EQ(ad.factors.rank(), 3);
-  EXPECT_EQ(ad.factors.n_in(), 5);
-  EXPECT_EQ(ad.factors.n_out(), 4);
-  EXPECT_EQ(std::memcmp(ad.factors.a(), ad.a.data(), ad.a.size() * sizeof(float)), 0);
-  for (int j = 0; j < 3; ++j)
-    for (int n = 0; n < 4; ++n) EXPECT_EQ(ad.factors.b_t()[j * 4 + n], ad.b[std::size_t(n) * 3 + j] * 0.5f);
+// 16-bit factors widen exactly in registers, so a row's delta is the one f32 factors holding
+// the same values give, bit for bit — awkward widths included (the tails load differently).
+TEST_P(LoraSgmvSixteenBit, MatchesF32FactorsBitForBit) {
+  unsigned seed = 300;
+  for (int rank : {1, 5, 16})
+    for (int n_in : {7, 40, 288})
+      for (int n_out : {9, 70, 288}) {
+        const Adapter narrow(rank, n_in, n_out, 0.625f, seed++, element());
+        const LoraFactors wide = LoraFactors::pack(narrow.a.data(), narrow.b.data(), rank, n_in, n_out, 0.625f);
+        Batch with_narrow(6, n_in, n_out, seed++);
+        Batch with_wide = with_narrow;
+        with_narrow.add_range(0, 6, &narrow.factors);
+        with_wide.add_range(0, 6, &wide);
+        const std::vector<float> got = with_narrow.run(), want = with_wide.run();
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+            << "rank " << rank << ", " << n_in << " → " << n_out;
+      }
+}
+
+TEST(LoraFactors, PacksATransposedBAndTheScale) {
+  for (LoraElement element : {LoraElement::F32, LoraElement::F16, LoraElement::BF16}) {
+    const Adapter ad(3, 5, 4, 0.5f, 11, element);
+    const LoraFactors& f = ad.factors;
+    EXPECT_EQ(f.rank(), 3);
+    EXPECT_EQ(f.n_in(), 5);
+    EXPECT_EQ(f.n_out(), 4);
+    EXPECT_EQ(f.scale(), 0.5f);
+    EXPECT_EQ(f.element(), element);
+    EXPECT_EQ(f.bytes(), std::size_t(3 * (5 + 4)) * (element == LoraElement::F32 ? 4 : 2));
+    auto value = [&](const void* p, std::size_t i) {
+      if (element == LoraElement::F32) return static_cast<const float*>(p)[i];
+      const uint16_t h = static_cast<const uint16_t*>(p)[i];
+      return element == LoraElement::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    };
+    for (std::size_t i = 0; i < ad.a.size(); ++i) EXPECT_EQ(value(f.a(), i), ad.a[i]) << element_name(element);
+    for (int j = 0; j < 3; ++j)
+      for (int n = 0; n < 4; ++n)
+        EXPECT_EQ(value(f.b_t(), std::size_t(j) * 4 + n), ad.b[std::size_t(n) * 3 + j]) << element_name(element);
+  }
 }
 
 }  // namespace

@@ -144,7 +144,9 @@ LoraTarget read_target(const GgufFile& f, const GgufTensorInfo& a, const GgufTen
     throw Error(f.path() + ": the scale of '" + std::string(stem) + "' (alpha " + num(alpha) + " / rank " +
                 std::to_string(rank) + " × " + num(user_scale) + ") is not finite");
   }
-  return {int32_t(rank), want.n_in, want.n_out, scale, read_values(f, a), read_values(f, b)};
+  const bool sixteen_bit = a.type == b.type && (a.type == GgmlType::F16 || a.type == GgmlType::BF16);
+  return {int32_t(rank), want.n_in, want.n_out, scale, read_values(f, a), read_values(f, b),
+          sixteen_bit ? a.type : GgmlType::F32};
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/gguf/ggml_types.h"
 #include "engine/model/model_config.h"
 
 namespace pagoda {
@@ -37,6 +38,9 @@ struct LoraTarget {
   float scale = 1.0f;     // alpha / rank × user scale, already resolved
   std::vector<float> a;   // [rank][n_in]
   std::vector<float> b;   // [n_out][rank]
+  // F16 or BF16 when the file stores both halves in that type (every value of a and b is then
+  // exact in it, so the kernels may keep them in 16 bits); otherwise F32.
+  GgmlType stored = GgmlType::F32;
 };
 
 struct LoraAdapter {

@@ -2,6 +2,18 @@
 
 namespace pagoda {
 
+namespace {
+
+kernels::LoraElement element_for(GgmlType stored) {
+  switch (stored) {
+    case GgmlType::F16: return kernels::LoraElement::F16;
+    case GgmlType::BF16: return kernels::LoraElement::BF16;
+    default: return kernels::LoraElement::F32;
+  }
+}
+
+}  // namespace
+
 // Packed serially on the calling (router) thread, so a swap never takes cores from the step.
 LoraWeights::LoraWeights(std::string name, const LoraAdapter& adapter) : name_(std::move(name)) { pack(adapter); }
 
@@ -11,7 +23,8 @@ void LoraWeights::pack(const LoraAdapter& adapter) {
     for (int32_t p = 0; p < kLoraProjections; ++p) {
       const auto& t = adapter.layers[l][size_t(p)];
       if (!t) continue;
-      layers_[l][size_t(p)] = kernels::LoraFactors::pack(t->a.data(), t->b.data(), t->rank, t->n_in, t->n_out, t->scale);
+      layers_[l][size_t(p)] = kernels::LoraFactors::pack(t->a.data(), t->b.data(), t->rank, t->n_in, t->n_out, t->scale,
+                                                         element_for(t->stored));
       max_rank_ = std::max(max_rank_, t->rank);
     }
   }

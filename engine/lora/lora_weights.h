@@ -1,8 +1,8 @@
 #pragma once
 // A LoRA adapter prepared for the kernels ("resident"): every target's A and B laid out for the
-// fused multi-adapter kernel (kernels/lora_sgmv), with the scale folded into B, so a step
-// applies y += (x·Aᵀ)·(scale·B)ᵀ per row without touching the base weights. Immutable once
-// built; shared by every sequence that uses it.
+// fused multi-adapter kernel (kernels/lora_sgmv) in the file's own precision when that is f16
+// or bf16 (f32 otherwise), so a step applies y += (scale·x·Aᵀ)·Bᵀ per row without touching
+// the base weights. Immutable once built; shared by every sequence that uses it.
 
 #include <array>
 #include <optional>
