@@ -12,7 +12,9 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/quant/dequantize.h"
-#include "kernels/quant/quant_dot.h"
+#include "kernels/quant/activations.h"
+#include "kernels/quant/half_dot.h"
+#include "kernels/quant/interleaved.h"
 #include "kernels/quant/quantize.h"
 #include "kernels/quant/weight_matrix.h"
 #include "pagoda/error.h"
@@ -177,45 +179,94 @@ TEST(WeightMatrix, FusedPartsAndAccumulate) {
   }
 }
 
-// The four-row kernels (decode's GEMV and the GEMM tiles), in every form this CPU can run —
-// including AVX-512 without VNNI, which dot_kernels() never picks on a VNNI machine — give
-// each output the portable one-row dot product's bits, for every activation count and on
-// rows with a partial 16-element tail (the half types).
-TEST(WeightMatrix, FourRowKernelsMatchOneRowDot) {
+// The half types' four-row kernels (decode's GEMV and the GEMM tiles) give each output the
+// portable one-row dot product's bits, for every activation count and on rows with a partial
+// 16-element tail.
+TEST(WeightMatrix, HalfRowKernelsMatchOneRowDot) {
   using namespace pagoda::kernels::quant;
-  std::vector<std::pair<const DotKernels*, std::string>> tables = {{&dot_avx2, "avx2"}, {&dot_avx512, "avx512"}};
-  if (__builtin_cpu_supports("avx512vnni")) tables.push_back({&dot_avx512vnni, "avx512vnni"});
-  for (QuantType type : kTypes) {
-    if (type == QuantType::F32) continue;
-    const bool k_quant = block_shape(type).elements == kQK_K;
-    for (int cols : k_quant ? std::vector<int>{256, 768} : std::vector<int>{32, 40, 800}) {
-      if (cols % block_shape(type).elements != 0) continue;
+  if (!cpu_supports(Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::vector<std::pair<const DotKernels*, std::string>> tables = {{&dot_avx2, "avx2"}};
+  if (cpu_supports(Isa::Avx512)) tables.push_back({&dot_avx512, "avx512"});
+  for (QuantType type : {QuantType::F16, QuantType::BF16}) {
+    for (int cols : {32, 40, 800}) {
       const Encoded w = encode(type, 4, cols, unsigned(cols));
-      const std::size_t row_bytes = w.bytes.size() / 4;
-      const ActFormat format = act_format(type);
-      const std::size_t stride = format == ActFormat::F32 ? cols * sizeof(float) : act_row_bytes(format, cols);
+      const std::size_t row_bytes = w.bytes.size() / 4, stride = cols * sizeof(float);
       const std::vector<float> a = random_values(std::size_t(4) * cols, 5);
-      std::vector<uint8_t> act(4 * stride);
-      for (int r = 0; r < 4; ++r) {
-        if (format == ActFormat::F32) std::memcpy(&act[r * stride], &a[std::size_t(r) * cols], stride);
-        else quantize_act_row(format, &a[std::size_t(r) * cols], cols, &act[r * stride]);
-      }
       const DotFn reference = dot_for(dot_portable, type).dot;
       for (const auto& [table, table_name] : tables) {
-        const Rows4Fn rows4 = dot_for(*table, type).rows4;
-        if (!rows4 || (table != &dot_avx2 && !cpu_supports(Isa::Avx512)) || !cpu_supports(Isa::Avx2)) continue;
+        const TypeKernels k = dot_for(*table, type);
         for (int na = 1; na <= 4; ++na) {
           float out[16];
-          rows4(w.bytes.data(), row_bytes, act.data(), stride, na, cols, out);
+          if (k.rows4) {
+            k.rows4(w.bytes.data(), row_bytes, a.data(), stride, na, cols, out);
+          } else {
+            for (int r = 0; r < 4; ++r)
+              for (int j = 0; j < na; ++j) out[4 * j + r] = k.dot(&w.bytes[r * row_bytes], &a[std::size_t(j) * cols], cols);
+          }
           for (int j = 0; j < na; ++j)
             for (int r = 0; r < 4; ++r) {
-              const float want = reference(&w.bytes[r * row_bytes], &act[j * stride], cols);
+              const float want = reference(&w.bytes[r * row_bytes], &a[std::size_t(j) * cols], cols);
               ASSERT_EQ(std::memcmp(&out[4 * j + r], &want, sizeof(float)), 0)
-                  << name(type) << " " << table_name << " cols " << cols << " na " << na << " row " << r << " act " << j
-                  << ": " << out[4 * j + r] << " vs " << want;
+                  << name(type) << " " << table_name << " cols " << cols << " na " << na << " row " << r << " act " << j;
             }
         }
       }
+    }
+  }
+}
+
+// Offsets of a block's f16 fields (scales, mins).
+std::vector<int> half_fields(QuantType type) {
+  switch (type) {
+    case QuantType::Q4_1: case QuantType::Q5_1: case QuantType::Q4_K: case QuantType::Q5_K: return {0, 2};
+    case QuantType::Q6_K: return {208};
+    default: return {0};
+  }
+}
+
+// The interleaved kernels of every ISA this CPU can run — including AVX-512 without VNNI,
+// which group_kernels() never picks on a VNNI machine — give each output the portable kernel's
+// bits, for every activation count, on blocks of random bytes: every quant pattern (Q8_0's
+// −128, the K-quants' largest scales and mins) against activations up to ±127.
+TEST(WeightMatrix, GroupKernelsMatchPortableOnAnyBlock) {
+  using namespace pagoda::kernels::quant;
+  std::vector<std::pair<const GroupKernels*, std::string>> tables;
+  if (cpu_supports(Isa::Avx2)) tables.push_back({&group_avx2, "avx2"});
+  if (cpu_supports(Isa::Avx512)) tables.push_back({&group_avx512, "avx512"});
+  if (cpu_supports(Isa::Avx512) && __builtin_cpu_supports("avx512vnni")) tables.push_back({&group_avx512vnni, "avx512vnni"});
+  if (tables.empty()) GTEST_SKIP() << "no SIMD kernels on this CPU";
+  std::mt19937 rng(17);
+  for (QuantType type : kTypes) {
+    if (!interleaved(type)) continue;
+    const BlockShape shape = block_shape(type);
+    const int cols = 3 * shape.elements, rows = 21;
+    const std::size_t row_bytes = std::size_t(cols / shape.elements) * shape.bytes;
+    std::vector<uint8_t> bytes(row_bytes * rows);
+    for (uint8_t& b : bytes) b = uint8_t(rng());
+    for (std::size_t block = 0; block < bytes.size() / shape.bytes; ++block)
+      for (int field : half_fields(type)) bytes[block * shape.bytes + field + 1] &= 0xbb;  // finite halves below 1
+    const std::vector<uint8_t> tiles = repack(type, bytes.data(), row_bytes, rows, cols);
+    const std::size_t group_bytes = tile_bytes(type) * std::size_t(cols / shape.elements);
+    const ActFormat format = act_format(type);
+    const std::size_t stride = act_row_bytes(format, cols);
+    std::vector<float> a = random_values(std::size_t(4) * cols, 5);
+    for (int k = 0; k < cols; ++k) a[k] = k % 3 ? 1.0f : -1.0f;  // row 0 quantizes to ±127
+    std::vector<uint8_t> act(4 * stride);
+    for (int j = 0; j < 4; ++j) quantize_act_row(format, &a[std::size_t(j) * cols], cols, &act[j * stride]);
+    for (int g = 0; g < 2; ++g) {
+      float want[16 * 4];
+      group_for(group_portable, type)(tiles.data() + group_bytes * g, cols / shape.elements, act.data(), stride, 4, want);
+      for (const auto& [table, table_name] : tables)
+        for (int na = 1; na <= table->max_acts; ++na)
+          for (int first = 0; first + na <= 4; ++first) {
+            float out[16 * 4];
+            group_for(*table, type)(tiles.data() + group_bytes * g, cols / shape.elements, &act[first * stride], stride, na, out);
+            for (int j = 0; j < na; ++j)
+              for (int r = 0; r < kGroupRows; ++r)
+                ASSERT_EQ(std::memcmp(&out[16 * j + r], &want[16 * (first + j) + r], sizeof(float)), 0)
+                    << name(type) << " " << table_name << " group " << g << " na " << na << " act " << first + j << " row "
+                    << r << ": " << out[16 * j + r] << " vs " << want[16 * (first + j) + r];
+          }
     }
   }
 }

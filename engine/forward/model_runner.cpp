@@ -20,15 +20,15 @@ namespace pagoda {
 namespace {
 
 // The GEMM operand for one or more [out][in] weight matrices with the same `in`, stacked
-// row-wise so that one GEMM computes them all. Quantized and half-precision rows are read in
-// place from the file's mapping; F32 ones are packed for the active kernels, after which their
-// mapped pages are released (the packed copy replaces them).
+// row-wise so that one GEMM computes them all. Half-precision rows are read in place from the
+// file's mapping; F32 and quantized ones are repacked for the active kernels, after which their
+// mapped pages are released (the repacked copy replaces them).
 kernels::WeightMatrix weight_matrix(std::initializer_list<const WeightTensor*> parts) {
   std::vector<kernels::WeightPart> views;
   for (const WeightTensor* p : parts) views.push_back({p->type, p->data, int(p->rows)});
   kernels::WeightMatrix matrix = kernels::WeightMatrix::make(views, int((*parts.begin())->cols));
   for (const WeightTensor* p : parts)
-    if (p->type == GgmlType::F32) p->release_pages();
+    if (kernels::copied_at_make(p->type)) p->release_pages();
   return matrix;
 }
 

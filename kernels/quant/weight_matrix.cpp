@@ -7,7 +7,9 @@
 #include <memory>
 #include <string>
 
-#include "kernels/quant/quant_dot.h"
+#include "kernels/quant/activations.h"
+#include "kernels/quant/half_dot.h"
+#include "kernels/quant/interleaved.h"
 #include "pagoda/error.h"
 
 namespace pagoda::kernels {
@@ -40,76 +42,113 @@ std::string type_name(QuantType type) {
   return name ? name : std::to_string(uint32_t(type));
 }
 
-void run_quantized(const float* A, int M, int lda, const WeightMatrix& W, const WeightMatrix::Part& part, float* C,
-                   int ldc, bool accumulate) {
-  const int K = W.cols();
-  const quant::TypeKernels dot = quant::dot_for(quant::dot_kernels(W.isa()), part.type);
-  const quant::ActFormat format = quant::act_format(part.type);
-  // Each activation row quantized once, by itself.
-  const std::size_t act_bytes = quant::act_row_bytes(format, K);
-  std::unique_ptr<std::byte[]> act;
-  if (act_bytes > 0) {
-    act.reset(new std::byte[act_bytes * M]);
+// Each activation row quantized once, by itself, in the encoding `format` takes (none for F32).
+class Activations {
+ public:
+  Activations(quant::ActFormat format, const float* A, int M, int lda, int K)
+      : bytes_(quant::act_row_bytes(format, K)), A_(A), lda_(lda) {
+    if (bytes_ == 0) return;
+    data_.reset(new std::byte[bytes_ * M]);
     auto quantize = [&](int m0, int m1) {
-      for (int m = m0; m < m1; ++m) quant::quantize_act_row(format, A + std::size_t(m) * lda, K, act.get() + act_bytes * m);
+      for (int m = m0; m < m1; ++m) quant::quantize_act_row(format, A + std::size_t(m) * lda, K, data_.get() + bytes_ * m);
     };
     if (double(M) * K < kParallelWork) quantize(0, M);
     else tbb::parallel_for(tbb::blocked_range<int>(0, M, 8), [&](const auto& r) { quantize(r.begin(), r.end()); });
   }
-  auto act_row = [&](int m) -> const void* {
-    return act_bytes > 0 ? static_cast<const void*>(act.get() + act_bytes * m) : A + std::size_t(m) * lda;
-  };
-  const std::size_t act_stride = act_bytes > 0 ? act_bytes : std::size_t(lda) * sizeof(float);
-  const int N = part.rows;
-  const int tiles = (N + kTileRows - 1) / kTileRows;
-  auto store = [&](int m, int n, float v) {
-    float& c = C[std::size_t(m) * ldc + part.first_row + n];
-    c = accumulate ? c + v : v;
-  };
-  auto one_by_one = [&](int m, int n) { store(m, n, dot.dot(part.data + part.row_bytes * n, act_row(m), K)); };
-  // Every path below gives each output the same bits (quant_dot.h): they differ only in how
-  // many weight and activation rows share one pass over the weights.
-  auto run_tiles = [&](int m_begin, int m_end, int t_begin, int t_end) {
-    for (int t = t_begin; t < t_end; ++t) {
-      const int n0 = t * kTileRows, n1 = std::min(N, n0 + kTileRows);
-      int m = m_begin;
-      if (dot.rows4) {
-        for (; m < m_end; m += 4) {
-          const int na = std::min(4, m_end - m);
-          int n = n0;
-          for (; n + 4 <= n1; n += 4) {
-            float v[16];
-            dot.rows4(part.data + part.row_bytes * n, part.row_bytes, act_row(m), act_stride, na, K, v);
-            for (int r = 0; r < na; ++r)
-              for (int i = 0; i < 4; ++i) store(m + r, n + i, v[4 * r + i]);
-          }
-          for (; n < n1; ++n)
-            for (int r = 0; r < na; ++r) one_by_one(m + r, n);
-        }
-        continue;
-      }
-      // Four activation rows at a time share each weight row's decoding; the rest one by one.
-      for (; m + 4 <= m_end; m += 4)
-        for (int n = n0; n < n1; ++n) {
-          float v[4];
-          dot.dot4(part.data + part.row_bytes * n, act_row(m), act_stride, K, v);
-          for (int r = 0; r < 4; ++r) store(m + r, n, v[r]);
-        }
-      for (; m < m_end; ++m)
-        for (int n = n0; n < n1; ++n) one_by_one(m, n);
-    }
-  };
-  if (double(M) * N * K < kParallelWork) {
-    run_tiles(0, M, 0, tiles);
+  const void* row(int m) const {
+    return bytes_ > 0 ? static_cast<const void*>(data_.get() + bytes_ * m) : A_ + std::size_t(m) * lda_;
+  }
+  std::size_t stride() const { return bytes_ > 0 ? bytes_ : std::size_t(lda_) * sizeof(float); }
+
+ private:
+  std::size_t bytes_;
+  const float* A_;
+  int lda_;
+  std::unique_ptr<std::byte[]> data_;
+};
+
+// Runs body(m_begin, m_end, t_begin, t_end) over M activation rows × `tiles` weight tiles: on
+// this thread when small, split statically over the weight tiles for decode's few rows (each
+// thread streams its own share of the weights), else over both.
+template <typename Body>
+void split(int M, int tiles, double work, const Body& body) {
+  if (work < kParallelWork) {
+    body(0, M, 0, tiles);
   } else if (M <= kGemvRows) {
-    // Decode: one contiguous share of the weight rows per thread, no work stealing to balance.
-    tbb::parallel_for(tbb::blocked_range<int>(0, tiles), [&](const auto& r) { run_tiles(0, M, r.begin(), r.end()); },
+    tbb::parallel_for(tbb::blocked_range<int>(0, tiles), [&](const auto& r) { body(0, M, r.begin(), r.end()); },
                       tbb::static_partitioner());
   } else {
     tbb::parallel_for(tbb::blocked_range2d<int>(0, M, kTaskRows, 0, tiles, 1), [&](const auto& r) {
-      run_tiles(r.rows().begin(), r.rows().end(), r.cols().begin(), r.cols().end());
+      body(r.rows().begin(), r.rows().end(), r.cols().begin(), r.cols().end());
     });
   }
+}
+
+void store(float* C, int ldc, int m, int n, float v, bool accumulate) {
+  float& c = C[std::size_t(m) * ldc + n];
+  c = accumulate ? c + v : v;
+}
+
+// Quantized parts: 16-row groups of the repacked tiles (interleaved.h), a few activation rows
+// per call; every call gives each output the same bits.
+void run_interleaved(const float* A, int M, int lda, const WeightMatrix& W, const WeightMatrix::Part& part, float* C,
+                     int ldc, bool accumulate) {
+  const int K = W.cols();
+  const quant::GroupKernels& kernels = quant::group_kernels(W.isa());
+  const quant::GroupFn group = quant::group_for(kernels, part.type);
+  const Activations act(quant::act_format(part.type), A, M, lda, K);
+  const int blocks = K / block_shape(part.type).elements;
+  const std::size_t group_bytes = quant::tile_bytes(part.type) * std::size_t(blocks);
+  const int N = part.rows, groups = (N + quant::kGroupRows - 1) / quant::kGroupRows;
+  split(M, groups, double(M) * N * K, [&](int m_begin, int m_end, int g_begin, int g_end) {
+    float out[quant::kGroupRows * 4];
+    for (int g = g_begin; g < g_end; ++g) {
+      const int n0 = g * quant::kGroupRows, rows = std::min(quant::kGroupRows, N - n0);
+      for (int m = m_begin; m < m_end; m += kernels.max_acts) {
+        const int na = std::min(kernels.max_acts, m_end - m);
+        group(part.tiles.data() + group_bytes * g, blocks, static_cast<const uint8_t*>(act.row(m)), act.stride(), na, out);
+        for (int j = 0; j < na; ++j)
+          for (int r = 0; r < rows; ++r) store(C, ldc, m + j, part.first_row + n0 + r, out[quant::kGroupRows * j + r], accumulate);
+      }
+    }
+  });
+}
+
+// F16 / BF16 parts, read in place: rows dotted with f32 activation rows (half_dot.h).
+void run_half(const float* A, int M, int lda, const WeightMatrix& W, const WeightMatrix::Part& part, float* C, int ldc,
+              bool accumulate) {
+  const int K = W.cols();
+  const quant::TypeKernels dot = quant::dot_for(quant::dot_kernels(W.isa()), part.type);
+  const Activations act(quant::ActFormat::F32, A, M, lda, K);
+  const int N = part.rows;
+  const int tiles = (N + kTileRows - 1) / kTileRows;
+  auto weight_row = [&](int n) { return part.data + part.row_bytes * n; };
+  auto put = [&](int m, int n, float v) { store(C, ldc, m, part.first_row + n, v, accumulate); };
+  // Four weight rows against up to four activation rows share each load; leftovers one by one.
+  split(M, tiles, double(M) * N * K, [&](int m_begin, int m_end, int t_begin, int t_end) {
+    for (int t = t_begin; t < t_end; ++t) {
+      const int n0 = t * kTileRows, n1 = std::min(N, n0 + kTileRows);
+      for (int m = m_begin; m < m_end; m += 4) {
+        const int na = std::min(4, m_end - m);
+        int n = n0;
+        for (; n + 4 <= n1 && dot.rows4; n += 4) {
+          float v[16];
+          dot.rows4(weight_row(n), part.row_bytes, act.row(m), act.stride(), na, K, v);
+          for (int r = 0; r < na; ++r)
+            for (int i = 0; i < 4; ++i) put(m + r, n + i, v[4 * r + i]);
+        }
+        for (; n < n1; ++n) {
+          if (na == 4) {
+            float v[4];
+            dot.dot4(weight_row(n), act.row(m), act.stride(), K, v);
+            for (int r = 0; r < 4; ++r) put(m + r, n, v[r]);
+          } else {
+            for (int r = 0; r < na; ++r) put(m + r, n, dot.dot(weight_row(n), act.row(m + r), K));
+          }
+        }
+      }
+    }
+  });
 }
 
 void run(const float* A, int M, int lda, const WeightMatrix& W, float* C, int ldc, bool accumulate) {
@@ -120,13 +159,17 @@ void run(const float* A, int M, int lda, const WeightMatrix& W, float* C, int ld
       else matmul(A, M, lda, part.packed, C + part.first_row, ldc);
     } else if (W.cols() == 0) {
       for (int m = 0; m < M && !accumulate; ++m) std::fill_n(C + std::size_t(m) * ldc + part.first_row, part.rows, 0.0f);
+    } else if (quant::interleaved(part.type)) {
+      run_interleaved(A, M, lda, W, part, C, ldc, accumulate);
     } else {
-      run_quantized(A, M, lda, W, part, C, ldc, accumulate);
+      run_half(A, M, lda, W, part, C, ldc, accumulate);
     }
   }
 }
 
 }  // namespace
+
+bool copied_at_make(QuantType type) { return type == QuantType::F32 || quant::interleaved(type); }
 
 WeightMatrix WeightMatrix::make(std::span<const WeightPart> parts, int cols) { return make(parts, cols, active_isa()); }
 
@@ -163,6 +206,9 @@ WeightMatrix WeightMatrix::make(std::span<const WeightPart> parts, int cols, Isa
         part.packed = PackedMatrix::pack(stacked.data(), part.rows, cols, isa);
       }
       i = end;
+    } else if (quant::interleaved(p.type)) {
+      part.tiles = quant::repack(p.type, static_cast<const uint8_t*>(p.data), part.row_bytes, p.rows, cols);
+      ++i;
     } else {
       part.data = static_cast<const uint8_t*>(p.data);
       ++i;

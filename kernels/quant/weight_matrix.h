@@ -1,18 +1,19 @@
 #pragma once
 // A model's weight matrix in its file encoding, and C = A·Wᵀ against it.
 //
-// Memory: F32 parts are repacked once into a PackedMatrix (kernels/gemm.h), after which the
-// caller may drop the mapped original; every other part is read in place from the caller's
-// memory (the model's read-only mmap, which must outlive the matrix) — never a second copy.
+// Memory: F32 parts are repacked once into a PackedMatrix (kernels/gemm.h) and quantized parts
+// into 16-row interleaved tiles (kernels/quant/interleaved.h), after which the caller may drop
+// the mapped original (copied_at_make); F16 / BF16 parts are read in place from the caller's
+// memory (the model's read-only mmap, which must outlive the matrix) — never two copies.
 //
-// Arithmetic (kernels/quant/quant_dot.h): F16 / BF16 rows are dotted with the f32 activation
-// row; quantized rows with the activation row quantized once per call and row (Q8_0-like
-// blocks for the 32-element types, Q8_K for the K-quants, as ggml does) using exact integer
-// block sums. Each output C[m][n] is one dot product whose float operations are fixed by the
-// type alone, so its bits depend only on row m of A and row n of W: not on M, on the path
-// (few rows stream the weights once for all rows; many rows walk cache-sized tiles), on the
-// tile, the thread count or the partitioning. The quantized and half types even give the same
-// bits on every ISA; F32 is PackedMatrix's per-ISA chain.
+// Arithmetic: F16 / BF16 rows are dotted with the f32 activation row (half_dot.h); quantized
+// rows with the activation row quantized once per call and row (Q8_0-like blocks for the
+// 32-element types, Q8_K for the K-quants, as ggml does) using exact integer block totals
+// (interleaved.h). Each output C[m][n] is one dot product whose float operations are fixed by
+// the type alone, so its bits depend only on row m of A and row n of W: not on M, on the path
+// (few rows stream the weights once for all rows; many rows reuse each tile for several), on
+// the tile, the thread count or the partitioning. The quantized and half types even give the
+// same bits on every ISA; F32 is PackedMatrix's per-ISA chain.
 
 #include <cstdint>
 #include <span>
@@ -47,11 +48,13 @@ class WeightMatrix {
 
   struct Part {
     QuantType type;
-    const uint8_t* data;  // null for F32 (in `packed`)
+    const uint8_t* data;  // F16 / BF16 rows in place; null otherwise
     int rows;
     int first_row;  // within the whole matrix
     std::size_t row_bytes;
-    PackedMatrix packed;
+    PackedMatrix packed;         // F32
+    std::vector<uint8_t> tiles;  // quantized types, interleaved
+
   };
   const std::vector<Part>& parts() const { return parts_; }
 
@@ -61,6 +64,10 @@ class WeightMatrix {
   int cols_ = 0;
   std::vector<Part> parts_;
 };
+
+// Whether WeightMatrix::make keeps its own copy of a part of `type` (so the caller may release
+// the original's pages).
+bool copied_at_make(QuantType type);
 
 // C[m][n] = Σ_k A[m][k]·W[n][k] for m < M, n < W.rows(); A is M×W.cols() with row stride lda,
 // C has row stride ldc. Runs in parallel in the caller's tbb::task_arena.

@@ -1,4 +1,6 @@
-#include "kernels/quant/quant_dot.h"
+#include "kernels/quant/activations.h"
+
+#include <algorithm>
 
 #include <cmath>
 #include <cstring>
@@ -81,34 +83,6 @@ std::size_t act_row_bytes(ActFormat format, int cols) {
 void quantize_act_row(ActFormat format, const float* x, int cols, void* out) {
   if (format == ActFormat::Q8_32) quantize_q8_32(x, cols, static_cast<ActBlock32*>(out));
   if (format == ActFormat::Q8_K) quantize_q8_k(x, cols, static_cast<BlockQ8_K*>(out));
-}
-
-const DotKernels& dot_kernels(Isa isa) {
-  switch (isa) {
-    case Isa::Portable: return dot_portable;
-    case Isa::Avx2: return dot_avx2;
-    case Isa::Avx512: {
-      static const bool vnni = (__builtin_cpu_init(), __builtin_cpu_supports("avx512vnni"));
-      return vnni ? dot_avx512vnni : dot_avx512;
-    }
-  }
-  return dot_portable;
-}
-
-TypeKernels dot_for(const DotKernels& k, QuantType type) {
-  switch (type) {
-    case QuantType::F16: return k.f16;
-    case QuantType::BF16: return k.bf16;
-    case QuantType::Q4_0: return k.q4_0;
-    case QuantType::Q4_1: return k.q4_1;
-    case QuantType::Q5_0: return k.q5_0;
-    case QuantType::Q5_1: return k.q5_1;
-    case QuantType::Q8_0: return k.q8_0;
-    case QuantType::Q4_K: return k.q4_k;
-    case QuantType::Q5_K: return k.q5_k;
-    case QuantType::Q6_K: return k.q6_k;
-    default: return {};
-  }
 }
 
 }  // namespace pagoda::kernels::quant
