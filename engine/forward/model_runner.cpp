@@ -25,7 +25,8 @@ namespace {
 // mapped pages are released (the repacked copy replaces them).
 kernels::WeightMatrix weight_matrix(std::initializer_list<const WeightTensor*> parts) {
   std::vector<kernels::WeightPart> views;
-  for (const WeightTensor* p : parts) views.push_back({p->type, p->data, int(p->rows)});
+  for (const WeightTensor* p : parts)
+    views.push_back({p->type, p->data, int(p->rows), [p](const void* begin, std::size_t bytes) { p->release_pages(begin, bytes); }});
   kernels::WeightMatrix matrix = kernels::WeightMatrix::make(views, int((*parts.begin())->cols));
   for (const WeightTensor* p : parts)
     if (kernels::copied_at_make(p->type)) p->release_pages();
@@ -77,6 +78,8 @@ ModelRunner::ModelRunner(const Model& model, int threads)
     });
     classifier_ = weight_matrix({&model.weights.output});
   });
+  const WeightTensor& embd = model.weights.token_embd;
+  release_embedding_pages_ = embd.data != model.weights.output.data || kernels::copied_at_make(embd.type);
 }
 
 void ModelRunner::validate(const Batch& batch, const KvView& kv) const {
@@ -174,6 +177,7 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
         model_.weights.token_embd.dequantize_row(tokens[i], x_.data() + (size_t(entry_start_[e]) + i) * dim);
       }
     }
+    if (release_embedding_pages_) model_.weights.token_embd.release_pages();
     for (int32_t l = 0; l < c.n_layers; ++l) {
       const LayerWeights& w = model_.weights.layers[l];
       const PackedLayer& p = layers_[l];

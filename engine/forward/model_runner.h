@@ -64,6 +64,11 @@ class ModelRunner {
   tbb::task_arena arena_;
   std::vector<PackedLayer> layers_;
   kernels::WeightMatrix classifier_;  // output.weight, or token_embd when tied
+  // Whether token_embd's mapped pages are dropped after each step's lookups: a lookup maps
+  // the kernel's fault-around window (64 KiB) around its row, so over a long generation the
+  // whole table would become resident beside the weights. False when the classifier reads the
+  // tied table in place every step.
+  bool release_embedding_pages_ = false;
   kernels::RopeTable rope_;
 
   // Per-step scratch, grown on demand and reused, so steady-state steps do not allocate.

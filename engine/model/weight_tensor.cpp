@@ -23,11 +23,11 @@ std::vector<float> WeightTensor::to_f32() const {
   return out;
 }
 
-void WeightTensor::release_pages() const {
+void WeightTensor::release_pages(const void* first, std::size_t bytes) const {
   if (!mapped || data == nullptr) return;
   static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + n_bytes()) / page * page;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(first) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(first) + bytes) / page * page;
   // Advice only: on failure the pages simply stay resident.
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }

@@ -31,11 +31,13 @@ struct WeightTensor {
   // The whole matrix in f32, [rows][cols].
   std::vector<float> to_f32() const;
 
-  // Once a copy has replaced these bytes (an F32 matrix packed for the kernels), drops the
-  // pages of the mapping they occupy from the process (MADV_DONTNEED on the whole pages inside
-  // the range), so the model is not resident twice. The bytes stay readable: a later read
-  // faults them in again from the file. Does nothing unless `mapped`.
-  void release_pages() const;
+  // Once a copy has replaced these bytes (a matrix repacked for the kernels), drops the pages
+  // of the mapping they occupy from the process (MADV_DONTNEED on the whole pages inside the
+  // range), so the model is not resident twice. The bytes stay readable: a later read faults
+  // them in again from the file. Does nothing unless `mapped`.
+  void release_pages() const { release_pages(data, n_bytes()); }
+  // The same for `bytes` bytes from `begin`, a range inside this tensor's data.
+  void release_pages(const void* begin, std::size_t bytes) const;
 };
 
 }  // namespace pagoda

@@ -3,6 +3,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace pagoda::kernels::quant {
@@ -187,13 +188,16 @@ std::size_t tile_bytes(QuantType type) {
   }
 }
 
-std::vector<uint8_t> repack(QuantType type, const uint8_t* data, std::size_t row_bytes, int rows, int cols) {
+std::vector<uint8_t> repack(QuantType type, const uint8_t* data, std::size_t row_bytes, int rows, int cols,
+                            const std::function<void(const void*, std::size_t)>& consumed) {
   const BlockShape shape = block_shape(type);
   const int blocks = cols / shape.elements;
   const int groups = (rows + kGroupRows - 1) / kGroupRows;
   const std::size_t tile = tile_bytes(type), group_bytes = tile * std::size_t(blocks);
   std::vector<uint8_t> out(group_bytes * std::size_t(groups));
-  tbb::parallel_for(tbb::blocked_range<int>(0, groups), [&](const tbb::blocked_range<int>& range) {
+  // Chunks of about 1 MiB of source, so what is released early comes in whole pages.
+  const int grain = std::max<int>(1, int((1 << 20) / std::max<std::size_t>(1, row_bytes * kGroupRows)));
+  tbb::parallel_for(tbb::blocked_range<int>(0, groups, grain), [&](const tbb::blocked_range<int>& range) {
     RowBlock x{};
     for (int g = range.begin(); g < range.end(); ++g)
       for (int r = 0; r < kGroupRows && kGroupRows * g + r < rows; ++r) {
@@ -203,6 +207,10 @@ std::vector<uint8_t> repack(QuantType type, const uint8_t* data, std::size_t row
           write_block(type, x, r, out.data() + group_bytes * g + tile * b);
         }
       }
+    if (consumed) {
+      const int first = kGroupRows * range.begin(), last = std::min(rows, kGroupRows * range.end());
+      consumed(data + row_bytes * std::size_t(first), row_bytes * std::size_t(last - first));
+    }
   });
   return out;
 }

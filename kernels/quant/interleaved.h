@@ -39,6 +39,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "kernels/cpu_features.h"
@@ -54,7 +55,9 @@ bool interleaved(QuantType type);
 std::size_t tile_bytes(QuantType type);
 
 // `rows` rows of ggml blocks (row_bytes apart, `cols` values each) in the layout above.
-std::vector<uint8_t> repack(QuantType type, const uint8_t* data, std::size_t row_bytes, int rows, int cols);
+// `consumed`, when set, is called (from any thread) with each stretch of rows already copied.
+std::vector<uint8_t> repack(QuantType type, const uint8_t* data, std::size_t row_bytes, int rows, int cols,
+                            const std::function<void(const void*, std::size_t)>& consumed = {});
 
 // One group's 16 outputs for `na` activation rows (1 … GroupKernels::max_acts, at
 // act + j·act_stride): out[16·j + r] for row r of the group, `blocks` tiles long.

@@ -207,7 +207,7 @@ WeightMatrix WeightMatrix::make(std::span<const WeightPart> parts, int cols, Isa
       }
       i = end;
     } else if (quant::interleaved(p.type)) {
-      part.tiles = quant::repack(p.type, static_cast<const uint8_t*>(p.data), part.row_bytes, p.rows, cols);
+      part.tiles = quant::repack(p.type, static_cast<const uint8_t*>(p.data), part.row_bytes, p.rows, cols, p.consumed);
       ++i;
     } else {
       part.data = static_cast<const uint8_t*>(p.data);

@@ -16,6 +16,7 @@
 // same bits on every ISA; F32 is PackedMatrix's per-ISA chain.
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -26,10 +27,13 @@
 namespace pagoda::kernels {
 
 // `rows` rows of a matrix in ggml's `type` encoding, each row `cols` values, rows back to back.
+// When set, `consumed(begin, bytes)` is told of each stretch of `data` that make() has copied
+// and will not read again (from any thread), so the caller can release it early.
 struct WeightPart {
   QuantType type;
   const void* data;
   int rows;
+  std::function<void(const void*, std::size_t)> consumed = {};
 };
 
 class WeightMatrix {
