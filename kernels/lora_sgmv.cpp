@@ -30,6 +30,12 @@ const detail::LoraKernels& kernels_for(Isa isa) {
   return detail::lora_portable;
 }
 
+// Asks for every cache line of f's factors.
+void prefetch(const LoraFactors& f) {
+  const char* p = static_cast<const char*>(f.a());
+  for (std::size_t i = 0; i < f.bytes(); i += 64) __builtin_prefetch(p + i, 0, 3);
+}
+
 }  // namespace
 
 void LoraFactors::AlignedFree::operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(kAlignment)); }
@@ -80,6 +86,9 @@ void lora_sgmv(const float* x, int ldx, const int* rows, const LoraSegment* segm
     for (; s != segments + n_segments && s->begin < p1; ++s) {
       const LoraFactors* f = s->factors;
       if (!f) continue;
+      const LoraSegment* next = s + 1;
+      while (next != segments + n_segments && next->begin < p1 && !next->factors) ++next;
+      if (next != segments + n_segments && next->begin < p1) prefetch(*next->factors);
       const int end = std::min(p1, s->end);
       for (int p = std::max(p0, s->begin); p < end; p += detail::kLoraGroupRows) {
         const int group = std::min(detail::kLoraGroupRows, end - p);
