@@ -101,8 +101,9 @@ void BM_LoraServing(benchmark::State& state) {
 }
 
 // The fused kernel alone on one decode step of s15m: 64 rows, row r on adapter r mod
-// range(0), every projection of every block, factors stored as range(1) (a LoraElement).
-// bytes_per_second counts each adapter's factors once a step: what the step must read.
+// range(0), every projection of every block in the runner's calls (Q, K and V in one; output;
+// gate and up in one; down), factors stored as range(1) (a LoraElement). bytes_per_second
+// counts each adapter's factors once a step: what the step must read.
 void BM_LoraSgmvStep(benchmark::State& state) {
   const int adapters = int(state.range(0));
   const auto element = kernels::LoraElement(state.range(1));
@@ -125,21 +126,34 @@ void BM_LoraSgmvStep(benchmark::State& state) {
         factors.push_back(kernels::LoraFactors::pack(fa.data(), fb.data(), kRank, s.n_in, s.n_out, 0.5f, element));
         factor_bytes += factors.back().bytes();
       }
-  const int ld = c.ffn_dim;
+  const int ld = 3 * c.dim;  // room for Q, K and V side by side, and for ffn_dim
   const std::vector<float> x = random(size_t(kRequests) * ld);
   std::vector<float> y(size_t(kRequests) * ld), tmp(size_t(kRequests) * kRank);
   std::vector<int> rows;
-  std::vector<kernels::LoraSegment> segments;
+  std::vector<int> bounds{0};
   for (int a = 0; a < adapters; ++a) {
-    const int begin = int(rows.size());
     for (int r = a; r < kRequests; r += adapters) rows.push_back(r);
-    segments.push_back({begin, int(rows.size()), nullptr});
+    bounds.push_back(int(rows.size()));
   }
+  const std::vector<std::vector<LoraProjection>> calls = {
+      {LoraProjection::Q, LoraProjection::K, LoraProjection::V},
+      {LoraProjection::Output},
+      {LoraProjection::Gate, LoraProjection::Up},
+      {LoraProjection::Down}};
+  std::vector<kernels::LoraSegment> segments(3 * size_t(adapters));
   for (auto _ : state) {
     for (int32_t l = 0; l < c.n_layers; ++l)
-      for (int32_t p = 0; p < kLoraProjections; ++p) {
-        for (int a = 0; a < adapters; ++a) segments[size_t(a)].factors = &factors[size_t(l * kLoraProjections + p) * adapters + a];
-        kernels::lora_sgmv(x.data(), ld, rows.data(), segments.data(), adapters, tmp.data(), kRank, y.data(), ld);
+      for (const auto& call : calls) {
+        kernels::LoraOutput outputs[3];
+        int offset = 0;
+        for (size_t o = 0; o < call.size(); ++o) {
+          for (int a = 0; a < adapters; ++a)
+            segments[o * adapters + a] = {bounds[size_t(a)], bounds[size_t(a) + 1],
+                                          &factors[size_t(l * kLoraProjections + int32_t(call[o])) * adapters + a]};
+          outputs[o] = {segments.data() + o * adapters, y.data() + offset, ld};
+          offset += lora_projection_shape(c, call[o]).n_out;
+        }
+        kernels::lora_sgmv(x.data(), ld, rows.data(), adapters, outputs, int(call.size()), tmp.data(), kRank);
       }
     benchmark::ClobberMemory();
   }

@@ -65,43 +65,52 @@ LoraFactors LoraFactors::pack(const float* a, const float* b, int rank, int n_in
   return f;
 }
 
-void lora_sgmv(const float* x, int ldx, const int* rows, const LoraSegment* segments, int n_segments, float* tmp,
-               int ld_tmp, float* y, int ldy) {
+void lora_sgmv(const float* x, int ldx, const int* rows, int n_segments, const LoraOutput* outputs, int n_outputs,
+               float* tmp, int ld_tmp) {
   double work = 0.0;
-  for (int s = 0; s < n_segments; ++s) {
-    const LoraFactors* f = segments[s].factors;
-    assert(segments[s].begin == (s == 0 ? 0 : segments[s - 1].end));
-    if (!f) continue;
-    assert(f->rank() <= ld_tmp);
-    work += double(segments[s].end - segments[s].begin) * f->rank() * (f->n_in() + f->n_out());
+  for (int o = 0; o < n_outputs; ++o) {
+    const LoraSegment* segments = outputs[o].segments;
+    for (int s = 0; s < n_segments; ++s) {
+      const LoraFactors* f = segments[s].factors;
+      assert(segments[s].begin == (s == 0 ? 0 : segments[s - 1].end));
+      assert(segments[s].begin == outputs[0].segments[s].begin && segments[s].end == outputs[0].segments[s].end);
+      if (!f) continue;
+      assert(f->rank() <= ld_tmp);
+      work += double(segments[s].end - segments[s].begin) * f->rank() * (f->n_in() + f->n_out());
+    }
   }
   if (work == 0.0) return;
   const detail::LoraKernels& k = kernels_for(active_isa());
+  const LoraSegment* segments = outputs[0].segments;
 
   // Positions [p0, p1) of `rows`: each segment's rows in groups of kLoraGroupRows, each group's
-  // shrink straight followed by its expand while its t is in L1.
+  // shrink straight followed by its expand while its t is in L1, projection after projection
+  // while its x is; the next segment's factors are fetched meanwhile, as its rows are too few
+  // to train the hardware prefetcher on them.
   auto positions = [&](int p0, int p1) {
-    const LoraSegment* s = std::upper_bound(segments, segments + n_segments, p0,
-                                            [](int p, const LoraSegment& seg) { return p < seg.end; });
-    for (; s != segments + n_segments && s->begin < p1; ++s) {
-      const LoraFactors* f = s->factors;
-      if (!f) continue;
-      const LoraSegment* next = s + 1;
-      while (next != segments + n_segments && next->begin < p1 && !next->factors) ++next;
-      if (next != segments + n_segments && next->begin < p1) prefetch(*next->factors);
-      const int end = std::min(p1, s->end);
-      for (int p = std::max(p0, s->begin); p < end; p += detail::kLoraGroupRows) {
+    int s = int(std::upper_bound(segments, segments + n_segments, p0,
+                                 [](int p, const LoraSegment& seg) { return p < seg.end; }) -
+                segments);
+    for (; s < n_segments && segments[s].begin < p1; ++s) {
+      if (s + 1 < n_segments && segments[s + 1].begin < p1) {
+        for (int o = 0; o < n_outputs; ++o)
+          if (const LoraFactors* next = outputs[o].segments[s + 1].factors) prefetch(*next);
+      }
+      const int end = std::min(p1, segments[s].end);
+      for (int p = std::max(p0, segments[s].begin); p < end; p += detail::kLoraGroupRows) {
         const int group = std::min(detail::kLoraGroupRows, end - p);
         const float* x_rows[detail::kLoraGroupRows];
-        float* y_rows[detail::kLoraGroupRows];
-        for (int i = 0; i < group; ++i) {
-          x_rows[i] = x + std::size_t(rows[p + i]) * ldx;
-          y_rows[i] = y + std::size_t(rows[p + i]) * ldy;
-        }
+        for (int i = 0; i < group; ++i) x_rows[i] = x + std::size_t(rows[p + i]) * ldx;
         float* t = tmp + std::size_t(p) * ld_tmp;
-        const int e = int(f->element());
-        k.shrink[e](x_rows, group, f->a(), f->rank(), f->n_in(), f->scale(), t, ld_tmp);
-        k.expand[e](t, ld_tmp, group, f->b_t(), f->rank(), f->n_out(), y_rows);
+        for (int o = 0; o < n_outputs; ++o) {
+          const LoraFactors* f = outputs[o].segments[s].factors;
+          if (!f) continue;
+          float* y_rows[detail::kLoraGroupRows];
+          for (int i = 0; i < group; ++i) y_rows[i] = outputs[o].y + std::size_t(rows[p + i]) * outputs[o].ldy;
+          const int e = int(f->element());
+          k.shrink[e](x_rows, group, f->a(), f->rank(), f->n_in(), f->scale(), t, ld_tmp);
+          k.expand[e](t, ld_tmp, group, f->b_t(), f->rank(), f->n_out(), y_rows);
+        }
       }
     }
   };
@@ -112,6 +121,12 @@ void lora_sgmv(const float* x, int ldx, const int* rows, const LoraSegment* segm
     tbb::parallel_for(tbb::blocked_range<int>(0, n_positions, detail::kLoraGroupRows),
                       [&](const tbb::blocked_range<int>& r) { positions(r.begin(), r.end()); });
   }
+}
+
+void lora_sgmv(const float* x, int ldx, const int* rows, const LoraSegment* segments, int n_segments, float* tmp,
+               int ld_tmp, float* y, int ldy) {
+  const LoraOutput output{segments, y, ldy};
+  lora_sgmv(x, ldx, rows, n_segments, &output, 1, tmp, ld_tmp);
 }
 
 }  // namespace pagoda::kernels

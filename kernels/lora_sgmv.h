@@ -77,4 +77,18 @@ struct LoraSegment {
 void lora_sgmv(const float* x, int ldx, const int* rows, const LoraSegment* segments, int n_segments, float* tmp,
                int ld_tmp, float* y, int ldy);
 
+// One projection of a multi-projection lora_sgmv: its segments (the same begin and end as
+// every other output's, each with this projection's factors) and its output rows.
+struct LoraOutput {
+  const LoraSegment* segments = nullptr;
+  float* y = nullptr;
+  int ldy = 0;
+};
+
+// lora_sgmv for several projections of the same x at once (Q, K and V; gate and up): one
+// parallel pass instead of one per projection, each group of rows running every projection in
+// turn while its x is in L1. Each output's bits are those lora_sgmv gives it alone.
+void lora_sgmv(const float* x, int ldx, const int* rows, int n_segments, const LoraOutput* outputs, int n_outputs,
+               float* tmp, int ld_tmp);
+
 }  // namespace pagoda::kernels

@@ -295,6 +295,50 @@ TEST_P(LoraSgmvSixteenBit, MatchesF32FactorsBitForBit) {
       }
 }
 
+// Three projections of one x into column ranges of one output row (as Q, K and V share a row
+// of the step's qkv buffer), in one call: each output bit for bit what its own call gives,
+// whatever the other outputs' factors (another rank, none for a segment, another element type).
+TEST_P(LoraSgmv, SeveralProjectionsInOneCallMatchOneCallEach) {
+  const int n_in = 96, widths[3] = {64, 32, 40}, rows = 21, ldy = 64 + 32 + 40 + 3;
+  const LoraElement other = element() == LoraElement::F32 ? LoraElement::F16 : LoraElement::F32;
+  std::vector<Adapter> adapters;
+  adapters.reserve(9);
+  for (int o = 0; o < 3; ++o)
+    for (int a = 0; a < 3; ++a)
+      adapters.emplace_back(4 + 4 * a + o, n_in, widths[o], 0.5f + float(a), 900 + unsigned(3 * o + a),
+                            a == 2 ? other : element());
+  Batch batch(rows, n_in, ldy, 17);
+  // Segments: rows 0-6 adapter 0, rows 9-12 and 2 more (scattered) adapter 1, rows 14-20 adapter 2.
+  const std::vector<std::vector<int>> segment_rows = {{0, 1, 2, 3, 4, 5, 6}, {9, 10, 11, 12, 7}, {14, 15, 16, 17, 18, 19, 20}};
+  std::vector<int> order;
+  for (const auto& r : segment_rows) order.insert(order.end(), r.begin(), r.end());
+  std::vector<std::vector<LoraSegment>> segments(3);
+  for (int o = 0; o < 3; ++o) {
+    int begin = 0;
+    for (int a = 0; a < 3; ++a) {
+      const int end = begin + int(segment_rows[std::size_t(a)].size());
+      // Projection 1 leaves adapter 1's rows alone.
+      const LoraFactors* f = o == 1 && a == 1 ? nullptr : &adapters[std::size_t(3 * o + a)].factors;
+      segments[std::size_t(o)].push_back({begin, end, f});
+      begin = end;
+    }
+  }
+  const int offsets[3] = {0, 64, 96};
+  std::vector<float> tmp(order.size() * 16);
+  std::vector<float> fused = batch.y, separate = batch.y;
+  LoraOutput outputs[3];
+  for (int o = 0; o < 3; ++o) outputs[o] = {segments[std::size_t(o)].data(), fused.data() + offsets[o], ldy};
+  tbb::task_arena arena(2);
+  arena.execute([&] {
+    lora_sgmv(batch.x.data(), batch.ldx, order.data(), 3, outputs, 3, tmp.data(), 16);
+    for (int o = 0; o < 3; ++o)
+      lora_sgmv(batch.x.data(), batch.ldx, order.data(), segments[std::size_t(o)].data(), 3, tmp.data(), 16,
+                separate.data() + offsets[o], ldy);
+  });
+  EXPECT_EQ(std::memcmp(fused.data(), separate.data(), fused.size() * sizeof(float)), 0);
+  EXPECT_NE(std::memcmp(fused.data(), batch.y.data(), fused.size() * sizeof(float)), 0) << "the deltas are not zero";
+}
+
 TEST(LoraFactors, PacksATransposedBAndTheScale) {
   for (LoraElement element : {LoraElement::F32, LoraElement::F16, LoraElement::BF16}) {
     const Adapter ad(3, 5, 4, 0.5f, 11, element);

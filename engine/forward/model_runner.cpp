@@ -5,8 +5,10 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <string>
 
 #include "kernels/attention.h"
@@ -183,17 +185,19 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
       const PackedLayer& p = layers_[l];
       kernels::rmsnorm_rows(x_.data(), dim, w.attn_norm.data(), xb_.data(), dim, n, dim, c.norm_eps);
       kernels::matmul(xb_.data(), n, dim, p.qkv, qkv_.data(), p.qkv.rows());
-      apply_lora(l, LoraProjection::Q, xb_.data(), dim, qkv_.data(), p.qkv.rows());
-      apply_lora(l, LoraProjection::K, xb_.data(), dim, qkv_.data() + q_dim, p.qkv.rows());
-      apply_lora(l, LoraProjection::V, xb_.data(), dim, qkv_.data() + q_dim + c.kv_dim(), p.qkv.rows());
+      apply_lora(l,
+                 {{LoraProjection::Q, qkv_.data()},
+                  {LoraProjection::K, qkv_.data() + q_dim},
+                  {LoraProjection::V, qkv_.data() + q_dim + c.kv_dim()}},
+                 xb_.data(), dim, p.qkv.rows());
       attention_layer(batch, kv, l);
       kernels::matmul_accumulate(att_.data(), n, p.output.cols(), p.output, x_.data(), dim);
-      apply_lora(l, LoraProjection::Output, att_.data(), q_dim, x_.data(), dim);
+      apply_lora(l, {{LoraProjection::Output, x_.data()}}, att_.data(), q_dim, dim);
 
       kernels::rmsnorm_rows(x_.data(), dim, w.ffn_norm.data(), xb_.data(), dim, n, dim, c.norm_eps);
       kernels::matmul(xb_.data(), n, dim, p.gate_up, ffn_.data(), 2 * ffn);
-      apply_lora(l, LoraProjection::Gate, xb_.data(), dim, ffn_.data(), 2 * ffn);
-      apply_lora(l, LoraProjection::Up, xb_.data(), dim, ffn_.data() + ffn, 2 * ffn);
+      apply_lora(l, {{LoraProjection::Gate, ffn_.data()}, {LoraProjection::Up, ffn_.data() + ffn}}, xb_.data(), dim,
+                 2 * ffn);
       tbb::parallel_for(tbb::blocked_range<int32_t>(0, n, 8), [&](const tbb::blocked_range<int32_t>& r) {
         for (int32_t t = r.begin(); t < r.end(); ++t) {
           const float* gate = ffn_.data() + size_t(t) * 2 * ffn;
@@ -201,7 +205,7 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
         }
       });
       kernels::matmul_accumulate(hidden_.data(), n, ffn, p.down, x_.data(), dim);
-      apply_lora(l, LoraProjection::Down, hidden_.data(), ffn, x_.data(), dim);
+      apply_lora(l, {{LoraProjection::Down, x_.data()}}, hidden_.data(), ffn, dim);
     }
 
     const int32_t rows = int32_t(logit_rows_.size());
@@ -286,14 +290,23 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
   }
 }
 
-void ModelRunner::apply_lora(int32_t layer, LoraProjection p, const float* in, int ld_in, float* out, int ld_out) {
+void ModelRunner::apply_lora(int32_t layer, std::initializer_list<LoraOut> outs, const float* in, int ld_in,
+                             int ld_out) {
   if (lora_segments_.empty()) return;
-  // One fused pass over every row of every adapter (Punica's SGMV): each row's delta is
-  // computed the same way whatever else is in the batch.
+  // One fused pass over every row of every adapter (Punica's SGMV) for all the projections of
+  // `in`: each row's delta is computed the same way whatever else is in the batch.
+  const size_t n_segments = lora_segments_.size();
   lora_calls_.clear();
-  for (const LoraSegment& seg : lora_segments_) lora_calls_.push_back({seg.begin, seg.end, seg.lora->target(layer, p)});
-  kernels::lora_sgmv(in, ld_in, lora_rows_.data(), lora_calls_.data(), int(lora_calls_.size()), lora_tmp_.data(),
-                     lora_stride_, out, ld_out);
+  kernels::LoraOutput calls[3];
+  assert(outs.size() <= std::size(calls));
+  int n_calls = 0;
+  for (const LoraOut& o : outs) {
+    for (const LoraSegment& seg : lora_segments_)
+      lora_calls_.push_back({seg.begin, seg.end, seg.lora->target(layer, o.projection)});
+    calls[n_calls++] = {nullptr, o.out, ld_out};
+  }
+  for (int i = 0; i < n_calls; ++i) calls[i].segments = lora_calls_.data() + size_t(i) * n_segments;
+  kernels::lora_sgmv(in, ld_in, lora_rows_.data(), int(n_segments), calls, n_calls, lora_tmp_.data(), lora_stride_);
 }
 
 double ModelRunner::flops(const Batch& batch) const {

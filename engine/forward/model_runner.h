@@ -8,6 +8,7 @@
 // computes each row (and each query token's attention) with a fixed reduction order.
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -57,8 +58,14 @@ class ModelRunner {
   void validate(const Batch& batch, const KvView& kv) const;
   void prepare(const Batch& batch);
   void attention_layer(const Batch& batch, const KvView& kv, int32_t layer);
-  // Adds the LoRA deltas of projection `p` to `out` for the rows whose entry has an adapter.
-  void apply_lora(int32_t layer, LoraProjection p, const float* in, int ld_in, float* out, int ld_out);
+  // Adds the LoRA deltas of each projection to its output rows (all ld_out apart) for the rows
+  // whose entry has an adapter: the projections of one input (Q, K and V; gate and up) in one
+  // fused pass.
+  struct LoraOut {
+    LoraProjection projection;
+    float* out;
+  };
+  void apply_lora(int32_t layer, std::initializer_list<LoraOut> outs, const float* in, int ld_in, int ld_out);
 
   const Model& model_;
   tbb::task_arena arena_;
@@ -91,7 +98,7 @@ class ModelRunner {
   std::vector<int32_t> lora_entries_;  // entries with an adapter, grouped by adapter
   std::vector<int32_t> lora_rows_;     // their rows of tokens_, in that order
   std::vector<LoraSegment> lora_segments_;
-  std::vector<kernels::LoraSegment> lora_calls_;  // lora_segments_ with one projection's factors
+  std::vector<kernels::LoraSegment> lora_calls_;  // lora_segments_ with each projection's factors, in turn
   std::vector<float> lora_tmp_;  // [position in lora_rows_][max rank]: x·Aᵀ of each row
   int32_t lora_stride_ = 0;
   std::vector<float> x_, xb_, qkv_, att_, ffn_, hidden_, final_;
