@@ -2,6 +2,7 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
 
 #include <algorithm>
 #include <cassert>
@@ -92,10 +93,7 @@ void lora_sgmv(const float* x, int ldx, const int* rows, int n_segments, const L
                                  [](int p, const LoraSegment& seg) { return p < seg.end; }) -
                 segments);
     for (; s < n_segments && segments[s].begin < p1; ++s) {
-      if (s + 1 < n_segments && segments[s + 1].begin < p1) {
-        for (int o = 0; o < n_outputs; ++o)
-          if (const LoraFactors* next = outputs[o].segments[s + 1].factors) prefetch(*next);
-      }
+      const bool prefetch_next = s + 1 < n_segments && segments[s + 1].begin < p1;
       const int end = std::min(p1, segments[s].end);
       for (int p = std::max(p0, segments[s].begin); p < end; p += detail::kLoraGroupRows) {
         const int group = std::min(detail::kLoraGroupRows, end - p);
@@ -103,6 +101,9 @@ void lora_sgmv(const float* x, int ldx, const int* rows, int n_segments, const L
         for (int i = 0; i < group; ++i) x_rows[i] = x + std::size_t(rows[p + i]) * ldx;
         float* t = tmp + std::size_t(p) * ld_tmp;
         for (int o = 0; o < n_outputs; ++o) {
+          // Each projection's next factors as this one starts, so the requests spread out.
+          if (prefetch_next && p == std::max(p0, segments[s].begin))
+            if (const LoraFactors* next = outputs[o].segments[s + 1].factors) prefetch(*next);
           const LoraFactors* f = outputs[o].segments[s].factors;
           if (!f) continue;
           float* y_rows[detail::kLoraGroupRows];
@@ -119,7 +120,7 @@ void lora_sgmv(const float* x, int ldx, const int* rows, int n_segments, const L
     positions(0, n_positions);
   } else {
     tbb::parallel_for(tbb::blocked_range<int>(0, n_positions, detail::kLoraGroupRows),
-                      [&](const tbb::blocked_range<int>& r) { positions(r.begin(), r.end()); });
+                      [&](const tbb::blocked_range<int>& r) { positions(r.begin(), r.end()); }, tbb::static_partitioner());
   }
 }
 
