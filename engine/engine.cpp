@@ -11,7 +11,6 @@
 #include "actors/page_pool_actor.h"
 #include "actors/prefill_scheduler.h"
 #include "engine/chat/chat_template.h"
-#include "engine/gguf/gguf.h"
 #include "engine/lora/lora_adapter.h"
 #include "engine/model/model.h"
 #include "engine/forward/model_runner.h"
@@ -40,14 +39,6 @@ int32_t kv_page_count(const EngineConfig& c, const KvLayout& layout) {
   return pages;
 }
 
-std::optional<std::string> read_chat_template(const std::string& path) {
-  try {
-    return GgufFile::open(path).get_string_opt("tokenizer.chat_template");
-  } catch (const Error&) {
-    return std::nullopt;  // not a GGUF file (llama2.c checkpoints have no template)
-  }
-}
-
 std::vector<Engine::SpecialToken> special_pieces(const TokenizerVocab& v) {
   std::vector<Engine::SpecialToken> out;
   for (size_t id = 0; id < v.tokens.size(); ++id) {
@@ -71,7 +62,7 @@ struct Engine::Impl {
   explicit Impl(const EngineConfig& c)
       : config(c),
         model(load_model(c.model_path, c.tokenizer_path, c.use_mmap ? MappedFile::Load::Map : MappedFile::Load::Copy)),
-        chat_template(read_chat_template(c.model_path)),
+        chat_template(model.chat_template),
         chat_format(chat_template_of(chat_template, model.tokenizer)),
         specials(special_pieces(model.tokenizer.vocab())),
         runner(model, c.threads),

@@ -158,7 +158,8 @@ Model load_gguf_model(const std::string& path, MappedFile::Load load) {
   }
   f.check_intact();  // the norms and the vocabulary above were read from the file
   const MappedFile* mapping = &f.file();
-  return Model{path, c, std::move(w), std::move(tokenizer), std::move(file), mapping};
+  std::optional<std::string> chat_template = f.get_string_opt("tokenizer.chat_template");
+  return Model{path, c, std::move(w), std::move(tokenizer), std::move(file), mapping, std::move(chat_template)};
 }
 
 }  // namespace pagoda

@@ -53,6 +53,8 @@ struct Model {
   std::shared_ptr<const void> storage;
   // The file the views read from, owned by `storage`.
   const MappedFile* file = nullptr;
+  // The GGUF's tokenizer.chat_template (a llama2.c checkpoint has none).
+  std::optional<std::string> chat_template = std::nullopt;
 };
 
 // Nothing while the weights are the file's; once the mapped file was truncated under them
