@@ -19,26 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::await;
-
-Request greedy(const std::vector<int32_t>& prompt, int32_t n = 24, const std::string& adapter = "") {
-  Request r;
-  r.prompt_ids = prompt;
-  r.sampling.temperature = 0.0f;
-  r.max_new_tokens = n;
-  r.ignore_eos = true;
-  r.adapter = adapter;
-  return r;
-}
-
-void expect_pages_back(const Engine& engine) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (engine.metrics().kv_pages_used != 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  const EngineMetrics m = engine.metrics();
-  EXPECT_EQ(m.kv_pages_used, 0);
-  EXPECT_EQ(m.kv_pages_free + m.kv_pages_cached, m.kv_pages_total);
-}
+using test::expect_engine_idle;
+using test::greedy_request;
 
 const std::vector<int32_t> kPrompt = {1, 5, 9, 33, 70, 101, 7};
 
@@ -48,7 +30,7 @@ TEST(Faults, ModelFileReplacedAfterLoading) {
   const std::string path = test::scratch_path("replaced.gguf");
   fs::copy_file(test::tiny_gqa_model(), path);
   Engine engine({.model_path = path, .threads = 2});
-  RequestHandle before = engine.submit(greedy(kPrompt));
+  RequestHandle before = engine.submit(greedy_request(kPrompt));
   const std::vector<int32_t> want = await(before).token_ids;
 
   const std::string other = test::scratch_path("other.gguf");
@@ -57,9 +39,9 @@ TEST(Faults, ModelFileReplacedAfterLoading) {
     junk << std::string(4096, 'x');
   }
   fs::rename(other, path);
-  RequestHandle after = engine.submit(greedy(kPrompt));
+  RequestHandle after = engine.submit(greedy_request(kPrompt));
   EXPECT_EQ(await(after).token_ids, want);
-  expect_pages_back(engine);
+  expect_engine_idle(engine);
   EXPECT_THROW(Engine({.model_path = path}), Error) << "the new file is not a model";
 }
 
@@ -70,13 +52,13 @@ TEST(Faults, AdapterFileDeletedWhileLoaded) {
   const std::string adapter = test::scratch_path("deleted-adapter.gguf");
   write_synth_lora(adapter, test::tiny_gqa_config(), {.rank = 4, .alpha = 4.0f, .seed = 3});
   engine.load_adapter("doomed", adapter);
-  RequestHandle first = engine.submit(greedy(kPrompt, 24, "doomed"));
+  RequestHandle first = engine.submit(greedy_request(kPrompt, 24, "doomed"));
   const Completion want = await(first);
   ASSERT_EQ(want.finish_reason, FinishReason::Length) << want.error;
   fs::remove(adapter);
-  RequestHandle again = engine.submit(greedy(kPrompt, 24, "doomed"));
+  RequestHandle again = engine.submit(greedy_request(kPrompt, 24, "doomed"));
   EXPECT_EQ(await(again).token_ids, want.token_ids);
-  expect_pages_back(engine);
+  expect_engine_idle(engine);
 }
 
 // A KV cache larger than the machine can map: the Engine refuses to start, saying why.
@@ -95,14 +77,14 @@ TEST(Faults, PullStreamNeverRead) {
   Engine engine({.model_path = test::tiny_gqa_model(), .threads = 2});
   std::vector<RequestHandle> handles;
   for (int i = 0; i < 8; ++i) {
-    Request r = greedy(kPrompt, 40);
+    Request r = greedy_request(kPrompt, 40);
     r.stream = true;
     handles.push_back(engine.submit(r));
   }
   for (RequestHandle& h : handles) EXPECT_EQ(await(h).token_ids.size(), 40u);
-  expect_pages_back(engine);
+  expect_engine_idle(engine);
   handles.clear();
-  RequestHandle after = engine.submit(greedy(kPrompt));
+  RequestHandle after = engine.submit(greedy_request(kPrompt));
   EXPECT_EQ(await(after).finish_reason, FinishReason::Length);
 }
 
@@ -110,10 +92,10 @@ TEST(Faults, PullStreamNeverRead) {
 // fails only that request; a request submitted afterwards runs normally.
 TEST(Faults, ThrowingCallbackAtEveryStage) {
   Engine engine({.model_path = test::tiny_gqa_model(), .threads = 2});
-  RequestHandle clean = engine.submit(greedy(kPrompt, 30));
+  RequestHandle clean = engine.submit(greedy_request(kPrompt, 30));
   const std::vector<int32_t> want = await(clean).token_ids;
   for (int throw_at : {1, 2, 10, 30}) {
-    Request r = greedy(kPrompt, 30);
+    Request r = greedy_request(kPrompt, 30);
     auto calls = std::make_shared<int>(0);
     r.on_token = [calls, throw_at](const StreamEvent&) {
       if (++*calls == throw_at) throw std::logic_error("thrown at call " + std::to_string(throw_at));
@@ -124,9 +106,9 @@ TEST(Faults, ThrowingCallbackAtEveryStage) {
     EXPECT_NE(c.error.find("thrown at call"), std::string::npos) << c.error;
     EXPECT_EQ(*calls, throw_at) << "the callback is not called again after it threw";
   }
-  RequestHandle after = engine.submit(greedy(kPrompt, 30));
+  RequestHandle after = engine.submit(greedy_request(kPrompt, 30));
   EXPECT_EQ(await(after).token_ids, want);
-  expect_pages_back(engine);
+  expect_engine_idle(engine);
 }
 
 }  // namespace

@@ -31,30 +31,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::await;
+using test::expect_engine_idle;
 
 const std::vector<int32_t> kPrompt = {1, 5, 9, 33, 70, 101, 7};
 
-Request greedy(int32_t n = 24, const std::string& adapter = "") {
-  Request r;
-  r.prompt_ids = kPrompt;
-  r.sampling.temperature = 0.0f;
-  r.max_new_tokens = n;
-  r.ignore_eos = true;
-  r.adapter = adapter;
-  return r;
-}
-
-void expect_pages_back(const Engine& engine) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (engine.metrics().kv_pages_used != 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  const EngineMetrics m = engine.metrics();
-  EXPECT_EQ(m.kv_pages_used, 0);
-  EXPECT_EQ(m.kv_pages_free + m.kv_pages_cached, m.kv_pages_total);
-  EXPECT_EQ(m.running, 0);
-  EXPECT_EQ(m.queued, 0);
-}
+Request greedy(int32_t n = 24, const std::string& adapter = "") { return test::greedy_request(kPrompt, n, adapter); }
 
 // A fresh copy of a Q8_0 model (its matrices are read in place from the mapping, not packed).
 std::string model_copy(const std::string& name) {
@@ -207,7 +188,7 @@ TEST(FaultsMapping, TruncatedModelFailsRequestsNotTheProcess) {
   }
   ASSERT_TRUE(engine.model_lost().has_value());
   EXPECT_NE(engine.model_lost()->find(path), std::string::npos) << *engine.model_lost();
-  expect_pages_back(engine);
+  expect_engine_idle(engine);
   engine.shutdown();
   EXPECT_THROW(engine.submit(greedy()), Error);
   EXPECT_THROW(Engine({.model_path = path}), Error) << "the truncated file is no model";
@@ -225,7 +206,7 @@ TEST(FaultsMapping, TruncatedLlama2cCheckpointFailsRequests) {
   fs::resize_file(path, 0);
   RequestHandle after = engine.submit(greedy(16));
   expect_lost_model(await(after), path);
-  expect_pages_back(engine);
+  expect_engine_idle(engine);
 }
 
 // Many requests in flight at once when the file goes (the first one's callback holds the
@@ -251,7 +232,7 @@ TEST(FaultsMapping, EveryRequestInFlightResolves) {
   fs::resize_file(path, 0);
   truncated.set_value();
   for (RequestHandle& h : handles) expect_lost_model(await(h), path);
-  expect_pages_back(engine);
+  expect_engine_idle(engine);
   EXPECT_EQ(engine.metrics().finished, 16);
 }
 
@@ -268,7 +249,7 @@ TEST(FaultsMapping, NoMmapKeepsWorkingAfterTruncation) {
   const Completion got = await(after);
   EXPECT_EQ(got.finish_reason, FinishReason::Length) << got.error;
   EXPECT_EQ(got.token_ids, want.token_ids);
-  expect_pages_back(engine);
+  expect_engine_idle(engine);
 
   // And the same tokens as the mapped engine gives on the intact file.
   Engine mapped({.model_path = model_copy("mapped.gguf"), .threads = 2});
@@ -317,7 +298,7 @@ TEST(FaultsMapping, ModelReplacedByRenameKeepsWorking) {
   const Completion got = await(after);
   EXPECT_EQ(got.finish_reason, FinishReason::Length) << got.error;
   EXPECT_EQ(got.token_ids, want.token_ids);
-  expect_pages_back(engine);
+  expect_engine_idle(engine);
 }
 
 // An adapter's weights are copied out of its file at load_adapter, so truncating the file
@@ -337,7 +318,7 @@ TEST(FaultsMapping, AdapterTruncatedAfterLoadKeepsWorking) {
   EXPECT_EQ(got.finish_reason, FinishReason::Length) << got.error;
   EXPECT_EQ(got.token_ids, want.token_ids);
   EXPECT_THROW(engine.load_adapter("cut-again", adapter), Error) << "the truncated file is no adapter";
-  expect_pages_back(engine);
+  expect_engine_idle(engine);
 }
 
 }  // namespace

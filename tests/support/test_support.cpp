@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "engine/synth/synth.h"
@@ -71,6 +73,28 @@ Completion await(RequestHandle& handle) {
     return {};
   }
   return handle.get();
+}
+
+Request greedy_request(const std::vector<int32_t>& prompt, int32_t n, const std::string& adapter) {
+  Request r;
+  r.prompt_ids = prompt;
+  r.sampling.temperature = 0.0f;
+  r.max_new_tokens = n;
+  r.ignore_eos = true;
+  r.adapter = adapter;
+  return r;
+}
+
+void expect_engine_idle(const Engine& engine) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (engine.metrics().kv_pages_used != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const EngineMetrics m = engine.metrics();
+  EXPECT_EQ(m.kv_pages_used, 0);
+  EXPECT_EQ(m.kv_pages_free + m.kv_pages_cached, m.kv_pages_total);
+  EXPECT_EQ(m.running, 0);
+  EXPECT_EQ(m.queued, 0);
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/model/model_config.h"
+#include "pagoda/engine.h"
 #include "pagoda/request.h"
 
 namespace pagoda::test {
@@ -49,6 +50,13 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 // The request's completion, waiting with a generous limit so that a bug shows as a failure
 // rather than a hung test.
 Completion await(RequestHandle& handle);
+
+// A greedy request for `n` new tokens (EOS ignored) on `adapter` ("" for the base model).
+Request greedy_request(const std::vector<int32_t>& prompt, int32_t n = 24, const std::string& adapter = "");
+
+// Waits (with a generous limit) until the engine holds no KV page for any request, then
+// expects its page accounting whole and nothing running or queued.
+void expect_engine_idle(const Engine& engine);
 
 // Runs a built example program (PAGODA_BINARY_DIR/examples/<name>) with `args` through the
 // shell, stderr merged into the output. `status` is the exit status, or -1 when the program
