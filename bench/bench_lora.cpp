@@ -5,11 +5,14 @@
 // step serves one adapter); and adapter swaps (count and cost) when only 8 of 64 adapters may
 // be resident. Each configuration's timing starts after one untimed pass (the resident
 // adapters packed, the prefix cache warm). tokens/cpu_s divides by the CPU time of all the
-// process's threads, the steadier figure when other jobs share the machine.
+// process's threads. vs_base and vs_base_cpu are the adapter passes' rates over those of base
+// model passes run on the same engine alternately with them: the ratios to read when other
+// jobs share the machine. BM_LoraSgmvStep times the fused kernel alone.
 
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
+#include <chrono>
 #include <filesystem>
 #include <random>
 #include <vector>
@@ -67,7 +70,9 @@ void BM_LoraServing(benchmark::State& state) {
 
   std::vector<int32_t> prompt(kPromptTokens, 100);
   prompt[0] = 1;
-  auto run_pass = [&] {
+  // One pass: kRequests requests at once, on the adapters or (with_adapters false) all on the
+  // base model. Returns the tokens generated.
+  auto run_pass = [&](bool with_adapters) {
     std::vector<RequestHandle> handles;
     for (int r = 0; r < kRequests; ++r) {
       Request req;
@@ -76,26 +81,59 @@ void BM_LoraServing(benchmark::State& state) {
       req.max_new_tokens = kOutputTokens;
       req.ignore_eos = true;
       req.sampling.temperature = 0.0f;
-      if (adapters > 0) req.adapter = "a" + std::to_string(r % adapters);
+      if (with_adapters && adapters > 0) req.adapter = "a" + std::to_string(r % adapters);
       handles.push_back(engine.submit(std::move(req)));
     }
     int64_t n = 0;
     for (auto& h : handles) n += int64_t(h.get().token_ids.size());
     return n;
   };
-  // One untimed pass: the adapters that fit are packed (their swap-in time is reported apart)
-  // and every configuration starts from the same warm prefix cache.
-  run_pass();
+  struct Timed {
+    int64_t tokens = 0;
+    double seconds = 0.0, cpu_seconds = 0.0;
+    double rate() const { return double(tokens) / seconds; }
+    double cpu_rate() const { return double(tokens) / cpu_seconds; }
+  };
+  auto timed_pass = [&](bool with_adapters, Timed& into) {
+    const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = process_cpu_seconds();
+    into.tokens += run_pass(with_adapters);
+    into.cpu_seconds += process_cpu_seconds() - cpu_start;
+    into.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  // One untimed pass (each kind): the adapters that fit are packed (their swap-in time is
+  // reported apart) and every configuration starts from the same warm prefix cache.
+  run_pass(true);
+  if (adapters > 0) run_pass(false);
   const EngineMetrics before = engine.metrics();
-  int64_t tokens = 0;
-  const double cpu_start = process_cpu_seconds();
-  for (auto _ : state) tokens += run_pass();
-  const double cpu_seconds = process_cpu_seconds() - cpu_start;
+  // With adapters, each iteration also runs the pass on the base model on this engine, before
+  // the adapter pass or after it in turn, outside the benchmark's clock: vs_base compares the
+  // two under the same load, the figure to trust when other jobs share the machine.
+  Timed with, without;
+  int iteration = 0;
+  for (auto _ : state) {
+    const bool base_first = iteration++ % 2 == 0;
+    if (adapters > 0 && base_first) {
+      state.PauseTiming();
+      timed_pass(false, without);
+      state.ResumeTiming();
+    }
+    timed_pass(true, with);
+    if (adapters > 0 && !base_first) {
+      state.PauseTiming();
+      timed_pass(false, without);
+      state.ResumeTiming();
+    }
+  }
   const EngineMetrics m = engine.metrics();
   const auto swaps = double(m.adapter_swaps - before.adapter_swaps);
   const double swap_seconds = m.adapter_swap_seconds - before.adapter_swap_seconds;
-  state.counters["tokens/s"] = benchmark::Counter(double(tokens), benchmark::Counter::kIsRate);
-  state.counters["tokens/cpu_s"] = double(tokens) / cpu_seconds;
+  state.counters["tokens/s"] = benchmark::Counter(double(with.tokens), benchmark::Counter::kIsRate);
+  state.counters["tokens/cpu_s"] = with.cpu_rate();
+  if (adapters > 0) {
+    state.counters["vs_base"] = with.rate() / without.rate();
+    state.counters["vs_base_cpu"] = with.cpu_rate() / without.cpu_rate();
+  }
   state.counters["swaps"] = swaps;
   state.counters["swap_ms_each"] = swaps > 0 ? 1e3 * swap_seconds / swaps : 0.0;
 }
@@ -177,7 +215,7 @@ BENCHMARK(BM_LoraServing)
     ->Args({8, 0, 8})
     ->Args({64, 0, 64})
     ->Args({64, 1, 8})
-    ->Iterations(3)
+    ->Iterations(4)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
