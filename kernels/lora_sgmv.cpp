@@ -31,10 +31,16 @@ const detail::LoraKernels& kernels_for(Isa isa) {
   return detail::lora_portable;
 }
 
-// Asks for every cache line of f's factors.
-void prefetch(const LoraFactors& f) {
-  const char* p = static_cast<const char*>(f.a());
-  for (std::size_t i = 0; i < f.bytes(); i += 64) __builtin_prefetch(p + i, 0, 3);
+// A prefetch of `next`'s factors spread over the kernel iterations of one group on `current`
+// (AVX-512's count, rank·(n_in + n_out)/64; AVX2 runs more and finishes early), at a rate that
+// asks for the last line at about two thirds of them.
+detail::LoraPrefetch prefetch_for(const LoraFactors* next, const LoraFactors* current) {
+  if (!next) return {};
+  const char* p = static_cast<const char*>(next->a());
+  const std::size_t lines = (next->bytes() + 63) / 64;
+  const std::size_t iterations =
+      current ? std::max<std::size_t>(1, std::size_t(current->rank()) * (current->n_in() + current->n_out()) / 64) : 1;
+  return {p, p + next->bytes(), int(std::min<std::size_t>(lines, (3 * lines + 2 * iterations - 1) / (2 * iterations)))};
 }
 
 }  // namespace
@@ -86,31 +92,33 @@ void lora_sgmv(const float* x, int ldx, const int* rows, int n_segments, const L
 
   // Positions [p0, p1) of `rows`: each segment's rows in groups of kLoraGroupRows, each group's
   // shrink straight followed by its expand while its t is in L1, projection after projection
-  // while its x is; the next segment's factors are fetched meanwhile, as its rows are too few
-  // to train the hardware prefetcher on them.
+  // while its x is. A segment's first group also fetches, spread over its iterations, the next
+  // segment's factors of the same projection: a segment's rows are often too few (one, in a
+  // decode step with many adapters) for the hardware prefetcher to lock on to its factors.
   auto positions = [&](int p0, int p1) {
     int s = int(std::upper_bound(segments, segments + n_segments, p0,
                                  [](int p, const LoraSegment& seg) { return p < seg.end; }) -
                 segments);
     for (; s < n_segments && segments[s].begin < p1; ++s) {
-      const bool prefetch_next = s + 1 < n_segments && segments[s + 1].begin < p1;
-      const int end = std::min(p1, segments[s].end);
-      for (int p = std::max(p0, segments[s].begin); p < end; p += detail::kLoraGroupRows) {
+      const bool next_is_ours = s + 1 < n_segments && segments[s + 1].begin < p1;
+      const int first = std::max(p0, segments[s].begin), end = std::min(p1, segments[s].end);
+      for (int p = first; p < end; p += detail::kLoraGroupRows) {
         const int group = std::min(detail::kLoraGroupRows, end - p);
         const float* x_rows[detail::kLoraGroupRows];
         for (int i = 0; i < group; ++i) x_rows[i] = x + std::size_t(rows[p + i]) * ldx;
         float* t = tmp + std::size_t(p) * ld_tmp;
         for (int o = 0; o < n_outputs; ++o) {
-          // Each projection's next factors as this one starts, so the requests spread out.
-          if (prefetch_next && p == std::max(p0, segments[s].begin))
-            if (const LoraFactors* next = outputs[o].segments[s + 1].factors) prefetch(*next);
           const LoraFactors* f = outputs[o].segments[s].factors;
-          if (!f) continue;
-          float* y_rows[detail::kLoraGroupRows];
-          for (int i = 0; i < group; ++i) y_rows[i] = outputs[o].y + std::size_t(rows[p + i]) * outputs[o].ldy;
-          const int e = int(f->element());
-          k.shrink[e](x_rows, group, f->a(), f->rank(), f->n_in(), f->scale(), t, ld_tmp);
-          k.expand[e](t, ld_tmp, group, f->b_t(), f->rank(), f->n_out(), y_rows);
+          const LoraFactors* next = next_is_ours && p == first ? outputs[o].segments[s + 1].factors : nullptr;
+          detail::LoraPrefetch prefetch = prefetch_for(next, f);
+          if (f) {
+            float* y_rows[detail::kLoraGroupRows];
+            for (int i = 0; i < group; ++i) y_rows[i] = outputs[o].y + std::size_t(rows[p + i]) * outputs[o].ldy;
+            const int e = int(f->element());
+            k.shrink[e](x_rows, group, f->a(), f->rank(), f->n_in(), f->scale(), t, ld_tmp, prefetch);
+            k.expand[e](t, ld_tmp, group, f->b_t(), f->rank(), f->n_out(), y_rows, prefetch);
+          }
+          prefetch.finish();
         }
       }
     }

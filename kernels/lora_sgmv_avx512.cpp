@@ -29,13 +29,15 @@ template <LoraElement E, bool kMasked>
 }
 
 template <LoraElement E, int R, int J>
-void shrink_block(const float* const* x, const void* a, std::size_t a0, int n_in, float scale, float* t, int ldt) {
+void shrink_block(const float* const* x, const void* a, std::size_t a0, int n_in, float scale, float* t, int ldt,
+                  LoraPrefetch& prefetch) {
   __m512 acc[R][J];
 #pragma GCC unroll 4
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 4
     for (int j = 0; j < J; ++j) acc[i][j] = _mm512_setzero_ps();
   for_chunks(n_in, [&]<bool kMasked>(int k, __mmask16 mask) {
+    prefetch.step();
     __m512 av[J];
 #pragma GCC unroll 4
     for (int j = 0; j < J; ++j) av[j] = load_factor<E, kMasked>(a, a0 + std::size_t(j) * n_in + k, mask);
@@ -53,31 +55,34 @@ void shrink_block(const float* const* x, const void* a, std::size_t a0, int n_in
 }
 
 template <LoraElement E, int R>
-void shrink_rows(const float* const* x, const void* a, int rank, int n_in, float scale, float* t, int ldt) {
+void shrink_rows(const float* const* x, const void* a, int rank, int n_in, float scale, float* t, int ldt,
+                 LoraPrefetch& prefetch) {
   int j = 0;
   for (; j + kShrinkA <= rank; j += kShrinkA)
-    shrink_block<E, R, kShrinkA>(x, a, std::size_t(j) * n_in, n_in, scale, t + j, ldt);
+    shrink_block<E, R, kShrinkA>(x, a, std::size_t(j) * n_in, n_in, scale, t + j, ldt, prefetch);
   const std::size_t a0 = std::size_t(j) * n_in;
   switch (rank - j) {
-    case 3: shrink_block<E, R, 3>(x, a, a0, n_in, scale, t + j, ldt); break;
-    case 2: shrink_block<E, R, 2>(x, a, a0, n_in, scale, t + j, ldt); break;
-    case 1: shrink_block<E, R, 1>(x, a, a0, n_in, scale, t + j, ldt); break;
+    case 3: shrink_block<E, R, 3>(x, a, a0, n_in, scale, t + j, ldt, prefetch); break;
+    case 2: shrink_block<E, R, 2>(x, a, a0, n_in, scale, t + j, ldt, prefetch); break;
+    case 1: shrink_block<E, R, 1>(x, a, a0, n_in, scale, t + j, ldt, prefetch); break;
     default: break;
   }
 }
 
 template <LoraElement E>
-void shrink(const float* const* x, int rows, const void* a, int rank, int n_in, float scale, float* t, int ldt) {
+void shrink(const float* const* x, int rows, const void* a, int rank, int n_in, float scale, float* t, int ldt,
+            LoraPrefetch& prefetch) {
   switch (rows) {
-    case 4: return shrink_rows<E, 4>(x, a, rank, n_in, scale, t, ldt);
-    case 3: return shrink_rows<E, 3>(x, a, rank, n_in, scale, t, ldt);
-    case 2: return shrink_rows<E, 2>(x, a, rank, n_in, scale, t, ldt);
-    default: return shrink_rows<E, 1>(x, a, rank, n_in, scale, t, ldt);
+    case 4: return shrink_rows<E, 4>(x, a, rank, n_in, scale, t, ldt, prefetch);
+    case 3: return shrink_rows<E, 3>(x, a, rank, n_in, scale, t, ldt, prefetch);
+    case 2: return shrink_rows<E, 2>(x, a, rank, n_in, scale, t, ldt, prefetch);
+    default: return shrink_rows<E, 1>(x, a, rank, n_in, scale, t, ldt, prefetch);
   }
 }
 
 template <LoraElement E, int R, bool kMasked>
-void expand_block(const float* t, int ldt, const void* b_t, int rank, int n_out, int n0, float* const* y) {
+void expand_block(const float* t, int ldt, const void* b_t, int rank, int n_out, int n0, float* const* y,
+                  LoraPrefetch& prefetch) {
   __mmask16 mask[kExpandVecs];
 #pragma GCC unroll 4
   for (int v = 0; v < kExpandVecs; ++v) mask[v] = tail_mask(n_out - n0 - 16 * v);
@@ -87,6 +92,7 @@ void expand_block(const float* t, int ldt, const void* b_t, int rank, int n_out,
 #pragma GCC unroll 4
     for (int v = 0; v < kExpandVecs; ++v) acc[i][v] = _mm512_setzero_ps();
   for (int j = 0; j < rank; ++j) {
+    prefetch.step();
     const std::size_t b = std::size_t(j) * n_out + n0;
     __m512 bv[kExpandVecs];
 #pragma GCC unroll 4
@@ -108,20 +114,22 @@ void expand_block(const float* t, int ldt, const void* b_t, int rank, int n_out,
 }
 
 template <LoraElement E, int R>
-void expand_rows(const float* t, int ldt, const void* b_t, int rank, int n_out, float* const* y) {
+void expand_rows(const float* t, int ldt, const void* b_t, int rank, int n_out, float* const* y,
+                 LoraPrefetch& prefetch) {
   constexpr int kCols = 16 * kExpandVecs;
   int n = 0;
-  for (; n + kCols <= n_out; n += kCols) expand_block<E, R, false>(t, ldt, b_t, rank, n_out, n, y);
-  if (n < n_out) expand_block<E, R, true>(t, ldt, b_t, rank, n_out, n, y);
+  for (; n + kCols <= n_out; n += kCols) expand_block<E, R, false>(t, ldt, b_t, rank, n_out, n, y, prefetch);
+  if (n < n_out) expand_block<E, R, true>(t, ldt, b_t, rank, n_out, n, y, prefetch);
 }
 
 template <LoraElement E>
-void expand(const float* t, int ldt, int rows, const void* b_t, int rank, int n_out, float* const* y) {
+void expand(const float* t, int ldt, int rows, const void* b_t, int rank, int n_out, float* const* y,
+            LoraPrefetch& prefetch) {
   switch (rows) {
-    case 4: return expand_rows<E, 4>(t, ldt, b_t, rank, n_out, y);
-    case 3: return expand_rows<E, 3>(t, ldt, b_t, rank, n_out, y);
-    case 2: return expand_rows<E, 2>(t, ldt, b_t, rank, n_out, y);
-    default: return expand_rows<E, 1>(t, ldt, b_t, rank, n_out, y);
+    case 4: return expand_rows<E, 4>(t, ldt, b_t, rank, n_out, y, prefetch);
+    case 3: return expand_rows<E, 3>(t, ldt, b_t, rank, n_out, y, prefetch);
+    case 2: return expand_rows<E, 2>(t, ldt, b_t, rank, n_out, y, prefetch);
+    default: return expand_rows<E, 1>(t, ldt, b_t, rank, n_out, y, prefetch);
   }
 }
 

@@ -35,13 +35,15 @@ float dot(const float* x, const void* a, std::size_t a0, int n) {
 }
 
 template <LoraElement E>
-void shrink(const float* const* x, int rows, const void* a, int rank, int n_in, float scale, float* t, int ldt) {
+void shrink(const float* const* x, int rows, const void* a, int rank, int n_in, float scale, float* t, int ldt,
+            LoraPrefetch&) {
   for (int i = 0; i < rows; ++i)
     for (int j = 0; j < rank; ++j) t[std::size_t(i) * ldt + j] = dot<E>(x[i], a, std::size_t(j) * n_in, n_in) * scale;
 }
 
 template <LoraElement E>
-void expand(const float* t, int ldt, int rows, const void* b_t, int rank, int n_out, float* const* y) {
+void expand(const float* t, int ldt, int rows, const void* b_t, int rank, int n_out, float* const* y,
+            LoraPrefetch&) {
   for (int i = 0; i < rows; ++i) {
     const float* ti = t + std::size_t(i) * ldt;
     float* yi = y[i];
