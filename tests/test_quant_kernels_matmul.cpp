@@ -245,7 +245,7 @@ TEST(WeightMatrix, GroupKernelsMatchPortableOnAnyBlock) {
     for (uint8_t& b : bytes) b = uint8_t(rng());
     for (std::size_t block = 0; block < bytes.size() / shape.bytes; ++block)
       for (int field : half_fields(type)) bytes[block * shape.bytes + field + 1] &= 0xbb;  // finite halves below 1
-    const std::vector<uint8_t> tiles = repack(type, bytes.data(), row_bytes, rows, cols);
+    const WeightMemory tiles = repack(type, bytes.data(), row_bytes, rows, cols);
     const std::size_t group_bytes = tile_bytes(type) * std::size_t(cols / shape.elements);
     const ActFormat format = act_format(type);
     const std::size_t stride = act_row_bytes(format, cols);
@@ -255,12 +255,12 @@ TEST(WeightMatrix, GroupKernelsMatchPortableOnAnyBlock) {
     for (int j = 0; j < 4; ++j) quantize_act_row(format, &a[std::size_t(j) * cols], cols, &act[j * stride]);
     for (int g = 0; g < 2; ++g) {
       float want[16 * 4];
-      group_for(group_portable, type)(tiles.data() + group_bytes * g, cols / shape.elements, act.data(), stride, 4, want);
+      group_for(group_portable, type)(tiles.get() + group_bytes * g, cols / shape.elements, act.data(), stride, 4, want);
       for (const auto& [table, table_name] : tables)
         for (int na = 1; na <= table->max_acts; ++na)
           for (int first = 0; first + na <= 4; ++first) {
             float out[16 * 4];
-            group_for(*table, type)(tiles.data() + group_bytes * g, cols / shape.elements, &act[first * stride], stride, na, out);
+            group_for(*table, type)(tiles.get() + group_bytes * g, cols / shape.elements, &act[first * stride], stride, na, out);
             for (int j = 0; j < na; ++j)
               for (int r = 0; r < kGroupRows; ++r)
                 ASSERT_EQ(std::memcmp(&out[16 * j + r], &want[16 * (first + j) + r], sizeof(float)), 0)

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -57,7 +58,7 @@ class WeightMatrix {
     int first_row;  // within the whole matrix
     std::size_t row_bytes;
     PackedMatrix packed;         // F32
-    std::vector<uint8_t> tiles;  // quantized types, interleaved
+    std::shared_ptr<const uint8_t[]> tiles;  // quantized types, interleaved (kernels/quant/interleaved.h)
 
   };
   const std::vector<Part>& parts() const { return parts_; }
