@@ -127,8 +127,10 @@ void lora_sgmv(const float* x, int ldx, const int* rows, int n_segments, const L
   if (work < kParallelWork) {
     positions(0, n_positions);
   } else {
-    tbb::parallel_for(tbb::blocked_range<int>(0, n_positions, detail::kLoraGroupRows),
-                      [&](const tbb::blocked_range<int>& r) { positions(r.begin(), r.end()); }, tbb::static_partitioner());
+    // One even share of the rows per thread, so each thread's chain of prefetches runs unbroken.
+    tbb::parallel_for(
+        tbb::blocked_range<int>(0, n_positions, detail::kLoraGroupRows),
+        [&](const tbb::blocked_range<int>& r) { positions(r.begin(), r.end()); }, tbb::static_partitioner());
   }
 }
 
