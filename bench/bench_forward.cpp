@@ -74,7 +74,9 @@ double weight_bytes_per_token(const Model& model) {
 }
 
 // `batch` sequences with `n_cached` positions each (their cached K/V are the pool's zeros,
-// which cost the same to attend to as real ones), each adding `n_new` tokens this step.
+// which cost the same to attend to as real ones once resident: the pool is prefaulted, or
+// every read of an unwritten page would hit the one zero page in cache), each adding `n_new`
+// tokens this step.
 void run_steps(benchmark::State& state, const std::string& name, int32_t batch_size, int32_t n_cached, int32_t n_new,
                KvCacheType kv_type = KvCacheType::F32, const std::string& weight_type = "f32") {
   if (name == "stories260K" && !std::filesystem::exists(bench::model_path(name))) {
@@ -87,7 +89,7 @@ void run_steps(benchmark::State& state, const std::string& name, int32_t batch_s
     state.SkipWithError("head_dim does not fit this KV cache type");
     return;
   }
-  PagePool pool(KvLayout::for_model(l.model.config, kTokensPerPage, kv_type), batch_size * pages_per_seq);
+  PagePool pool(KvLayout::for_model(l.model.config, kTokensPerPage, kv_type), batch_size * pages_per_seq, true);
   std::vector<BlockTable> tables(batch_size, BlockTable(kTokensPerPage));
   const std::vector<int32_t> tokens(n_new, 42);
   Batch batch;

@@ -245,7 +245,7 @@ TEST(WeightMatrix, GroupKernelsMatchPortableOnAnyBlock) {
     for (uint8_t& b : bytes) b = uint8_t(rng());
     for (std::size_t block = 0; block < bytes.size() / shape.bytes; ++block)
       for (int field : half_fields(type)) bytes[block * shape.bytes + field + 1] &= 0xbb;  // finite halves below 1
-    const WeightMemory tiles = repack(type, bytes.data(), row_bytes, rows, cols);
+    const HugePageMemory tiles = repack(type, bytes.data(), row_bytes, rows, cols);
     const std::size_t group_bytes = tile_bytes(type) * std::size_t(cols / shape.elements);
     const ActFormat format = act_format(type);
     const std::size_t stride = act_row_bytes(format, cols);

@@ -1,29 +1,26 @@
 #include "engine/kv/page_pool.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
+#include <new>
 #include <string>
 
 #include "pagoda/error.h"
 
 namespace pagoda {
 
-void PagePool::FreeArena::operator()(std::byte* p) const { munmap(p, bytes); }
-
 PagePool::PagePool(const KvLayout& layout, int32_t n_pages, bool prefault) : layout_(layout), capacity_(n_pages) {
   if (n_pages <= 0) throw Error("KV cache: the page count must be positive, got " + std::to_string(n_pages));
   if (layout.tokens_per_page <= 0) throw Error("KV cache: tokens per page must be positive");
   layout.check();
-  // Anonymous memory: page-aligned, zero-filled (a read of an unwritten slot is deterministic),
-  // and by default committed by the OS only as pages are first written, so start-up is instant.
+  // Zero-filled (a read of an unwritten slot is deterministic), on huge pages where the OS
+  // grants them (kernels/huge_page_memory.h), and by default committed only as pages are first
+  // written, so start-up is instant.
   const size_t bytes = layout.bytes_per_page() * size_t(n_pages);
-  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (prefault ? MAP_POPULATE : 0);
-  void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
-  if (memory == MAP_FAILED) {
+  try {
+    arena_ = kernels::allocate_huge_page_memory(bytes, prefault);
+  } catch (const std::bad_alloc&) {
     throw Error("KV cache: cannot map " + std::to_string(bytes) + " bytes for " + std::to_string(n_pages) + " pages");
   }
-  arena_ = std::unique_ptr<std::byte[], FreeArena>(static_cast<std::byte*>(memory), FreeArena{bytes});
   free_list_.reserve(n_pages);
   for (int32_t p = n_pages - 1; p >= 0; --p) free_list_.push_back(p);
   ref_counts_.assign(n_pages, 0);

@@ -25,13 +25,14 @@
 #include <vector>
 
 #include "engine/kv/kv_layout.h"
+#include "kernels/huge_page_memory.h"
 #include "engine/kv/prefix_cache.h"
 
 namespace pagoda {
 
 class PagePool {
  public:
-  // With `prefault`, the arena is made resident at once (MAP_POPULATE) instead of page by page as
+  // With `prefault`, the arena is made resident at once (MADV_POPULATE_WRITE) instead of page by page as
   // pages are first written.
   PagePool(const KvLayout& layout, int32_t n_pages, bool prefault = false);
 
@@ -75,16 +76,12 @@ class PagePool {
   bool is_cached(int32_t page) const { return ref_counts_.at(page) == 0 && named_[size_t(page)]; }
 
   const KvLayout& layout() const { return layout_; }
-  std::byte* page_data(int32_t page) { return arena_.get() + size_t(page) * layout_.bytes_per_page(); }
-  const std::byte* page_data(int32_t page) const { return arena_.get() + size_t(page) * layout_.bytes_per_page(); }
-  KvView view() const { return {arena_.get(), layout_}; }
+  std::byte* page_data(int32_t page) { return arena() + size_t(page) * layout_.bytes_per_page(); }
+  const std::byte* page_data(int32_t page) const { return arena() + size_t(page) * layout_.bytes_per_page(); }
+  KvView view() const { return {arena(), layout_}; }
 
  private:
-  struct FreeArena {
-    size_t bytes;  // no initializer: it would make this type not default-constructible here
-    void operator()(std::byte* p) const;
-  };
-
+  std::byte* arena() const { return reinterpret_cast<std::byte*>(arena_.get()); }
   void check_page(int32_t page, const char* what) const;
   // The LRU of cached pages: an intrusive doubly linked list, oldest at the head.
   void lru_push_back(int32_t page);
@@ -93,7 +90,7 @@ class PagePool {
 
   KvLayout layout_;
   int32_t capacity_;
-  std::unique_ptr<std::byte[], FreeArena> arena_;
+  kernels::HugePageMemory arena_;
   std::vector<int32_t> free_list_;  // a stack: the most recently freed page is reused first
   std::vector<int32_t> ref_counts_;
   std::unordered_map<PageHash, int32_t, PageHashHasher> index_;  // hash → page

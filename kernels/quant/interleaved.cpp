@@ -133,13 +133,13 @@ std::size_t tile_bytes(QuantType type) {
   }
 }
 
-WeightMemory repack(QuantType type, const uint8_t* data, std::size_t row_bytes, int rows, int cols,
+HugePageMemory repack(QuantType type, const uint8_t* data, std::size_t row_bytes, int rows, int cols,
                     const std::function<void(const void*, std::size_t)>& consumed) {
   const BlockShape shape = block_shape(type);
   const int blocks = cols / shape.elements;
   const int groups = (rows + kGroupRows - 1) / kGroupRows;
   const std::size_t tile = tile_bytes(type), group_bytes = tile * std::size_t(blocks);
-  WeightMemory out = allocate_weight_memory(group_bytes * std::size_t(groups));  // zeroed
+  HugePageMemory out = allocate_huge_page_memory(group_bytes * std::size_t(groups));  // zeroed
   // Chunks of about 1 MiB of source, so what is released early comes in whole pages.
   const int grain = std::max<int>(1, int((1 << 20) / std::max<std::size_t>(1, row_bytes * kGroupRows)));
   tbb::parallel_for(tbb::blocked_range<int>(0, groups, grain), [&](const tbb::blocked_range<int>& range) {

@@ -42,7 +42,7 @@
 #include <functional>
 
 #include "kernels/cpu_features.h"
-#include "kernels/weight_memory.h"
+#include "kernels/huge_page_memory.h"
 #include "kernels/quant/ggml_blocks.h"
 
 namespace pagoda::kernels::quant {
@@ -57,7 +57,7 @@ std::size_t tile_bytes(QuantType type);
 // `rows` rows of ggml blocks (row_bytes apart, `cols` values each) in the layout above.
 // `consumed`, when set, is called (from any thread) with each stretch of rows already copied.
 // The result holds ceil(rows / 16) · (cols / block) tiles.
-WeightMemory repack(QuantType type, const uint8_t* data, std::size_t row_bytes, int rows, int cols,
+HugePageMemory repack(QuantType type, const uint8_t* data, std::size_t row_bytes, int rows, int cols,
                     const std::function<void(const void*, std::size_t)>& consumed = {});
 
 // One group's 16 outputs for `na` activation rows (1 … GroupKernels::max_acts, at
