@@ -174,6 +174,22 @@ void BM_Gemv(benchmark::State& state) {
   state.SetLabel(std::string(ggml_type_id_name(uint32_t(type))) + " " + isa_name(weights.front()->matrix.isa()));
 }
 
+// The GEMV kernels' own ceiling: M = 1 on one thread through a 256×2048 matrix that stays in
+// L2, so memory does not bound it. Decode needs this rate ≥ its share of the read bandwidth.
+void BM_GemvInCache(benchmark::State& state) {
+  const QuantType type = kTypes[state.range(0)];
+  const int N = 256, K = 2048;
+  const std::unique_ptr<Weights> w = make_weights(type, N, K, nullptr, 5);
+  const std::vector<float> a = random_vector(K, 6);
+  std::vector<float> c(N);
+  tbb::task_arena one_thread(1);
+  for (auto _ : state) one_thread.execute([&] { matmul(a.data(), 1, K, w->matrix, c.data(), N); });
+  const BlockShape b = block_shape(type);
+  const double bytes = double(N) * K / b.elements * b.bytes * double(state.iterations());
+  state.counters["GB/s_1_thread"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(ggml_type_id_name(uint32_t(type))) + " " + isa_name(w->matrix.isa()));
+}
+
 // Prefill / batched decode: M rows through a 2048×768 (gate-like) matrix.
 void BM_Gemm(benchmark::State& state) {
   const QuantType type = kTypes[state.range(0)];
@@ -193,6 +209,8 @@ void register_all() {
   for (int t = 0; t < int(std::size(kTypes)); ++t) {
     benchmark::RegisterBenchmark("BM_Gemv", BM_Gemv)->Arg(t)->ArgName("type")->UseRealTime()->Unit(benchmark::kMillisecond);
   }
+  for (int t = 0; t < int(std::size(kTypes)); ++t)
+    benchmark::RegisterBenchmark("BM_GemvInCache", BM_GemvInCache)->Arg(t)->ArgName("type")->UseRealTime()->Unit(benchmark::kMicrosecond);
   for (int t = 0; t < int(std::size(kTypes)); ++t)
     benchmark::RegisterBenchmark("BM_Gemm", BM_Gemm)->Args({t, 32})->Args({t, 64})->Args({t, 128})->ArgNames({"type", "M"})->UseRealTime()->Unit(benchmark::kMillisecond);
 }
