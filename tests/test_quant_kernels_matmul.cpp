@@ -255,12 +255,12 @@ TEST(WeightMatrix, GroupKernelsMatchPortableOnAnyBlock) {
     for (int j = 0; j < 4; ++j) quantize_act_row(format, &a[std::size_t(j) * cols], cols, &act[j * stride]);
     for (int g = 0; g < 2; ++g) {
       float want[16 * 4];
-      group_for(group_portable, type)(tiles.get() + group_bytes * g, cols / shape.elements, act.data(), stride, 4, want);
+      group_for(group_portable, type)(tiles.get() + group_bytes * g, cols / shape.elements, act.data(), stride, 4, true, want);
       for (const auto& [table, table_name] : tables)
         for (int na = 1; na <= table->max_acts; ++na)
           for (int first = 0; first + na <= 4; ++first) {
             float out[16 * 4];
-            group_for(*table, type)(tiles.get() + group_bytes * g, cols / shape.elements, &act[first * stride], stride, na, out);
+            group_for(*table, type)(tiles.get() + group_bytes * g, cols / shape.elements, &act[first * stride], stride, na, first == 0, out);
             for (int j = 0; j < na; ++j)
               for (int r = 0; r < kGroupRows; ++r)
                 ASSERT_EQ(std::memcmp(&out[16 * j + r], &want[16 * (first + j) + r], sizeof(float)), 0)

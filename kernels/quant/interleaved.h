@@ -61,9 +61,11 @@ HugePageMemory repack(QuantType type, const uint8_t* data, std::size_t row_bytes
                     const std::function<void(const void*, std::size_t)>& consumed = {});
 
 // One group's 16 outputs for `na` activation rows (1 … GroupKernels::max_acts, at
-// act + j·act_stride): out[16·j + r] for row r of the group, `blocks` tiles long.
+// act + j·act_stride): out[16·j + r] for row r of the group, `blocks` tiles long. `streaming`
+// says the tiles come from memory on this pass (the first over the group), so the kernel
+// prefetches ahead; later passes of a GEMM find them in cache.
 using GroupFn = void (*)(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t act_stride, int na,
-                         float* out);
+                         bool streaming, float* out);
 
 struct GroupKernels {
   GroupFn q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k;

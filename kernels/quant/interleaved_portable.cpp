@@ -73,7 +73,8 @@ int32_t dot_ints(const int* u, const int8_t* a, int n) {
 }
 
 template <QuantType kType>
-void group(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, int na, float* out) {
+void group(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, int na, bool /*streaming*/,
+           float* out) {
   constexpr bool kK45 = kType == QuantType::Q4_K || kType == QuantType::Q5_K;
   constexpr bool kMin = kType == QuantType::Q4_1 || kType == QuantType::Q5_1;
   constexpr int kOffset = kType == QuantType::Q4_0 ? 8 : kType == QuantType::Q5_0 ? 16 : 0;

@@ -189,9 +189,9 @@ struct Lanes256x2 {
 };
 
 // Decode streams tiles faster than the hardware prefetcher, which stops at each 4 KiB page,
-// keeps up with: each block asks for the tile about kPrefetchBytes further on (past a group's
-// end, the next group's, which decode's static split gives the same thread). A prefetch beyond
-// the matrix never faults.
+// keeps up with: on a streaming pass each block asks for the tile about kPrefetchBytes further
+// on (past a group's end, the next group's, which decode's static split gives the same
+// thread). A prefetch beyond the matrix never faults.
 constexpr std::size_t kPrefetchBytes = 4096;
 template <std::size_t kTile>
 inline void prefetch_ahead(const uint8_t* tile) {
@@ -216,7 +216,7 @@ inline typename L::F add_block(typename L::F acc, typename L::I total, typename 
 }
 
 template <typename L, int NA>
-void q8_0(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, float* out) {
+void q8_0(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, bool streaming, float* out) {
   using I = typename L::I;
   using F = typename L::F;
   const Acts<L, NA> y(act, stride);
@@ -224,7 +224,7 @@ void q8_0(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stri
   for (F& a : acc) a = L::fzero();
   for (int b = 0; b < blocks; ++b) {
     const uint8_t* t = tiles + 544 * std::size_t(b);
-    prefetch_ahead<544>(t);
+    if (streaming) prefetch_ahead<544>(t);
     I sum[NA];
     for (I& s : sum) s = L::zero();
     #pragma GCC unroll 8
@@ -246,7 +246,7 @@ void q8_0(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stri
 
 // Q4_0, Q4_1, Q5_0, Q5_1.
 template <typename L, int NA, bool kMin, bool kFive>
-void block32(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, float* out) {
+void block32(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, bool streaming, float* out) {
   using I = typename L::I;
   using F = typename L::F;
   constexpr int kOffset = kMin ? 0 : kFive ? 16 : 8;
@@ -257,7 +257,7 @@ void block32(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t s
   for (int j = 0; j < NA; ++j) acc[j] = off[j] = L::fzero();
   for (int b = 0; b < blocks; ++b) {
     const uint8_t* t = tiles + kTile * std::size_t(b);
-    prefetch_ahead<kTile>(t);
+    if (streaming) prefetch_ahead<kTile>(t);
     I sum[NA];
     for (I& s : sum) s = L::zero();
     #pragma GCC unroll 4
@@ -288,7 +288,7 @@ void block32(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t s
 
 // Q4_K, Q5_K.
 template <typename L, int NA, bool kFive>
-void k45(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, float* out) {
+void k45(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, bool streaming, float* out) {
   using I = typename L::I;
   using F = typename L::F;
   constexpr std::size_t kNibbles = kFive ? 832 : 320, kTile = kFive ? 2880 : 2368;
@@ -297,7 +297,7 @@ void k45(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t strid
   for (int j = 0; j < NA; ++j) acc[j] = mins[j] = L::fzero();
   for (int b = 0; b < blocks; ++b) {
     const uint8_t* t = tiles + kTile * std::size_t(b);
-    prefetch_ahead<kTile>(t);
+    if (streaming) prefetch_ahead<kTile>(t);
     I total[NA];
     for (I& s : total) s = L::zero();
     for (int p = 0; p < 4; ++p) {
@@ -337,7 +337,7 @@ void k45(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t strid
 }
 
 template <typename L, int NA>
-void q6_k(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, float* out) {
+void q6_k(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, bool streaming, float* out) {
   using I = typename L::I;
   using F = typename L::F;
   const Acts<L, NA> y(act, stride);
@@ -345,7 +345,7 @@ void q6_k(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stri
   for (F& a : acc) a = L::fzero();
   for (int b = 0; b < blocks; ++b) {
     const uint8_t* t = tiles + 3360 * std::size_t(b);
-    prefetch_ahead<3360>(t);
+    if (streaming) prefetch_ahead<3360>(t);
     I total[NA];
     for (I& s : total) s = L::zero();
     for (int s0 = 0; s0 < 4; ++s0) {  // sub-blocks s0 + 4c: k-groups t + 16c for t in 4·s0 … 4·s0 + 3
@@ -383,12 +383,12 @@ void q6_k(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stri
 
 // A GroupFn taking 1 … L::kMaxActs activation rows.
 template <typename L, template <typename, int> class Kernel>
-void by_acts(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, int na, float* out) {
+void by_acts(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, int na, bool streaming, float* out) {
   switch (na) {
-    case 1: Kernel<L, 1>::run(tiles, blocks, act, stride, out); break;
-    case 2: Kernel<L, 2>::run(tiles, blocks, act, stride, out); break;
-    case 3: if constexpr (L::kMaxActs >= 3) Kernel<L, 3>::run(tiles, blocks, act, stride, out); break;
-    case 4: if constexpr (L::kMaxActs >= 4) Kernel<L, 4>::run(tiles, blocks, act, stride, out); break;
+    case 1: Kernel<L, 1>::run(tiles, blocks, act, stride, streaming, out); break;
+    case 2: Kernel<L, 2>::run(tiles, blocks, act, stride, streaming, out); break;
+    case 3: if constexpr (L::kMaxActs >= 3) Kernel<L, 3>::run(tiles, blocks, act, stride, streaming, out); break;
+    case 4: if constexpr (L::kMaxActs >= 4) Kernel<L, 4>::run(tiles, blocks, act, stride, streaming, out); break;
     default: break;
   }
 }

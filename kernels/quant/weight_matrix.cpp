@@ -106,7 +106,8 @@ void run_interleaved(const float* A, int M, int lda, const WeightMatrix& W, cons
       const int n0 = g * quant::kGroupRows, rows = std::min(quant::kGroupRows, N - n0);
       for (int m = m_begin; m < m_end; m += kernels.max_acts) {
         const int na = std::min(kernels.max_acts, m_end - m);
-        group(part.tiles.get() + group_bytes * g, blocks, static_cast<const uint8_t*>(act.row(m)), act.stride(), na, out);
+        group(part.tiles.get() + group_bytes * g, blocks, static_cast<const uint8_t*>(act.row(m)), act.stride(), na,
+              m == m_begin, out);
         for (int j = 0; j < na; ++j)
           for (int r = 0; r < rows; ++r) store(C, ldc, m + j, part.first_row + n0 + r, out[quant::kGroupRows * j + r], accumulate);
       }
