@@ -94,7 +94,8 @@ PackedMatrix PackedMatrix::pack(const float* w, int n_out, int n_in) {
   return pack(w, n_out, n_in, active_isa());
 }
 
-PackedMatrix PackedMatrix::pack(const float* w, int n_out, int n_in, Isa isa) {
+PackedMatrix PackedMatrix::pack(const float* w, int n_out, int n_in, Isa isa,
+                               const std::function<void(const void*, std::size_t)>& consumed) {
   assert(n_out >= 0 && n_in >= 0);
   if (!cpu_supports(isa))
     throw Error(std::string("cannot pack a matrix for ") + isa_name(isa) + ": this CPU lacks it");
@@ -108,13 +109,20 @@ PackedMatrix PackedMatrix::pack(const float* w, int n_out, int n_in, Isa isa) {
   const std::size_t count = std::size_t(panels) * nr * n_in;
   m.data_.reset(static_cast<float*>(
       ::operator new[](std::max<std::size_t>(count, 1) * sizeof(float), std::align_val_t(kAlignment))));
-  tbb::parallel_for(0, panels, [&](int p) {
-    float* dst = m.data_.get() + std::size_t(p) * nr * n_in;
-    for (int j = 0; j < nr; ++j) {
-      const int n = p * nr + j;
-      for (int k = 0; k < n_in; ++k)
-        dst[std::size_t(k) * nr + j] = n < n_out ? w[std::size_t(n) * n_in + k] : 0.0f;
+  // About 1 MiB of source rows a task, handed to `consumed` once packed.
+  const int chunk = std::max(1, int((std::size_t(1) << 20) / (std::max<std::size_t>(n_in, 1) * sizeof(float) * nr)));
+  tbb::parallel_for(0, ceil_div(panels, chunk), [&](int c) {
+    const int first = c * chunk, last = std::min(panels, first + chunk);
+    for (int p = first; p < last; ++p) {
+      float* dst = m.data_.get() + std::size_t(p) * nr * n_in;
+      for (int j = 0; j < nr; ++j) {
+        const int n = p * nr + j;
+        for (int k = 0; k < n_in; ++k)
+          dst[std::size_t(k) * nr + j] = n < n_out ? w[std::size_t(n) * n_in + k] : 0.0f;
+      }
     }
+    const int rows = std::min(n_out, last * nr) - first * nr;
+    if (consumed && rows > 0) consumed(w + std::size_t(first) * nr * n_in, std::size_t(rows) * n_in * sizeof(float));
   });
   return m;
 }

@@ -7,6 +7,7 @@
 // because every output is one multiply-add chain over k in order, never split.
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 #include "kernels/cpu_features.h"
@@ -22,7 +23,10 @@ class PackedMatrix {
   // Packs for the ISA active now; matmul always uses the kernel of the ISA packed for, so a
   // later set_isa() changes nothing for matrices already packed.
   static PackedMatrix pack(const float* w, int n_out, int n_in);
-  static PackedMatrix pack(const float* w, int n_out, int n_in, Isa isa);
+  // `consumed`, when set, is called (from any thread) with each stretch of w's rows already
+  // packed, so a caller reading w from a mapping can release it as it goes.
+  static PackedMatrix pack(const float* w, int n_out, int n_in, Isa isa,
+                           const std::function<void(const void*, std::size_t)>& consumed = {});
 
   int rows() const { return rows_; }  // n_out
   int cols() const { return cols_; }  // n_in

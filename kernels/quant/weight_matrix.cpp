@@ -196,7 +196,7 @@ WeightMatrix WeightMatrix::make(std::span<const WeightPart> parts, int cols, Isa
       std::size_t end = i + 1;
       while (end < parts.size() && parts[end].type == QuantType::F32) part.rows += parts[end++].rows;
       if (end == i + 1) {
-        part.packed = PackedMatrix::pack(static_cast<const float*>(p.data), p.rows, cols, isa);
+        part.packed = PackedMatrix::pack(static_cast<const float*>(p.data), p.rows, cols, isa, p.consumed);
       } else {
         std::vector<float> stacked;
         stacked.reserve(std::size_t(part.rows) * cols);
