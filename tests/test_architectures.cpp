@@ -300,17 +300,19 @@ TEST_P(LlamaCppReference, GreedyTextThroughTheEngine) {
 INSTANTIATE_TEST_SUITE_P(F32, LlamaCppReference, ::testing::Values("l3v", "q2v"));
 
 // The quantized files llama-quantize wrote: each loads, and its teacher-forced argmax agrees
-// with llama.cpp's on the same weights dequantized to F32 (`.deqf32.teacher.json`) on at least
-// 92% of positions: the quantized kernels also round the activations, which alone moves
-// llama.cpp's own argmax on 3–8% of these flat-logit positions (the README's table).
+// with llama.cpp's run of the same file (`.teacher.json`) on at least 92% of positions. The
+// reference is the quantized run, not the dequantized-F32 twin, because the kernels round the
+// activations as ggml's do (Q8_K for the K-quants, 32-element blocks for the others), which
+// alone moves llama.cpp's own argmax on 3–8% of these flat-logit positions (the README's
+// table); what is left is float summation order on near-ties.
 class LlamaCppQuantized : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(LlamaCppQuantized, TeacherForcedArgmaxAgreesWithTheDequantizedTwin) {
+TEST_P(LlamaCppQuantized, TeacherForcedArgmaxAgreesWithLlamaCppOnTheSameFile) {
   const std::string file = GetParam();
   const std::string model = file.substr(0, 3);
   PAGODA_SHARED_OR_SKIP(path, "models/llamacpp-quant/" + file + ".gguf");
   PAGODA_SHARED_OR_SKIP(ids_path, "models/llamacpp-quant/" + model + ".teacher_ids.json");
-  PAGODA_SHARED_OR_SKIP(teacher_path, "models/llamacpp-quant/" + file + ".deqf32.teacher.json");
+  PAGODA_SHARED_OR_SKIP(teacher_path, "models/llamacpp-quant/" + file + ".teacher.json");
   Runner r(load_model(path), 2);
   const auto rows = read_json(ids_path).get<std::vector<std::vector<int32_t>>>();
   const auto want = read_json(teacher_path)["argmax"].get<std::vector<std::vector<int32_t>>>();
@@ -324,7 +326,7 @@ TEST_P(LlamaCppQuantized, TeacherForcedArgmaxAgreesWithTheDequantizedTwin) {
     total += got.size();
   }
   const double agreement = double(same) / double(total);
-  std::printf("%s: teacher-forced argmax agrees with llama.cpp's deqf32 twin on %zu of %zu positions (%.1f%%)\n",
+  std::printf("%s: teacher-forced argmax agrees with llama.cpp's on %zu of %zu positions (%.1f%%)\n",
               file.c_str(), same, total, 100.0 * agreement);
   EXPECT_GE(agreement, 0.92);
 }
