@@ -25,15 +25,15 @@
 #include <vector>
 
 #include "engine/kv/kv_layout.h"
-#include "kernels/huge_page_memory.h"
 #include "engine/kv/prefix_cache.h"
+#include "kernels/huge_page_memory.h"
 
 namespace pagoda {
 
 class PagePool {
  public:
-  // With `prefault`, the arena is made resident at once (MADV_POPULATE_WRITE) instead of page by page as
-  // pages are first written.
+  // With `prefault`, the arena is made resident at once (MADV_POPULATE_WRITE) instead of page
+  // by page as pages are first written.
   PagePool(const KvLayout& layout, int32_t n_pages, bool prefault = false);
 
   // How many pages fit in `bytes` (at least 0).
