@@ -153,17 +153,22 @@ void BM_LoraSgmvStep(benchmark::State& state) {
     for (float& x : v) x = dist(rng);
     return v;
   };
-  // factors[(l·7 + p)·adapters + a]
-  std::vector<kernels::LoraFactors> factors;
+  // sets[a][l·7 + p], each adapter's factors in one set, as LoraWeights packs them.
+  std::vector<kernels::LoraFactorSet> sets;
   size_t factor_bytes = 0;
-  for (int32_t l = 0; l < c.n_layers; ++l)
-    for (int32_t p = 0; p < kLoraProjections; ++p)
-      for (int a = 0; a < adapters; ++a) {
+  for (int a = 0; a < adapters; ++a) {
+    std::vector<std::vector<float>> values;
+    std::vector<kernels::LoraFactorSource> sources;
+    for (int32_t l = 0; l < c.n_layers; ++l)
+      for (int32_t p = 0; p < kLoraProjections; ++p) {
         const LoraShape s = lora_projection_shape(c, LoraProjection(p));
-        const std::vector<float> fa = random(size_t(kRank) * s.n_in), fb = random(size_t(s.n_out) * kRank);
-        factors.push_back(kernels::LoraFactors::pack(fa.data(), fb.data(), kRank, s.n_in, s.n_out, 0.5f, element));
-        factor_bytes += factors.back().bytes();
+        values.push_back(random(size_t(kRank) * s.n_in));
+        values.push_back(random(size_t(s.n_out) * kRank));
+        sources.push_back({values[values.size() - 2].data(), values.back().data(), kRank, s.n_in, s.n_out, 0.5f, element});
+        factor_bytes += size_t(kRank) * (s.n_in + s.n_out) * (element == kernels::LoraElement::F32 ? 4 : 2);
       }
+    sets.emplace_back(sources);
+  }
   const int ld = 3 * c.dim;  // room for Q, K and V side by side, and for ffn_dim
   const std::vector<float> x = random(size_t(kRequests) * ld);
   std::vector<float> y(size_t(kRequests) * ld), tmp(size_t(kRequests) * kRank);
@@ -187,7 +192,7 @@ void BM_LoraSgmvStep(benchmark::State& state) {
         for (size_t o = 0; o < call.size(); ++o) {
           for (int a = 0; a < adapters; ++a)
             segments[o * adapters + a] = {bounds[size_t(a)], bounds[size_t(a) + 1],
-                                          &factors[size_t(l * kLoraProjections + int32_t(call[o])) * adapters + a]};
+                                          &sets[size_t(a)][size_t(l * kLoraProjections + int32_t(call[o]))]};
           outputs[o] = {segments.data() + o * adapters, y.data() + offset, ld};
           offset += lora_projection_shape(c, call[o]).n_out;
         }

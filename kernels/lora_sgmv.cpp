@@ -6,17 +6,13 @@
 
 #include <algorithm>
 #include <cassert>
-#include <new>
 
 #include "kernels/cpu_features.h"
-#include "kernels/half.h"
 #include "kernels/lora_sgmv_impl.h"
 
 namespace pagoda::kernels {
 
 namespace {
-
-constexpr std::size_t kAlignment = 64;
 
 // Below this many multiply-adds (a few microseconds: one decode row on a small model, say)
 // waking other threads costs more than it saves.
@@ -44,33 +40,6 @@ detail::LoraPrefetch prefetch_for(const LoraFactors* next, const LoraFactors* cu
 }
 
 }  // namespace
-
-void LoraFactors::AlignedFree::operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(kAlignment)); }
-
-LoraFactors LoraFactors::pack(const float* a, const float* b, int rank, int n_in, int n_out, float scale,
-                              LoraElement element) {
-  assert(rank > 0 && n_in > 0 && n_out > 0);
-  LoraFactors f;
-  f.rank_ = rank;
-  f.n_in_ = n_in;
-  f.n_out_ = n_out;
-  f.scale_ = scale;
-  f.element_ = element;
-  f.data_.reset(static_cast<std::byte*>(::operator new[](f.bytes(), std::align_val_t(kAlignment))));
-  const std::size_t a_count = std::size_t(rank) * n_in;
-  // Element i of the block (A then Bᵀ) is v, stored as the element type.
-  auto put = [&](std::size_t i, float v) {
-    switch (element) {
-      case LoraElement::F32: reinterpret_cast<float*>(f.data_.get())[i] = v; break;
-      case LoraElement::F16: reinterpret_cast<uint16_t*>(f.data_.get())[i] = f32_to_f16(v); break;
-      case LoraElement::BF16: reinterpret_cast<uint16_t*>(f.data_.get())[i] = f32_to_bf16(v); break;
-    }
-  };
-  for (std::size_t i = 0; i < a_count; ++i) put(i, a[i]);
-  for (int j = 0; j < rank; ++j)
-    for (int n = 0; n < n_out; ++n) put(a_count + std::size_t(j) * n_out + n, b[std::size_t(n) * rank + j]);
-  return f;
-}
 
 void lora_sgmv(const float* x, int ldx, const int* rows, int n_segments, const LoraOutput* outputs, int n_outputs,
                float* tmp, int ld_tmp) {

@@ -10,54 +10,9 @@
 // lane-split order, then one product with the scale; each delta y[m][n] is one chain over j
 // in order, added to y once.
 
-#include <cstddef>
-#include <cstdint>
-#include <memory>
+#include "kernels/lora_factors.h"
 
 namespace pagoda::kernels {
-
-// How a LoraFactors stores its values. Factors read from a file of 16-bit floats stay 16-bit
-// (half the memory traffic of f32 for the same values) and are widened exactly in registers.
-enum class LoraElement : int { F32, F16, BF16 };
-
-// One adapter's factors of one projection, laid out for lora_sgmv: A as [rank][n_in] (each
-// shrink dot product reads one contiguous row) and B transposed, [rank][n_out] (the expand
-// runs along the output columns), both in one block of `element`s; and the scale, applied to
-// the rank-wide intermediate so that B keeps the file's values. Immutable once packed.
-class LoraFactors {
- public:
-  LoraFactors() = default;
-
-  // a is [rank][n_in] and b is [n_out][rank], row-major, as in a llama.cpp adapter. Values are
-  // rounded to `element` (to nearest even): exact for values that were read from a tensor of
-  // that type.
-  static LoraFactors pack(const float* a, const float* b, int rank, int n_in, int n_out, float scale,
-                          LoraElement element = LoraElement::F32);
-
-  int rank() const { return rank_; }
-  int n_in() const { return n_in_; }
-  int n_out() const { return n_out_; }
-  float scale() const { return scale_; }
-  LoraElement element() const { return element_; }
-  std::size_t element_bytes() const { return element_ == LoraElement::F32 ? 4 : 2; }
-  // [rank][n_in] then [rank][n_out] of element(): floats, or IEEE halves or bfloat16s as uint16_t.
-  const void* a() const { return data_.get(); }
-  const void* b_t() const { return data_.get() + std::size_t(rank_) * n_in_ * element_bytes(); }
-  // The whole block, A then Bᵀ.
-  std::size_t bytes() const { return std::size_t(rank_) * (std::size_t(n_in_) + n_out_) * element_bytes(); }
-
- private:
-  struct AlignedFree {
-    void operator()(std::byte* p) const;
-  };
-
-  int rank_ = 0;
-  int n_in_ = 0;
-  int n_out_ = 0;
-  float scale_ = 1.0f;
-  LoraElement element_ = LoraElement::F32;
-  std::unique_ptr<std::byte[], AlignedFree> data_;
-};
 
 // The rows rows[begin..end) of a batch, which share one adapter's factors (nullptr: no delta).
 struct LoraSegment {

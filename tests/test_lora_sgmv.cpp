@@ -62,13 +62,15 @@ struct Adapter {
   int rank, n_in, n_out;
   float scale;
   std::vector<float> a, b;  // [rank][n_in], [n_out][rank]
-  LoraFactors factors;
+  LoraFactorSet set;
+  LoraFactors factors;  // set[0]
 
   Adapter(int rank_, int n_in_, int n_out_, float scale_, unsigned seed, LoraElement element = LoraElement::F32)
       : rank(rank_), n_in(n_in_), n_out(n_out_), scale(scale_),
         a(random_factor(std::size_t(rank) * n_in, seed, element)),
         b(random_factor(std::size_t(n_out) * rank, seed + 1000, element)),
-        factors(LoraFactors::pack(a.data(), b.data(), rank, n_in, n_out, scale, element)) {}
+        set(std::vector<LoraFactorSource>{{a.data(), b.data(), rank, n_in, n_out, scale, element}}),
+        factors(set[0]) {}
 };
 
 // A batch: rows of x and y (with a row stride wider than the data), the rows that have an
@@ -284,7 +286,9 @@ TEST_P(LoraSgmvSixteenBit, MatchesF32FactorsBitForBit) {
     for (int n_in : {7, 40, 288})
       for (int n_out : {9, 70, 288}) {
         const Adapter narrow(rank, n_in, n_out, 0.625f, seed++, element());
-        const LoraFactors wide = LoraFactors::pack(narrow.a.data(), narrow.b.data(), rank, n_in, n_out, 0.625f);
+        const LoraFactorSet wide_set(
+            std::vector<LoraFactorSource>{{narrow.a.data(), narrow.b.data(), rank, n_in, n_out, 0.625f}});
+        const LoraFactors& wide = wide_set[0];
         Batch with_narrow(6, n_in, n_out, seed++);
         Batch with_wide = with_narrow;
         with_narrow.add_range(0, 6, &narrow.factors);
@@ -358,6 +362,40 @@ TEST(LoraFactors, PacksATransposedBAndTheScale) {
     for (int j = 0; j < 3; ++j)
       for (int n = 0; n < 4; ++n)
         EXPECT_EQ(value(f.b_t(), std::size_t(j) * 4 + n), ad.b[std::size_t(n) * 3 + j]) << element_name(element);
+  }
+}
+
+// Many targets in one set (large enough for huge pages): each block on a cache line of its
+// own, none overlapping another, every value where the kernel looks for it, and all of it
+// still there after the set is moved.
+TEST(LoraFactorSet, PacksEverySourceInOrderOnItsOwnCacheLine) {
+  std::vector<Adapter> plain;
+  std::vector<LoraFactorSource> sources;
+  unsigned seed = 500;
+  for (int i = 0; i < 40; ++i) {
+    const LoraElement element = LoraElement(i % 3);
+    plain.emplace_back(1 + i % 7, 100 + 37 * i, 90 + 53 * i, 0.25f * float(i + 1), seed++, element);
+    const Adapter& ad = plain.back();
+    sources.push_back({ad.a.data(), ad.b.data(), ad.rank, ad.n_in, ad.n_out, ad.scale, element});
+  }
+  LoraFactorSet moved_from(sources);
+  const LoraFactorSet set = std::move(moved_from);
+  ASSERT_EQ(set.size(), sources.size());
+  const std::byte* previous_end = nullptr;
+  for (std::size_t i = 0; i < set.size(); ++i) {
+    const LoraFactors& f = set[i];
+    const Adapter& ad = plain[i];
+    EXPECT_EQ(f.rank(), ad.rank);
+    EXPECT_EQ(f.n_in(), ad.n_in);
+    EXPECT_EQ(f.n_out(), ad.n_out);
+    EXPECT_EQ(f.scale(), ad.scale);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(f.a()) % 64, 0u) << i;
+    const auto* begin = static_cast<const std::byte*>(f.a());
+    if (previous_end) {
+      EXPECT_GE(begin, previous_end) << i;
+    }
+    previous_end = begin + f.bytes();
+    EXPECT_EQ(std::memcmp(f.a(), ad.factors.a(), f.bytes()), 0) << "target " << i;
   }
 }
 
