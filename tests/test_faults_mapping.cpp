@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include <fstream>
 #include <future>
 #include <thread>
+#include <vector>
 
 #include "engine/gguf/mapped_file.h"
 #include "engine/synth/lora_synth.h"
@@ -78,6 +80,32 @@ TEST(MappingGuard, TruncatedMappingReadsZerosAndIsLost) {
   EXPECT_EQ(char(file.bytes()[0]), '\0') << "the whole mapping is zeros, not just the faulting page";
   EXPECT_FALSE(other.lost());
   EXPECT_EQ(char(other.bytes()[4999]), 'b');
+}
+
+// read() copies the file's bytes (from the file for a mapping, from memory for a copy); once
+// the mapped file is shorter than the range, it gives zeros and the file is lost, also after
+// the MappedFile is moved.
+TEST(MappingGuard, ReadCopiesTheFileAndSeesTruncation) {
+  const std::string path = test::scratch_path("read.bin");
+  std::string content(3 * 4096 + 100, '\0');
+  for (std::size_t i = 0; i < content.size(); ++i) content[i] = char('a' + i % 23);
+  write_bytes(path, content);
+  for (MappedFile::Load load : {MappedFile::Load::Map, MappedFile::Load::Copy}) {
+    const MappedFile file = MappedFile::open(path, load);
+    std::vector<std::byte> got(5000);
+    file.read(4000, got);
+    EXPECT_EQ(std::memcmp(got.data(), content.data() + 4000, got.size()), 0);
+    EXPECT_FALSE(file.lost());
+  }
+  MappedFile file = MappedFile::open(path);
+  fs::resize_file(path, 4096);
+  std::vector<std::byte> got(200, std::byte{0x55});
+  file.read(4000, got);
+  EXPECT_EQ(std::memcmp(got.data(), content.data() + 4000, 96), 0) << "the bytes still in the file";
+  EXPECT_EQ(std::count(got.begin() + 96, got.end(), std::byte{0}), 104) << "the bytes past its end read as zeros";
+  EXPECT_TRUE(file.lost());
+  const MappedFile moved = std::move(file);
+  EXPECT_TRUE(moved.lost());
 }
 
 // Every mapping closed gives its place in the guard's fixed table back, so the hundredth file

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <string>
 
+#include "engine/gguf/ggml_types.h"
 #include "kernels/attention.h"
 #include "kernels/kv_rows.h"
 #include "kernels/ops.h"
@@ -81,7 +82,17 @@ ModelRunner::ModelRunner(const Model& model, int threads)
     classifier_ = weight_matrix({&model.weights.output});
   });
   const WeightTensor& embd = model.weights.token_embd;
-  release_embedding_pages_ = embd.data != model.weights.output.data || kernels::copied_at_make(embd.type);
+  read_embedding_rows_ = embd.mapped && model.file && model.file->maps_file() &&
+                         (embd.data != model.weights.output.data || kernels::copied_at_make(embd.type));
+}
+
+void ModelRunner::embed(int32_t token, float* out) {
+  const WeightTensor& embd = model_.weights.token_embd;
+  if (!read_embedding_rows_) return embd.dequantize_row(token, out);
+  embedding_row_.resize(embd.row_bytes());
+  const std::span<const std::byte> row = embd.row(token);
+  model_.file->read(size_t(row.data() - model_.file->bytes().data()), embedding_row_);
+  dequantize(embd.type, embedding_row_, {out, size_t(embd.cols)});
 }
 
 void ModelRunner::validate(const Batch& batch, const KvView& kv) const {
@@ -176,10 +187,9 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
     for (int32_t e = 0; e < int32_t(batch.entries.size()); ++e) {
       const auto& tokens = batch.entries[e].tokens;
       for (size_t i = 0; i < tokens.size(); ++i) {
-        model_.weights.token_embd.dequantize_row(tokens[i], x_.data() + (size_t(entry_start_[e]) + i) * dim);
+        embed(tokens[i], x_.data() + (size_t(entry_start_[e]) + i) * dim);
       }
     }
-    if (release_embedding_pages_) model_.weights.token_embd.release_pages();
     for (int32_t l = 0; l < c.n_layers; ++l) {
       const LayerWeights& w = model_.weights.layers[l];
       const PackedLayer& p = layers_[l];

@@ -57,6 +57,8 @@ class ModelRunner {
 
   void validate(const Batch& batch, const KvView& kv) const;
   void prepare(const Batch& batch);
+  // Token `token`'s embedding, dequantized into out[dim].
+  void embed(int32_t token, float* out);
   void attention_layer(const Batch& batch, const KvView& kv, int32_t layer);
   // Adds the LoRA deltas of each projection to its output rows (all ld_out apart) for the rows
   // whose entry has an adapter: the projections of one input (Q, K and V; gate and up) in one
@@ -71,11 +73,14 @@ class ModelRunner {
   tbb::task_arena arena_;
   std::vector<PackedLayer> layers_;
   kernels::WeightMatrix classifier_;  // output.weight, or token_embd when tied
-  // Whether token_embd's mapped pages are dropped after each step's lookups: a lookup maps
-  // the kernel's fault-around window (64 KiB) around its row, so over a long generation the
-  // whole table would become resident beside the weights. False when the classifier reads the
-  // tied table in place every step.
-  bool release_embedding_pages_ = false;
+  // Whether token_embd's rows are read from the file (MappedFile::read) rather than through
+  // the mapping: a lookup through the mapping costs a page fault and maps the fault-around
+  // window (64 KiB) around its row, so over a long generation the whole table would become
+  // resident beside the weights, and dropping those pages after each step (as we once did)
+  // makes every step fault again — about 20 µs a row on a virtual machine. False when the
+  // classifier reads the tied table in place every step anyway, or the file is not mapped.
+  bool read_embedding_rows_ = false;
+  std::vector<std::byte> embedding_row_;  // one row's bytes as the file holds them
   kernels::RopeTable rope_;
 
   // Per-step scratch, grown on demand and reused, so steady-state steps do not allocate.

@@ -10,6 +10,7 @@
 // - Copy: the file is read into anonymous memory this object owns (llama.cpp's --no-mmap), so
 //   whatever happens to the file afterwards has no effect. Costs the file's size in RSS.
 
+#include <atomic>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -36,23 +37,31 @@ class MappedFile {
 
   std::span<const std::byte> bytes() const { return {data_, size_}; }
   const std::string& path() const { return path_; }
-  // Whether the file was truncated under the mapping and its bytes now read as zeros. Never
-  // true for a Copy.
-  bool lost() const { return guard_.lost(); }
+  // Whether the file was truncated under the mapping and its bytes now read as zeros (or
+  // read() found it shorter). Never true for a Copy.
+  bool lost() const { return guard_.lost() || short_read_.load(std::memory_order_relaxed); }
+  // Copies out.size() bytes of the file from `offset` (inside bytes()) into `out`. From a
+  // mapping it reads the file (pread) rather than the mapped pages, so nothing is mapped into
+  // the process: no page fault — costly on virtual machines — and no page left resident, for
+  // small reads scattered over a large tensor that is read nowhere else (the token embedding's
+  // rows). A file now shorter than that gives zeros and sets lost(). Thread-safe.
+  void read(std::size_t offset, std::span<std::byte> out) const;
   // Whether the bytes are the file's own pages (Load::Map): the OS may drop them
   // (MADV_DONTNEED) and read them again from the file. A Copy's pages would come back as zeros.
   bool maps_file() const { return maps_file_; }
 
  private:
-  MappedFile(std::string path, const std::byte* data, size_t size, bool maps_file, MappingGuard guard)
-      : path_(std::move(path)), data_(data), size_(size), maps_file_(maps_file), guard_(std::move(guard)) {}
+  MappedFile(std::string path, const std::byte* data, size_t size, int fd, MappingGuard guard)
+      : path_(std::move(path)), data_(data), size_(size), fd_(fd), maps_file_(fd >= 0), guard_(std::move(guard)) {}
   void unmap() noexcept;
 
   std::string path_;
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
+  int fd_ = -1;  // the mapped file, open for read(); -1 for a Copy
   bool maps_file_ = false;
   MappingGuard guard_;
+  mutable std::atomic<bool> short_read_{false};
 };
 
 }  // namespace pagoda
