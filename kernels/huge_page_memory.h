@@ -12,6 +12,9 @@
 
 namespace pagoda::kernels {
 
+// The size of a transparent huge page on x86-64.
+inline constexpr std::size_t kHugePageBytes = std::size_t(2) << 20;
+
 struct HugePageMemoryFree {
   std::size_t bytes = 0;
   void operator()(uint8_t* p) const;

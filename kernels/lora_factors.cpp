@@ -9,7 +9,6 @@ namespace pagoda::kernels {
 namespace {
 
 constexpr std::size_t kCacheLine = 64;
-constexpr std::size_t kHugePage = std::size_t(2) << 20;
 
 std::size_t round_up(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
 
@@ -41,7 +40,7 @@ LoraFactorSet::LoraFactorSet(std::span<const LoraFactorSource> sources) {
     assert(s.rank > 0 && s.n_in > 0 && s.n_out > 0);
     bytes += round_up(block_bytes(s), kCacheLine);
   }
-  memory_ = allocate_huge_page_memory(bytes >= kHugePage / 2 ? round_up(bytes, kHugePage) : bytes);
+  memory_ = allocate_huge_page_memory(bytes >= kHugePageBytes / 2 ? round_up(bytes, kHugePageBytes) : bytes);
   factors_.reserve(sources.size());
   std::size_t offset = 0;
   for (const LoraFactorSource& s : sources) {
