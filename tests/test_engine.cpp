@@ -2,6 +2,7 @@
 // cancellation at every stage, shutdown with requests in flight, preemption, bad requests.
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -367,6 +368,25 @@ TEST(Engine, BadConfigAndModelAreRefused) {
   EXPECT_THROW(Engine({.model_path = test::scratch_path("missing.gguf")}), Error);
   EXPECT_THROW(Engine({.model_path = test::tiny_gqa_model(), .tokens_per_page = 0}), Error);
   EXPECT_THROW(Engine({.model_path = test::tiny_gqa_model(), .kv_bytes = 10}), Error);
+}
+
+// CPU seconds of every thread of this process.
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// An engine with nothing to do parks every thread: the actors block on their mailboxes and the
+// compute threads sleep. Over a second of idleness after a request, the process uses a small
+// fraction of one core, where a single spinning thread would use all of it.
+TEST(Engine, IdleEngineBurnsNoCpu) {
+  Engine engine({.model_path = test::tiny_gqa_model(), .threads = 2});
+  EXPECT_EQ(engine.submit(test::greedy_request({1, 5, 9, 33}, 8)).get().finish_reason, FinishReason::Length);
+  std::this_thread::sleep_for(200ms);  // the compute threads may spin a little before they sleep
+  const double before = process_cpu_seconds();
+  std::this_thread::sleep_for(1s);
+  EXPECT_LT(process_cpu_seconds() - before, 0.2) << "CPU seconds used in one idle second";
 }
 
 TEST(Engine, IdleEngineShutsDownCleanly) {
