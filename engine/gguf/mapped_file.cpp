@@ -94,7 +94,6 @@ MappedFile::MappedFile(MappedFile&& other) noexcept
       data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
       fd_(std::exchange(other.fd_, -1)),
-      maps_file_(std::exchange(other.maps_file_, false)),
       guard_(std::move(other.guard_)),
       short_read_(other.short_read_.exchange(false)) {}
 
@@ -105,7 +104,6 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     fd_ = std::exchange(other.fd_, -1);
-    maps_file_ = std::exchange(other.maps_file_, false);
     guard_ = std::move(other.guard_);
     short_read_.store(other.short_read_.exchange(false));
   }

@@ -48,18 +48,17 @@ class MappedFile {
   void read(std::size_t offset, std::span<std::byte> out) const;
   // Whether the bytes are the file's own pages (Load::Map): the OS may drop them
   // (MADV_DONTNEED) and read them again from the file. A Copy's pages would come back as zeros.
-  bool maps_file() const { return maps_file_; }
+  bool maps_file() const { return fd_ >= 0; }
 
  private:
   MappedFile(std::string path, const std::byte* data, size_t size, int fd, MappingGuard guard)
-      : path_(std::move(path)), data_(data), size_(size), fd_(fd), maps_file_(fd >= 0), guard_(std::move(guard)) {}
+      : path_(std::move(path)), data_(data), size_(size), fd_(fd), guard_(std::move(guard)) {}
   void unmap() noexcept;
 
   std::string path_;
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
   int fd_ = -1;  // the mapped file, open for read(); -1 for a Copy
-  bool maps_file_ = false;
   MappingGuard guard_;
   mutable std::atomic<bool> short_read_{false};
 };
