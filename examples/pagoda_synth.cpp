@@ -1,6 +1,7 @@
 // pagoda-synth: writes a random-weight model (llama, qwen2 or qwen3), or a random LoRA adapter
 // for one, as GGUF, deterministic from a seed.
 //   pagoda-synth --preset s15m -o s15m.gguf
+//   pagoda-synth --preset llama-3.2-1b --type q4_k_m -o llama-3.2-1b-q4_k_m.gguf
 //   pagoda-synth --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 160 --vocab 1000 -o tiny.gguf
 //   pagoda-synth --arch qwen2 --vocab ../shared/vocab/ggml-vocab-qwen2.gguf --dim 64 -o q.gguf
 //   pagoda-synth --lora-for s15m.gguf --rank 16 -o s15m-lora.gguf
@@ -10,7 +11,6 @@
 #include <iostream>
 #include <span>
 
-#include "engine/gguf/quantize_gguf.h"
 #include "engine/model/model.h"
 #include "engine/synth/lora_synth.h"
 #include "engine/synth/synth.h"
@@ -18,16 +18,21 @@
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: pagoda-synth [--preset s15m|s110m] -o FILE.gguf [options]
+constexpr const char* kUsage = R"(usage: pagoda-synth [--preset NAME] -o FILE.gguf [options]
        pagoda-synth --lora-for BASE -o ADAPTER.gguf [--rank N] [--alpha X] [--type T] [--seed N]
 Writes a model with random weights (deterministic from --seed) and a synthetic SentencePiece
-vocabulary, or a real one copied from a GGUF. Flags override the preset's shape.
+vocabulary, or a real one copied from a GGUF, one tensor at a time straight to the file (an 8B
+model needs about one tensor's memory). Flags override the preset's shape.
 With --lora-for, writes instead a random LoRA adapter (llama.cpp's GGUF adapter format) on
 every attention and FFN projection of every block of BASE.
   -o, --output FILE   where to write (required)
   --preset NAME       s15m (dim 288, 6 layers, 6 heads, FFN 768, vocab 32000)
                       s110m (dim 768, 12 layers, 12 heads, FFN 2048, vocab 32000)
-  --arch NAME         llama (default), qwen2 (Q/K/V biases, NEOX RoPE) or qwen3 (Q/K norms,
+                      the shapes (and tied embeddings, RoPE) of real models, with their
+                      family's vocabulary from --vocab-dir: qwen2.5-0.5b, llama-3.2-1b,
+                      qwen2.5-3b, llama-3.2-3b, llama-3.1-8b, qwen3-8b
+  --vocab-dir DIR     where the presets' vocabularies are (../shared/vocab)
+  --arch NAME         llama (the small presets'), qwen2 (Q/K/V biases, NEOX RoPE) or qwen3 (Q/K norms,
                       NEOX RoPE)
   --dim N  --layers N  --heads N  --kv-heads N  --ffn N  --context N
   --vocab N|FILE      vocabulary size of a synthetic vocabulary, or a GGUF (vocab-only is
@@ -40,7 +45,8 @@ every attention and FFN projection of every block of BASE.
                       q4_0, q4_1, q5_0, q5_1, q4_k_m, q5_k_m, q6_k (the model is quantized
                       as pagoda-quantize would, with the same per-tensor types and
                       fallbacks). For an adapter: f32, f16, bf16 or q8_0
-  --tied              no output.weight: the classifier reuses token_embd
+  --tied              no output.weight: the classifier reuses token_embd (the preset's choice
+                      otherwise)
   --seed N            random seed (1)
   --lora-for BASE     write a LoRA adapter shaped for the model BASE (GGUF or llama2.c)
   --rank N            the adapter's rank (8)
@@ -49,8 +55,8 @@ every attention and FFN projection of every block of BASE.
 
 // Flags that shape a model, meaningless for an adapter, and those only an adapter takes.
 constexpr const char* kModelOnly[] = {"--preset", "--arch", "--dim", "--layers", "--heads", "--kv-heads", "--ffn",
-                                      "--vocab", "--head-dim", "--context", "--rope-theta", "--rope-scale",
-                                      "--rope-freqs", "--tied"};
+                                      "--vocab", "--vocab-dir", "--head-dim", "--context", "--rope-theta",
+                                      "--rope-scale", "--rope-freqs", "--tied"};
 constexpr const char* kAdapterOnly[] = {"--rank", "--alpha"};
 
 pagoda::GgmlType parse_adapter_type(const std::string& name) {
@@ -62,48 +68,45 @@ pagoda::GgmlType parse_adapter_type(const std::string& name) {
 }
 
 void write_model(const pagoda::cli::Args& args, const std::string& output) {
+  const pagoda::SynthPreset& preset = pagoda::find_synth_preset(args.get("--preset", "s15m"));
   pagoda::SynthSpec spec;
-  spec.config = pagoda::synth_preset(args.get("--preset", "s15m"));
+  spec.config = preset.config;
   pagoda::ModelConfig& c = spec.config;
-  c.arch = pagoda::parse_architecture(args.get("--arch", "llama"), "--arch");
+  if (args.has("--arch")) c.arch = pagoda::parse_architecture(*args.get("--arch"), "--arch");
   c.dim = args.number("--dim", c.dim);
   c.n_layers = args.number("--layers", c.n_layers);
   c.n_heads = args.number("--heads", c.n_heads);
   c.n_kv_heads = args.number("--kv-heads", args.has("--heads") ? c.n_heads : c.n_kv_heads);
   c.ffn_dim = args.number("--ffn", c.ffn_dim);
-  const std::string vocab = args.get("--vocab", std::to_string(c.vocab_size));
-  if (!vocab.empty() && vocab.find_first_not_of("0123456789") == std::string::npos) {
-    c.vocab_size = args.number("--vocab", c.vocab_size);
-  } else {
-    spec.vocab_path = vocab;
+  if (!preset.vocab_file.empty()) {
+    spec.vocab_path = (std::filesystem::path(args.get("--vocab-dir", "../shared/vocab")) / preset.vocab_file).string();
+  }
+  if (const auto vocab = args.get("--vocab")) {
+    if (!vocab->empty() && vocab->find_first_not_of("0123456789") == std::string::npos) {
+      c.vocab_size = args.number("--vocab", c.vocab_size);
+      spec.vocab_path.clear();
+    } else {
+      spec.vocab_path = *vocab;
+    }
+  }
+  if (!spec.vocab_path.empty() && !std::filesystem::exists(spec.vocab_path)) {
+    throw pagoda::Error("vocabulary file " + spec.vocab_path + " not found" +
+                        (args.has("--vocab") ? "" : " (preset " + preset.name + "; give --vocab-dir DIR or --vocab FILE)"));
   }
   c.key_length = args.number("--head-dim", c.key_length);
   c.context_length = args.number("--context", c.context_length);
   c.rope_theta = args.number("--rope-theta", c.rope_theta);
   c.rope_freq_scale = 1.0f / args.number("--rope-scale", 1.0f);
-  spec.rope_freqs = args.has("--rope-freqs");
-  spec.tied_output = args.has("--tied");
+  spec.rope_freqs = args.has("--rope-freqs") || preset.rope_freqs;
+  spec.tied_output = args.has("--tied") || preset.tied_output;
   spec.seed = args.number<uint64_t>("--seed", 1);
 
   const std::string type = args.get("--type", "f32");
-  if (type == "f32") {
-    c.vocab_size = pagoda::write_synth_model(output, spec).vocab_size;
-  } else {
-    // Written in f32 first, then quantized exactly as pagoda-quantize would.
-    const pagoda::QuantPreset preset = pagoda::parse_quant_preset(type);
-    const std::string f32_path = output + ".f32.tmp";
-    c.vocab_size = pagoda::write_synth_model(f32_path, spec).vocab_size;
-    try {
-      pagoda::quantize_gguf(f32_path, output, preset);
-    } catch (...) {
-      std::filesystem::remove(f32_path);
-      throw;
-    }
-    std::filesystem::remove(f32_path);
-  }
-  std::fprintf(stderr, "pagoda-synth: wrote %s (%s, dim %d, %d layers, %d heads, %d KV heads, head dim %d, FFN %d, vocab %d, %s)\n",
+  if (type != "f32") spec.quant = pagoda::parse_quant_preset(type);
+  c.vocab_size = pagoda::write_synth_model(output, spec).vocab_size;
+  std::fprintf(stderr, "pagoda-synth: wrote %s (%s, dim %d, %d layers, %d heads, %d KV heads, head dim %d, FFN %d, vocab %d, %s%s)\n",
                output.c_str(), pagoda::architecture_name(c.arch), c.dim, c.n_layers, c.n_heads, c.n_kv_heads,
-               c.head_dim(), c.ffn_dim, c.vocab_size, type.c_str());
+               c.head_dim(), c.ffn_dim, c.vocab_size, type.c_str(), spec.tied_output ? ", tied" : "");
 }
 
 void write_adapter(const pagoda::cli::Args& args, const std::string& output, const std::string& base_path) {
@@ -126,7 +129,7 @@ int main(int argc, char** argv) {
   try {
     pagoda::cli::Args args(argc, argv,
                            {"--output", "--preset", "--arch", "--dim", "--layers", "--heads", "--kv-heads", "--ffn",
-                            "--vocab", "--head-dim", "--context", "--rope-theta", "--rope-scale", "--type", "--seed",
+                            "--vocab", "--vocab-dir", "--head-dim", "--context", "--rope-theta", "--rope-scale", "--type", "--seed",
                             "--lora-for", "--rank", "--alpha"},
                            {"--tied", "--rope-freqs", "--help"}, {{"-o", "--output"}, {"-h", "--help"}});
     if (args.has("--help")) {

@@ -647,5 +647,36 @@ TEST(GgufWriter, RefusesWhatTheReaderWouldRefuse) {
   expect_error_with([&] { w.write(nowhere); }, nowhere + ": cannot create");
 }
 
+// Declared tensors written through a stream, in any order, give the bytes write() gives for
+// the same tensors; each mistake in using the stream is named.
+TEST(GgufWriter, StreamWritesWhatWriteWrites) {
+  const std::vector<float> a = random_values(40, 1.0f), c = random_values(64, 2.0f);
+  const std::vector<std::byte> b = encode_tensor(GgmlType::Q8_0, random_values(64, 1.0f));
+  GgufWriter whole, streamed;
+  for (GgufWriter* w : {&whole, &streamed}) {
+    w->set_u32("general.alignment", 64);
+    w->set_string("general.name", "stream");
+  }
+  whole.add_tensor("a", {40}, a);
+  whole.add_tensor("b", {32, 2}, GgmlType::Q8_0, b);
+  whole.add_tensor("c", {64}, c);
+  streamed.declare_tensor("a", {40}, GgmlType::F32);
+  streamed.add_tensor("b", {32, 2}, GgmlType::Q8_0, b);
+  streamed.declare_tensor("c", {64}, GgmlType::F32);
+  const std::string want = test::scratch_path("whole.gguf"), got = test::scratch_path("streamed.gguf");
+  whole.write(want);
+  expect_error_with([&] { streamed.write(got); }, "tensor 'a' is declared: write it with open_stream");
+  GgufTensorStream stream = streamed.open_stream(got);
+  stream.write("c", std::as_bytes(std::span(c)));
+  expect_error_with([&] { stream.write("c", std::as_bytes(std::span(c))); }, "tensor 'c': written twice");
+  expect_error_with([&] { stream.write("b", b); }, "tensor 'b': not declared");
+  expect_error_with([&] { stream.write("a", std::as_bytes(std::span(c))); }, "'a': 256 bytes of data, declared 160");
+  expect_error_with([&] { stream.finish(); }, "tensor 'a' was declared but never written");
+  stream.write("a", std::as_bytes(std::span(a)));
+  stream.finish();
+  EXPECT_EQ(read_file(got), read_file(want));
+  expect_error_with([&] { stream.write("a", std::as_bytes(std::span(a))); }, "the stream is finished");
+}
+
 }  // namespace
 }  // namespace pagoda

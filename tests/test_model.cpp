@@ -10,6 +10,7 @@
 
 #include "engine/gguf/gguf.h"
 #include "engine/gguf/gguf_writer.h"
+#include "engine/gguf/quantize_gguf.h"
 #include "engine/model/model.h"
 #include "engine/model/reference_model.h"
 #include "engine/request/sampler.h"
@@ -142,6 +143,59 @@ TEST(Model, SynthPresetsHaveTheBriefsShapes) {
   EXPECT_EQ(std::vector<int>({s110.dim, s110.n_layers, s110.n_heads, s110.ffn_dim, s110.vocab_size}),
             std::vector<int>({768, 12, 12, 2048, 32000}));
   EXPECT_THROW(synth_preset("s7b"), Error);
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The real-size presets are the published models' shapes: spot checks of the ones the
+// benchmarks compare with llama.cpp, and every preset a valid model whose vocabulary is there.
+TEST(Model, SynthPresetsOfRealModels) {
+  const SynthPreset& l1 = find_synth_preset("llama-3.2-1b");
+  const ModelConfig& c1 = l1.config;
+  EXPECT_EQ(std::vector<int>({c1.dim, c1.n_layers, c1.n_heads, c1.n_kv_heads, c1.ffn_dim, c1.head_dim()}),
+            std::vector<int>({2048, 16, 32, 8, 8192, 64}));
+  EXPECT_TRUE(l1.tied_output && l1.rope_freqs);
+  EXPECT_EQ(l1.vocab_file, "ggml-vocab-llama-bpe.gguf");
+  const SynthPreset& l8 = find_synth_preset("llama-3.1-8b");
+  EXPECT_EQ(std::vector<int>({l8.config.dim, l8.config.n_layers, l8.config.n_kv_heads, l8.config.ffn_dim}),
+            std::vector<int>({4096, 32, 8, 14336}));
+  EXPECT_FALSE(l8.tied_output);
+  const SynthPreset& q3 = find_synth_preset("qwen3-8b");
+  EXPECT_EQ(q3.config.arch, Architecture::Qwen3);
+  EXPECT_EQ(q3.config.head_dim(), 128);
+  EXPECT_EQ(find_synth_preset("qwen2.5-0.5b").config.arch, Architecture::Qwen2);
+  const bool have_vocabs = !test::shared_file("vocab/README.md").empty();
+  for (const SynthPreset& p : synth_presets()) {
+    EXPECT_NO_THROW(p.config.validate(p.name)) << p.name;
+    if (!p.vocab_file.empty() && have_vocabs) {
+      EXPECT_FALSE(test::shared_file("vocab/" + p.vocab_file).empty()) << p.name << ": " << p.vocab_file;
+    }
+  }
+}
+
+// Writing a quantized model in one pass gives the bytes of writing it in F32 and quantizing
+// that with pagoda-quantize (which matches llama-quantize): types, order, metadata and blocks.
+TEST(Model, SynthQuantizedInOnePassEqualsQuantizingTheF32Model) {
+  for (const QuantPreset preset : {QuantPreset::Q4_K_M, QuantPreset::Q8_0, QuantPreset::Q6_K}) {
+    for (const bool tied : {false, true}) {
+      SynthSpec spec{test::tiny_gqa_config(), 9};
+      spec.config.dim = 256, spec.config.ffn_dim = 512;  // rows of whole K-quant blocks
+      spec.tied_output = tied;
+      spec.rope_freqs = true;
+      const std::string name = std::string(quant_preset_name(preset)) + (tied ? "-tied" : "");
+      const std::string f32 = test::scratch_path("onepass-f32-" + name + ".gguf");
+      const std::string two_pass = test::scratch_path("onepass-quantized-" + name + ".gguf");
+      const std::string one_pass = test::scratch_path("onepass-" + name + ".gguf");
+      write_synth_model(f32, spec);
+      quantize_gguf(f32, two_pass, preset);
+      spec.quant = preset;
+      write_synth_model(one_pass, spec);
+      EXPECT_TRUE(read_bytes(one_pass) == read_bytes(two_pass)) << name;
+    }
+  }
 }
 
 // Rewrites a GGUF file with `edit` applied to its keys and tensors.

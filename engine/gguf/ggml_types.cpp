@@ -1,5 +1,8 @@
 #include "engine/gguf/ggml_types.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -105,7 +108,18 @@ std::vector<std::byte> encode_tensor(GgmlType type, std::span<const float> value
       }
     }
   }
-  kernels::quantize_row(type, values.data(), out.data(), int64_t(values.size()));
+  // Blocks are independent in every ggml encoding, so ranges of them are encoded in parallel;
+  // the bytes do not depend on the split.
+  const kernels::BlockShape block = kernels::block_shape(type);
+  if (values.size() % size_t(block.elements) != 0) {
+    throw Error(std::string(ggml_type_name(type)) + " cannot encode " + std::to_string(values.size()) +
+                " values: not a whole number of " + std::to_string(block.elements) + "-value blocks");
+  }
+  const size_t blocks = values.size() / size_t(block.elements);
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, blocks, 1024), [&](const tbb::blocked_range<size_t>& r) {
+    kernels::quantize_row(type, values.data() + r.begin() * size_t(block.elements),
+                          out.data() + r.begin() * size_t(block.bytes), int64_t(r.size() * size_t(block.elements)));
+  });
   return out;
 }
 

@@ -1,9 +1,14 @@
 #include "engine/gguf/gguf_writer.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <system_error>
+#include <utility>
 
 #include "engine/gguf/gguf_format.h"
 #include "pagoda/error.h"
@@ -107,21 +112,31 @@ void GgufWriter::add_tensor(std::string name, std::vector<uint64_t> shape, std::
 void GgufWriter::add_tensor(std::string name, std::vector<uint64_t> shape, GgmlType type,
                             std::span<const std::byte> raw) {
   const std::string context = "GGUF tensor '" + name + "'";
-  if (tensor_index_.contains(name)) throw Error(context + ": duplicate tensor name");
   const GgmlTensorSize size = ggml_tensor_size(shape, type, context);
   if (raw.size() != size.n_bytes) {
     throw Error(context + ": " + std::to_string(raw.size()) + " bytes of data, but " + ggml_type_name(type) +
                 " values of this shape take " + std::to_string(size.n_bytes));
   }
-  tensor_index_.emplace(name, tensors_.size());
-  tensors_.push_back({std::move(name), std::move(shape), type, {raw.begin(), raw.end()}});
+  add_entry({std::move(name), std::move(shape), type, size.n_bytes, false, {raw.begin(), raw.end()}});
 }
 
-void GgufWriter::write(const std::string& path) const {
-  const auto alignment_kv = kv_index_.find(kGgufAlignmentKey);
-  const uint64_t alignment =
-      gguf_alignment(alignment_kv == kv_index_.end() ? nullptr : &kv_[alignment_kv->second].second, path);
+void GgufWriter::declare_tensor(std::string name, std::vector<uint64_t> shape, GgmlType type) {
+  const GgmlTensorSize size = ggml_tensor_size(shape, type, "GGUF tensor '" + name + "'");
+  add_entry({std::move(name), std::move(shape), type, size.n_bytes, true, {}});
+}
 
+void GgufWriter::add_entry(Tensor t) {
+  if (tensor_index_.contains(t.name)) throw Error("GGUF tensor '" + t.name + "': duplicate tensor name");
+  tensor_index_.emplace(t.name, tensors_.size());
+  tensors_.push_back(std::move(t));
+}
+
+uint64_t GgufWriter::alignment(const std::string& path) const {
+  const auto it = kv_index_.find(kGgufAlignmentKey);
+  return gguf_alignment(it == kv_index_.end() ? nullptr : &kv_[it->second].second, path);
+}
+
+std::string GgufWriter::header(uint64_t alignment, std::vector<uint64_t>& offsets) const {
   std::string head(kGgufMagic);
   put<uint32_t>(head, 3);
   put<uint64_t>(head, tensors_.size());
@@ -132,27 +147,124 @@ void GgufWriter::write(const std::string& path) const {
     put_value(head, value);
   }
   uint64_t offset = 0;
+  offsets.clear();
   for (const Tensor& t : tensors_) {
     put_string(head, t.name);
     put<uint32_t>(head, uint32_t(t.shape.size()));
     for (uint64_t d : t.shape) put<uint64_t>(head, d);
     put<uint32_t>(head, uint32_t(t.type));
     put<uint64_t>(head, offset);
-    offset += t.data.size() + gguf_padding(t.data.size(), alignment);
+    offsets.push_back(offset);
+    offset += t.n_bytes + gguf_padding(t.n_bytes, alignment);
   }
   head.append(gguf_padding(head.size(), alignment), '\0');
+  for (uint64_t& o : offsets) o += head.size();
+  return head;
+}
+
+void GgufWriter::write(const std::string& path) const {
+  for (const Tensor& t : tensors_) {
+    if (t.declared) throw Error(path + ": tensor '" + t.name + "' is declared: write it with open_stream");
+  }
+  const uint64_t align = alignment(path);
+  std::vector<uint64_t> offsets;
+  const std::string head = header(align, offsets);
 
   errno = 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw io_error(path, "cannot create");
   out.write(head.data(), std::streamsize(head.size()));
-  const std::string zeros(alignment, '\0');
+  const std::string zeros(align, '\0');
   for (const Tensor& t : tensors_) {
     out.write(reinterpret_cast<const char*>(t.data.data()), std::streamsize(t.data.size()));
-    out.write(zeros.data(), std::streamsize(gguf_padding(t.data.size(), alignment)));
+    out.write(zeros.data(), std::streamsize(gguf_padding(t.data.size(), align)));
   }
   out.close();
   if (!out) throw io_error(path, "cannot write");
+}
+
+namespace {
+
+void pwrite_all(int fd, const std::string& path, const std::byte* data, uint64_t n, uint64_t offset) {
+  while (n > 0) {
+    const ssize_t done = ::pwrite(fd, data, std::min<uint64_t>(n, uint64_t(1) << 30), off_t(offset));
+    if (done < 0 && errno == EINTR) continue;
+    if (done <= 0) throw io_error(path, "cannot write");
+    data += done, n -= uint64_t(done), offset += uint64_t(done);
+  }
+}
+
+}  // namespace
+
+GgufTensorStream GgufWriter::open_stream(const std::string& path) const {
+  const uint64_t align = alignment(path);
+  std::vector<uint64_t> offsets;
+  const std::string head = header(align, offsets);
+  uint64_t end = head.size();
+  for (size_t i = 0; i < tensors_.size(); ++i) end = offsets[i] + tensors_[i].n_bytes;
+
+  errno = 0;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw io_error(path, "cannot create");
+  std::map<std::string, GgufTensorStream::Slot, std::less<>> slots;
+  GgufTensorStream stream(path, fd, {});
+  // Sized up front: the padding between tensors reads as the zeros it must be.
+  if (::ftruncate(fd, off_t(end)) != 0) throw io_error(path, "cannot size");
+  pwrite_all(fd, path, reinterpret_cast<const std::byte*>(head.data()), head.size(), 0);
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const Tensor& t = tensors_[i];
+    if (t.declared) {
+      slots.emplace(t.name, GgufTensorStream::Slot{offsets[i], t.n_bytes});
+    } else {
+      pwrite_all(fd, path, t.data.data(), t.data.size(), offsets[i]);
+    }
+  }
+  stream.slots_ = std::move(slots);
+  return stream;
+}
+
+GgufTensorStream::GgufTensorStream(std::string path, int fd, std::map<std::string, Slot, std::less<>> slots)
+    : path_(std::move(path)), fd_(fd), slots_(std::move(slots)) {}
+
+GgufTensorStream::GgufTensorStream(GgufTensorStream&& o) noexcept
+    : path_(std::move(o.path_)), fd_(std::exchange(o.fd_, -1)), slots_(std::move(o.slots_)) {}
+
+GgufTensorStream& GgufTensorStream::operator=(GgufTensorStream&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    path_ = std::move(o.path_);
+    fd_ = std::exchange(o.fd_, -1);
+    slots_ = std::move(o.slots_);
+  }
+  return *this;
+}
+
+GgufTensorStream::~GgufTensorStream() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void GgufTensorStream::write(std::string_view name, std::span<const std::byte> data) {
+  const std::string context = path_ + ": tensor '" + std::string(name) + "'";
+  if (fd_ < 0) throw Error(context + ": the stream is finished");
+  const auto it = slots_.find(name);
+  if (it == slots_.end()) throw Error(context + ": not declared");
+  Slot& slot = it->second;
+  if (slot.written) throw Error(context + ": written twice");
+  if (data.size() != slot.n_bytes) {
+    throw Error(context + ": " + std::to_string(data.size()) + " bytes of data, declared " +
+                std::to_string(slot.n_bytes));
+  }
+  pwrite_all(fd_, path_, data.data(), data.size(), slot.offset);
+  slot.written = true;
+}
+
+void GgufTensorStream::finish() {
+  for (const auto& [name, slot] : slots_) {
+    if (!slot.written) throw Error(path_ + ": tensor '" + name + "' was declared but never written");
+  }
+  errno = 0;
+  const int fd = std::exchange(fd_, -1);
+  if (fd >= 0 && ::close(fd) != 0) throw io_error(path_, "cannot write");
 }
 
 }  // namespace pagoda

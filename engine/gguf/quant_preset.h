@@ -16,6 +16,9 @@
 
 namespace pagoda {
 
+// ggml's GGML_QNT_VERSION, which quantized files store as general.quantization_version.
+inline constexpr uint32_t kGgmlQuantizationVersion = 2;
+
 enum class QuantPreset { F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_M, Q5_K_M, Q6_K };
 
 // "q4_k_m", "Q4_K_M", ... (case-insensitive). Throws pagoda::Error listing the known names.

@@ -16,8 +16,6 @@ namespace pagoda {
 
 namespace {
 
-constexpr uint32_t kQuantizationVersion = 2;  // ggml's GGML_QNT_VERSION
-
 // The model's block count from "<architecture>.block_count", or else from the tensor names.
 int block_count(const GgufFile& f, const std::vector<QuantTensor>& tensors) {
   if (const auto arch = f.get_string_opt("general.architecture")) {
@@ -56,7 +54,7 @@ QuantizeReport quantize_gguf(const std::string& in_path, const std::string& out_
 
   GgufWriter w;
   for (const std::string& key : f.keys()) w.set(key, *f.find(key));
-  w.set_u32("general.quantization_version", kQuantizationVersion);
+  w.set_u32("general.quantization_version", kGgmlQuantizationVersion);
   w.set_u32("general.file_type", quant_preset_file_type(preset));
 
   QuantizeReport report;

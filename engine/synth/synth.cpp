@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <span>
 #include <unordered_set>
 #include <vector>
 
@@ -62,23 +63,32 @@ TokenizerVocab synth_vocab(int32_t size, Random& rng) {
   return v;
 }
 
-void add_matrix(GgufWriter& w, Random& rng, const SynthSpec& spec, const std::string& name,
-                uint64_t rows, uint64_t cols) {
+// One tensor of the model: its name and shape, and how its values are drawn.
+struct SynthTensor {
+  enum class Kind { Matrix, Norm, Bias, RopeFreqs };
+  std::string name;
+  std::vector<uint64_t> shape;  // GGUF order
+  Kind kind;
+};
+
+std::vector<float> matrix_values(Random& rng, uint64_t rows, uint64_t cols) {
   // Uniform with variance 1/cols keeps activations O(1) through the layers.
   const float scale = std::sqrt(3.0f / float(cols));
   std::vector<float> data(rows * cols);
   for (float& x : data) x = scale * rng.symmetric();
-  if (spec.type == GgmlType::F32) {
-    w.add_tensor(name, {cols, rows}, data);
-  } else {
-    w.add_tensor(name, {cols, rows}, spec.type, encode_tensor(spec.type, data));
-  }
+  return data;
 }
 
-void add_norm(GgufWriter& w, Random& rng, const std::string& name, uint64_t n) {
+std::vector<float> norm_values(Random& rng, uint64_t n) {
   std::vector<float> data(n);
   for (float& x : data) x = 1.0f + 0.1f * rng.symmetric();
-  w.add_tensor(name, {n}, data);
+  return data;
+}
+
+std::vector<float> bias_values(Random& rng, uint64_t n) {
+  std::vector<float> data(n);
+  for (float& x : data) x = 0.1f * rng.symmetric();
+  return data;
 }
 
 // Llama 3.1's frequency factors in shape: 1 for the fastest quarter of the pairs, 8 for the
@@ -118,27 +128,114 @@ void write_synth_vocab(GgufWriter& w, int32_t size, Random& rng) {
   w.set_bool("tokenizer.ggml.add_space_prefix", true);
 }
 
-void add_bias(GgufWriter& w, Random& rng, const std::string& name, uint64_t n) {
-  std::vector<float> data(n);
-  for (float& x : data) x = 0.1f * rng.symmetric();
-  w.add_tensor(name, {n}, data);
+}  // namespace
+
+namespace {
+
+ModelConfig shape(Architecture arch, int32_t dim, int32_t layers, int32_t heads, int32_t kv_heads, int32_t ffn,
+                  int32_t context, float rope_theta, float norm_eps, int32_t key_length = 0) {
+  ModelConfig c;
+  c.arch = arch, c.dim = dim, c.n_layers = layers, c.n_heads = heads, c.n_kv_heads = kv_heads, c.ffn_dim = ffn;
+  c.vocab_size = 32000, c.context_length = context, c.rope_theta = rope_theta, c.norm_eps = norm_eps;
+  c.key_length = key_length;
+  return c;
+}
+
+// The tensors in the order their values are drawn (the writer's order before pagoda-synth
+// wrote in bounded memory, kept so every seed still gives the same weights).
+std::vector<SynthTensor> synth_tensors(const ModelConfig& c, const SynthSpec& spec) {
+  using Kind = SynthTensor::Kind;
+  const uint64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), head_dim = c.head_dim();
+  const uint64_t vocab = c.vocab_size, ffn = c.ffn_dim;
+  std::vector<SynthTensor> t;
+  t.push_back({"token_embd.weight", {dim, vocab}, Kind::Matrix});
+  t.push_back({"output_norm.weight", {dim}, Kind::Norm});
+  if (!spec.tied_output) t.push_back({"output.weight", {dim, vocab}, Kind::Matrix});
+  if (spec.rope_freqs) t.push_back({"rope_freqs.weight", {head_dim / 2}, Kind::RopeFreqs});
+  for (int32_t l = 0; l < c.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    t.push_back({p + "attn_norm.weight", {dim}, Kind::Norm});
+    t.push_back({p + "attn_q.weight", {dim, q_dim}, Kind::Matrix});
+    t.push_back({p + "attn_k.weight", {dim, kv_dim}, Kind::Matrix});
+    t.push_back({p + "attn_v.weight", {dim, kv_dim}, Kind::Matrix});
+    if (c.has_qkv_bias()) {
+      t.push_back({p + "attn_q.bias", {q_dim}, Kind::Bias});
+      t.push_back({p + "attn_k.bias", {kv_dim}, Kind::Bias});
+      t.push_back({p + "attn_v.bias", {kv_dim}, Kind::Bias});
+    }
+    if (c.has_qk_norm()) {
+      t.push_back({p + "attn_q_norm.weight", {head_dim}, Kind::Norm});
+      t.push_back({p + "attn_k_norm.weight", {head_dim}, Kind::Norm});
+    }
+    t.push_back({p + "attn_output.weight", {q_dim, dim}, Kind::Matrix});
+    t.push_back({p + "ffn_norm.weight", {dim}, Kind::Norm});
+    t.push_back({p + "ffn_gate.weight", {dim, ffn}, Kind::Matrix});
+    t.push_back({p + "ffn_up.weight", {dim, ffn}, Kind::Matrix});
+    t.push_back({p + "ffn_down.weight", {ffn, dim}, Kind::Matrix});
+  }
+  return t;
+}
+
+std::vector<float> tensor_values(const SynthTensor& t, Random& rng) {
+  switch (t.kind) {
+    case SynthTensor::Kind::Matrix: return matrix_values(rng, t.shape[1], t.shape[0]);
+    case SynthTensor::Kind::Norm: return norm_values(rng, t.shape[0]);
+    case SynthTensor::Kind::Bias: return bias_values(rng, t.shape[0]);
+    case SynthTensor::Kind::RopeFreqs: return synth_rope_freqs(int32_t(t.shape[0]));
+  }
+  throw Error("synthetic model: unknown tensor kind");
+}
+
+// Each tensor's stored type, and the order the file lists them in: the preset's choices in
+// llama.cpp's order, as pagoda-quantize writes; else `spec.type` for matrices, in draw order.
+std::vector<size_t> choose_types(const ModelConfig& c, const SynthSpec& spec, const std::vector<SynthTensor>& tensors,
+                                 std::vector<GgmlType>& types) {
+  std::vector<size_t> order(tensors.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  types.assign(tensors.size(), GgmlType::F32);
+  if (!spec.quant) {
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (tensors[i].kind == SynthTensor::Kind::Matrix) types[i] = spec.type;
+    }
+    return order;
+  }
+  std::vector<QuantTensor> f32;
+  for (const SynthTensor& t : tensors) f32.push_back({t.name, t.shape, GgmlType::F32});
+  const std::vector<QuantChoice> choices = choose_quant_types(*spec.quant, f32, c.n_layers);
+  for (size_t i = 0; i < tensors.size(); ++i) types[i] = choices[i].type;
+  return llama_tensor_order(f32);
 }
 
 }  // namespace
 
-ModelConfig synth_preset(const std::string& name) {
-  ModelConfig c;
-  c.vocab_size = 32000;
-  c.context_length = 2048;
-  if (name == "s15m") {
-    c.dim = 288, c.n_layers = 6, c.n_heads = 6, c.n_kv_heads = 6, c.ffn_dim = 768;
-  } else if (name == "s110m") {
-    c.dim = 768, c.n_layers = 12, c.n_heads = 12, c.n_kv_heads = 12, c.ffn_dim = 2048;
-  } else {
-    throw Error("unknown model preset '" + name + "' (known: s15m, s110m)");
-  }
-  return c;
+const std::vector<SynthPreset>& synth_presets() {
+  constexpr auto L = Architecture::Llama, Q2 = Architecture::Qwen2, Q3 = Architecture::Qwen3;
+  static const std::vector<SynthPreset> presets = [] {
+    std::vector<SynthPreset> p;
+    p.push_back({"s15m", shape(L, 288, 6, 6, 6, 768, 2048, 10000.0f, 1e-5f), "", false, false});
+    p.push_back({"s110m", shape(L, 768, 12, 12, 12, 2048, 2048, 10000.0f, 1e-5f), "", false, false});
+    const std::string llama3 = "ggml-vocab-llama-bpe.gguf", qwen = "ggml-vocab-qwen2.gguf";
+    p.push_back({"qwen2.5-0.5b", shape(Q2, 896, 24, 14, 2, 4864, 32768, 1e6f, 1e-6f), qwen, true, false});
+    p.push_back({"llama-3.2-1b", shape(L, 2048, 16, 32, 8, 8192, 131072, 5e5f, 1e-5f), llama3, true, true});
+    p.push_back({"qwen2.5-3b", shape(Q2, 2048, 36, 16, 2, 11008, 32768, 1e6f, 1e-6f), qwen, true, false});
+    p.push_back({"llama-3.2-3b", shape(L, 3072, 28, 24, 8, 8192, 131072, 5e5f, 1e-5f), llama3, true, true});
+    p.push_back({"llama-3.1-8b", shape(L, 4096, 32, 32, 8, 14336, 131072, 5e5f, 1e-5f), llama3, false, true});
+    p.push_back({"qwen3-8b", shape(Q3, 4096, 36, 32, 8, 12288, 40960, 1e6f, 1e-6f, 128), qwen, false, false});
+    return p;
+  }();
+  return presets;
 }
+
+const SynthPreset& find_synth_preset(const std::string& name) {
+  std::string known;
+  for (const SynthPreset& p : synth_presets()) {
+    if (p.name == name) return p;
+    known += (known.empty() ? "" : ", ") + p.name;
+  }
+  throw Error("unknown model preset '" + name + "' (known: " + known + ")");
+}
+
+ModelConfig synth_preset(const std::string& name) { return find_synth_preset(name).config; }
 
 ModelConfig write_synth_model(const std::string& path, const SynthSpec& spec) {
   Random rng(spec.seed);
@@ -174,34 +271,24 @@ ModelConfig write_synth_model(const std::string& path, const SynthSpec& spec) {
   }
   w.set_f32(key("attention.layer_norm_rms_epsilon"), c.norm_eps);
   w.set_u32(key("vocab_size"), uint32_t(c.vocab_size));
-
-  const uint64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), head_dim = c.head_dim();
-  add_matrix(w, rng, spec, "token_embd.weight", c.vocab_size, dim);
-  add_norm(w, rng, "output_norm.weight", dim);
-  if (!spec.tied_output) add_matrix(w, rng, spec, "output.weight", c.vocab_size, dim);
-  if (spec.rope_freqs) w.add_tensor("rope_freqs.weight", {head_dim / 2}, synth_rope_freqs(int32_t(head_dim / 2)));
-  for (int32_t l = 0; l < c.n_layers; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    add_norm(w, rng, p + "attn_norm.weight", dim);
-    add_matrix(w, rng, spec, p + "attn_q.weight", q_dim, dim);
-    add_matrix(w, rng, spec, p + "attn_k.weight", kv_dim, dim);
-    add_matrix(w, rng, spec, p + "attn_v.weight", kv_dim, dim);
-    if (c.has_qkv_bias()) {
-      add_bias(w, rng, p + "attn_q.bias", q_dim);
-      add_bias(w, rng, p + "attn_k.bias", kv_dim);
-      add_bias(w, rng, p + "attn_v.bias", kv_dim);
-    }
-    if (c.has_qk_norm()) {
-      add_norm(w, rng, p + "attn_q_norm.weight", head_dim);
-      add_norm(w, rng, p + "attn_k_norm.weight", head_dim);
-    }
-    add_matrix(w, rng, spec, p + "attn_output.weight", dim, q_dim);
-    add_norm(w, rng, p + "ffn_norm.weight", dim);
-    add_matrix(w, rng, spec, p + "ffn_gate.weight", c.ffn_dim, dim);
-    add_matrix(w, rng, spec, p + "ffn_up.weight", c.ffn_dim, dim);
-    add_matrix(w, rng, spec, p + "ffn_down.weight", dim, c.ffn_dim);
+  if (spec.quant) {
+    w.set_u32("general.quantization_version", kGgmlQuantizationVersion);
+    w.set_u32("general.file_type", quant_preset_file_type(*spec.quant));
   }
-  w.write(path);
+
+  const std::vector<SynthTensor> tensors = synth_tensors(c, spec);
+  std::vector<GgmlType> types;
+  for (size_t i : choose_types(c, spec, tensors, types)) w.declare_tensor(tensors[i].name, tensors[i].shape, types[i]);
+  GgufTensorStream stream = w.open_stream(path);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const std::vector<float> values = tensor_values(tensors[i], rng);
+    if (types[i] == GgmlType::F32) {
+      stream.write(tensors[i].name, std::as_bytes(std::span(values)));
+    } else {
+      stream.write(tensors[i].name, encode_tensor(types[i], values));
+    }
+  }
+  stream.finish();
   return c;
 }
 

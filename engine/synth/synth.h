@@ -1,12 +1,16 @@
 #pragma once
 // Random-weight models written as GGUF, for tests and benchmarks: deterministic from a seed,
 // of any supported architecture, with a SentencePiece-style vocabulary made up inside or a real
-// one copied from another GGUF, so the tokenizer works on them too.
+// one copied from another GGUF, so the tokenizer works on them too. Written tensor by tensor
+// straight to the file, so memory holds one tensor at a time (an 8B model on a 24 GB machine).
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/gguf/gguf.h"
+#include "engine/gguf/quant_preset.h"
 #include "engine/model/model_config.h"
 
 namespace pagoda {
@@ -18,6 +22,9 @@ struct SynthSpec {
   ModelConfig config;
   uint64_t seed = 1;
   GgmlType type = GgmlType::F32;  // storage type of the matrices (norms and biases stay F32)
+  // Quantized as pagoda-quantize would quantize the F32 model (each tensor's type chosen by the
+  // preset, llama.cpp's tensor order, general.file_type): the same bytes. Overrides `type`.
+  std::optional<QuantPreset> quant;
   bool tied_output = false;       // no output.weight: the classifier reuses token_embd
   bool rope_freqs = false;        // write Llama 3.1-style rope_freqs.weight factors
   // A GGUF (vocab-only is enough) whose tokenizer.* keys are copied; the vocabulary size is
@@ -25,9 +32,21 @@ struct SynthSpec {
   std::string vocab_path;
 };
 
-// The named shapes: "s15m" (dim 288, 6 layers, 6 heads, FFN 768, vocab 32000) and "s110m"
-// (dim 768, 12 layers, 12 heads, FFN 2048, vocab 32000), llama2.c's TinyStories sizes.
-// Throws pagoda::Error for an unknown name.
+// A named shape: llama2.c's TinyStories sizes ("s15m", "s110m", synthetic vocabulary of 32000)
+// and the shapes of the models people run, with the vocabulary file of their family.
+struct SynthPreset {
+  std::string name;
+  ModelConfig config;
+  std::string vocab_file;  // a file of ../shared/vocab to copy the vocabulary from; empty: synthetic
+  bool tied_output = false;
+  bool rope_freqs = false;  // Llama 3.1-style frequency factors
+};
+
+// Every preset, smallest first.
+const std::vector<SynthPreset>& synth_presets();
+// Throws pagoda::Error, listing the known names, for an unknown name.
+const SynthPreset& find_synth_preset(const std::string& name);
+// The preset's shape (find_synth_preset(name).config).
 ModelConfig synth_preset(const std::string& name);
 
 // Writes the model to `path` and returns its config (vocab_size is the copied vocabulary's).
