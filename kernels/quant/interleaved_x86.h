@@ -191,12 +191,14 @@ struct Lanes256x2 {
 // Decode streams tiles faster than the hardware prefetcher, which stops at each 4 KiB page,
 // keeps up with: on a streaming pass each block asks for the tile about kPrefetchBytes further
 // on (past a group's end, the next group's, which decode's static split gives the same
-// thread). A prefetch beyond the matrix never faults.
+// thread). A prefetch beyond the matrix never faults. Into L2, not L1: a tile's burst of
+// 35–53 line requests fills L1's few miss buffers and stalls the kernel's own loads behind
+// them (streaming GEMV on Zen 4: Q6_K 14 → 28 GB/s, Q4_K 24 → 44 GB/s, Q8_0 25 → 30 GB/s).
 constexpr std::size_t kPrefetchBytes = 4096;
 template <std::size_t kTile>
 inline void prefetch_ahead(const uint8_t* tile) {
   const uint8_t* ahead = tile + (kPrefetchBytes + kTile - 1) / kTile * kTile;
-  for (std::size_t offset = 0; offset < kTile; offset += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + offset), _MM_HINT_T0);
+  for (std::size_t offset = 0; offset < kTile; offset += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + offset), _MM_HINT_T1);
 }
 
 template <typename L, int NA>
