@@ -1,0 +1,111 @@
+// pagoda-bench: llama.cpp's llama-bench for pagoda, through the public Engine API. Each test is
+// a prompt-processing (ppN) or text-generation (tgN) run, optionally after -d tokens of context,
+// or with -B a job of concurrent sequences as llama-batched-bench runs them; the results come
+// in llama-bench's formats, with rooflines measured in the same run beside them.
+//   pagoda-bench -m model.gguf                      # pp512, tg128, 5 runs each
+//   pagoda-bench -m model.gguf -p 128,512 -n 64 -d 0,4096 -t 1,2 -o json
+//   pagoda-bench -m model.gguf -p 128 -n 64 -B 1,8,32
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "examples/bench/engine_setup.h"
+#include "examples/bench/machine.h"
+#include "examples/bench/model_facts.h"
+#include "examples/bench/options.h"
+#include "examples/bench/printers.h"
+#include "examples/bench/roofline.h"
+#include "examples/bench/run_test.h"
+#include "examples/bench/test_spec.h"
+#include "pagoda/engine.h"
+
+namespace {
+
+using namespace pagoda::benchtool;
+
+// Every model is read before anything runs, so a missing file or a test beyond a model's
+// context fails at once rather than after minutes of other tests.
+std::map<std::string, ModelFacts> read_models(const Options& options, const std::vector<TestSpec>& tests) {
+  std::map<std::string, ModelFacts> models;
+  for (const std::string& path : options.models) {
+    const ModelFacts& m = models.emplace(path, read_model_facts(path)).first->second;
+    check_model(m, options, tests);
+  }
+  return models;
+}
+
+Machine measure_and_report_machine() {
+  std::fprintf(stderr, "pagoda-bench: load average at start: %s\n", load_average().c_str());
+  const Machine m = measure_machine();
+  std::fprintf(stderr, "pagoda-bench: %s: read bandwidth %.1f GB/s, fp32 FMA peak %.1f GFLOP/s (%d threads)\n",
+               m.cpu_info.c_str(), m.read_bytes_per_s * 1e-9, m.fma_flops * 1e-9, m.cores);
+  return m;
+}
+
+class Run {
+ public:
+  Run(const Options& options, const std::vector<TestSpec>& tests, const std::map<std::string, ModelFacts>& models,
+      const Machine& machine, Printer& printer)
+      : options_(options),
+        instances_(plan_instances(options)),
+        tests_(tests),
+        models_(models),
+        machine_(machine),
+        printer_(printer) {}
+
+  void all() {
+    for (const Instance& instance : instances_) on(instance);
+  }
+
+ private:
+  // One engine, every test on it.
+  void on(const Instance& instance) {
+    pagoda::Engine engine(engine_config(instance, tests_));
+    RandomTokens tokens(engine.vocab_size());
+    const ModelFacts& model = models_.at(instance.model);
+    for (const TestSpec& spec : tests_) {
+      const Say say = [&](const std::string& what) {
+        if (options_.progress) std::fprintf(stderr, "pagoda-bench: benchmark %d/%d: %s %s\n", done_ + 1, total(), spec.name().c_str(), what.c_str());
+      };
+      const TestResult result = run_test(engine, spec, options_.reps, tokens, say);
+      printer_.row({machine_, model, instance, result, roofline(result, model, instance.cache_type, instance.threads, machine_)});
+      ++done_;
+    }
+  }
+
+  int total() const { return int(instances_.size() * tests_.size()); }
+
+  const Options& options_;
+  const std::vector<Instance> instances_;
+  const std::vector<TestSpec>& tests_;
+  const std::map<std::string, ModelFacts>& models_;
+  const Machine& machine_;
+  Printer& printer_;
+  int done_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Options options = parse_options(argc, argv);
+    if (options.help) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    const std::vector<TestSpec> tests = plan_tests(options);
+    const std::map<std::string, ModelFacts> models = read_models(options, tests);
+    const Machine machine = measure_and_report_machine();
+    const auto printer = make_printer(options);
+    printer->header();
+    Run(options, tests, models, machine, *printer).all();
+    printer->footer();
+    std::fprintf(stderr, "pagoda-bench: load average at end: %s\n", load_average().c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pagoda-bench: %s\n", e.what());
+    return 1;
+  }
+}
