@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
+#include <numeric>
+#include <random>
 
 #include "engine/request/sampler.h"
 #include "pagoda/error.h"
@@ -87,6 +91,69 @@ TEST(Sampler, RepetitionPenaltyDiscouragesSeenTokens) {
   EXPECT_EQ(s.sample(logits_of({-1.0f, -1.5f}), history), 1);     // -1.0 * 2 < -1.5
   p.repetition_penalty = 1.0f;
   EXPECT_EQ(Sampler(p).sample(logits_of({2.0f, 1.5f}), history), 0);
+}
+
+// The filters written the obvious way: every candidate sorted, weights summed in id order.
+// The sampler orders only the prefix it needs; it must pick what this picks for the same draw.
+int32_t sample_by_full_sort(const SamplingParams& p, const std::vector<float>& logits, float u) {
+  std::vector<int32_t> ids(logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  if (p.top_k > 0 && size_t(p.top_k) < ids.size()) ids.resize(size_t(p.top_k));
+  const float max_logit = logits[ids[0]];
+  auto weight = [&](int32_t id) { return std::exp((logits[id] - max_logit) / p.temperature); };
+  std::vector<int32_t> by_id = ids;
+  std::sort(by_id.begin(), by_id.end());
+  double total = 0;
+  for (int32_t id : (p.top_k > 0 ? ids : by_id)) total += weight(id);
+  if (p.top_p < 1.0f || p.min_p > 0.0f) {
+    double cumulative = 0;
+    size_t cut = 0;
+    while (cut < ids.size()) {
+      const double q = weight(ids[cut]) / total;
+      if (cut > 0 && q < p.min_p / total) break;
+      cumulative += q;
+      ++cut;
+      if (cumulative >= p.top_p) break;
+    }
+    ids.resize(cut);
+    total = 0;
+    for (int32_t id : ids) total += weight(id);
+  }
+  const double target = double(u) * total;
+  double cumulative = 0;
+  for (int32_t id : ids) {
+    cumulative += weight(id);
+    if (target < cumulative) return id;
+  }
+  return ids.back();
+}
+
+TEST(Sampler, LargeVocabularyFiltersPickWhatAFullSortPicks) {
+  struct Case {
+    float temperature, top_p, min_p, spread;
+    int32_t top_k;
+  };
+  // Peaked and flat distributions; nuclei of a few tokens up to the whole vocabulary (the
+  // prefix the sampler orders grows several times); ties (a flat spread of 0).
+  const Case cases[] = {{0.8f, 0.95f, 0.0f, 3.0f, 0}, {1.0f, 0.9f, 0.05f, 3.0f, 0}, {0.7f, 1.0f, 0.01f, 2.0f, 0},
+                        {1.5f, 0.999f, 0.0f, 0.5f, 0}, {1.0f, 0.95f, 0.0f, 0.0f, 0}, {0.8f, 0.95f, 0.05f, 3.0f, 40},
+                        {1.0f, 0.5f, 0.0f, 1.0f, 1000}};
+  std::mt19937 rng(3);
+  for (const Case& c : cases) {
+    std::vector<float> logits(128256);
+    std::normal_distribution<float> dist(0.0f, c.spread);
+    for (float& x : logits) x = c.spread > 0 ? dist(rng) : 1.0f;
+    SamplingParams p;
+    p.temperature = c.temperature, p.top_p = c.top_p, p.min_p = c.min_p, p.top_k = c.top_k, p.seed = 11;
+    Sampler sampler(p);
+    std::mt19937_64 draws(11);  // the sampler's own uniform() sequence
+    for (int i = 0; i < 20; ++i) {
+      const float u = float(draws() >> 40) * (1.0f / 16777216.0f);
+      ASSERT_EQ(sampler.sample(logits, {}), sample_by_full_sort(p, logits, u))
+          << "T " << c.temperature << " top_p " << c.top_p << " min_p " << c.min_p << " top_k " << c.top_k << " draw " << i;
+    }
+  }
 }
 
 TEST(Sampler, BadParametersAreRefused) {

@@ -31,6 +31,15 @@ float Sampler::uniform() {
   return float(rng_() >> 40) * (1.0f / 16777216.0f);
 }
 
+template <typename Less>
+void Sampler::order_prefix(size_t n, const Less& less) {
+  // The order is total (ties go to the lower id), so the sorted prefix is the same however
+  // it is found, and already ordered elements stay put.
+  const auto mid = candidates_.begin() + static_cast<ptrdiff_t>(n);
+  if (mid != candidates_.end()) std::nth_element(candidates_.begin(), mid, candidates_.end(), less);
+  std::sort(candidates_.begin(), mid, less);
+}
+
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
   const bool penalized = params_.repetition_penalty != 1.0f && params_.repetition_window > 0;
   if (params_.temperature == 0.0f && !penalized) return argmax(logits);  // no copy needed
@@ -49,42 +58,47 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     }
   }
 
-  auto more_likely = [](const Candidate& a, const Candidate& b) {
+  const auto more_likely = [](const Candidate& a, const Candidate& b) {
     return a.value > b.value || (a.value == b.value && a.id < b.id);
   };
   if (params_.temperature == 0.0f) {
     return std::min_element(candidates_.begin(), candidates_.end(), more_likely)->id;
   }
 
-  // Sort only as far as a filter needs: top-k alone needs the first k, top-p/min-p need order.
-  size_t kept = candidates_.size();
-  if (params_.top_k > 0 && size_t(params_.top_k) < kept) kept = size_t(params_.top_k);
+  // Order only as far as a filter needs: top-k the first k; top-p and min-p the nucleus, which
+  // on a 128k–152k vocabulary is a few hundred candidates at most, so they are ordered in
+  // growing prefixes (nth_element, then a sort of the prefix) instead of all at once.
   const bool needs_order = params_.top_p < 1.0f || params_.min_p > 0.0f;
-  if (kept < candidates_.size() || needs_order) {
-    std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<ptrdiff_t>(kept), candidates_.end(), more_likely);
-    candidates_.resize(kept);
+  if (params_.top_k > 0 && size_t(params_.top_k) < candidates_.size()) {
+    order_prefix(size_t(params_.top_k), more_likely);
+    candidates_.resize(size_t(params_.top_k));
   }
 
   float max_logit = candidates_[0].value;
   for (const Candidate& c : candidates_) max_logit = std::max(max_logit, c.value);
+  const auto weight = [&](float logit) { return std::exp((logit - max_logit) / params_.temperature); };
   double total = 0.0;
-  for (Candidate& c : candidates_) {
-    c.value = std::exp((c.value - max_logit) / params_.temperature);
-    total += c.value;
-  }
+  for (const Candidate& c : candidates_) total += weight(c.value);
   if (needs_order) {
-    // candidates_ is sorted here, so the first is the most likely.
-    const double floor = params_.min_p * (candidates_[0].value / total);
+    // The most likely has weight exp(0) = 1.
+    const double floor = params_.min_p * (1.0 / total);
+    size_t ordered = 0, cut = 0;
     double cumulative = 0.0;
-    size_t cut = 0;
-    while (cut < candidates_.size()) {
-      const double p = candidates_[cut].value / total;
+    for (bool done = false; !done;) {
+      if (cut == ordered) {
+        ordered = std::min(candidates_.size(), std::max<size_t>(256, 4 * ordered));
+        order_prefix(ordered, more_likely);
+      }
+      const double p = weight(candidates_[cut].value) / total;
       if (cut > 0 && p < floor) break;
       cumulative += p;
       ++cut;
-      if (cumulative >= params_.top_p) break;
+      done = cumulative >= params_.top_p || cut == candidates_.size();
     }
     candidates_.resize(cut);
+  }
+  for (Candidate& c : candidates_) c.value = weight(c.value);
+  if (needs_order) {
     total = 0.0;
     for (const Candidate& c : candidates_) total += c.value;
   }

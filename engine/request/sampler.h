@@ -26,6 +26,9 @@ class Sampler {
   };
 
   float uniform();  // in [0, 1), the same sequence on every platform for a given seed
+  // Puts the n most likely candidates first, in order.
+  template <typename Less>
+  void order_prefix(size_t n, const Less& less);
 
   SamplingParams params_;
   std::mt19937_64 rng_;
