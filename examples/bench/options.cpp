@@ -1,7 +1,6 @@
 #include "examples/bench/options.h"
 
-#include <algorithm>
-#include <thread>
+#include <tbb/info.h>
 
 #include "examples/common/args.h"
 #include "pagoda/error.h"
@@ -116,7 +115,7 @@ OutputFormat output_format(const cli::Args& args) {
 const Options& default_options() {
   static const Options defaults = [] {
     Options o;
-    o.threads = {int(std::max(1u, std::thread::hardware_concurrency()))};
+    o.threads = {tbb::info::default_concurrency()};  // what the engine takes for "all cores"
     return o;
   }();
   return defaults;
@@ -139,7 +138,8 @@ Options parse_options(int argc, char** argv) {
   o.n_ubatch = numbers(args, "--ubatch-size", 1, d.n_ubatch);
   o.cache_types = cache_types(args);
   o.use_mmap = use_mmap(args);
-  o.reps = numbers(args, "--repetitions", 1, {d.reps}).back();
+  o.reps = args.number("--repetitions", d.reps);
+  if (o.reps < 1) throw Error("-r must be at least 1, got " + std::to_string(o.reps));
   o.output = output_format(args);
   o.progress = args.has("--progress");
   return o;
