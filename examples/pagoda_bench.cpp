@@ -102,6 +102,7 @@ int main(int argc, char** argv) {
     printer->header();
     Run(options, tests, models, machine, *printer).all();
     printer->footer();
+    std::fflush(stdout);  // the table ends before the closing line on stderr
     std::fprintf(stderr, "pagoda-bench: load average at end: %s\n", load_average().c_str());
     return 0;
   } catch (const std::exception& e) {
