@@ -33,8 +33,9 @@ repeated), and each combination is one test, run once to warm up and then -r tim
 Rooflines come from the same run: the streaming read bandwidth and the fp32 FMA peak are
 measured at start. tg rows get roofline_ts (bandwidth / bytes read per token: weights and the
 KV cache at that depth) and the fraction of it reached; pp rows the GFLOP/s reached and the
-fraction of the FMA peak of their threads; -B rows both, for S_TG and S_PP. A model small
-enough to stay in the CPU's caches is not bound by memory and can pass its roofline.
+fraction of the fp32 FMA peak of their threads; -B rows both, for S_TG and S_PP. A model that
+stays in the CPU's caches can pass the memory roofline, and quantized weights, multiplied in
+int8, the fp32 peak.
 )";
 
 namespace {
