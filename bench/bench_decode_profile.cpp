@@ -11,6 +11,7 @@
 
 #include <benchmark/benchmark.h>
 #include <tbb/info.h>
+#include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
@@ -28,6 +29,7 @@
 #include "engine/kv/page_pool.h"
 #include "engine/model/model.h"
 #include "engine/request/sampler.h"
+#include "kernels/attention.h"
 #include "kernels/quant/weight_matrix.h"
 
 namespace {
@@ -176,6 +178,46 @@ void BM_Step(benchmark::State& state) {
   state.counters["tok/s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
+// Decode attention alone: one query token over range(0) cached positions (f16), every layer's
+// KV heads in parallel as the runner runs them. range(1) = 1 reads one layer's K/V for every
+// layer (it stays in L3 at 8k): the kernel's own ceiling beside the memory-bound pass.
+void BM_Attention(benchmark::State& state) {
+  Profiled* p = profiled(state);
+  if (!p) return;
+  const int32_t depth = int32_t(state.range(0));
+  const bool one_layer = state.range(1) == 1;
+  const ModelConfig& c = p->model.config;
+  const KvLayout layout = KvLayout::for_model(c, kTokensPerPage, KvCacheType::F16);
+  const int32_t n_pages = (depth + kTokensPerPage - 1) / kTokensPerPage;
+  PagePool pool(layout, n_pages, true);
+  BlockTable table(kTokensPerPage);
+  table.reserve(depth, pool);
+  const KvView kv = pool.view();
+  std::vector<float> q(size_t(c.q_dim()), 0.1f), out(size_t(c.q_dim()));
+  std::vector<std::vector<const std::byte*>> k_pages(size_t(c.n_layers) * c.n_kv_heads), v_pages(k_pages.size());
+  for (int32_t l = 0; l < c.n_layers; ++l)
+    for (int32_t h = 0; h < c.n_kv_heads; ++h)
+      for (int32_t page : table.pages()) {
+        k_pages[size_t(l) * c.n_kv_heads + h].push_back(kv.block(page, one_layer ? 0 : l, 0, h));
+        v_pages[size_t(l) * c.n_kv_heads + h].push_back(kv.block(page, one_layer ? 0 : l, 1, h));
+      }
+  const int32_t group = c.group_size(), head_dim = c.head_dim();
+  for (auto _ : state) {
+    p->arena.execute([&] {
+      for (int32_t l = 0; l < c.n_layers; ++l)
+        tbb::parallel_for(0, c.n_kv_heads, [&](int32_t h) {
+          const size_t at = size_t(l) * c.n_kv_heads + h;
+          kernels::paged_attention(KvCacheType::F16, q.data() + size_t(h) * group * head_dim, group, head_dim, depth,
+                                   k_pages[at].data(), v_pages[at].data(), kTokensPerPage, 0.125f,
+                                   out.data() + size_t(h) * group * head_dim);
+        });
+    });
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(one_layer ? "one layer's K/V (in cache)" : "every layer's K/V");
+  bandwidth_counters(state, double(depth) * c.n_layers * 2.0 * c.kv_dim() * 2.0);
+}
+
 // Picking a token from the vocabulary's logits: greedy (argmax), and llama.cpp's default chain
 // (top-k 40, top-p 0.95, min-p 0.05, temperature 0.8).
 void BM_Sample(benchmark::State& state) {
@@ -201,6 +243,7 @@ BENCHMARK(BM_ReadBandwidth)->Iterations(1);
 BENCHMARK(BM_Projection)->DenseRange(0, 7)->ArgName("kind")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AllMatrices)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Step)->ArgName("depth")->Arg(1)->Arg(512)->Arg(8192)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Attention)->ArgNames({"depth", "one_layer"})->ArgsProduct({{512, 8192}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Sample)->DenseRange(0, 1)->ArgName("sampling")->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
