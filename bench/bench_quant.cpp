@@ -41,11 +41,10 @@ bool is_float(QuantType t) { return t == QuantType::F32 || t == QuantType::F16 |
 
 using pagoda::bench::kReadBytes;
 using pagoda::bench::read_bandwidth;
-using pagoda::bench::read_buffer;
 
 void BM_ReadBandwidth(benchmark::State& state) {
-  std::vector<uint64_t>& b = read_buffer();
-  for (auto _ : state) benchmark::DoNotOptimize(pagoda::bench::stream_read(all_cores(), b.data(), b.size()));
+  pagoda::bench::ReadBandwidthProbe probe(cores());
+  for (auto _ : state) benchmark::DoNotOptimize(probe.read());
   state.counters["GB/s"] = benchmark::Counter(double(kReadBytes) * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_ReadBandwidth)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -36,9 +36,9 @@ std::map<std::string, ModelFacts> read_models(const Options& options, const std:
   return models;
 }
 
-Machine measure_and_report_machine() {
+Machine measure_and_report_machine(pagoda::bench::ReadBandwidthProbe& probe) {
   std::fprintf(stderr, "pagoda-bench: load average at start: %s\n", load_average().c_str());
-  const Machine m = measure_machine();
+  const Machine m = measure_machine(probe);
   std::fprintf(stderr, "pagoda-bench: %s: read bandwidth %.1f GB/s, fp32 FMA peak %.1f GFLOP/s (%d threads)\n",
                m.cpu_info.c_str(), m.read_bytes_per_s * 1e-9, m.fma_flops * 1e-9, m.cores);
   return m;
@@ -47,12 +47,13 @@ Machine measure_and_report_machine() {
 class Run {
  public:
   Run(const Options& options, const std::vector<TestSpec>& tests, const std::map<std::string, ModelFacts>& models,
-      const Machine& machine, Printer& printer)
+      const Machine& machine, pagoda::bench::ReadBandwidthProbe& probe, Printer& printer)
       : options_(options),
         instances_(plan_instances(options)),
         tests_(tests),
         models_(models),
         machine_(machine),
+        probe_(probe),
         printer_(printer) {}
 
   void all() {
@@ -69,7 +70,7 @@ class Run {
       const Say say = [&](const std::string& what) {
         if (options_.progress) std::fprintf(stderr, "pagoda-bench: benchmark %d/%d: %s %s\n", done_ + 1, total(), spec.name().c_str(), what.c_str());
       };
-      const TestResult result = run_test(engine, spec, options_.reps, tokens, say);
+      const TestResult result = run_test(engine, spec, options_.reps, tokens, say, [&] { return probe_.sample(); });
       printer_.row({machine_, model, instance, result, roofline(result, model, instance.cache_type, instance.threads, machine_)});
       ++done_;
     }
@@ -82,6 +83,7 @@ class Run {
   const std::vector<TestSpec>& tests_;
   const std::map<std::string, ModelFacts>& models_;
   const Machine& machine_;
+  pagoda::bench::ReadBandwidthProbe& probe_;
   Printer& printer_;
   int done_ = 0;
 };
@@ -97,10 +99,11 @@ int main(int argc, char** argv) {
     }
     const std::vector<TestSpec> tests = plan_tests(options);
     const std::map<std::string, ModelFacts> models = read_models(options, tests);
-    const Machine machine = measure_and_report_machine();
+    pagoda::bench::ReadBandwidthProbe probe;
+    const Machine machine = measure_and_report_machine(probe);
     const auto printer = make_printer(options);
     printer->header();
-    Run(options, tests, models, machine, *printer).all();
+    Run(options, tests, models, machine, probe, *printer).all();
     printer->footer();
     std::fflush(stdout);  // the table ends before the closing line on stderr
     std::fprintf(stderr, "pagoda-bench: load average at end: %s\n", load_average().c_str());

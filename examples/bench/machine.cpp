@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "bench/fma_peak.h"
-#include "bench/read_bandwidth.h"
 
 namespace pagoda::benchtool {
 
@@ -24,25 +23,17 @@ std::string cpu_model_name() {
   return "";
 }
 
-double read_bandwidth_once() {
-  const double bandwidth = bench::read_bandwidth();
-  // read_bandwidth keeps its figure; its 1 GiB buffer is not needed again and would otherwise
-  // stay resident beside the model for the whole run.
-  std::vector<uint64_t>().swap(bench::read_buffer());
-  return bandwidth;
-}
-
 }  // namespace
 
 double Machine::fma_flops_for(int threads) const {
   return cores > 0 ? fma_flops * double(std::min(threads, cores)) / double(cores) : 0.0;
 }
 
-Machine measure_machine() {
+Machine measure_machine(bench::ReadBandwidthProbe& probe) {
   Machine m;
   m.cpu_info = cpu_model_name();
   m.cores = tbb::info::default_concurrency();
-  m.read_bytes_per_s = read_bandwidth_once();
+  m.read_bytes_per_s = probe.sample(5);
   tbb::task_arena arena(m.cores);
   m.fma_flops = bench::measure_peak_flops(arena);
   return m;

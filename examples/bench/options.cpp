@@ -30,9 +30,11 @@ repeated), and each combination is one test, run once to warm up and then -r tim
   --progress               say on stderr which test and run is going
   -h, --help
 
-Rooflines come from the same run: the streaming read bandwidth and the fp32 FMA peak are
-measured at start. tg rows get roofline_ts (bandwidth / bytes read per token: weights and the
-KV cache at that depth) and the fraction of it reached; pp rows the GFLOP/s reached and the
+Rooflines come from the same run: the fp32 FMA peak is measured at start, the streaming read
+bandwidth at start and again before each test's first timed run and after each (the best of
+a test's samples is its bandwidth_gbs: these machines' bandwidth drifts within minutes). tg
+rows get roofline_ts (bandwidth / bytes read per token: weights and the KV cache at that
+depth) and the fraction of it reached; pp rows the GFLOP/s reached and the
 fraction of the fp32 FMA peak of their threads; -B rows both, for S_TG and S_PP. A model that
 stays in the CPU's caches can pass the memory roofline, and quantized weights, multiplied in
 int8, the fp32 peak.

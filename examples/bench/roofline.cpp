@@ -29,8 +29,8 @@ Roofline roofline(const TestResult& result, const ModelFacts& model, KvCacheType
   Roofline r;
   if (spec.n_gen > 0) {
     const double rate = batched ? mean(result.samples_s_tg) : result.avg_ts();
-    r.bandwidth_gbs = machine.read_bytes_per_s * 1e-9;
-    r.roofline_ts = machine.read_bytes_per_s / bytes_per_token(spec, model, cache_type);
+    r.bandwidth_gbs = result.read_bytes_per_s * 1e-9;
+    r.roofline_ts = result.read_bytes_per_s / bytes_per_token(spec, model, cache_type);
     r.roofline_fraction = rate / *r.roofline_ts;
   }
   if (spec.n_prompt > 0) {

@@ -97,7 +97,8 @@ void warn_uncached_context(const TestSpec& spec) {
 
 }  // namespace
 
-TestResult run_test(Engine& engine, const TestSpec& spec, int reps, RandomTokens& tokens, const Say& say) {
+TestResult run_test(Engine& engine, const TestSpec& spec, int reps, RandomTokens& tokens, const Say& say,
+                    const SampleBandwidth& sample_bandwidth) {
   TestResult r{spec, utc_now()};
   warn_uncached_context(spec);
   std::vector<std::vector<int32_t>> contexts;
@@ -109,11 +110,13 @@ TestResult run_test(Engine& engine, const TestSpec& spec, int reps, RandomTokens
   const int32_t max_new = spec.max_new_tokens();
   say("warmup run");
   check_prefix_hits(spec, run_job(engine, prompts(spec, contexts, tokens), max_new));
+  r.read_bytes_per_s = sample_bandwidth();
   for (int i = 1; i <= reps; ++i) {
     say("run " + std::to_string(i) + "/" + std::to_string(reps));
     const JobTimes job = run_job(engine, prompts(spec, contexts, tokens), max_new);
     check_prefix_hits(spec, job);
     add_sample(spec, job, r);
+    r.read_bytes_per_s = std::max(r.read_bytes_per_s, sample_bandwidth());
   }
   return r;
 }

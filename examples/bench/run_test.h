@@ -27,9 +27,13 @@ class RandomTokens {
 
 // Says what the test is doing (for --progress); does nothing when empty.
 using Say = std::function<void(const std::string&)>;
+// Samples the machine's read bandwidth (bytes/s).
+using SampleBandwidth = std::function<double()>;
 
 // Throws pagoda::Error when a request fails or when the prefix cache did not give a pp test
-// its whole context (the timing would include prefilling it).
-TestResult run_test(Engine& engine, const TestSpec& spec, int reps, RandomTokens& tokens, const Say& say);
+// its whole context (the timing would include prefilling it). The bandwidth is sampled before
+// the first timed run and after each, into TestResult::read_bytes_per_s.
+TestResult run_test(Engine& engine, const TestSpec& spec, int reps, RandomTokens& tokens, const Say& say,
+                    const SampleBandwidth& sample_bandwidth);
 
 }  // namespace pagoda::benchtool

@@ -20,6 +20,9 @@ struct TestResult {
   std::vector<double> samples_ts;    // the test's tokens per second, one per run
   std::vector<double> samples_s_pp;  // -B only: prompt tokens per second of the prefill phase
   std::vector<double> samples_s_tg;  // -B only: tokens per second of the decode phase
+  // The best streaming-read bandwidth (bytes/s) sampled beside the timed runs (before the
+  // first, after each): the machine's bandwidth drifts too much for one figure per run.
+  double read_bytes_per_s = 0;
 
   double avg_ns() const;
   double stddev_ns() const;
