@@ -107,6 +107,7 @@ template <KvCacheType T, bool kMasked>
 }
 
 struct Avx2 {
+  static constexpr bool kFusedHeads = false;
   template <KvCacheType T>
   static void scores(const float* q, const std::byte* const* k, int count, int head_dim, float scale,
                      float* s) {

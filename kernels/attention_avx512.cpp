@@ -5,6 +5,8 @@
 // Keys and values of the narrower cache types become floats in registers: f16 by vcvtph2ps,
 // bf16 by a 16-bit shift, q8_0 by int8 → float times the block's scale.
 
+#include <type_traits>
+
 #include "kernels/attention_impl.h"
 #include "kernels/exp_avx512.h"
 #include "kernels/simd_avx512.h"
@@ -77,40 +79,99 @@ __m512 scores16(const float* q, const std::byte* const* k, int head_dim) {
   return transpose_sum(p);
 }
 
-// out[d..d+64) = out·alpha + Σ_{i<count} e[i]·v[i][d..d+64), with four FMA chains (positions
-// i mod 4) per 16 columns, added pairwise at the end.
-template <KvCacheType T, bool kMasked>
-[[gnu::always_inline]] inline void accumulate64(float* out, __m512 alpha, const float* e,
-                                                const std::byte* const* v, int count, int d,
-                                                int head_dim) {
-  constexpr int W = 4;
-  __mmask16 m[W];
-  __m512 acc[4][W];
-#pragma GCC unroll 4
-  for (int j = 0; j < W; ++j) {
-    m[j] = kMasked ? tail_mask(head_dim - d - 16 * j) : __mmask16(0xFFFF);
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) acc[c][j] = _mm512_setzero_ps();
+// The same scores for H query heads (rows q + h·head_dim) at once, with the bits scores16
+// gives each: every key chunk is loaded and widened once for all H. Positions go in pairs,
+// each pair's two chains (one per position, over d in order) meeting at once in transpose_sum's
+// first stage; the later stages run on the eight pair sums.
+template <KvCacheType T, int H>
+void scores16_heads(const float* q, const std::byte* const* k, int head_dim, __m512* result,
+                    const std::byte* const* next) {
+  __m512 t[H][8];
+  for (int pair = 0; pair < 8; ++pair) {
+    const std::byte* k0 = k[2 * pair];
+    const std::byte* k1 = k[2 * pair + 1];
+    if (next) prefetch_row(next[2 * pair], kv_row_bytes(T, head_dim)), prefetch_row(next[2 * pair + 1], kv_row_bytes(T, head_dim));
+    __m512 a[H], b[H];
+#pragma GCC unroll 8
+    for (int h = 0; h < H; ++h) a[h] = b[h] = _mm512_setzero_ps();
+    for_chunks(head_dim, [&]<bool kMasked>(int d, __mmask16 m) {
+      const __m512 x = load_row<T, kMasked>(k0, d, m), y = load_row<T, kMasked>(k1, d, m);
+#pragma GCC unroll 8
+      for (int h = 0; h < H; ++h) {
+        const __m512 qd = load<kMasked>(q + h * head_dim + d, m);
+        a[h] = _mm512_fmadd_ps(qd, x, a[h]);
+        b[h] = _mm512_fmadd_ps(qd, y, b[h]);
+      }
+    });
+#pragma GCC unroll 8
+    for (int h = 0; h < H; ++h) t[h][pair] = _mm512_add_ps(_mm512_unpacklo_ps(a[h], b[h]), _mm512_unpackhi_ps(a[h], b[h]));
   }
-  auto step = [&](int c, int i) {
-    const __m512 ei = _mm512_set1_ps(e[i]);
+#pragma GCC unroll 8
+  for (int h = 0; h < H; ++h) {
+    __m512 u[4], w[2];
+    for (int i = 0; i < 4; ++i) {
+      const __m512d x = _mm512_castps_pd(t[h][2 * i]), y = _mm512_castps_pd(t[h][2 * i + 1]);
+      u[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+    for (int i = 0; i < 2; ++i)
+      w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], 0x88), _mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], 0xDD));
+    result[h] = _mm512_add_ps(_mm512_shuffle_f32x4(w[0], w[1], 0x88), _mm512_shuffle_f32x4(w[0], w[1], 0xDD));
+  }
+}
+
+// out_h[d..d+16) = out_h·alpha_h + Σ_{i<count} e_h[i]·v[i][d..d+16) for H heads (rows
+// out + h·head_dim, weights e + h·B), with accumulate64's four chains per head and column
+// chunk: each value chunk is loaded and widened once for all H, and each head's bits are those
+// of accumulate64.
+template <KvCacheType T, int H, bool kMasked>
+[[gnu::always_inline]] inline void accumulate16_heads(float* out, const float* alpha, const float* e,
+                                                      const std::byte* const* v, int count, int d,
+                                                      int head_dim, __mmask16 m, const std::byte* const* next) {
+  __m512 acc[H][4];
+#pragma GCC unroll 8
+  for (int h = 0; h < H; ++h)
 #pragma GCC unroll 4
-    for (int j = 0; j < W; ++j) acc[c][j] = _mm512_fmadd_ps(ei, load_row<T, kMasked>(v[i], d + 16 * j, m[j]), acc[c][j]);
+    for (int c = 0; c < 4; ++c) acc[h][c] = _mm512_setzero_ps();
+  auto step = [&](int c, int i) [[gnu::always_inline]] {
+    const __m512 vi = load_row<T, kMasked>(v[i], d, m);
+#pragma GCC unroll 8
+    for (int h = 0; h < H; ++h) acc[h][c] = _mm512_fmadd_ps(_mm512_set1_ps(e[h * B + i]), vi, acc[h][c]);
   };
   int i = 0;
-  for (; i + 3 < count; i += 4) step(0, i), step(1, i + 1), step(2, i + 2), step(3, i + 3);
+  for (; i + 3 < count; i += 4) {
+    if (next)
+      for (int j = 0; j < 4; ++j) prefetch_row(next[i + j], kv_row_bytes(T, head_dim));
+    step(0, i), step(1, i + 1), step(2, i + 2), step(3, i + 3);
+  }
   if (i < count) step(0, i);
   if (i + 1 < count) step(1, i + 1);
   if (i + 2 < count) step(2, i + 2);
-#pragma GCC unroll 4
-  for (int j = 0; j < W; ++j) {
-    float* o = out + d + 16 * j;
-    const __m512 block = _mm512_add_ps(_mm512_add_ps(acc[0][j], acc[1][j]), _mm512_add_ps(acc[2][j], acc[3][j]));
-    store<kMasked>(o, m[j], _mm512_fmadd_ps(load<kMasked>(o, m[j]), alpha, block));
+#pragma GCC unroll 8
+  for (int h = 0; h < H; ++h) {
+    float* o = out + h * head_dim + d;
+    const __m512 block = _mm512_add_ps(_mm512_add_ps(acc[h][0], acc[h][1]), _mm512_add_ps(acc[h][2], acc[h][3]));
+    store<kMasked>(o, m, _mm512_fmadd_ps(load<kMasked>(o, m), _mm512_set1_ps(alpha[h]), block));
+  }
+}
+
+// Heads are taken kHeadsAtOnce at a time: their chains fill the registers.
+constexpr int kHeadsAtOnce = 4;
+
+// f(integral_constant<H>) for H = min(kHeadsAtOnce, heads − h0), h0 = 0, kHeadsAtOnce, ….
+template <class F>
+[[gnu::always_inline]] inline void by_head_groups(int heads, F&& f) {
+  for (int h0 = 0; h0 < heads; h0 += kHeadsAtOnce) {
+    switch (heads - h0 < kHeadsAtOnce ? heads - h0 : kHeadsAtOnce) {
+      case 1: f(h0, std::integral_constant<int, 1>()); break;
+      case 2: f(h0, std::integral_constant<int, 2>()); break;
+      case 3: f(h0, std::integral_constant<int, 3>()); break;
+      default: f(h0, std::integral_constant<int, 4>()); break;
+    }
   }
 }
 
 struct Avx512 {
+  static constexpr bool kFusedHeads = true;
   template <KvCacheType T>
   static void scores(const float* q, const std::byte* const* k, int count, int head_dim, float scale,
                      float* s) {
@@ -123,6 +184,24 @@ struct Avx512 {
       }
       _mm512_store_ps(s + 16 * g, r);
     }
+  }
+  template <KvCacheType T>
+  static void scores_heads(const float* q, int heads, const std::byte* const* k, int count, int head_dim,
+                           float scale, float* s, const std::byte* const* next) {
+    const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
+    by_head_groups(heads, [&]<int H>(int h0, std::integral_constant<int, H>) {
+      for (int g = 0; g < kGroups; ++g) {
+        __m512 r[H];
+        if (16 * g < count) {
+          scores16_heads<T, H>(q + h0 * head_dim, k + 16 * g, head_dim, r, h0 == 0 && next ? next + 16 * g : nullptr);
+          for (int h = 0; h < H; ++h)
+            r[h] = _mm512_mask_blend_ps(tail_mask(count - 16 * g), neg_inf, _mm512_mul_ps(r[h], _mm512_set1_ps(scale)));
+        } else {
+          for (int h = 0; h < H; ++h) r[h] = neg_inf;
+        }
+        for (int h = 0; h < H; ++h) _mm512_store_ps(s + (h0 + h) * B + 16 * g, r[h]);
+      }
+    });
   }
   static float max(const float* s) {
     __m512 m = _mm512_load_ps(s);
@@ -149,6 +228,16 @@ struct Avx512 {
     int d = 0;
     for (; d + 64 <= head_dim; d += 64) accumulate64<T, false>(out, va, e, v, count, d, head_dim);
     if (d < head_dim) accumulate64<T, true>(out, va, e, v, count, d, head_dim);
+  }
+  template <KvCacheType T>
+  static void accumulate_heads(float* out, int heads, const float* alpha, const float* e, const std::byte* const* v,
+                               int count, int head_dim, const std::byte* const* next) {
+    by_head_groups(heads, [&]<int H>(int h0, std::integral_constant<int, H>) {
+      for_chunks(head_dim, [&]<bool kMasked>(int d, __mmask16 m) {
+        accumulate16_heads<T, H, kMasked>(out + h0 * head_dim, alpha + h0, e + h0 * B, v, count, d, head_dim, m,
+                                          h0 == 0 && d == 0 ? next : nullptr);
+      });
+    });
   }
   template <KvCacheType T>
   static void widen(const std::byte* row, int head_dim, float* f) {

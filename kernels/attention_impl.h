@@ -18,9 +18,17 @@
 //                                               order of the policy's choosing)
 //   divide(out, a, n)                           out /= a
 //   widen<T>(row, head_dim, f)                  f[d] = the row's values as floats (exact)
+// A policy with kFusedHeads also takes the query heads of one token together, reading each
+// key and value once for all of them, with each head's bits those of the calls above:
+//   scores_heads<T>(q, heads, k, count, head_dim, scale, s, nk)      row h: q + h·head_dim → s + h·B
+//   accumulate_heads<T>(out, heads, alpha, e, v, count, head_dim, nv) row h: out + h·head_dim,
+//                                                                    alpha[h], e + h·B
+// and, as it goes, prefetches the next block's rows nk[i] and nv[i] (all B of them, unless
+// nk and nv are null): spread over the block, the requests do not queue up behind each other.
 // Blocks are long (64 positions) so that each step's dependent chain (scores, max, exp,
 // weighted sum) is amortised over much independent work.
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -34,23 +42,62 @@ inline constexpr int kAttentionBlock = 64;
 // and V while they are in L1; more are split, which changes no bits since rows are independent.
 inline constexpr int kAttentionRows = 32;
 
-// One block for one query row: the online softmax's step. Every entry point below takes each
-// row through its blocks with exactly this, so a row's bits never depend on its neighbours.
+// One block for the `heads` query rows of one token (q + h·head_dim, out + h·head_dim): the
+// online softmax's step. Every entry point below takes each row through its blocks with
+// exactly this arithmetic, so a row's bits never depend on its neighbours. s and e hold
+// heads × kAttentionBlock floats.
 template <class P, KvCacheType T>
-[[gnu::always_inline]] inline void attend_block(const float* q, const std::byte* const* k,
+[[gnu::always_inline]] inline void attend_block(const float* q, int heads, const std::byte* const* k,
                                                 const std::byte* const* v, int count, int head_dim,
-                                                float scale, float* s, float* e, float& max, float& sum,
-                                                float* out) {
-  P::template scores<T>(q, k, count, head_dim, scale, s);
-  const float block_max = P::max(s);
-  float alpha = 1.0f;  // rescaling by exactly 1 changes no bits
-  if (block_max > max) {
-    alpha = P::exp(max - block_max);
-    max = block_max;
+                                                float scale, float* s, float* e, float* max, float* sum,
+                                                float* out, const std::byte* const* next_k = nullptr,
+                                                const std::byte* const* next_v = nullptr) {
+  constexpr int B = kAttentionBlock;
+  float alpha[kAttentionRows];
+  if constexpr (P::kFusedHeads) {
+    P::template scores_heads<T>(q, heads, k, count, head_dim, scale, s, next_k);
+  } else {
+    for (int h = 0; h < heads; ++h) P::template scores<T>(q + h * head_dim, k, count, head_dim, scale, s + h * B);
   }
-  P::exp_shifted(s, max, count, e);
-  sum = sum * alpha + P::sum(e);
-  P::template accumulate<T>(out, alpha, e, v, count, head_dim);
+  for (int h = 0; h < heads; ++h) {
+    const float block_max = P::max(s + h * B);
+    alpha[h] = 1.0f;  // rescaling by exactly 1 changes no bits
+    if (block_max > max[h]) {
+      alpha[h] = P::exp(max[h] - block_max);
+      max[h] = block_max;
+    }
+    P::exp_shifted(s + h * B, max[h], count, e + h * B);
+    sum[h] = sum[h] * alpha[h] + P::sum(e + h * B);
+  }
+  if constexpr (P::kFusedHeads) {
+    P::template accumulate_heads<T>(out, heads, alpha, e, v, count, head_dim, next_v);
+  } else {
+    for (int h = 0; h < heads; ++h)
+      P::template accumulate<T>(out + h * head_dim, alpha[h], e + h * B, v, count, head_dim);
+  }
+}
+
+// Asks for a row's cache lines to be brought into L2.
+inline void prefetch_row(const std::byte* row, size_t row_bytes) {
+  for (size_t offset = 0; offset < row_bytes; offset += 64) __builtin_prefetch(row + offset, 0, 2);
+}
+
+// The row pointers of positions p0 … p0 + count_all − 1 (from page, slot on) into k and v, the
+// rest (up to B) repeating the first; page and slot move past them.
+template <int B>
+inline void gather_rows(const std::byte* const* k_pages, const std::byte* const* v_pages, int count_all,
+                        int tokens_per_page, size_t row_bytes, int& page, int& slot, const std::byte** k,
+                        const std::byte** v) {
+  for (int i = 0; i < count_all;) {  // runs of consecutive rows within a page
+    const int left = tokens_per_page - slot;
+    const int run = count_all - i < left ? count_all - i : left;
+    const std::byte* kr = k_pages[page] + slot * row_bytes;
+    const std::byte* vr = v_pages[page] + slot * row_bytes;
+    for (int j = 0; j < run; ++j, ++i) k[i] = kr + j * row_bytes, v[i] = vr + j * row_bytes;
+    slot += run;
+    if (slot == tokens_per_page) slot = 0, ++page;
+  }
+  for (int i = count_all; i < B; ++i) k[i] = k[0], v[i] = v[0];  // readable; masked out
 }
 
 // `tokens` query tokens of one sequence at consecutive positions (token t sees the first
@@ -65,10 +112,12 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
                  float scale, float* out, size_t out_stride) {
   constexpr int B = kAttentionBlock;
   const size_t row_bytes = kv_row_bytes(T, head_dim);
-  alignas(64) float s[B];
-  alignas(64) float e[B];
+  alignas(64) float s[kAttentionRows * B];
+  alignas(64) float e[kAttentionRows * B];
   const std::byte* k[B];
   const std::byte* v[B];
+  const std::byte* nk[B];
+  const std::byte* nv[B];
   const std::byte* kw[B];
   const std::byte* vw[B];
   static thread_local std::vector<float> wide;  // [2][B][head_dim]; grows once per thread
@@ -78,20 +127,21 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
     for (int d = 0; d < heads * head_dim; ++d) out[t * out_stride + d] = 0.0f;
   const int n_last = n_ctx0 + tokens - 1;
   int page = 0, slot = 0;
+  auto count_from = [&](int p0) { return n_last - p0 < B ? n_last - p0 : B; };
+  gather_rows<B>(k_pages, v_pages, count_from(0), tokens_per_page, row_bytes, page, slot, k, v);
   for (int p0 = 0; p0 < n_last; p0 += B) {
-    const int count_all = n_last - p0 < B ? n_last - p0 : B;
-    for (int i = 0; i < count_all;) {  // runs of consecutive rows within a page
-      const int left = tokens_per_page - slot;
-      const int run = count_all - i < left ? count_all - i : left;
-      const std::byte* kr = k_pages[page] + slot * row_bytes;
-      const std::byte* vr = v_pages[page] + slot * row_bytes;
-      for (int j = 0; j < run; ++j, ++i) k[i] = kr + j * row_bytes, v[i] = vr + j * row_bytes;
-      slot += run;
-      if (slot == tokens_per_page) slot = 0, ++page;
-    }
-    for (int i = count_all; i < B; ++i) k[i] = k[0], v[i] = v[0];  // readable; masked out
+    const int count_all = count_from(p0);
+    // The next block's rows, to prefetch while this one computes.
+    const bool has_next = p0 + B < n_last;
+    if (has_next) gather_rows<B>(k_pages, v_pages, count_from(p0 + B), tokens_per_page, row_bytes, page, slot, nk, nv);
     const int t0 = p0 < n_ctx0 ? 0 : p0 - n_ctx0 + 1;  // the first token that sees position p0
-    const bool widen = T != KvCacheType::F32 && (tokens - t0) * heads > 1;
+    // Widened once when several calls would each widen the block: tokens, or heads unless
+    // the policy takes a token's heads together.
+    const bool widen = T != KvCacheType::F32 && (tokens - t0 > 1 || (!P::kFusedHeads && heads > 1));
+    // A fused decode call spreads the prefetch over its block; otherwise it goes here at once.
+    const bool spread = P::kFusedHeads && !widen && tokens - t0 == 1;
+    if (has_next && !spread)
+      for (int i = 0; i < B; ++i) prefetch_row(nk[i], row_bytes), prefetch_row(nv[i], row_bytes);
     if (widen) {
       if (wide.size() < size_t(2 * B * head_dim)) wide.resize(size_t(2 * B * head_dim));
       float* wk = wide.data();
@@ -108,17 +158,17 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
     }
     for (int t = t0; t < tokens; ++t) {
       const int count = n_ctx0 + t - p0 < B ? n_ctx0 + t - p0 : B;
-      for (int h = 0; h < heads; ++h) {
-        const int r = t * heads + h;
-        const float* qr = q + t * q_stride + h * head_dim;
-        float* o = out + t * out_stride + h * head_dim;
-        if (widen) {
-          attend_block<P, KvCacheType::F32>(qr, kw, vw, count, head_dim, scale, s, e, max[r], sum[r], o);
-        } else {
-          attend_block<P, T>(qr, k, v, count, head_dim, scale, s, e, max[r], sum[r], o);
-        }
+      const float* qt = q + t * q_stride;
+      float* o = out + t * out_stride;
+      const int r = t * heads;
+      if (widen) {
+        attend_block<P, KvCacheType::F32>(qt, heads, kw, vw, count, head_dim, scale, s, e, max + r, sum + r, o);
+      } else {
+        attend_block<P, T>(qt, heads, k, v, count, head_dim, scale, s, e, max + r, sum + r, o,
+                           has_next && spread ? nk : nullptr, has_next && spread ? nv : nullptr);
       }
     }
+    if (has_next) std::copy_n(nk, B, k), std::copy_n(nv, B, v);
   }
   for (int t = 0; t < tokens; ++t)
     for (int h = 0; h < heads; ++h) P::divide(out + t * out_stride + h * head_dim, sum[t * heads + h], head_dim);

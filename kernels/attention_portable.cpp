@@ -34,6 +34,7 @@ float value(const std::byte* row, int d) {
 }
 
 struct Portable {
+  static constexpr bool kFusedHeads = false;
   template <KvCacheType T>
   static void scores(const float* q, const std::byte* const* k, int count, int head_dim, float scale,
                      float* s) {
