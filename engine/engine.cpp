@@ -65,7 +65,7 @@ struct Engine::Impl {
         chat_template(model.chat_template),
         chat_format(chat_template_of(chat_template, model.tokenizer)),
         specials(special_pieces(model.tokenizer.vocab())),
-        runner(model, c.threads),
+        runner(model, c.threads, true),
         pool(KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type),
              kv_page_count(c, KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type)), c.kv_prefault),
         pool_actor(pool, metrics),

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -285,15 +286,26 @@ TEST(FaultsMapping, NoMmapKeepsWorkingAfterTruncation) {
   EXPECT_EQ(await(reference).token_ids, want.token_ids);
 }
 
-// Packed F32 matrices give their mapped pages back to the OS (they are read again from the
-// file if needed); a copy's pages must stay, or the tied token embedding would read as zeros.
-// use_mmap on or off, the same tokens: a tied F32 GGUF and a llama2.c checkpoint.
-TEST(FaultsMapping, NoMmapMatchesMmapOnF32Models) {
-  const std::string tied = test::scratch_path("tied-f32.gguf");
-  SynthSpec spec{test::tiny_gqa_config(), 11};
-  spec.tied_output = true;
-  write_synth_model(tied, spec);
-  std::vector<EngineConfig> configs = {{.model_path = tied, .threads = 2}};
+// Repacked matrices give their mapped pages back to the OS (they are read again from the file
+// if needed), and with use_mmap off the engine frees its copy's bytes of them too (it is their
+// only reader), but never the tied token embedding's, which embed() reads on. use_mmap on or
+// off, the same tokens: tied F32 and Q8_0 GGUFs, an untied Q4_K_M one (K-quant rows need 256
+// columns) and a llama2.c checkpoint.
+TEST(FaultsMapping, NoMmapMatchesMmap) {
+  std::vector<EngineConfig> configs;
+  auto synth = [&](const std::string& name, ModelConfig shape, bool tied, std::optional<QuantPreset> quant) {
+    SynthSpec spec{shape, 11};
+    spec.tied_output = tied;
+    spec.quant = quant;
+    const std::string path = test::scratch_path(name);
+    write_synth_model(path, spec);
+    configs.push_back({.model_path = path, .threads = 2});
+  };
+  ModelConfig wide = test::tiny_gqa_config();
+  wide.dim = 256, wide.ffn_dim = 512;
+  synth("tied-f32.gguf", test::tiny_gqa_config(), true, std::nullopt);
+  synth("tied-q8_0.gguf", test::tiny_gqa_config(), true, QuantPreset::Q8_0);
+  synth("untied-q4_k_m.gguf", wide, false, QuantPreset::Q4_K_M);
   if (const std::string bin = test::shared_file(test::kStoriesBin); !bin.empty()) {
     configs.push_back({.model_path = bin, .tokenizer_path = test::shared_file(test::kStoriesTokenizer), .threads = 2});
   } else {

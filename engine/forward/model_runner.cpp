@@ -25,14 +25,19 @@ namespace {
 // The GEMM operand for one or more [out][in] weight matrices with the same `in`, stacked
 // row-wise so that one GEMM computes them all. Half-precision rows are read in place from the
 // file's mapping; F32 and quantized ones are repacked for the active kernels, after which their
-// mapped pages are released (the repacked copy replaces them).
-kernels::WeightMatrix weight_matrix(std::initializer_list<const WeightTensor*> parts) {
+// mapped pages are released (the repacked copy replaces them), or, with `discard`, their pages
+// whatever holds them (a file read into memory).
+kernels::WeightMatrix weight_matrix(std::initializer_list<const WeightTensor*> parts, bool discard = false) {
+  auto release = [discard](const WeightTensor* p, const void* begin, std::size_t bytes) {
+    if (discard) p->discard_pages(begin, bytes);
+    else p->release_pages(begin, bytes);
+  };
   std::vector<kernels::WeightPart> views;
   for (const WeightTensor* p : parts)
-    views.push_back({p->type, p->data, int(p->rows), [p](const void* begin, std::size_t bytes) { p->release_pages(begin, bytes); }});
+    views.push_back({p->type, p->data, int(p->rows), [p, release](const void* begin, std::size_t bytes) { release(p, begin, bytes); }});
   kernels::WeightMatrix matrix = kernels::WeightMatrix::make(views, int((*parts.begin())->cols));
   for (const WeightTensor* p : parts)
-    if (kernels::copied_at_make(p->type)) p->release_pages();
+    if (kernels::copied_at_make(p->type)) release(p, p->data, p->n_bytes());
   return matrix;
 }
 
@@ -63,23 +68,25 @@ kernels::RopeParams rope_params(const Model& model) {
 
 }  // namespace
 
-ModelRunner::ModelRunner(const Model& model, int threads)
+ModelRunner::ModelRunner(const Model& model, int threads, bool sole_reader)
     : model_(model), arena_(arena_threads(threads)), rope_(model.config.context_length, rope_params(model)) {
   const ModelConfig& c = model.config;
+  const bool discard = sole_reader && !(model.file && model.file->maps_file());
   arena_.execute([&] {
     layers_.resize(c.n_layers);
     tbb::parallel_for(0, c.n_layers, [&](int l) {
       const LayerWeights& w = model.weights.layers[l];
-      layers_[l].qkv = weight_matrix({&w.attn_q, &w.attn_k, &w.attn_v});
+      layers_[l].qkv = weight_matrix({&w.attn_q, &w.attn_k, &w.attn_v}, discard);
       if (c.has_qkv_bias()) {
         std::vector<float>& bias = layers_[l].qkv_bias;
         for (const auto* b : {&w.attn_q_bias, &w.attn_k_bias, &w.attn_v_bias}) bias.insert(bias.end(), b->begin(), b->end());
       }
-      layers_[l].output = weight_matrix({&w.attn_output});
-      layers_[l].gate_up = weight_matrix({&w.ffn_gate, &w.ffn_up});
-      layers_[l].down = weight_matrix({&w.ffn_down});
+      layers_[l].output = weight_matrix({&w.attn_output}, discard);
+      layers_[l].gate_up = weight_matrix({&w.ffn_gate, &w.ffn_up}, discard);
+      layers_[l].down = weight_matrix({&w.ffn_down}, discard);
     });
-    classifier_ = weight_matrix({&model.weights.output});
+    // A tied classifier's bytes are the token embedding's, which embed() reads on.
+    classifier_ = weight_matrix({&model.weights.output}, discard && model.weights.output.data != model.weights.token_embd.data);
   });
   const WeightTensor& embd = model.weights.token_embd;
   read_embedding_rows_ = embd.mapped && model.file && model.file->maps_file() &&

@@ -27,8 +27,11 @@ class ModelRunner {
  public:
   // Builds weight matrices over the model's file-encoded weights (F32 ones are packed).
   // `threads` bounds the task arena the step runs in (0 = all cores). The Model (and its
-  // mapping) must outlive the runner.
-  ModelRunner(const Model& model, int threads = 0);
+  // mapping) must outlive the runner. A mapped file's pages that repacked matrices replace are
+  // dropped (they fault in again if read); with `sole_reader`, the caller promises that nothing
+  // but this runner reads the model's weights from now on, so a file read into memory
+  // (--no-mmap) has those bytes freed as well, and is not resident twice either.
+  ModelRunner(const Model& model, int threads = 0, bool sole_reader = false);
 
   // Runs one step: writes the new tokens' keys and values into their pages in `kv` and fills
   // `logits` with one row of vocab_size floats for each entry with needs_logits (one row per

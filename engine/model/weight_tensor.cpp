@@ -24,7 +24,11 @@ std::vector<float> WeightTensor::to_f32() const {
 }
 
 void WeightTensor::release_pages(const void* first, std::size_t bytes) const {
-  if (!mapped || data == nullptr) return;
+  if (mapped) discard_pages(first, bytes);
+}
+
+void WeightTensor::discard_pages(const void* first, std::size_t bytes) const {
+  if (data == nullptr) return;
   static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(first) + page - 1) / page * page;
   const uintptr_t end = (reinterpret_cast<uintptr_t>(first) + bytes) / page * page;

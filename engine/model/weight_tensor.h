@@ -38,6 +38,9 @@ struct WeightTensor {
   void release_pages() const { release_pages(data, n_bytes()); }
   // The same for `bytes` bytes from `begin`, a range inside this tensor's data.
   void release_pages(const void* begin, std::size_t bytes) const;
+  // As release_pages, for bytes that nobody will read again: a file read into memory
+  // (MappedFile::Load::Copy) has its pages freed too, and they then read as zeros.
+  void discard_pages(const void* begin, std::size_t bytes) const;
 };
 
 }  // namespace pagoda
