@@ -1,6 +1,9 @@
-// AVX-512 attention primitives. Scores: one lane-wise product vector per position, then a
-// transpose-and-add tree turns 16 such vectors into 16 dot products at once. Values: four
-// interleaved FMA chains per 16 columns, so a block's weighted sum is not one long dependency.
+// AVX-512 attention primitives, taking a token's query heads through a block together (fused
+// heads: each key and value chunk is read and widened once for all of them, and a decode
+// token prefetches the next block's rows as it goes). Scores: one lane-wise product vector per
+// position, then a transpose-and-add tree turns 16 such vectors into 16 dot products at once.
+// Values: four interleaved FMA chains per 16 columns, so a block's weighted sum is not one
+// long dependency.
 // head_dim need not be a multiple of 16: its tail is handled with (slower) masked loads.
 // Keys and values of the narrower cache types become floats in registers: f16 by vcvtph2ps,
 // bf16 by a 16-bit shift, q8_0 by int8 → float times the block's scale.
@@ -18,24 +21,6 @@ namespace {
 constexpr int B = kAttentionBlock;
 constexpr int kGroups = B / 16;  // zmm per block of scores
 static_assert(B % 16 == 0);
-
-// Lane i of the result is the sum of the lanes of p[i].
-[[gnu::always_inline]] inline __m512 transpose_sum(__m512 (&p)[16]) {
-  __m512 t[8], u[4], w[2];
-  for (int i = 0; i < 8; ++i)  // 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3]
-    t[i] = _mm512_add_ps(_mm512_unpacklo_ps(p[2 * i], p[2 * i + 1]),
-                         _mm512_unpackhi_ps(p[2 * i], p[2 * i + 1]));
-  for (int i = 0; i < 4; ++i) {  // 128-bit lane: [a, b, c, d] partial sums
-    const __m512d x = _mm512_castps_pd(t[2 * i]), y = _mm512_castps_pd(t[2 * i + 1]);
-    u[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
-                         _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
-  }
-  for (int i = 0; i < 2; ++i)  // pairs of 128-bit lanes added
-    w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], 0x88),
-                         _mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], 0xDD));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(w[0], w[1], 0x88),
-                       _mm512_shuffle_f32x4(w[0], w[1], 0xDD));
-}
 
 // Values d..d+16 of a row of type T as floats (masked-off lanes 0). Q8_0 rows hold whole
 // blocks, so d is 0 or 16 within a block and 16 columns are either all in the row or all past it.
@@ -58,71 +43,57 @@ template <KvCacheType T, bool kMasked>
   }
 }
 
-// p[i] += q[d..d+16) ⊙ k[i][d..d+16) for 16 positions.
-template <KvCacheType T, bool kMasked>
-[[gnu::always_inline]] inline void dot_step(const float* q, const std::byte* const* k, int d,
-                                            __mmask16 m, __m512 (&p)[16]) {
-  const __m512 qd = load<kMasked>(q + d, m);
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; ++i) p[i] = _mm512_fmadd_ps(qd, load_row<T, kMasked>(k[i], d, m), p[i]);
-}
-
-// Scores of 16 positions (unscaled).
-template <KvCacheType T>
-__m512 scores16(const float* q, const std::byte* const* k, int head_dim) {
-  __m512 p[16];
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; ++i) p[i] = _mm512_setzero_ps();
-  int d = 0;
-  for (; d + 16 <= head_dim; d += 16) dot_step<T, false>(q, k, d, 0, p);
-  if (d < head_dim) dot_step<T, true>(q, k, d, tail_mask(head_dim - d), p);
-  return transpose_sum(p);
-}
-
-// The same scores for H query heads (rows q + h·head_dim) at once, with the bits scores16
-// gives each: every key chunk is loaded and widened once for all H. Positions go in pairs,
-// each pair's two chains (one per position, over d in order) meeting at once in transpose_sum's
-// first stage; the later stages run on the eight pair sums.
+// Scores (unscaled) of 16 positions for H query heads (rows q + h·head_dim): per head and
+// position one vector chain over the columns in order, p = fma(q[d..d+16), k[d..d+16), p)
+// from zero, then a fixed transpose-and-add tree (unpack ps, unpack pd, two 128-bit-lane
+// shuffles) turns a head's 16 chains into its 16 dot products at once. Every key chunk is
+// loaded and widened once for all H heads, every query chunk once for four positions.
 template <KvCacheType T, int H>
 void scores16_heads(const float* q, const std::byte* const* k, int head_dim, __m512* result,
                     const std::byte* const* next) {
-  __m512 t[H][8];
-  for (int pair = 0; pair < 8; ++pair) {
-    const std::byte* k0 = k[2 * pair];
-    const std::byte* k1 = k[2 * pair + 1];
-    if (next) prefetch_row(next[2 * pair], kv_row_bytes(T, head_dim)), prefetch_row(next[2 * pair + 1], kv_row_bytes(T, head_dim));
-    __m512 a[H], b[H];
+  __m512 u[H][4];
+  for (int quad = 0; quad < 4; ++quad) {
+    const std::byte* const* kq = k + 4 * quad;
+    if (next)
+      for (int j = 0; j < 4; ++j) prefetch_row(next[4 * quad + j], kv_row_bytes(T, head_dim));
+    __m512 a[H][4];
 #pragma GCC unroll 8
-    for (int h = 0; h < H; ++h) a[h] = b[h] = _mm512_setzero_ps();
+    for (int h = 0; h < H; ++h)
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) a[h][j] = _mm512_setzero_ps();
     for_chunks(head_dim, [&]<bool kMasked>(int d, __mmask16 m) {
-      const __m512 x = load_row<T, kMasked>(k0, d, m), y = load_row<T, kMasked>(k1, d, m);
+      __m512 x[4];
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) x[j] = load_row<T, kMasked>(kq[j], d, m);
 #pragma GCC unroll 8
       for (int h = 0; h < H; ++h) {
         const __m512 qd = load<kMasked>(q + h * head_dim + d, m);
-        a[h] = _mm512_fmadd_ps(qd, x, a[h]);
-        b[h] = _mm512_fmadd_ps(qd, y, b[h]);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) a[h][j] = _mm512_fmadd_ps(qd, x[j], a[h][j]);
       }
     });
 #pragma GCC unroll 8
-    for (int h = 0; h < H; ++h) t[h][pair] = _mm512_add_ps(_mm512_unpacklo_ps(a[h], b[h]), _mm512_unpackhi_ps(a[h], b[h]));
+    for (int h = 0; h < H; ++h) {
+      const __m512 t0 = _mm512_add_ps(_mm512_unpacklo_ps(a[h][0], a[h][1]), _mm512_unpackhi_ps(a[h][0], a[h][1]));
+      const __m512 t1 = _mm512_add_ps(_mm512_unpacklo_ps(a[h][2], a[h][3]), _mm512_unpackhi_ps(a[h][2], a[h][3]));
+      const __m512d x = _mm512_castps_pd(t0), y = _mm512_castps_pd(t1);
+      u[h][quad] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
   }
 #pragma GCC unroll 8
   for (int h = 0; h < H; ++h) {
-    __m512 u[4], w[2];
-    for (int i = 0; i < 4; ++i) {
-      const __m512d x = _mm512_castps_pd(t[h][2 * i]), y = _mm512_castps_pd(t[h][2 * i + 1]);
-      u[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
-    }
+    __m512 w[2];
     for (int i = 0; i < 2; ++i)
-      w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], 0x88), _mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], 0xDD));
+      w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(u[h][2 * i], u[h][2 * i + 1], 0x88),
+                           _mm512_shuffle_f32x4(u[h][2 * i], u[h][2 * i + 1], 0xDD));
     result[h] = _mm512_add_ps(_mm512_shuffle_f32x4(w[0], w[1], 0x88), _mm512_shuffle_f32x4(w[0], w[1], 0xDD));
   }
 }
 
 // out_h[d..d+16) = out_h·alpha_h + Σ_{i<count} e_h[i]·v[i][d..d+16) for H heads (rows
-// out + h·head_dim, weights e + h·B), with accumulate64's four chains per head and column
-// chunk: each value chunk is loaded and widened once for all H, and each head's bits are those
-// of accumulate64.
+// out + h·head_dim, weights e + h·B), with four FMA chains per head (positions i mod 4), added
+// pairwise at the end, so a block's weighted sum is not one long dependency. Each value chunk
+// is loaded and widened once for all H.
 template <KvCacheType T, int H, bool kMasked>
 [[gnu::always_inline]] inline void accumulate16_heads(float* out, const float* alpha, const float* e,
                                                       const std::byte* const* v, int count, int d,
@@ -173,19 +144,6 @@ template <class F>
 struct Avx512 {
   static constexpr bool kFusedHeads = true;
   template <KvCacheType T>
-  static void scores(const float* q, const std::byte* const* k, int count, int head_dim, float scale,
-                     float* s) {
-    const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
-    for (int g = 0; g < kGroups; ++g) {
-      __m512 r = neg_inf;
-      if (16 * g < count) {
-        r = _mm512_mul_ps(scores16<T>(q, k + 16 * g, head_dim), _mm512_set1_ps(scale));
-        r = _mm512_mask_blend_ps(tail_mask(count - 16 * g), neg_inf, r);
-      }
-      _mm512_store_ps(s + 16 * g, r);
-    }
-  }
-  template <KvCacheType T>
   static void scores_heads(const float* q, int heads, const std::byte* const* k, int count, int head_dim,
                            float scale, float* s, const std::byte* const* next) {
     const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
@@ -220,14 +178,6 @@ struct Avx512 {
     for (int g = 0; g < kGroups; ++g)
       _mm512_store_ps(e + 16 * g, 16 * g < count ? exp_ps_avx512(_mm512_sub_ps(_mm512_load_ps(s + 16 * g), vm))
                                                  : _mm512_setzero_ps());
-  }
-  template <KvCacheType T>
-  static void accumulate(float* out, float alpha, const float* e, const std::byte* const* v,
-                         int count, int head_dim) {
-    const __m512 va = _mm512_set1_ps(alpha);
-    int d = 0;
-    for (; d + 64 <= head_dim; d += 64) accumulate64<T, false>(out, va, e, v, count, d, head_dim);
-    if (d < head_dim) accumulate64<T, true>(out, va, e, v, count, d, head_dim);
   }
   template <KvCacheType T>
   static void accumulate_heads(float* out, int heads, const float* alpha, const float* e, const std::byte* const* v,

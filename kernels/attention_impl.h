@@ -18,8 +18,8 @@
 //                                               order of the policy's choosing)
 //   divide(out, a, n)                           out /= a
 //   widen<T>(row, head_dim, f)                  f[d] = the row's values as floats (exact)
-// A policy with kFusedHeads also takes the query heads of one token together, reading each
-// key and value once for all of them, with each head's bits those of the calls above:
+// A policy with kFusedHeads instead takes the query heads of one token together, reading each
+// key and value once for all of them (each head's bits depending on its own row alone):
 //   scores_heads<T>(q, heads, k, count, head_dim, scale, s, nk)      row h: q + h·head_dim → s + h·B
 //   accumulate_heads<T>(out, heads, alpha, e, v, count, head_dim, nv) row h: out + h·head_dim,
 //                                                                    alpha[h], e + h·B
