@@ -19,11 +19,24 @@
 #include "examples/bench/roofline.h"
 #include "examples/bench/run_test.h"
 #include "examples/bench/test_spec.h"
+#include "kernels/kv_rows.h"
 #include "pagoda/engine.h"
 
 namespace {
 
 using namespace pagoda::benchtool;
+using pagoda::KvCacheType;
+
+// What one position of context costs in each KV cache type that fits the model, as
+// "f32 65536, f16 32768, bf16 32768, q8_0 17408 bytes".
+std::string kv_costs(const ModelFacts& m) {
+  std::string out;
+  for (KvCacheType t : {KvCacheType::F32, KvCacheType::F16, KvCacheType::BF16, KvCacheType::Q8_0}) {
+    if (!pagoda::kernels::kv_row_fits(t, m.head_dim)) continue;
+    out += (out.empty() ? "" : ", ") + std::string(kv_cache_type_name(t)) + " " + std::to_string(uint64_t(m.kv_bytes_per_position(t)));
+  }
+  return out + " bytes";
+}
 
 // Every model is read before anything runs, so a missing file or a test beyond a model's
 // context fails at once rather than after minutes of other tests.
@@ -32,6 +45,7 @@ std::map<std::string, ModelFacts> read_models(const Options& options, const std:
   for (const std::string& path : options.models) {
     const ModelFacts& m = models.emplace(path, read_model_facts(path)).first->second;
     check_model(m, options, tests);
+    std::fprintf(stderr, "pagoda-bench: %s: KV cache per token of context: %s\n", path.c_str(), kv_costs(m).c_str());
   }
   return models;
 }

@@ -193,6 +193,8 @@ TEST(PagodaBench, MarkdownIsLlamaBenchsTable) {
   EXPECT_NE(r.out.find("\nbuild: "), std::string::npos);
   EXPECT_NE(r.err.find("read bandwidth"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("load average at end"), std::string::npos) << r.err;
+  // 2 layers × K and V × 2 KV heads × head_dim 8, in 4 and 2 bytes; q8_0 needs rows of 32.
+  EXPECT_NE(r.err.find("KV cache per token of context: f32 256, f16 128, bf16 128 bytes\n"), std::string::npos) << r.err;
 }
 
 TEST(PagodaBench, JsonlAndCsvHaveALinePerTest) {
