@@ -1,9 +1,11 @@
-// AVX2 attention primitives, as in attention_avx512.cpp with 8 lanes: scores by a
-// transpose-and-add tree over 8 positions at a time, values by four interleaved FMA chains.
+// AVX2 attention primitives, as in attention_avx512.cpp with 8 lanes and two query heads at a
+// time: scores by a transpose-and-add tree over 8 positions at a time, values by four
+// interleaved FMA chains.
 // Keys and values of the narrower cache types become floats in registers: f16 by F16C's
 // vcvtph2ps, bf16 by a 16-bit shift, q8_0 by int8 → float times the block's scale.
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/attention_impl.h"
 #include "kernels/exp_avx2.h"
@@ -16,21 +18,6 @@ namespace {
 constexpr int B = kAttentionBlock;
 constexpr int kGroups = B / 8;  // ymm per block of scores
 static_assert(B % 8 == 0);
-
-// Lane i of the result is the sum of the lanes of p[i].
-[[gnu::always_inline]] inline __m256 transpose_sum(__m256 (&p)[8]) {
-  __m256 t[4], u[2];
-  for (int i = 0; i < 4; ++i)  // 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3]
-    t[i] = _mm256_add_ps(_mm256_unpacklo_ps(p[2 * i], p[2 * i + 1]),
-                         _mm256_unpackhi_ps(p[2 * i], p[2 * i + 1]));
-  for (int i = 0; i < 2; ++i) {  // 128-bit lane: [a, b, c, d] partial sums
-    const __m256d x = _mm256_castps_pd(t[2 * i]), y = _mm256_castps_pd(t[2 * i + 1]);
-    u[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(x, y)),
-                         _mm256_castpd_ps(_mm256_unpackhi_pd(x, y)));
-  }
-  return _mm256_add_ps(_mm256_permute2f128_ps(u[0], u[1], 0x20),
-                       _mm256_permute2f128_ps(u[0], u[1], 0x31));
-}
 
 // Values d..d+8 of a row of type T as floats (masked-off lanes 0). Q8_0 rows hold whole
 // blocks, so 8 columns are either all in the row or all past it.
@@ -59,67 +46,132 @@ template <KvCacheType T, bool kMasked>
   }
 }
 
-// Scores of 8 positions (unscaled).
-template <KvCacheType T>
-__m256 scores8(const float* q, const std::byte* const* k, int head_dim) {
-  __m256 p[8];
+// Scores (unscaled) of 8 positions for H query heads (rows q + h·head_dim): per head and
+// position one vector chain over the columns in order, p = fma(q[d..d+8), k[d..d+8), p) from
+// zero, then a fixed transpose-and-add tree (unpack ps, unpack pd, 128-bit halves) turns a
+// head's 8 chains into its 8 dot products at once. Every key chunk is loaded and widened once
+// for all H heads, every query chunk once for the P positions of a pass (as many as the
+// registers hold beside the H·P chains).
+template <KvCacheType T, int H>
+void scores8_heads(const float* q, const std::byte* const* k, int head_dim, __m256* result,
+                   const std::byte* const* next) {
+  constexpr int P = H == 1 ? 8 : 4;
+  __m256 u[H][2];
+  for (int pass = 0; pass < 8 / P; ++pass) {
+    const std::byte* const* kp = k + P * pass;
+    if (next)
+      for (int j = 0; j < P; ++j) prefetch_row(next[P * pass + j], kv_row_bytes(T, head_dim));
+    __m256 a[H][P];
+#pragma GCC unroll 4
+    for (int h = 0; h < H; ++h)
 #pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i) p[i] = _mm256_setzero_ps();
-  for_chunks(head_dim, [&]<bool kMasked>(int d, __m256i m) {
-    const __m256 qd = load<kMasked>(q + d, m);
+      for (int j = 0; j < P; ++j) a[h][j] = _mm256_setzero_ps();
+    for_chunks(head_dim, [&]<bool kMasked>(int d, __m256i m) {
+      __m256 qd[H];
+#pragma GCC unroll 4
+      for (int h = 0; h < H; ++h) qd[h] = load<kMasked>(q + h * head_dim + d, m);
 #pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) p[i] = _mm256_fmadd_ps(qd, load_row<T, kMasked>(k[i], d, m), p[i]);
-  });
-  return transpose_sum(p);
+      for (int j = 0; j < P; ++j) {
+        const __m256 x = load_row<T, kMasked>(kp[j], d, m);
+#pragma GCC unroll 4
+        for (int h = 0; h < H; ++h) a[h][j] = _mm256_fmadd_ps(qd[h], x, a[h][j]);
+      }
+    });
+#pragma GCC unroll 4
+    for (int h = 0; h < H; ++h)
+#pragma GCC unroll 2
+      for (int quad = 0; quad < P / 4; ++quad) {
+        const __m256* aq = a[h] + 4 * quad;
+        const __m256 t0 = _mm256_add_ps(_mm256_unpacklo_ps(aq[0], aq[1]), _mm256_unpackhi_ps(aq[0], aq[1]));
+        const __m256 t1 = _mm256_add_ps(_mm256_unpacklo_ps(aq[2], aq[3]), _mm256_unpackhi_ps(aq[2], aq[3]));
+        const __m256d x = _mm256_castps_pd(t0), y = _mm256_castps_pd(t1);
+        u[h][P / 4 * pass + quad] =
+            _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(x, y)), _mm256_castpd_ps(_mm256_unpackhi_pd(x, y)));
+      }
+  }
+#pragma GCC unroll 4
+  for (int h = 0; h < H; ++h)
+    result[h] = _mm256_add_ps(_mm256_permute2f128_ps(u[h][0], u[h][1], 0x20), _mm256_permute2f128_ps(u[h][0], u[h][1], 0x31));
 }
 
-// out[d..d+16) = out·alpha + Σ_{i<count} e[i]·v[i][d..d+16), with four FMA chains (positions
-// i mod 4) per 8 columns, added pairwise at the end.
-template <KvCacheType T, bool kMasked>
-[[gnu::always_inline]] inline void accumulate16(float* out, __m256 alpha, const float* e,
-                                                const std::byte* const* v, int count, int d,
-                                                int head_dim) {
-  constexpr int W = 2;
+// out_h[d..d+8·W) = out_h·alpha_h + Σ_{i<count} e_h[i]·v[i][d..d+8·W) for H heads (rows
+// out + h·head_dim, weights e + h·B), with four FMA chains per head and 8 columns
+// (positions i mod 4), added pairwise at the end, so a block's weighted sum is not one long
+// dependency. Each value chunk is loaded and widened once for all H, each weight broadcast once
+// for all W chunks; columns past head_dim are masked off when kMasked.
+template <KvCacheType T, int H, int W, bool kMasked>
+[[gnu::always_inline]] inline void accumulate_heads_chunks(float* out, const float* alpha, const float* e,
+                                                 const std::byte* const* v, int count, int d, int head_dim,
+                                                 const std::byte* const* next) {
   __m256i m[W];
-  __m256 acc[4][W];
-#pragma GCC unroll 2
-  for (int j = 0; j < W; ++j) {
-    m[j] = kMasked ? tail_mask(head_dim - d - 8 * j) : _mm256_set1_epi32(-1);
+  __m256 acc[H][4][W];
 #pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) acc[c][j] = _mm256_setzero_ps();
+  for (int w = 0; w < W; ++w) {
+    m[w] = kMasked ? tail_mask(head_dim - d - 8 * w) : _mm256_set1_epi32(-1);
+#pragma GCC unroll 4
+    for (int h = 0; h < H; ++h)
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) acc[h][c][w] = _mm256_setzero_ps();
   }
-  auto step = [&](int c, int i) {
-    const __m256 ei = _mm256_set1_ps(e[i]);
-#pragma GCC unroll 2
-    for (int j = 0; j < W; ++j) acc[c][j] = _mm256_fmadd_ps(ei, load_row<T, kMasked>(v[i], d + 8 * j, m[j]), acc[c][j]);
+  auto step = [&](int c, int i) [[gnu::always_inline]] {
+    __m256 vi[W];
+#pragma GCC unroll 4
+    for (int w = 0; w < W; ++w) vi[w] = load_row<T, kMasked>(v[i], d + 8 * w, m[w]);
+#pragma GCC unroll 4
+    for (int h = 0; h < H; ++h) {
+      const __m256 eh = _mm256_set1_ps(e[h * B + i]);
+#pragma GCC unroll 4
+      for (int w = 0; w < W; ++w) acc[h][c][w] = _mm256_fmadd_ps(eh, vi[w], acc[h][c][w]);
+    }
   };
   int i = 0;
-  for (; i + 3 < count; i += 4) step(0, i), step(1, i + 1), step(2, i + 2), step(3, i + 3);
+  for (; i + 3 < count; i += 4) {
+    if (next)
+      for (int j = 0; j < 4; ++j) prefetch_row(next[i + j], kv_row_bytes(T, head_dim));
+    step(0, i), step(1, i + 1), step(2, i + 2), step(3, i + 3);
+  }
   if (i < count) step(0, i);
   if (i + 1 < count) step(1, i + 1);
   if (i + 2 < count) step(2, i + 2);
-#pragma GCC unroll 2
-  for (int j = 0; j < W; ++j) {
-    float* o = out + d + 8 * j;
-    const __m256 block = _mm256_add_ps(_mm256_add_ps(acc[0][j], acc[1][j]), _mm256_add_ps(acc[2][j], acc[3][j]));
-    store<kMasked>(o, m[j], _mm256_fmadd_ps(load<kMasked>(o, m[j]), alpha, block));
+#pragma GCC unroll 4
+  for (int h = 0; h < H; ++h)
+#pragma GCC unroll 4
+    for (int w = 0; w < W; ++w) {
+      float* o = out + h * head_dim + d + 8 * w;
+      const __m256 block = _mm256_add_ps(_mm256_add_ps(acc[h][0][w], acc[h][1][w]), _mm256_add_ps(acc[h][2][w], acc[h][3][w]));
+      store<kMasked>(o, m[w], _mm256_fmadd_ps(load<kMasked>(o, m[w]), _mm256_set1_ps(alpha[h]), block));
+    }
+}
+
+// Heads are taken two at a time: their chains fill AVX2's sixteen registers.
+template <class F>
+[[gnu::always_inline]] inline void by_head_pairs(int heads, F&& f) {
+  for (int h0 = 0; h0 < heads; h0 += 2) {
+    if (heads - h0 == 1) f(h0, std::integral_constant<int, 1>());
+    else f(h0, std::integral_constant<int, 2>());
   }
 }
 
 struct Avx2 {
-  static constexpr bool kFusedHeads = false;
+  static constexpr bool kFusedHeads = true;
   template <KvCacheType T>
-  static void scores(const float* q, const std::byte* const* k, int count, int head_dim, float scale,
-                     float* s) {
+  static void scores_heads(const float* q, int heads, const std::byte* const* k, int count, int head_dim,
+                           float scale, float* s, const std::byte* const* next) {
     const __m256 neg_inf = _mm256_set1_ps(-__builtin_inff());
-    for (int g = 0; g < kGroups; ++g) {
-      __m256 r = neg_inf;
-      if (8 * g < count) {
-        r = _mm256_mul_ps(scores8<T>(q, k + 8 * g, head_dim), _mm256_set1_ps(scale));
-        r = _mm256_blendv_ps(neg_inf, r, _mm256_castsi256_ps(tail_mask(count - 8 * g)));
+    by_head_pairs(heads, [&]<int H>(int h0, std::integral_constant<int, H>) {
+      for (int g = 0; g < kGroups; ++g) {
+        __m256 r[H];
+        if (8 * g < count) {
+          scores8_heads<T, H>(q + h0 * head_dim, k + 8 * g, head_dim, r, h0 == 0 && next ? next + 8 * g : nullptr);
+          for (int h = 0; h < H; ++h)
+            r[h] = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(r[h], _mm256_set1_ps(scale)),
+                                    _mm256_castsi256_ps(tail_mask(count - 8 * g)));
+        } else {
+          for (int h = 0; h < H; ++h) r[h] = neg_inf;
+        }
+        for (int h = 0; h < H; ++h) _mm256_store_ps(s + (h0 + h) * B + 8 * g, r[h]);
       }
-      _mm256_store_ps(s + 8 * g, r);
-    }
+    });
   }
   static float max(const float* s) {
     __m256 m = _mm256_load_ps(s);
@@ -142,12 +194,18 @@ struct Avx2 {
                                                : _mm256_setzero_ps());
   }
   template <KvCacheType T>
-  static void accumulate(float* out, float alpha, const float* e, const std::byte* const* v,
-                         int count, int head_dim) {
-    const __m256 va = _mm256_set1_ps(alpha);
-    int d = 0;
-    for (; d + 16 <= head_dim; d += 16) accumulate16<T, false>(out, va, e, v, count, d, head_dim);
-    if (d < head_dim) accumulate16<T, true>(out, va, e, v, count, d, head_dim);
+  static void accumulate_heads(float* out, int heads, const float* alpha, const float* e, const std::byte* const* v,
+                               int count, int head_dim, const std::byte* const* next) {
+    by_head_pairs(heads, [&]<int H>(int h0, std::integral_constant<int, H>) {
+      constexpr int W = H == 1 ? 2 : 1;  // column chunks a pass: (4 chains · W) · H accumulators
+      int d = 0;
+      for (; d + 8 * W <= head_dim; d += 8 * W)
+        accumulate_heads_chunks<T, H, W, false>(out + h0 * head_dim, alpha + h0, e + h0 * B, v, count, d, head_dim,
+                                         h0 == 0 && d == 0 ? next : nullptr);
+      if (d < head_dim)
+        accumulate_heads_chunks<T, H, W, true>(out + h0 * head_dim, alpha + h0, e + h0 * B, v, count, d, head_dim,
+                                        h0 == 0 && d == 0 ? next : nullptr);
+    });
   }
   template <KvCacheType T>
   static void widen(const std::byte* row, int head_dim, float* f) {

@@ -90,23 +90,35 @@ void scores16_heads(const float* q, const std::byte* const* k, int head_dim, __m
   }
 }
 
-// out_h[d..d+16) = out_h·alpha_h + Σ_{i<count} e_h[i]·v[i][d..d+16) for H heads (rows
-// out + h·head_dim, weights e + h·B), with four FMA chains per head (positions i mod 4), added
-// pairwise at the end, so a block's weighted sum is not one long dependency. Each value chunk
-// is loaded and widened once for all H.
-template <KvCacheType T, int H, bool kMasked>
-[[gnu::always_inline]] inline void accumulate16_heads(float* out, const float* alpha, const float* e,
-                                                      const std::byte* const* v, int count, int d,
-                                                      int head_dim, __mmask16 m, const std::byte* const* next) {
-  __m512 acc[H][4];
-#pragma GCC unroll 8
-  for (int h = 0; h < H; ++h)
+// out_h[d..d+16·W) = out_h·alpha_h + Σ_{i<count} e_h[i]·v[i][d..d+16·W) for H heads (rows
+// out + h·head_dim, weights e + h·B), with four FMA chains per head and 16 columns
+// (positions i mod 4), added pairwise at the end, so a block's weighted sum is not one long
+// dependency. Each value chunk is loaded and widened once for all H, each weight broadcast once
+// for all W chunks; columns past head_dim are masked off when kMasked.
+template <KvCacheType T, int H, int W, bool kMasked>
+[[gnu::always_inline]] inline void accumulate_heads_chunks(float* out, const float* alpha, const float* e,
+                                                 const std::byte* const* v, int count, int d, int head_dim,
+                                                 const std::byte* const* next) {
+  __mmask16 m[W];
+  __m512 acc[H][4][W];
 #pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) acc[h][c] = _mm512_setzero_ps();
+  for (int w = 0; w < W; ++w) {
+    m[w] = kMasked ? tail_mask(head_dim - d - 16 * w) : __mmask16(0xFFFF);
+#pragma GCC unroll 4
+    for (int h = 0; h < H; ++h)
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) acc[h][c][w] = _mm512_setzero_ps();
+  }
   auto step = [&](int c, int i) [[gnu::always_inline]] {
-    const __m512 vi = load_row<T, kMasked>(v[i], d, m);
-#pragma GCC unroll 8
-    for (int h = 0; h < H; ++h) acc[h][c] = _mm512_fmadd_ps(_mm512_set1_ps(e[h * B + i]), vi, acc[h][c]);
+    __m512 vi[W];
+#pragma GCC unroll 4
+    for (int w = 0; w < W; ++w) vi[w] = load_row<T, kMasked>(v[i], d + 16 * w, m[w]);
+#pragma GCC unroll 4
+    for (int h = 0; h < H; ++h) {
+      const __m512 eh = _mm512_set1_ps(e[h * B + i]);
+#pragma GCC unroll 4
+      for (int w = 0; w < W; ++w) acc[h][c][w] = _mm512_fmadd_ps(eh, vi[w], acc[h][c][w]);
+    }
   };
   int i = 0;
   for (; i + 3 < count; i += 4) {
@@ -117,12 +129,14 @@ template <KvCacheType T, int H, bool kMasked>
   if (i < count) step(0, i);
   if (i + 1 < count) step(1, i + 1);
   if (i + 2 < count) step(2, i + 2);
-#pragma GCC unroll 8
-  for (int h = 0; h < H; ++h) {
-    float* o = out + h * head_dim + d;
-    const __m512 block = _mm512_add_ps(_mm512_add_ps(acc[h][0], acc[h][1]), _mm512_add_ps(acc[h][2], acc[h][3]));
-    store<kMasked>(o, m, _mm512_fmadd_ps(load<kMasked>(o, m), _mm512_set1_ps(alpha[h]), block));
-  }
+#pragma GCC unroll 4
+  for (int h = 0; h < H; ++h)
+#pragma GCC unroll 4
+    for (int w = 0; w < W; ++w) {
+      float* o = out + h * head_dim + d + 16 * w;
+      const __m512 block = _mm512_add_ps(_mm512_add_ps(acc[h][0][w], acc[h][1][w]), _mm512_add_ps(acc[h][2][w], acc[h][3][w]));
+      store<kMasked>(o, m[w], _mm512_fmadd_ps(load<kMasked>(o, m[w]), _mm512_set1_ps(alpha[h]), block));
+    }
 }
 
 // Heads are taken kHeadsAtOnce at a time: their chains fill the registers.
@@ -183,10 +197,14 @@ struct Avx512 {
   static void accumulate_heads(float* out, int heads, const float* alpha, const float* e, const std::byte* const* v,
                                int count, int head_dim, const std::byte* const* next) {
     by_head_groups(heads, [&]<int H>(int h0, std::integral_constant<int, H>) {
-      for_chunks(head_dim, [&]<bool kMasked>(int d, __mmask16 m) {
-        accumulate16_heads<T, H, kMasked>(out + h0 * head_dim, alpha + h0, e + h0 * B, v, count, d, head_dim, m,
-                                          h0 == 0 && d == 0 ? next : nullptr);
-      });
+      constexpr int W = H == 1 ? 4 : H == 2 ? 2 : 1;  // column chunks a pass: (4 chains · W) · H accumulators
+      int d = 0;
+      for (; d + 16 * W <= head_dim; d += 16 * W)
+        accumulate_heads_chunks<T, H, W, false>(out + h0 * head_dim, alpha + h0, e + h0 * B, v, count, d, head_dim,
+                                         h0 == 0 && d == 0 ? next : nullptr);
+      if (d < head_dim)
+        accumulate_heads_chunks<T, H, W, true>(out + h0 * head_dim, alpha + h0, e + h0 * B, v, count, d, head_dim,
+                                        h0 == 0 && d == 0 ? next : nullptr);
     });
   }
   template <KvCacheType T>
