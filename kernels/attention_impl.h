@@ -41,6 +41,9 @@ inline constexpr int kAttentionBlock = 64;
 // Query rows (tokens × heads) carried through the context together, sharing each block's K
 // and V while they are in L1; more are split, which changes no bits since rows are independent.
 inline constexpr int kAttentionRows = 32;
+// Blocks ahead whose rows are prefetched while a block computes: one block of a decode token
+// computes in about a microsecond, less than it takes memory to deliver the next one.
+inline constexpr int kPrefetchAhead = 2;
 
 // One block for the `heads` query rows of one token (q + h·head_dim, out + h·head_dim): the
 // online softmax's step. Every entry point below takes each row through its blocks with
@@ -114,10 +117,9 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
   const size_t row_bytes = kv_row_bytes(T, head_dim);
   alignas(64) float s[kAttentionRows * B];
   alignas(64) float e[kAttentionRows * B];
-  const std::byte* k[B];
-  const std::byte* v[B];
-  const std::byte* nk[B];
-  const std::byte* nv[B];
+  // Row pointers of the block being computed and of the kPrefetchAhead blocks after it.
+  const std::byte* ring_k[kPrefetchAhead + 1][B];
+  const std::byte* ring_v[kPrefetchAhead + 1][B];
   const std::byte* kw[B];
   const std::byte* vw[B];
   static thread_local std::vector<float> wide;  // [2][B][head_dim]; grows once per thread
@@ -126,22 +128,39 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
   for (int t = 0; t < tokens; ++t)
     for (int d = 0; d < heads * head_dim; ++d) out[t * out_stride + d] = 0.0f;
   const int n_last = n_ctx0 + tokens - 1;
-  int page = 0, slot = 0;
-  auto count_from = [&](int p0) { return n_last - p0 < B ? n_last - p0 : B; };
-  gather_rows<B>(k_pages, v_pages, count_from(0), tokens_per_page, row_bytes, page, slot, k, v);
-  for (int p0 = 0; p0 < n_last; p0 += B) {
-    const int count_all = count_from(p0);
-    // The next block's rows, to prefetch while this one computes.
-    const bool has_next = p0 + B < n_last;
-    if (has_next) gather_rows<B>(k_pages, v_pages, count_from(p0 + B), tokens_per_page, row_bytes, page, slot, nk, nv);
+  const int n_blocks = (n_last + B - 1) / B;
+  int page = 0, slot = 0, gathered = 0;
+  auto gather_next = [&] {
+    const int p0 = gathered * B, at = gathered % (kPrefetchAhead + 1);
+    gather_rows<B>(k_pages, v_pages, n_last - p0 < B ? n_last - p0 : B, tokens_per_page, row_bytes, page, slot,
+                   ring_k[at], ring_v[at]);
+    ++gathered;
+  };
+  auto prefetch_block = [&](int b) {
+    for (int i = 0; i < B; ++i)
+      prefetch_row(ring_k[b % (kPrefetchAhead + 1)][i], row_bytes), prefetch_row(ring_v[b % (kPrefetchAhead + 1)][i], row_bytes);
+  };
+  for (int b = 0; b < n_blocks && b < kPrefetchAhead; ++b) {
+    gather_next();
+    if (b > 0) prefetch_block(b);
+  }
+  for (int b = 0; b < n_blocks; ++b) {
+    const int p0 = b * B;
+    const int count_all = n_last - p0 < B ? n_last - p0 : B;
+    const std::byte* const* k = ring_k[b % (kPrefetchAhead + 1)];
+    const std::byte* const* v = ring_v[b % (kPrefetchAhead + 1)];
+    // The rows kPrefetchAhead blocks on, to prefetch while this one computes.
+    const bool has_next = b + kPrefetchAhead < n_blocks;
+    if (has_next) gather_next();
+    const std::byte* const* nk = ring_k[(b + kPrefetchAhead) % (kPrefetchAhead + 1)];
+    const std::byte* const* nv = ring_v[(b + kPrefetchAhead) % (kPrefetchAhead + 1)];
     const int t0 = p0 < n_ctx0 ? 0 : p0 - n_ctx0 + 1;  // the first token that sees position p0
     // Widened once when several calls would each widen the block: tokens, or heads unless
     // the policy takes a token's heads together.
     const bool widen = T != KvCacheType::F32 && (tokens - t0 > 1 || (!P::kFusedHeads && heads > 1));
     // A fused decode call spreads the prefetch over its block; otherwise it goes here at once.
     const bool spread = P::kFusedHeads && !widen && tokens - t0 == 1;
-    if (has_next && !spread)
-      for (int i = 0; i < B; ++i) prefetch_row(nk[i], row_bytes), prefetch_row(nv[i], row_bytes);
+    if (has_next && !spread) prefetch_block(b + kPrefetchAhead);
     if (widen) {
       if (wide.size() < size_t(2 * B * head_dim)) wide.resize(size_t(2 * B * head_dim));
       float* wk = wide.data();
@@ -168,7 +187,6 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
                            has_next && spread ? nk : nullptr, has_next && spread ? nv : nullptr);
       }
     }
-    if (has_next) std::copy_n(nk, B, k), std::copy_n(nv, B, v);
   }
   for (int t = 0; t < tokens; ++t)
     for (int h = 0; h < heads; ++h) P::divide(out + t * out_stride + h * head_dim, sum[t * heads + h], head_dim);
