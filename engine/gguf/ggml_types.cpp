@@ -93,6 +93,19 @@ void dequantize(GgmlType type, std::span<const std::byte> src, std::span<float> 
   kernels::dequantize_row(type, src.data(), dst.data(), int64_t(dst.size()));
 }
 
+namespace {
+
+#if defined(__SANITIZE_THREAD__)
+// Debian's oneTBB is not built with ThreadSanitizer, which cannot see the hand-offs inside its
+// scheduler and would flag every block a worker encodes; under TSan this stays on the calling
+// thread (as the forward pass does, model_runner.cpp).
+constexpr bool kParallelEncode = false;
+#else
+constexpr bool kParallelEncode = true;
+#endif
+
+}  // namespace
+
 std::vector<std::byte> encode_tensor(GgmlType type, std::span<const float> values) {
   if (!ggml_type_supported(uint32_t(type))) {
     throw Error(std::string("encode_tensor: cannot encode ") + ggml_type_id_string(uint32_t(type)));
@@ -116,10 +129,13 @@ std::vector<std::byte> encode_tensor(GgmlType type, std::span<const float> value
                 " values: not a whole number of " + std::to_string(block.elements) + "-value blocks");
   }
   const size_t blocks = values.size() / size_t(block.elements);
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, blocks, 1024), [&](const tbb::blocked_range<size_t>& r) {
+  auto encode = [&](const tbb::blocked_range<size_t>& r) {
     kernels::quantize_row(type, values.data() + r.begin() * size_t(block.elements),
                           out.data() + r.begin() * size_t(block.bytes), int64_t(r.size() * size_t(block.elements)));
-  });
+  };
+  const tbb::blocked_range<size_t> all(0, blocks, 1024);
+  if (kParallelEncode) tbb::parallel_for(all, encode);
+  else encode(all);
   return out;
 }
 
