@@ -23,8 +23,8 @@
 //   scores_heads<T>(q, heads, k, count, head_dim, scale, s, nk)      row h: q + h·head_dim → s + h·B
 //   accumulate_heads<T>(out, heads, alpha, e, v, count, head_dim, nv) row h: out + h·head_dim,
 //                                                                    alpha[h], e + h·B
-// and, as it goes, prefetches the next block's rows nk[i] and nv[i] (all B of them, unless
-// nk and nv are null): spread over the block, the requests do not queue up behind each other.
+// and, as it goes, prefetches the rows nk[i] and nv[i] of a block kPrefetchAhead on (all B of
+// them, unless nk and nv are null): spread over the block, the requests do not queue up.
 // Blocks are long (64 positions) so that each step's dependent chain (scores, max, exp,
 // weighted sum) is amortised over much independent work.
 
@@ -158,8 +158,9 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
     // Widened once when several calls would each widen the block: tokens, or heads unless
     // the policy takes a token's heads together.
     const bool widen = T != KvCacheType::F32 && (tokens - t0 > 1 || (!P::kFusedHeads && heads > 1));
-    // A fused decode call spreads the prefetch over its block; otherwise it goes here at once.
-    const bool spread = P::kFusedHeads && !widen && tokens - t0 == 1;
+    // A fused call for one token (never widened) spreads the prefetch over its block;
+    // otherwise it goes here at once.
+    const bool spread = P::kFusedHeads && tokens - t0 == 1;
     if (has_next && !spread) prefetch_block(b + kPrefetchAhead);
     if (widen) {
       if (wide.size() < size_t(2 * B * head_dim)) wide.resize(size_t(2 * B * head_dim));

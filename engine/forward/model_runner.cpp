@@ -71,22 +71,21 @@ kernels::RopeParams rope_params(const Model& model) {
 ModelRunner::ModelRunner(const Model& model, int threads, bool sole_reader)
     : model_(model), arena_(arena_threads(threads)), rope_(model.config.context_length, rope_params(model)) {
   const ModelConfig& c = model.config;
-  const bool discard = sole_reader && !(model.file && model.file->maps_file());
   arena_.execute([&] {
     layers_.resize(c.n_layers);
     tbb::parallel_for(0, c.n_layers, [&](int l) {
       const LayerWeights& w = model.weights.layers[l];
-      layers_[l].qkv = weight_matrix({&w.attn_q, &w.attn_k, &w.attn_v}, discard);
+      layers_[l].qkv = weight_matrix({&w.attn_q, &w.attn_k, &w.attn_v}, sole_reader);
       if (c.has_qkv_bias()) {
         std::vector<float>& bias = layers_[l].qkv_bias;
         for (const auto* b : {&w.attn_q_bias, &w.attn_k_bias, &w.attn_v_bias}) bias.insert(bias.end(), b->begin(), b->end());
       }
-      layers_[l].output = weight_matrix({&w.attn_output}, discard);
-      layers_[l].gate_up = weight_matrix({&w.ffn_gate, &w.ffn_up}, discard);
-      layers_[l].down = weight_matrix({&w.ffn_down}, discard);
+      layers_[l].output = weight_matrix({&w.attn_output}, sole_reader);
+      layers_[l].gate_up = weight_matrix({&w.ffn_gate, &w.ffn_up}, sole_reader);
+      layers_[l].down = weight_matrix({&w.ffn_down}, sole_reader);
     });
     // A tied classifier's bytes are the token embedding's, which embed() reads on.
-    classifier_ = weight_matrix({&model.weights.output}, discard && model.weights.output.data != model.weights.token_embd.data);
+    classifier_ = weight_matrix({&model.weights.output}, sole_reader && model.weights.output.data != model.weights.token_embd.data);
   });
   const WeightTensor& embd = model.weights.token_embd;
   read_embedding_rows_ = embd.mapped && model.file && model.file->maps_file() &&
