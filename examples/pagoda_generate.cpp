@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     std::vector<std::vector<int32_t>> prompts;
     for (const Job& job : jobs) {
       pagoda::Request r;
-      r.prompt_ids = engine.tokenize(job.prompt, true);
+      r.prompt_ids = engine.tokenize(job.prompt, engine.add_bos());
       // llama2.c's positions: the last generated token is never fed, so it may sit at the limit.
       const int64_t by_positions = job.max_positions - int64_t(r.prompt_ids.size()) + 1;
       const int64_t room = engine.context_length() - int64_t(r.prompt_ids.size());

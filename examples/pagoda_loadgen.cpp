@@ -418,7 +418,7 @@ RunSummary run_continuous(const Options& o, const std::string& model_path, bool 
   Engine engine(config);
   load_timer.report(stdout, "load      ", "continuous engine");
   check_context(o, engine.context_length());
-  const std::vector<int32_t> bos = engine.tokenize("", true);
+  const std::vector<int32_t> bos = engine.tokenize("", engine.add_bos());
   const auto work = make_workload(o, engine.vocab_size(), bos);
   if (o.shared_prefix > 0) {
     // Steady state: a server's system prompt is cached after its first request. One untimed
@@ -464,7 +464,7 @@ RunSummary run_continuous(const Options& o, const std::string& model_path, bool 
 RunSummary run_http(const Options& o, const std::string& model_path) {
   const Model model = load_model(model_path);
   check_context(o, model.config.context_length);
-  const auto work = make_workload(o, model.config.vocab_size, model.tokenizer.encode("", true));
+  const auto work = make_workload(o, model.config.vocab_size, model.tokenizer.encode("", model.tokenizer.add_bos()));
   const loadgen::HttpClient client(o.url);
   client.gauges();  // a clear error now if nothing answers at the URL
   std::mutex drop_mutex;
@@ -502,7 +502,7 @@ RunSummary run_static(const Options& o, const std::string& model_path) {
   ModelRunner runner(model, o.threads);
   load_timer.report(stdout, "load      ", "static batcher");
   check_context(o, model.config.context_length);
-  const auto work = make_workload(o, model.config.vocab_size, model.tokenizer.encode("", true));
+  const auto work = make_workload(o, model.config.vocab_size, model.tokenizer.encode("", model.tokenizer.add_bos()));
   StaticBatcher batcher(runner, o.kv_pages, kTokensPerPage, o.kv_type, o.concurrency, o.requests, sampling(o));
   Backend backend{"static",
                   [&](const std::vector<int32_t>& prompt, int32_t output_len) {

@@ -92,7 +92,9 @@ class Engine {
   std::vector<int32_t> eog_ids() const;
   // GGUF tokenizer.chat_template, when the model has one.
   std::optional<std::string> chat_template() const;
-  // Whether tokenize(text, true) puts BOS first (GGUF tokenizer.ggml.add_bos_token).
+  // Whether a prompt starts with BOS (GGUF tokenizer.ggml.add_bos_token; false for Qwen):
+  // tokenize a prompt with tokenize(text, add_bos()), as Request::prompt is. tokenize(text, true)
+  // puts BOS first whatever the model says.
   bool add_bos() const;
   // The control and user-defined tokens, as the vocabulary spells them ("<|im_start|>"), for
   // applications that lay out chat templates themselves.
