@@ -31,8 +31,8 @@ namespace {
 constexpr const char* kUsage = R"(usage: pagoda-server [-m MODEL] [options]
 Serves a model over HTTP with OpenAI's API: POST /v1/completions, POST /v1/chat/completions
 (both streaming with "stream": true), GET /v1/models, POST /v1/load_lora_adapter and
-/v1/unload_lora_adapter (vLLM's), GET /health, GET /metrics (Prometheus). A request's "model"
-names the base model or a loaded LoRA adapter.
+/v1/unload_lora_adapter (vLLM's), GET /health, GET /metrics (Prometheus), and a chat page at /.
+A request's "model" names the base model or a loaded LoRA adapter.
 
   -m, --model PATH        GGUF file, or llama2.c checkpoint (.bin). Without it: the random-weight
                           s15m model pagoda-chat uses (its text means nothing)
@@ -51,6 +51,7 @@ names the base model or a loaded LoRA adapter.
   --api-key KEY           require "Authorization: Bearer KEY" on /v1/ (also $PAGODA_API_KEY);
                           /health and /metrics stay open
   --max-body BYTES        largest request body; larger ones get 413 (default 1048576)
+  --no-webui              no chat page at / (it answers 404)
   --http-threads N        most HTTP worker threads: each open connection holds one, started
                           when it comes and ended after it; more connections wait (default 512)
   -h, --help              this text
@@ -99,6 +100,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   o.routes.api_key = args.get("--api-key", env_key ? env_key : "");
   o.routes.max_body = args.number<size_t>("--max-body", 1 << 20);
   if (o.routes.max_body == 0) throw pagoda::Error("--max-body must be positive");
+  o.routes.webui = !args.has("--no-webui");
   o.http_threads = args.number<size_t>("--http-threads", o.http_threads);
   if (o.http_threads == 0) throw pagoda::Error("--http-threads must be positive");
   return o;
@@ -127,7 +129,7 @@ int main(int argc, char** argv) {
     const pagoda::cli::Args args(argc, argv,
                                  {"--model", "--tokenizer", "--served-model-name", "--ctx-size", "--threads", "--max-running",
                                   "--cache-type", "--lora", "--host", "--port", "--api-key", "--max-body", "--http-threads"},
-                                 {"--help", "--no-mmap"},
+                                 {"--help", "--no-mmap", "--no-webui"},
                                  {{"-m", "--model"}, {"-c", "--ctx-size"}, {"-t", "--threads"}, {"-h", "--help"}});
     if (args.has("--help")) {
       std::cout << kUsage;

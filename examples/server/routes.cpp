@@ -10,6 +10,7 @@
 #include "examples/server/openai_request.h"
 #include "examples/server/openai_response.h"
 #include "examples/server/sse_stream.h"
+#include "examples/server/webui.h"
 #include "pagoda/error.h"
 
 namespace pagoda::server {
@@ -99,6 +100,7 @@ void Routes::install(httplib::Server& server) {
   server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.exposition(engine_.metrics()), "text/plain; version=0.0.4; charset=utf-8");
   });
+  if (options_.webui) install_webui(server);
 }
 
 void Routes::generate(int endpoint, const httplib::Request& req, httplib::Response& res) {

@@ -1,6 +1,6 @@
 #pragma once
 // The HTTP API on httplib: the OpenAI endpoints, vLLM's adapter endpoints, /health and
-// /metrics; the bearer-token check in front of /v1/; errors in OpenAI's JSON.
+// /metrics, the chat page at /; the bearer-token check in front of /v1/; errors in OpenAI's JSON.
 
 #include <atomic>
 #include <cstddef>
@@ -17,6 +17,7 @@ namespace pagoda::server {
 struct RouteOptions {
   std::string api_key;    // empty: no authentication
   size_t max_body = 0;    // bytes; larger bodies get 413
+  bool webui = true;      // the chat page at /
 };
 
 class Routes {
