@@ -173,7 +173,8 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
   runner_.arena().execute([&] {
     tbb::parallel_for(size_t(0), sampling_.size(), [&](size_t i) {
       Sequence& seq = *sampling_[i].seq;
-      sampling_[i].token = seq.sampler.sample(std::span(logits.data() + i * vocab, vocab), seq.tokens);
+      sampling_[i].token = seq.sampler.sample(std::span(logits.data() + i * vocab, vocab), seq.tokens,
+                                              size_t(seq.prompt_len), seq.ending_ids);
     });
   });
   for (const Sampled& s : sampling_) append_token(*s.seq, s.token);

@@ -122,6 +122,9 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
   for (int32_t id : r.stop_token_ids) {
     if (id < 0 || id >= vocab) refuse("stop token id " + std::to_string(id) + " is outside the vocabulary");
   }
+  for (const auto& [id, bias] : r.sampling.logit_bias) {
+    if (id >= vocab) refuse("logit_bias token id " + std::to_string(id) + " is outside the vocabulary");
+  }
   if (r.max_new_tokens < 1) refuse("max_new_tokens must be at least 1, got " + std::to_string(r.max_new_tokens));
   const int64_t total = int64_t(ids.size()) + r.max_new_tokens;
   if (total > model.config.context_length) {

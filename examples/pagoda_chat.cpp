@@ -51,6 +51,10 @@ With -p, or with the prompt piped on stdin, it prints one completion and exits.
   --min-p X               drop tokens below X times the top probability, 0 = off (default 0.05)
   --repeat-penalty X      penalty on recently seen tokens, 1 = off (default 1.0)
   --repeat-last-n N       how many recent tokens the penalty looks at (default 64)
+  --presence-penalty X    OpenAI's presence penalty over the reply's tokens, in [-2, 2] (default 0)
+  --frequency-penalty X   OpenAI's frequency penalty, likewise (default 0)
+  --logit-bias ID+X|ID-X  add X to token ID's logit (repeatable; -100 bans it)
+  --min-tokens N          no end of reply before N tokens (default 0)
   --seed N                random seed, -1 = a random one (default -1)
   -t, --threads N         compute threads (default: all cores)
   --cache-type T          KV cache type: f32, f16 (default), bf16 or q8_0
@@ -419,7 +423,9 @@ int main(int argc, char** argv) {
   try {
     const pagoda::cli::Args args(argc, argv,
                                  {"--model", "--tokenizer", "--prompt", "--n-predict", "--ctx-size", "--temp", "--top-k",
-                                  "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed", "--threads", "--cache-type", "--lora"},
+                                  "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
+                                  "--presence-penalty", "--frequency-penalty", "--logit-bias", "--min-tokens", "--seed",
+                                  "--threads", "--cache-type", "--lora"},
                                  {"--help", "--no-mmap"},
                                  {{"-m", "--model"}, {"-p", "--prompt"}, {"-n", "--n-predict"}, {"-c", "--ctx-size"},
                                   {"-t", "--threads"}, {"-h", "--help"}});

@@ -27,6 +27,9 @@ constexpr const char* kUsage = R"(usage: pagoda-generate -m MODEL (--prompt TEXT
   --max-positions N       stop when prompt + generated positions reach N
   --temp X                temperature, 0 = greedy (default 1.0)
   --top-k N  --top-p X  --min-p X  --repeat-penalty X  --repeat-last-n N  --seed N
+  --presence-penalty X  --frequency-penalty X   OpenAI's penalties over the generated tokens
+  --logit-bias ID+X|ID-X  add X to token ID's logit (repeatable; -100 bans it)
+  --min-tokens N          no end-of-generation or stop token before N tokens
   --stop-id ID            also stop on this token id (repeatable); EOS always stops. The
                           stop token ends generated_ids; the text leaves it out
   -t, --threads N         compute threads (default: all cores)
@@ -79,6 +82,7 @@ int main(int argc, char** argv) {
     pagoda::cli::Args args(argc, argv,
                            {"--model", "--tokenizer", "--prompt", "--prompts", "--max-tokens", "--max-positions",
                             "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
+                            "--presence-penalty", "--frequency-penalty", "--logit-bias", "--min-tokens",
                             "--seed", "--stop-id", "--threads", "--cache-type", "--lora", "--adapter"},
                            {"--help", "--no-mmap"}, {{"-m", "--model"}, {"-n", "--max-tokens"}, {"-t", "--threads"}, {"-h", "--help"}});
     if (args.has("--help")) {

@@ -93,6 +93,78 @@ TEST(Sampler, RepetitionPenaltyDiscouragesSeenTokens) {
   EXPECT_EQ(Sampler(p).sample(logits_of({2.0f, 1.5f}), history), 0);
 }
 
+// OpenAI's definition: logit − count × frequency_penalty − [count > 0] × presence_penalty,
+// counting the output only (history after prompt_len).
+TEST(Sampler, PresenceAndFrequencyPenaltiesCountTheOutputOnly) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  const std::vector<float> logits = logits_of({2.0f, 1.9f, 0.0f});
+  const std::vector<int32_t> history{0, 0};
+  p.frequency_penalty = 0.1f;  // 2.0 − 2 × 0.1 = 1.8 < 1.9
+  EXPECT_EQ(Sampler(p).sample(logits, history, 0), 1);
+  EXPECT_EQ(Sampler(p).sample(logits, history, 2), 0) << "prompt tokens are not counted";
+  EXPECT_EQ(Sampler(p).sample(logits, history, 1), 0) << "one in the output: 2.0 − 0.1 = 1.9 ties, lowest id wins";
+  p.frequency_penalty = 0.0f;
+  p.presence_penalty = 0.05f;  // once, whatever the count: 1.95 > 1.9
+  EXPECT_EQ(Sampler(p).sample(logits, history, 0), 0);
+  p.presence_penalty = 0.15f;  // 1.85 < 1.9
+  EXPECT_EQ(Sampler(p).sample(logits, history, 0), 1);
+  p.presence_penalty = -1.0f;  // negative values encourage repeats
+  EXPECT_EQ(Sampler(p).sample(logits_of({1.0f, 1.5f}), std::vector<int32_t>{0}, 0), 0);
+}
+
+// The shift in the distribution, drawn: logits (0, 0, 0), token 0 twice and token 1 once in
+// the output, presence 0.5 and frequency 0.25: weights e^-1, e^-0.75, 1.
+TEST(Sampler, PenaltiesShiftTheDistributionAsDefined) {
+  SamplingParams p;
+  p.seed = 5;
+  p.presence_penalty = 0.5f;
+  p.frequency_penalty = 0.25f;
+  Sampler s(p);
+  const std::vector<float> logits = logits_of({0.0f, 0.0f, 0.0f});
+  const std::vector<int32_t> history{0, 1, 0};
+  std::map<int32_t, int> h;
+  const int draws = 30000;
+  for (int i = 0; i < draws; ++i) ++h[s.sample(logits, history, 0)];
+  const double w0 = std::exp(-1.0), w1 = std::exp(-0.75), total = w0 + w1 + 1.0;
+  EXPECT_NEAR(h[0] / double(draws), w0 / total, 0.01);
+  EXPECT_NEAR(h[1] / double(draws), w1 / total, 0.01);
+  EXPECT_NEAR(h[2] / double(draws), 1.0 / total, 0.01);
+}
+
+TEST(Sampler, LogitBiasShiftsGreedyAndSampledChoices) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.logit_bias = {{1, 1.5f}};
+  EXPECT_EQ(Sampler(p).sample(logits_of({1.0f, 0.0f}), {}), 1);  // 0 + 1.5 > 1
+  p.logit_bias = {{1, 0.5f}, {1, 0.6f}};                            // repeated ids add up
+  EXPECT_EQ(Sampler(p).sample(logits_of({1.0f, 0.0f}), {}), 1);
+  p.temperature = 1.0f;
+  p.seed = 3;
+  p.logit_bias = {{0, std::log(3.0f)}, {2, -100.0f}};  // 0 : 1 becomes 3 : 1, token 2 banned
+  const auto h = histogram(p, logits_of({0.0f, 0.0f, 5.0f}), 20000);
+  EXPECT_EQ(h.count(2), 0u);
+  EXPECT_NEAR(h.at(0) / 20000.0, 0.75, 0.02);
+}
+
+TEST(Sampler, MinTokensBansTheEndingTokensUntilReached) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.min_tokens = 2;
+  const std::vector<float> logits = logits_of({0.0f, 1.0f, 9.0f});
+  const std::vector<int32_t> ending{2}, prompt{5, 5};
+  std::vector<int32_t> history = prompt;
+  Sampler s(p);
+  history.push_back(s.sample(logits, history, prompt.size(), ending));
+  history.push_back(s.sample(logits, history, prompt.size(), ending));
+  EXPECT_EQ(history, (std::vector<int32_t>{5, 5, 1, 1}));
+  EXPECT_EQ(s.sample(logits, history, prompt.size(), ending), 2) << "two generated: the ban is lifted";
+  p.temperature = 1.0f;  // sampled too, where token 2 would otherwise be drawn almost always
+  p.seed = 1;
+  Sampler t(p);
+  for (int i = 0; i < 200; ++i) EXPECT_NE(t.sample(logits, prompt, prompt.size(), ending), 2);
+}
+
 // The filters written the obvious way: every candidate sorted, weights summed in id order.
 // The sampler orders only the prefix it needs; it must pick what this picks for the same draw.
 int32_t sample_by_full_sort(const SamplingParams& p, const std::vector<float>& logits, float u) {
@@ -170,6 +242,11 @@ TEST(Sampler, BadParametersAreRefused) {
   refused([](SamplingParams& p) { p.min_p = -0.1f; });
   refused([](SamplingParams& p) { p.repetition_penalty = 0.0f; });
   refused([](SamplingParams& p) { p.repetition_window = -2; });
+  refused([](SamplingParams& p) { p.presence_penalty = 2.5f; });
+  refused([](SamplingParams& p) { p.frequency_penalty = NAN; });
+  refused([](SamplingParams& p) { p.logit_bias = {{3, 101.0f}}; });
+  refused([](SamplingParams& p) { p.logit_bias = {{-1, 1.0f}}; });
+  refused([](SamplingParams& p) { p.min_tokens = -1; });
 }
 
 }  // namespace

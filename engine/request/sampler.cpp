@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "kernels/ops.h"
@@ -19,6 +20,16 @@ void SamplingParams::validate() const {
     fail("repetition_penalty must be > 0, got " + std::to_string(repetition_penalty));
   }
   if (repetition_window < 0) fail("repetition_window must be >= 0, got " + std::to_string(repetition_window));
+  auto within_two = [](float x) { return std::isfinite(x) && x >= -2.0f && x <= 2.0f; };
+  if (!within_two(presence_penalty)) fail("presence_penalty must be in [-2, 2], got " + std::to_string(presence_penalty));
+  if (!within_two(frequency_penalty)) fail("frequency_penalty must be in [-2, 2], got " + std::to_string(frequency_penalty));
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) fail("logit_bias token ids must be >= 0, got " + std::to_string(id));
+    if (!(std::isfinite(bias) && bias >= -100.0f && bias <= 100.0f)) {
+      fail("logit_bias values must be in [-100, 100], got " + std::to_string(bias) + " for token " + std::to_string(id));
+    }
+  }
+  if (min_tokens < 0) fail("min_tokens must be >= 0, got " + std::to_string(min_tokens));
 }
 
 int32_t argmax(std::span<const float> values) { return kernels::argmax(values.data(), int(values.size())); }
@@ -40,23 +51,53 @@ void Sampler::order_prefix(size_t n, const Less& less) {
   std::sort(candidates_.begin(), mid, less);
 }
 
-int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
-  const bool penalized = params_.repetition_penalty != 1.0f && params_.repetition_window > 0;
-  if (params_.temperature == 0.0f && !penalized) return argmax(logits);  // no copy needed
-  const auto n = static_cast<int32_t>(logits.size());
-  candidates_.resize(n);
-  for (int32_t i = 0; i < n; ++i) candidates_[i] = {i, logits[i]};
-
-  if (penalized) {
+void Sampler::adjust(std::span<const int32_t> history, size_t prompt_len, std::span<const int32_t> banned) {
+  const auto n = static_cast<int32_t>(candidates_.size());
+  auto in_vocabulary = [n](int32_t id) { return id >= 0 && id < n; };
+  for (const auto& [id, bias] : params_.logit_bias) {
+    if (in_vocabulary(id)) candidates_[id].value += bias;
+  }
+  for (int32_t id : banned) {
+    if (in_vocabulary(id)) candidates_[id].value = -std::numeric_limits<float>::infinity();
+  }
+  if (params_.repetition_penalty != 1.0f && params_.repetition_window > 0) {
     const size_t window = std::min<size_t>(history.size(), size_t(params_.repetition_window));
     std::vector<bool> seen(n, false);
     for (int32_t id : history.last(window)) {
-      if (id < 0 || id >= n || seen[id]) continue;
+      if (!in_vocabulary(id) || seen[id]) continue;
       seen[id] = true;
       float& v = candidates_[id].value;
       v = v > 0.0f ? v / params_.repetition_penalty : v * params_.repetition_penalty;
     }
   }
+  if (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
+    // Counted on a sorted copy of the output (thousands of ids at most), not in a
+    // vocabulary-sized table cleared every step.
+    output_ids_.assign(history.begin() + ptrdiff_t(prompt_len), history.end());
+    std::sort(output_ids_.begin(), output_ids_.end());
+    for (size_t i = 0; i < output_ids_.size();) {
+      size_t j = i;
+      while (j < output_ids_.size() && output_ids_[j] == output_ids_[i]) ++j;
+      if (in_vocabulary(output_ids_[i])) {
+        candidates_[output_ids_[i]].value -= float(j - i) * params_.frequency_penalty + params_.presence_penalty;
+      }
+      i = j;
+    }
+  }
+}
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history, size_t prompt_len,
+                        std::span<const int32_t> ending_ids) {
+  prompt_len = std::min(prompt_len, history.size());
+  const bool banning = history.size() - prompt_len < size_t(params_.min_tokens) && !ending_ids.empty();
+  const bool adjusted = (params_.repetition_penalty != 1.0f && params_.repetition_window > 0) ||
+                        params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f ||
+                        !params_.logit_bias.empty() || banning;
+  if (params_.temperature == 0.0f && !adjusted) return argmax(logits);  // no copy needed
+  const auto n = static_cast<int32_t>(logits.size());
+  candidates_.resize(n);
+  for (int32_t i = 0; i < n; ++i) candidates_[i] = {i, logits[i]};
+  if (adjusted) adjust(history, prompt_len, banning ? ending_ids : std::span<const int32_t>());
 
   const auto more_likely = [](const Candidate& a, const Candidate& b) {
     return a.value > b.value || (a.value == b.value && a.id < b.id);

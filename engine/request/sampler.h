@@ -15,9 +15,12 @@ class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);  // validates the params
 
-  // Picks the next token. `history` is every token of the sequence so far (prompt and output),
-  // which the repetition penalty looks at. `logits` is not modified.
-  int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+  // Picks the next token. `history` is every token of the sequence so far, the prompt's first
+  // `prompt_len` then the output: the repetition penalty looks at its tail, the presence and
+  // frequency penalties and min_tokens at the output. `ending_ids` are the tokens that would
+  // end the output (banned while it is shorter than min_tokens). `logits` is not modified.
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> history, size_t prompt_len = 0,
+                 std::span<const int32_t> ending_ids = {});
 
  private:
   struct Candidate {
@@ -26,6 +29,8 @@ class Sampler {
   };
 
   float uniform();  // in [0, 1), the same sequence on every platform for a given seed
+  // Applies logit_bias, the min_tokens ban and the penalties to candidates_.
+  void adjust(std::span<const int32_t> history, size_t prompt_len, std::span<const int32_t> ending_ids);
   // Puts the n most likely candidates first, in order.
   template <typename Less>
   void order_prefix(size_t n, const Less& less);
@@ -33,6 +38,7 @@ class Sampler {
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<Candidate> candidates_;
+  std::vector<int32_t> output_ids_;  // scratch: the output, sorted, for counting
 };
 
 // Index of the largest value; the lowest index on ties.

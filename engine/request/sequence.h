@@ -37,7 +37,12 @@ struct Sequence {
         prompt_len(int32_t(tokens.size())),
         table(tokens_per_page),
         sampler(request.sampling),
-        output(tokenizer, request.stop_strings) {}
+        output(tokenizer, request.stop_strings) {
+    if (request.sampling.min_tokens > 0) {
+      ending_ids = stop_token_ids;
+      if (!ignore_eos) ending_ids.insert(ending_ids.end(), tokenizer.eog_ids().begin(), tokenizer.eog_ids().end());
+    }
+  }
 
   uint64_t id() const { return state->id; }
   bool cancel_requested() const { return state->cancel_requested.load(std::memory_order_relaxed); }
@@ -57,6 +62,7 @@ struct Sequence {
   int32_t max_new_tokens;
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos;
+  std::vector<int32_t> ending_ids;  // what the sampler bans before min_tokens (empty without it)
   bool prefix_cache;  // share cached prefix pages and offer its own (the request's and the engine's choice)
   int32_t priority;
   std::string adapter;

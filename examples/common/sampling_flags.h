@@ -1,13 +1,27 @@
 #pragma once
 // The sampling flags the example programs share, spelled as llama.cpp spells them.
 
+#include <cstdint>
+#include <string>
+#include <utility>
+
 #include "examples/common/args.h"
 #include "pagoda/sampling.h"
 
 namespace pagoda::cli {
 
-// --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n over `defaults` (the seed is
-// each program's own business).
+// "TOKEN_ID+BIAS" or "TOKEN_ID-BIAS", as llama.cpp's --logit-bias ("15043+1", "2-100").
+inline std::pair<int32_t, float> parse_logit_bias(const std::string& text) {
+  const size_t sign = text.find_first_of("+-", 1);
+  if (sign == std::string::npos) throw Error("--logit-bias needs TOKEN_ID+BIAS or TOKEN_ID-BIAS, got '" + text + "'");
+  const int32_t id = Args::parse<int32_t>("--logit-bias", text.substr(0, sign));
+  const float bias = Args::parse<float>("--logit-bias", text.substr(sign + 1));
+  return {id, text[sign] == '-' ? -bias : bias};
+}
+
+// --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --presence-penalty
+// --frequency-penalty --logit-bias (repeatable) --min-tokens over `defaults` (the seed is each
+// program's own business).
 inline SamplingParams sampling_from_flags(const Args& args, SamplingParams defaults) {
   SamplingParams s = defaults;
   s.temperature = args.number("--temp", s.temperature);
@@ -16,6 +30,10 @@ inline SamplingParams sampling_from_flags(const Args& args, SamplingParams defau
   s.min_p = args.number("--min-p", s.min_p);
   s.repetition_penalty = args.number("--repeat-penalty", s.repetition_penalty);
   s.repetition_window = args.number("--repeat-last-n", s.repetition_window);
+  s.presence_penalty = args.number("--presence-penalty", s.presence_penalty);
+  s.frequency_penalty = args.number("--frequency-penalty", s.frequency_penalty);
+  for (const std::string& bias : args.all("--logit-bias")) s.logit_bias.push_back(parse_logit_bias(bias));
+  s.min_tokens = args.number("--min-tokens", s.min_tokens);
   return s;
 }
 

@@ -1,11 +1,14 @@
-// The OpenAI request fields pagoda-server understands, their types and ranges. Fields it does
-// not know are ignored, as OpenAI's own server and vLLM do; options it cannot honour (n > 1,
-// logprobs, echo, penalties it lacks) are refused with a message rather than ignored.
+// The OpenAI request fields pagoda-server understands (and vLLM's sampling extensions: top_k,
+// min_p, repetition_penalty, min_tokens, stop_token_ids, ignore_eos), their types and ranges.
+// Fields it does not know are ignored, as OpenAI's own server and vLLM do; options it cannot
+// honour (n > 1, logprobs, echo) are refused with a message rather than ignored.
 
 #include "examples/server/openai_request.h"
 
 #include <cmath>
 #include <optional>
+#include <string>
+#include <utility>
 #include <random>
 #include <vector>
 
@@ -73,11 +76,6 @@ std::vector<std::string> stop_strings(const json& body) {
 void refuse_unsupported(const json& body, Endpoint endpoint) {
   if (auto n = integer(body, "n", 1, 128); n && *n != 1) throw bad_request("'n' must be 1: pagoda-server makes one choice per request");
   if (auto b = integer(body, "best_of", 1, 128); b && *b != 1) throw bad_request("'best_of' must be 1");
-  for (const char* penalty : {"presence_penalty", "frequency_penalty"}) {
-    if (auto p = number(body, penalty, -2.0, 2.0); p && *p != 0.0) {
-      throw bad_request(std::string("'") + penalty + "' is not supported (use 'repetition_penalty')");
-    }
-  }
   if (endpoint == Endpoint::Completions) {
     if (auto lp = integer(body, "logprobs", 0, 20); lp && *lp > 0) throw bad_request("'logprobs' is not supported");
     if (boolean(body, "echo").value_or(false)) throw bad_request("'echo' is not supported");
@@ -97,9 +95,53 @@ SamplingParams sampling(const json& body) {
   s.top_k = top_k < 0 ? 0 : int32_t(top_k);  // vLLM's -1 and 0 both mean off
   s.min_p = float(number(body, "min_p", 0.0, 1.0).value_or(0.0));
   s.repetition_penalty = float(number(body, "repetition_penalty", 0.01, 100.0).value_or(1.0));
+  s.presence_penalty = float(number(body, "presence_penalty", -2.0, 2.0).value_or(0.0));
+  s.frequency_penalty = float(number(body, "frequency_penalty", -2.0, 2.0).value_or(0.0));
+  s.min_tokens = int32_t(integer(body, "min_tokens", 0, INT32_MAX).value_or(0));
   const std::optional<int64_t> seed = integer(body, "seed", INT64_MIN, INT64_MAX);
   s.seed = seed ? uint64_t(*seed) : std::random_device{}();
   return s;
+}
+
+// `logit_bias`: {"token id": bias in [-100, 100]}, the ids as strings (JSON keys), as OpenAI's.
+std::vector<std::pair<int32_t, float>> logit_bias(const json& body, const Engine& engine) {
+  const json* v = field(body, "logit_bias");
+  if (!v) return {};
+  if (!v->is_object()) throw bad_request("'logit_bias' must be an object mapping token ids to biases");
+  std::vector<std::pair<int32_t, float>> out;
+  for (const auto& [key, bias] : v->items()) {
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(key, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != key.size() || id < 0 || id >= engine.vocab_size()) {
+      throw bad_request("'logit_bias' key '" + key + "' is not a token id of the vocabulary (0.." +
+                        std::to_string(engine.vocab_size() - 1) + ")");
+    }
+    if (!bias.is_number() || !std::isfinite(bias.get<double>()) || std::abs(bias.get<double>()) > 100.0) {
+      throw bad_request("'logit_bias' values must be numbers between -100 and 100, got " + bias.dump() + " for '" + key + "'");
+    }
+    out.emplace_back(int32_t(id), bias.get<float>());
+  }
+  return out;
+}
+
+// vLLM's `stop_token_ids`: more tokens that end the output.
+std::vector<int32_t> stop_token_ids(const json& body, const Engine& engine) {
+  const json* v = field(body, "stop_token_ids");
+  if (!v) return {};
+  if (!v->is_array()) throw bad_request("'stop_token_ids' must be a list of token ids");
+  std::vector<int32_t> out;
+  for (const json& id : *v) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= engine.vocab_size()) {
+      throw bad_request("'stop_token_ids' holds " + id.dump() + ", not a token id of the vocabulary");
+    }
+    out.push_back(int32_t(id.get<int64_t>()));
+  }
+  return out;
 }
 
 // A completion's `prompt`: a string, a list of token ids, or a one-element list of either.
@@ -191,6 +233,7 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const E
   }
   Request& r = a.request;
   r.sampling = sampling(body);
+  r.sampling.logit_bias = logit_bias(body, engine);
   r.stop_strings = stop_strings(body);
   r.ignore_eos = boolean(body, "ignore_eos").value_or(false);
 
@@ -203,6 +246,8 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const E
       r.stop_token_ids = format.stop_token_ids;
       r.stop_strings.insert(r.stop_strings.end(), format.stop_strings.begin(), format.stop_strings.end());
     }
+    const std::vector<int32_t> more_stops = stop_token_ids(body, engine);
+    r.stop_token_ids.insert(r.stop_token_ids.end(), more_stops.begin(), more_stops.end());
   } catch (const Error& e) {
     throw bad_request(e.what());
   }

@@ -94,6 +94,22 @@ describe('pagoda-server', () => {
     assert.deepEqual(usage, c.usage);
   });
 
+  test('logit_bias and the penalties change the output as defined', async () => {
+    // +100 on one token: every token is that one, so the text is its piece over and over.
+    const forced = (max_tokens) => client.completions.create({ prompt: 'Once upon a time', ...greedy, max_tokens, logit_bias: { 100: 100 } });
+    const [one, two, twelve] = await Promise.all([forced(1), forced(2), forced(12)]);
+    const piece = two.choices[0].text.slice(one.choices[0].text.length);
+    assert.ok(piece.length > 0);
+    assert.equal(twelve.choices[0].text, one.choices[0].text + piece.repeat(11));
+    // The penalties make a long greedy story use more distinct words.
+    const words = (c) => new Set(c.choices[0].text.split(/\s+/)).size;
+    const story = { prompt: 'Once upon a time', temperature: 0, max_tokens: 80 };
+    const plain = await client.completions.create(story);
+    const varied = await client.completions.create({ ...story, presence_penalty: 2, frequency_penalty: 2 });
+    assert.notEqual(varied.choices[0].text, plain.choices[0].text);
+    assert.ok(words(varied) > words(plain), `${words(varied)} distinct words against ${words(plain)}`);
+  });
+
   test('errors in OpenAI\'s JSON: unknown model 404, bad parameters 400', async () => {
     await assert.rejects(client.completions.create({ model: 'no-such-model', prompt: 'x' }), (e) => {
       assert.equal(e.status, 404);
@@ -109,7 +125,11 @@ describe('pagoda-server', () => {
       [{ prompt: 'x', max_tokens: 0 }, /'max_tokens'/],
       [{ prompt: 'x', max_tokens: 1000000 }, /maximum context length/],
       [{ prompt: 'x', stop: 5 }, /'stop'/],
-      [{ prompt: 'x', presence_penalty: 0.5 }, /'presence_penalty' is not supported/],
+      [{ prompt: 'x', presence_penalty: 2.5 }, /'presence_penalty' must be between -2.0 and 2.0/],
+      [{ prompt: 'x', logit_bias: { abc: 1 } }, /'logit_bias' key 'abc' is not a token id/],
+      [{ prompt: 'x', logit_bias: { 999999: 1 } }, /'logit_bias' key '999999'/],
+      [{ prompt: 'x', logit_bias: { 5: 101 } }, /'logit_bias' values must be numbers between -100 and 100/],
+      [{ prompt: 'x', stop_token_ids: [-1] }, /'stop_token_ids'/],
       [{ prompt: '' }, /empty/],
       [{ prompt: [999999] }, /outside the vocabulary/],
     ];

@@ -1,0 +1,108 @@
+// OpenAI's sampling adjustments through the Engine, on stories260K: logit_bias, presence and
+// frequency penalties and min_tokens change the greedy output exactly as their definitions
+// say, computed here from the oracle's logits step by step.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include "engine/model/model.h"
+#include "engine/model/reference_model.h"
+#include "pagoda/engine.h"
+#include "pagoda/error.h"
+#include "support/test_support.h"
+
+namespace pagoda {
+namespace {
+
+class EngineSampling : public test::StoriesTest {
+ protected:
+  // The greedy continuation of `prompt` by the oracle, each step's logits adjusted by the
+  // definitions: + logit_bias; −∞ for `ending` while fewer than min_tokens are out; −count ×
+  // frequency − [count > 0] × presence over the output.
+  std::vector<int32_t> expected(const std::vector<int32_t>& prompt, const SamplingParams& p, int32_t n,
+                                const std::vector<int32_t>& ending = {}) {
+    const Model model = load_model(model_);
+    ReferenceModel ref(model);
+    std::vector<int32_t> tokens = prompt, out;
+    for (int32_t pos = 0; int32_t(out.size()) < n; ++pos) {
+      std::vector<float> logits = ref.forward(tokens[pos], pos);
+      if (pos + 1 < int32_t(tokens.size())) continue;  // still reading the prompt
+      for (const auto& [id, bias] : p.logit_bias) logits[id] += bias;
+      if (int32_t(out.size()) < p.min_tokens) {
+        for (int32_t id : ending) logits[id] = -std::numeric_limits<float>::infinity();
+      }
+      std::map<int32_t, int> count;
+      for (int32_t id : out) ++count[id];
+      for (const auto& [id, c] : count) logits[id] -= float(c) * p.frequency_penalty + p.presence_penalty;
+      const int32_t next = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      out.push_back(next);
+      tokens.push_back(next);
+    }
+    return out;
+  }
+
+  std::vector<int32_t> generated(Engine& engine, const std::vector<int32_t>& prompt, const SamplingParams& p, int32_t n,
+                                 const std::vector<int32_t>& stop_ids = {}) {
+    Request r = test::greedy_request(prompt, n);
+    r.sampling = p;
+    r.stop_token_ids = stop_ids;
+    RequestHandle h = engine.submit(r);
+    return test::await(h).token_ids;
+  }
+};
+
+TEST_F(EngineSampling, AdjustmentsChangeTheGreedyOutputAsDefined) {
+  Engine engine({.model_path = model_, .threads = 2});
+  const int32_t n = 24;
+  // The story whose greedy continuation repeats tokens most, for the penalties to act on.
+  auto repeats = [&](const test::GoldenCase& c) {
+    std::vector<int32_t> head(c.greedy_ids.begin(), c.greedy_ids.begin() + std::min<size_t>(n, c.greedy_ids.size()));
+    std::sort(head.begin(), head.end());
+    return head.size() - size_t(std::unique(head.begin(), head.end()) - head.begin());
+  };
+  const auto story = std::max_element(cases_.begin(), cases_.end(),
+                                      [&](const auto& a, const auto& b) { return repeats(a) < repeats(b); });
+  ASSERT_GT(repeats(*story), 0u) << "no golden continuation repeats a token";
+  const std::vector<int32_t> prompt = story->prompt_ids;
+  SamplingParams plain;
+  plain.temperature = 0.0f;
+  const std::vector<int32_t> greedy = generated(engine, prompt, plain, n);
+  ASSERT_EQ(greedy, expected(prompt, plain, n));
+
+  SamplingParams banned = plain;
+  banned.logit_bias = {{greedy[0], -100.0f}};
+  const std::vector<int32_t> without_first = generated(engine, prompt, banned, n);
+  EXPECT_NE(without_first[0], greedy[0]);
+  EXPECT_EQ(without_first, expected(prompt, banned, n));
+
+  SamplingParams penalized = plain;
+  penalized.presence_penalty = 1.5f;
+  penalized.frequency_penalty = 0.5f;
+  const std::vector<int32_t> varied = generated(engine, prompt, penalized, n);
+  EXPECT_NE(varied, greedy) << "the penalties should change a 24-token story";
+  EXPECT_EQ(varied, expected(prompt, penalized, n));
+
+  SamplingParams late_stop = plain;  // the greedy first token ends the output, but not before 3
+  late_stop.min_tokens = 3;
+  const std::vector<int32_t> held = generated(engine, prompt, late_stop, n, {greedy[0]});
+  ASSERT_GE(held.size(), 3u);
+  const std::vector<int32_t> want = expected(prompt, late_stop, 3, {greedy[0]});
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), held.begin()));
+  test::expect_engine_idle(engine);
+}
+
+TEST_F(EngineSampling, LogitBiasOutsideTheVocabularyIsRefused) {
+  Engine engine({.model_path = model_, .threads = 1});
+  Request r = test::greedy_request(cases_[0].prompt_ids, 4);
+  r.sampling.logit_bias = {{engine.vocab_size(), 1.0f}};
+  EXPECT_THROW(engine.submit(r), Error);
+  r.sampling.logit_bias = {{0, 1000.0f}};
+  EXPECT_THROW(engine.submit(r), Error);
+}
+
+}  // namespace
+}  // namespace pagoda
