@@ -6,6 +6,8 @@
 
 #include <tbb/parallel_for.h>
 
+#include "engine/request/logprobs.h"
+
 namespace pagoda {
 
 DecodeScheduler::DecodeScheduler(std::shared_ptr<Mailbox<DecodeMessage>> mailbox, ModelRunner& runner, KvView kv,
@@ -164,7 +166,7 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
     }
     if (seq.n_cached < int32_t(seq.tokens.size())) continue;  // more prompt to come
     seq.status = SequenceStatus::Decoding;
-    sampling_.push_back({&seq, -1});
+    sampling_.push_back({&seq, -1, std::nullopt});
   }
   // Named before any of these sequences can finish and release its pages.
   pool_.register_pages(std::exchange(filled_, {}));
@@ -173,14 +175,15 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
   runner_.arena().execute([&] {
     tbb::parallel_for(size_t(0), sampling_.size(), [&](size_t i) {
       Sequence& seq = *sampling_[i].seq;
-      sampling_[i].token = seq.sampler.sample(std::span(logits.data() + i * vocab, vocab), seq.tokens,
-                                              size_t(seq.prompt_len), seq.ending_ids);
+      const std::span<const float> row(logits.data() + i * vocab, vocab);
+      sampling_[i].token = seq.sampler.sample(row, seq.tokens, size_t(seq.prompt_len), seq.ending_ids);
+      if (seq.logprobs >= 0) sampling_[i].logprobs = token_logprobs(row, sampling_[i].token, seq.logprobs);
     });
   });
-  for (const Sampled& s : sampling_) append_token(*s.seq, s.token);
+  for (Sampled& s : sampling_) append_token(*s.seq, s.token, std::move(s.logprobs));
 }
 
-void DecodeScheduler::append_token(Sequence& seq, int32_t token) {
+void DecodeScheduler::append_token(Sequence& seq, int32_t token, std::optional<TokenLogprobs> logprobs) {
   const auto now = Clock::now();
   if (seq.generated() == 0) seq.first_token = now;
   seq.last_token = now;
@@ -189,11 +192,9 @@ void DecodeScheduler::append_token(Sequence& seq, int32_t token) {
 
   const bool eos = !seq.ignore_eos && tokenizer_.is_eog(token);
   const bool stop_id = std::find(seq.stop_token_ids.begin(), seq.stop_token_ids.end(), token) != seq.stop_token_ids.end();
-  if (eos || stop_id) {
-    seq.emit({token, {}});  // a stop token's text is not part of the output
-  } else {
-    seq.emit({token, seq.output.append(token)});
-  }
+  if (logprobs) seq.logprobs_out.push_back(*logprobs);
+  // A stop token's text is not part of the output.
+  seq.emit({token, eos || stop_id ? std::string() : seq.output.append(token), std::move(logprobs)});
   if (!seq.callback_error.empty()) {
     retire(seq, FinishReason::Error, seq.callback_error);
   } else if (eos || stop_id) {

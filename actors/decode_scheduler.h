@@ -6,6 +6,7 @@
 // admitted sequences (recompute or swap). With nothing to run it blocks on its mailbox. Pages a
 // step fills are named for the prefix cache before anything else can release them.
 
+#include <optional>
 #include <vector>
 
 #include "actors/actor.h"
@@ -38,7 +39,7 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   bool plan(std::vector<Planned>& planned);
   void preempt(SequencePtr victim);
   void process_outputs(const std::vector<Planned>& planned, const std::vector<float>& logits);
-  void append_token(Sequence& seq, int32_t token);
+  void append_token(Sequence& seq, int32_t token, std::optional<TokenLogprobs> logprobs);
   void retire(Sequence& seq, FinishReason reason, std::string error = {});
   void remove_finished();
 
@@ -57,6 +58,7 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   struct Sampled {
     Sequence* seq;
     int32_t token;
+    std::optional<TokenLogprobs> logprobs;  // when the request asked for them
   };
   std::vector<Sampled> sampling_;  // the step's rows of logits, in order
   std::vector<NamedPage> filled_;  // pages this step filled, for the prefix cache

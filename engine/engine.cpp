@@ -13,6 +13,7 @@
 #include "engine/chat/chat_template.h"
 #include "engine/lora/lora_adapter.h"
 #include "engine/model/model.h"
+#include "engine/request/logprobs.h"
 #include "engine/forward/model_runner.h"
 #include "pagoda/error.h"
 
@@ -124,6 +125,9 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
   }
   for (const auto& [id, bias] : r.sampling.logit_bias) {
     if (id >= vocab) refuse("logit_bias token id " + std::to_string(id) + " is outside the vocabulary");
+  }
+  if (r.logprobs < -1 || r.logprobs > kMaxTopLogprobs) {
+    refuse("logprobs must be -1 (none), 0 or up to " + std::to_string(kMaxTopLogprobs) + ", got " + std::to_string(r.logprobs));
   }
   if (r.max_new_tokens < 1) refuse("max_new_tokens must be at least 1, got " + std::to_string(r.max_new_tokens));
   const int64_t total = int64_t(ids.size()) + r.max_new_tokens;
@@ -240,6 +244,8 @@ void Engine::shutdown() {
 std::vector<int32_t> Engine::tokenize(const std::string& text, bool add_bos, bool parse_special) const {
   return impl_->model.tokenizer.encode(text, add_bos, parse_special);
 }
+
+std::string Engine::token_text(int32_t id) const { return impl_->model.tokenizer.token_text(id); }
 
 std::string Engine::detokenize(const std::vector<int32_t>& ids) const { return impl_->model.tokenizer.decode(ids, false); }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <vector>
@@ -93,6 +94,70 @@ TEST_F(EngineSampling, AdjustmentsChangeTheGreedyOutputAsDefined) {
   const std::vector<int32_t> want = expected(prompt, late_stop, 3, {greedy[0]});
   EXPECT_TRUE(std::equal(want.begin(), want.end(), held.begin()));
   test::expect_engine_idle(engine);
+}
+
+// Logprobs are the log-softmax of the step's raw logits (the oracle's here, to a tolerance), the
+// top alternatives sorted with the greedy token first; the stream carries the same values as
+// the completion, and a request's values do not depend on what shares its batch (bitwise).
+TEST_F(EngineSampling, LogprobsAreTheLogSoftmaxOfTheRawLogits) {
+  // An f32 cache, as the oracle keeps: f16's rounding alone moves logprobs by ~1e-3.
+  Engine engine({.model_path = model_, .threads = 2, .kv_cache_type = KvCacheType::F32});
+  const std::vector<int32_t> prompt = cases_[0].prompt_ids;
+  const int32_t n = 12;
+  Request r = test::greedy_request(prompt, n);
+  r.logprobs = 3;
+  r.sampling.logit_bias = {{7, 3.0f}};  // an adjustment: logprobs stay those of the raw logits
+  r.stream = true;
+  RequestHandle h = engine.submit(r);
+  std::vector<TokenLogprobs> streamed;
+  while (auto e = h.next_token()) {
+    if (e->logprobs) streamed.push_back(*e->logprobs);
+  }
+  const Completion c = test::await(h);
+  ASSERT_EQ(c.logprobs.size(), c.token_ids.size());
+  ASSERT_EQ(streamed.size(), c.logprobs.size());
+
+  const Model model = load_model(model_);
+  ReferenceModel ref(model);
+  std::vector<int32_t> tokens = prompt;
+  tokens.insert(tokens.end(), c.token_ids.begin(), c.token_ids.end());
+  for (int32_t pos = 0, step = 0; step < int32_t(c.token_ids.size()); ++pos) {
+    const std::vector<float>& logits = ref.forward(tokens[pos], pos);
+    if (pos + 1 < int32_t(prompt.size())) continue;
+    double sum = 0.0;
+    const float max = *std::max_element(logits.begin(), logits.end());
+    for (float x : logits) sum += std::exp(double(x) - max);
+    const auto want = [&](int32_t id) { return double(logits[id]) - max - std::log(sum); };
+    const TokenLogprobs& got = c.logprobs[step];
+    EXPECT_NEAR(got.logprob, want(c.token_ids[step]), 1e-3) << "step " << step;
+    ASSERT_EQ(got.top.size(), 3u);
+    for (size_t k = 0; k < got.top.size(); ++k) {
+      EXPECT_NEAR(got.top[k].logprob, want(got.top[k].token), 1e-3);
+      if (k > 0) EXPECT_GE(got.top[k - 1].logprob, got.top[k].logprob);
+    }
+    EXPECT_EQ(streamed[step].logprob, got.logprob);
+    EXPECT_EQ(streamed[step].top.size(), got.top.size());
+    ++step;
+  }
+
+  Request plain = test::greedy_request(prompt, n);
+  plain.logprobs = 0;
+  RequestHandle alone_handle = engine.submit(plain);
+  const Completion alone = test::await(alone_handle);
+  std::vector<RequestHandle> crowd;
+  for (const test::GoldenCase& other : cases_) crowd.push_back(engine.submit(test::greedy_request(other.prompt_ids, 20)));
+  RequestHandle batched_handle = engine.submit(plain);
+  const Completion batched = test::await(batched_handle);
+  for (RequestHandle& other : crowd) test::await(other);
+  ASSERT_EQ(alone.logprobs.size(), size_t(n));
+  ASSERT_EQ(batched.logprobs.size(), size_t(n));
+  for (int32_t i = 0; i < n; ++i) {
+    EXPECT_EQ(alone.logprobs[i].logprob, batched.logprobs[i].logprob) << i;
+    EXPECT_TRUE(alone.logprobs[i].top.empty());
+    EXPECT_EQ(alone.logprobs[i].logprob, c.logprobs[i].logprob) << "the same token, the same raw logits";
+  }
+  r.logprobs = 21;
+  EXPECT_THROW(engine.submit(r), Error);
 }
 
 TEST_F(EngineSampling, LogitBiasOutsideTheVocabularyIsRefused) {

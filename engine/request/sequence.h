@@ -28,6 +28,7 @@ struct Sequence {
       : state(std::move(state)),
         max_new_tokens(request.max_new_tokens),
         stop_token_ids(request.stop_token_ids),
+        logprobs(request.logprobs),
         ignore_eos(request.ignore_eos),
         prefix_cache(request.prefix_cache),
         priority(request.priority),
@@ -61,6 +62,7 @@ struct Sequence {
   std::shared_ptr<detail::RequestState> state;
   int32_t max_new_tokens;
   std::vector<int32_t> stop_token_ids;
+  int32_t logprobs;  // Request::logprobs
   bool ignore_eos;
   std::vector<int32_t> ending_ids;  // what the sampler bans before min_tokens (empty without it)
   bool prefix_cache;  // share cached prefix pages and offer its own (the request's and the engine's choice)
@@ -79,6 +81,7 @@ struct Sequence {
   PrefixHashes prefix;          // its full pages' prefix-cache hashes
   Sampler sampler;
   OutputText output;
+  std::vector<TokenLogprobs> logprobs_out;  // one per generated token, with logprobs >= 0
 
   SequenceStatus status = SequenceStatus::Waiting;
   uint64_t admit_order = 0;     // later admissions are preempted first

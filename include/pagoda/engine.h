@@ -82,6 +82,9 @@ class Engine {
   // text should. User-defined tokens ("<think>") are matched whole either way (llama.cpp).
   std::vector<int32_t> tokenize(const std::string& text, bool add_bos, bool parse_special = false) const;
   std::string detokenize(const std::vector<int32_t>& ids) const;
+  // The bytes token `id` stands for, as it reads inside a text (a leading space kept; a byte
+  // token's one byte, which may be part of a UTF-8 character). Throws pagoda::Error if out of range.
+  std::string token_text(int32_t id) const;
   int32_t context_length() const;
   int32_t vocab_size() const;
   int32_t eos_id() const;

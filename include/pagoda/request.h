@@ -14,12 +14,28 @@
 
 namespace pagoda {
 
+// A token's log-probability under the model: the log-softmax of the step's raw logits, before
+// logit_bias, penalties and temperature (vLLM's default), so it is the same whatever sampling
+// the request asked for.
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0.0f;
+};
+
+// One generated token's log-probability and the `Request::logprobs` most likely tokens of its
+// step, most likely first (ties: the lower id first).
+struct TokenLogprobs {
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top;
+};
+
 // One step of a request's output stream: the token and the text it completed (possibly empty
 // when a UTF-8 character spans tokens, or while text is held back because it may be the start
 // of a stop string).
 struct StreamEvent {
   int32_t token = -1;  // -1 for the last event when it only releases held-back text
   std::string text;
+  std::optional<TokenLogprobs> logprobs;  // for a token, when Request::logprobs >= 0
 };
 
 struct Request {
@@ -33,6 +49,9 @@ struct Request {
   int32_t max_new_tokens = 256;
   std::vector<int32_t> stop_token_ids;  // besides the end-of-generation tokens
   std::vector<std::string> stop_strings;
+  // Log-probabilities of the generated tokens: -1 none; 0 each token's own; k (at most 20)
+  // also the k most likely tokens of each step.
+  int32_t logprobs = -1;
   bool ignore_eos = false;          // go on past end-of-generation tokens (Engine::eog_ids())
   std::string adapter;              // LoRA adapter name; empty = the base model
   int32_t priority = 0;             // higher is admitted first
@@ -51,6 +70,7 @@ const char* finish_reason_name(FinishReason reason);
 struct Completion {
   std::vector<int32_t> token_ids;  // generated ids, ending with the stop or EOS id if one ended it
   std::string text;                // their text, without a stop token, cut before a stop string
+  std::vector<TokenLogprobs> logprobs;  // one per token_ids entry, with Request::logprobs >= 0
   FinishReason finish_reason = FinishReason::Length;
   std::string error;               // for FinishReason::Error
   int32_t prompt_tokens = 0;
