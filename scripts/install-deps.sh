@@ -8,4 +8,5 @@ apt-get install -y --no-install-recommends \
   libtbb-dev libconcurrentqueue-dev libmimalloc-dev nlohmann-json3-dev libxxhash-dev \
   libgtest-dev libgmock-dev libbenchmark-dev libpcre2-dev \
   libcpp-httplib-dev curl haproxy \
+  chromium chromium-driver \
   clang libclang-rt-dev
