@@ -1,7 +1,7 @@
 // The OpenAI request fields pagoda-server understands (and vLLM's sampling extensions: top_k,
 // min_p, repetition_penalty, min_tokens, stop_token_ids, ignore_eos), their types and ranges.
 // Fields it does not know are ignored, as OpenAI's own server and vLLM do; options it cannot
-// honour (n > 1, logprobs, echo) are refused with a message rather than ignored.
+// honour (n > 1, echo, suffix, tools) are refused with a message rather than ignored.
 
 #include "examples/server/openai_request.h"
 
@@ -77,11 +77,9 @@ void refuse_unsupported(const json& body, Endpoint endpoint) {
   if (auto n = integer(body, "n", 1, 128); n && *n != 1) throw bad_request("'n' must be 1: pagoda-server makes one choice per request");
   if (auto b = integer(body, "best_of", 1, 128); b && *b != 1) throw bad_request("'best_of' must be 1");
   if (endpoint == Endpoint::Completions) {
-    if (auto lp = integer(body, "logprobs", 0, 20); lp && *lp > 0) throw bad_request("'logprobs' is not supported");
     if (boolean(body, "echo").value_or(false)) throw bad_request("'echo' is not supported");
     if (field(body, "suffix")) throw bad_request("'suffix' is not supported");
   } else {
-    if (boolean(body, "logprobs").value_or(false)) throw bad_request("'logprobs' is not supported");
     if (field(body, "tools") || field(body, "tool_choice")) throw bad_request("'tools' are not supported");
   }
 }
@@ -142,6 +140,17 @@ std::vector<int32_t> stop_token_ids(const json& body, const Engine& engine) {
     out.push_back(int32_t(id.get<int64_t>()));
   }
   return out;
+}
+
+// Request::logprobs: completions' `logprobs: k`; chat's `logprobs: true` with `top_logprobs: k`.
+int32_t requested_logprobs(const json& body, Endpoint endpoint) {
+  if (endpoint == Endpoint::Completions) return int32_t(integer(body, "logprobs", 0, 20).value_or(-1));
+  const std::optional<int64_t> top = integer(body, "top_logprobs", 0, 20);
+  if (!boolean(body, "logprobs").value_or(false)) {
+    if (top) throw bad_request("'top_logprobs' needs 'logprobs': true");
+    return -1;
+  }
+  return int32_t(top.value_or(0));
 }
 
 // A completion's `prompt`: a string, a list of token ids, or a one-element list of either.
@@ -236,6 +245,7 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const E
   r.sampling.logit_bias = logit_bias(body, engine);
   r.stop_strings = stop_strings(body);
   r.ignore_eos = boolean(body, "ignore_eos").value_or(false);
+  r.logprobs = requested_logprobs(body, endpoint);
 
   try {
     if (endpoint == Endpoint::Completions) {

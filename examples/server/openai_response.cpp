@@ -31,10 +31,10 @@ json envelope(const ResponseHeader& h, const char* object) {
 
 }  // namespace
 
-json completion_json(const ResponseHeader& h, const Completion& c) {
+json completion_json(const ResponseHeader& h, const Completion& c, const json& logprobs) {
   const bool chat = h.endpoint == Endpoint::ChatCompletions;
   json body = envelope(h, chat ? "chat.completion" : "text_completion");
-  json choice = {{"index", 0}, {"finish_reason", openai_finish_reason(c.finish_reason)}, {"logprobs", nullptr}};
+  json choice = {{"index", 0}, {"finish_reason", openai_finish_reason(c.finish_reason)}, {"logprobs", logprobs}};
   if (chat) {
     choice["message"] = {{"role", "assistant"}, {"content", c.text}};
   } else {
@@ -45,10 +45,11 @@ json completion_json(const ResponseHeader& h, const Completion& c) {
   return body;
 }
 
-json chunk_json(const ResponseHeader& h, const std::string& text, bool first, std::optional<FinishReason> finish) {
+json chunk_json(const ResponseHeader& h, const std::string& text, bool first, std::optional<FinishReason> finish,
+                const json& logprobs) {
   const bool chat = h.endpoint == Endpoint::ChatCompletions;
   json body = envelope(h, chat ? "chat.completion.chunk" : "text_completion");
-  json choice = {{"index", 0}, {"logprobs", nullptr},
+  json choice = {{"index", 0}, {"logprobs", logprobs},
                  {"finish_reason", finish ? json(openai_finish_reason(*finish)) : json(nullptr)}};
   if (chat) {
     json delta = json::object();
@@ -61,6 +62,8 @@ json chunk_json(const ResponseHeader& h, const std::string& text, bool first, st
   body["choices"] = json::array({choice});
   return body;
 }
+
+std::string dump_json(const json& body) { return body.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json usage_chunk_json(const ResponseHeader& h, const Completion& c) {
   json body = envelope(h, h.endpoint == Endpoint::ChatCompletions ? "chat.completion.chunk" : "text_completion");

@@ -27,13 +27,17 @@ const char* openai_finish_reason(FinishReason reason);
 
 nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
 
-// The non-streamed response.
-nlohmann::json completion_json(const ResponseHeader& h, const Completion& c);
+// The non-streamed response; `logprobs` is the choice's (null when not asked for).
+nlohmann::json completion_json(const ResponseHeader& h, const Completion& c, const nlohmann::json& logprobs = nullptr);
 
-// One stream chunk: `text` (the chat's first chunk also carries the assistant role), and the
-// finish reason on the last one.
+// One stream chunk: `text` (the chat's first chunk also carries the assistant role), its
+// tokens' `logprobs` when asked for, and the finish reason on the last one.
 nlohmann::json chunk_json(const ResponseHeader& h, const std::string& text, bool first,
-                          std::optional<FinishReason> finish);
+                          std::optional<FinishReason> finish, const nlohmann::json& logprobs = nullptr);
+
+// Serialised as sent: a token's piece may hold part of a UTF-8 character, which is replaced
+// (U+FFFD) rather than refused; chat's `bytes` carry such pieces exactly.
+std::string dump_json(const nlohmann::json& body);
 
 // The usage-only chunk of stream_options.include_usage (no choices).
 nlohmann::json usage_chunk_json(const ResponseHeader& h, const Completion& c);

@@ -7,6 +7,7 @@
 
 #include "examples/server/api_error.h"
 #include "examples/server/auth.h"
+#include "examples/server/openai_logprobs.h"
 #include "examples/server/openai_request.h"
 #include "examples/server/openai_response.h"
 #include "examples/server/sse_stream.h"
@@ -22,7 +23,7 @@ using Clock = std::chrono::steady_clock;
 
 void send_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  res.set_content(dump_json(body), "application/json");
 }
 
 void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status(), e.body()); }
@@ -117,14 +118,21 @@ void Routes::generate(int endpoint, const httplib::Request& req, httplib::Respon
       throw bad_request(e.what());
     }
     const ResponseHeader header = response_header(a, serial_.fetch_add(1));
-    if (a.stream) return stream_events(res, std::move(*handle), a, header, metrics_);
+    if (a.stream) return stream_events(res, std::move(*handle), a, header, metrics_, engine_);
 
     const Completion c = handle->get();
     if (c.finish_reason == FinishReason::Cancelled) throw shutting_down_error();
     if (c.finish_reason == FinishReason::Error) throw ApiError(500, c.error, "server_error");
     metrics_.count_request(c.finish_reason == FinishReason::Length ? Outcome::Length : Outcome::Stop);
     metrics_.record(c, std::chrono::duration<double>(Clock::now() - start).count());
-    send_json(res, 200, completion_json(header, c));
+    json logprobs = nullptr;
+    if (a.request.logprobs >= 0) {
+      // The token that ended the output (EOS, a stop id) added no text: it has no entry.
+      std::span<const int32_t> tokens = c.token_ids;
+      if (!tokens.empty() && is_ending_token(engine_, a.request, tokens.back())) tokens = tokens.first(tokens.size() - 1);
+      logprobs = logprobs_json(a.endpoint, engine_, tokens, c.logprobs);
+    }
+    send_json(res, 200, completion_json(header, c, logprobs));
   } catch (const ApiError& e) {
     metrics_.count_request(e.status() >= 500 ? Outcome::ServerError : Outcome::ClientError);
     send_error(res, e);

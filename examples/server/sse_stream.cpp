@@ -3,6 +3,7 @@
 #include <string>
 
 #include "examples/server/api_error.h"
+#include "examples/server/openai_logprobs.h"
 
 namespace pagoda::server {
 
@@ -10,16 +11,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string event(const nlohmann::json& body) { return "data: " + body.dump() + "\n\n"; }
+std::string event(const nlohmann::json& body) { return "data: " + dump_json(body) + "\n\n"; }
 
 // One stream's state, shared by httplib's content provider and its releaser.
 struct EventStream {
   RequestHandle handle;
   ResponseHeader header;
+  Request request;  // its logprobs and ending tokens
+  const Engine& engine;
   bool include_usage;
   ServerMetrics& metrics;
   Clock::time_point start = Clock::now();
   bool first = true;
+  size_t text_offset = 0;  // completions' logprobs.text_offset of the next token
   bool finished = false;  // the last event was written
 
   // The events that end the stream, from the completion.
@@ -46,8 +50,9 @@ struct EventStream {
 }  // namespace
 
 void stream_events(httplib::Response& res, RequestHandle handle, const ApiRequest& request, ResponseHeader header,
-                   ServerMetrics& metrics) {
-  auto stream = std::make_shared<EventStream>(EventStream{std::move(handle), std::move(header), request.include_usage, metrics});
+                   ServerMetrics& metrics, const Engine& engine) {
+  auto stream = std::make_shared<EventStream>(
+      EventStream{std::move(handle), std::move(header), request.request, engine, request.include_usage, metrics});
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -55,8 +60,15 @@ void stream_events(httplib::Response& res, RequestHandle handle, const ApiReques
         EventStream& s = *stream;
         // Short waits, so a client that left is noticed even while no token comes.
         if (auto token = s.handle.next_token(std::chrono::milliseconds(100))) {
-          if (token->text.empty()) return true;
-          const std::string chunk = event(chunk_json(s.header, token->text, s.first, std::nullopt));
+          nlohmann::json logprobs = nullptr;
+          if (token->logprobs && !is_ending_token(s.engine, s.request, token->token)) {
+            const int32_t id = token->token;
+            logprobs = logprobs_json(s.header.endpoint, s.engine, std::span(&id, 1), std::span(&*token->logprobs, 1),
+                                     s.text_offset);
+            s.text_offset += s.engine.token_text(id).size();
+          }
+          if (token->text.empty() && logprobs.is_null()) return true;
+          const std::string chunk = event(chunk_json(s.header, token->text, s.first, std::nullopt, logprobs));
           s.first = false;
           return sink.write(chunk.data(), chunk.size());
         }

@@ -110,6 +110,42 @@ describe('pagoda-server', () => {
     assert.ok(words(varied) > words(plain), `${words(varied)} distinct words against ${words(plain)}`);
   });
 
+  test('logprobs: sorted alternatives led by the greedy token, the same streamed', async () => {
+    const chat = await client.chat.completions.create({
+      messages: [{ role: 'user', content: 'Tell me a story' }], ...greedy, logprobs: true, top_logprobs: 3,
+    });
+    const content = chat.choices[0].logprobs.content;
+    assert.equal(content.length, chat.usage.completion_tokens - (chat.choices[0].finish_reason === 'stop' ? 1 : 0));
+    assert.equal(content.map((t) => t.token).join(''), chat.choices[0].message.content);
+    for (const t of content) {
+      assert.equal(t.top_logprobs.length, 3);
+      assert.equal(t.top_logprobs[0].token, t.token, 'at temperature 0 the chosen token is the most likely');
+      assert.equal(t.top_logprobs[0].logprob, t.logprob);
+      for (let k = 1; k < 3; k += 1) assert.ok(t.top_logprobs[k - 1].logprob >= t.top_logprobs[k].logprob);
+      assert.ok(t.logprob <= 0);
+      assert.deepEqual(t.bytes, [...Buffer.from(t.token, 'utf8')]);
+    }
+    const streamed = [];
+    const stream = await client.chat.completions.create({
+      messages: [{ role: 'user', content: 'Tell me a story' }], ...greedy, logprobs: true, top_logprobs: 3, stream: true,
+    });
+    for await (const chunk of stream) streamed.push(...(chunk.choices[0]?.logprobs?.content ?? []));
+    assert.deepEqual(streamed, content);
+
+    const c = await client.completions.create({ prompt: 'Once upon a time', ...greedy, logprobs: 2 });
+    const lp = c.choices[0].logprobs;
+    assert.equal(lp.tokens.length, 12);
+    assert.equal(lp.tokens.join(''), c.choices[0].text);
+    assert.deepEqual(lp.text_offset, lp.tokens.map((_, i) => lp.tokens.slice(0, i).join('').length));
+    for (let i = 0; i < 12; i += 1) {
+      const alternatives = Object.entries(lp.top_logprobs[i]).sort((a, b) => b[1] - a[1]);
+      assert.equal(alternatives[0][0], lp.tokens[i]);
+      assert.equal(alternatives[0][1], lp.token_logprobs[i]);
+    }
+    const plain = await client.completions.create({ prompt: 'Once upon a time', ...greedy });
+    assert.equal(plain.choices[0].logprobs, null);
+  });
+
   test('errors in OpenAI\'s JSON: unknown model 404, bad parameters 400', async () => {
     await assert.rejects(client.completions.create({ model: 'no-such-model', prompt: 'x' }), (e) => {
       assert.equal(e.status, 404);
@@ -130,6 +166,7 @@ describe('pagoda-server', () => {
       [{ prompt: 'x', logit_bias: { 999999: 1 } }, /'logit_bias' key '999999'/],
       [{ prompt: 'x', logit_bias: { 5: 101 } }, /'logit_bias' values must be numbers between -100 and 100/],
       [{ prompt: 'x', stop_token_ids: [-1] }, /'stop_token_ids'/],
+      [{ prompt: 'x', logprobs: 21 }, /'logprobs' must be at most 20/],
       [{ prompt: '' }, /empty/],
       [{ prompt: [999999] }, /outside the vocabulary/],
     ];
