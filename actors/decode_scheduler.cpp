@@ -69,8 +69,9 @@ void DecodeScheduler::step() {
     for (const Planned& p : planned) {
       Sequence& s = *p.seq;
       const bool last_chunk = s.n_cached + p.n_tokens == int32_t(s.tokens.size());
+      const bool scoring = s.prompt_logprobs >= 0 && s.n_cached < s.prompt_len;
       batch_.entries.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_cached, p.n_tokens), s.n_cached,
-                                &s.table, last_chunk, s.lora.get()});
+                                &s.table, last_chunk, s.lora.get(), scoring});
     }
     try {
       runner_.forward(batch_, kv_, logits_);
@@ -158,29 +159,60 @@ void DecodeScheduler::preempt(SequencePtr victim) {
 void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const std::vector<float>& logits) {
   const size_t vocab = size_t(runner_.config().vocab_size);
   sampling_.clear();
-  for (const Planned& p : planned) {
-    Sequence& seq = *p.seq;
-    seq.n_cached += p.n_tokens;
+  scoring_.clear();
+  size_t row = 0;  // rows come in entry order: every token's for all_logits, else the last's
+  for (size_t i = 0; i < planned.size(); ++i) {
+    Sequence& seq = *planned[i].seq;
+    const BatchEntry& entry = batch_.entries[i];
+    const int32_t first = seq.n_cached;
+    seq.n_cached += planned[i].n_tokens;
+    if (entry.all_logits) {
+      // Row j predicts the token at first + j + 1. A prompt recomputed after a preemption
+      // finds its tokens already scored.
+      for (int32_t j = 0; j < planned[i].n_tokens; ++j) {
+        const int32_t index = first + j;
+        if (index + 1 < seq.prompt_len && index == int32_t(seq.prompt_logprobs_out.size())) {
+          seq.prompt_logprobs_out.emplace_back();
+          scoring_.push_back({&seq, index, row + size_t(j)});
+        }
+      }
+      row += size_t(planned[i].n_tokens);
+    } else if (entry.needs_logits) {
+      ++row;
+    }
     if (seq.prefix_cache) {
       seq.prefix.collect_full(seq.tokens, seq.n_cached, seq.table.pages(), kv_.layout.tokens_per_page, filled_);
     }
     if (seq.n_cached < int32_t(seq.tokens.size())) continue;  // more prompt to come
     seq.status = SequenceStatus::Decoding;
-    sampling_.push_back({&seq, -1, std::nullopt});
+    sampling_.push_back({&seq, -1, std::nullopt, row - 1, seq.max_new_tokens == 0});
   }
   // Named before any of these sequences can finish and release its pages.
   pool_.register_pages(std::exchange(filled_, {}));
   // Each sequence samples with its own generator, so the rows are sampled side by side on the
   // compute threads; streaming and stop rules then run here, in order.
   runner_.arena().execute([&] {
-    tbb::parallel_for(size_t(0), sampling_.size(), [&](size_t i) {
-      Sequence& seq = *sampling_[i].seq;
-      const std::span<const float> row(logits.data() + i * vocab, vocab);
-      sampling_[i].token = seq.sampler.sample(row, seq.tokens, size_t(seq.prompt_len), seq.ending_ids);
-      if (seq.logprobs >= 0) sampling_[i].logprobs = token_logprobs(row, sampling_[i].token, seq.logprobs);
+    tbb::parallel_for(size_t(0), sampling_.size() + scoring_.size(), [&](size_t i) {
+      if (i >= sampling_.size()) {
+        const Scored& s = scoring_[i - sampling_.size()];
+        const std::span<const float> row(logits.data() + s.row * vocab, vocab);
+        s.seq->prompt_logprobs_out[size_t(s.index)] = token_logprobs(row, s.seq->tokens[size_t(s.index) + 1], s.seq->prompt_logprobs);
+        return;
+      }
+      Sampled& s = sampling_[i];
+      if (s.score_only) return;
+      const std::span<const float> row(logits.data() + s.row * vocab, vocab);
+      s.token = s.seq->sampler.sample(row, s.seq->tokens, size_t(s.seq->prompt_len), s.seq->ending_ids);
+      if (s.seq->logprobs >= 0) s.logprobs = token_logprobs(row, s.token, s.seq->logprobs);
     });
   });
-  for (Sampled& s : sampling_) append_token(*s.seq, s.token, std::move(s.logprobs));
+  for (Sampled& s : sampling_) {
+    if (s.score_only) {
+      retire(*s.seq, FinishReason::Length);
+    } else {
+      append_token(*s.seq, s.token, std::move(s.logprobs));
+    }
+  }
 }
 
 void DecodeScheduler::append_token(Sequence& seq, int32_t token, std::optional<TokenLogprobs> logprobs) {

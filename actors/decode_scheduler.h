@@ -59,8 +59,16 @@ class DecodeScheduler : public Actor<DecodeMessage> {
     Sequence* seq;
     int32_t token;
     std::optional<TokenLogprobs> logprobs;  // when the request asked for them
+    size_t row = 0;                         // its row of the step's logits
+    bool score_only = false;                // max_new_tokens 0: the prompt was scored, nothing more
   };
-  std::vector<Sampled> sampling_;  // the step's rows of logits, in order
+  std::vector<Sampled> sampling_;  // the sequences whose next token this step's logits give
+  struct Scored {
+    Sequence* seq;
+    int32_t index;  // into seq->prompt_logprobs_out: prompt token index + 1's
+    size_t row;
+  };
+  std::vector<Scored> scoring_;    // the prompt tokens this step's logits score
   std::vector<NamedPage> filled_;  // pages this step filled, for the prefix cache
   Batch batch_;
   std::vector<float> logits_;

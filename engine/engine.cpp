@@ -126,10 +126,16 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
   for (const auto& [id, bias] : r.sampling.logit_bias) {
     if (id >= vocab) refuse("logit_bias token id " + std::to_string(id) + " is outside the vocabulary");
   }
-  if (r.logprobs < -1 || r.logprobs > kMaxTopLogprobs) {
-    refuse("logprobs must be -1 (none), 0 or up to " + std::to_string(kMaxTopLogprobs) + ", got " + std::to_string(r.logprobs));
+  for (const auto& [name, k] : {std::pair{"logprobs", r.logprobs}, std::pair{"prompt_logprobs", r.prompt_logprobs}}) {
+    if (k < -1 || k > kMaxTopLogprobs) {
+      refuse(std::string(name) + " must be -1 (none), 0 or up to " + std::to_string(kMaxTopLogprobs) + ", got " +
+             std::to_string(k));
+    }
   }
-  if (r.max_new_tokens < 1) refuse("max_new_tokens must be at least 1, got " + std::to_string(r.max_new_tokens));
+  const int32_t least = r.prompt_logprobs >= 0 ? 0 : 1;  // scoring a prompt may generate nothing
+  if (r.max_new_tokens < least) {
+    refuse("max_new_tokens must be at least " + std::to_string(least) + ", got " + std::to_string(r.max_new_tokens));
+  }
   const int64_t total = int64_t(ids.size()) + r.max_new_tokens;
   if (total > model.config.context_length) {
     refuse("prompt (" + std::to_string(ids.size()) + " tokens) + max_new_tokens (" + std::to_string(r.max_new_tokens) +

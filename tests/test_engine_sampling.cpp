@@ -160,12 +160,61 @@ TEST_F(EngineSampling, LogprobsAreTheLogSoftmaxOfTheRawLogits) {
   EXPECT_THROW(engine.submit(r), Error);
 }
 
+// Prompt logprobs (scoring a text): token i + 1's given tokens 0..i, the oracle's log-softmax;
+// the same bits however the prompt is chunked, and in full after the prompt was cached.
+TEST_F(EngineSampling, PromptLogprobsScoreEveryPromptToken) {
+  std::vector<int32_t> prompt;
+  for (const test::GoldenCase& c : cases_) {
+    prompt.insert(prompt.end(), c.prompt_ids.begin(), c.prompt_ids.end());
+    prompt.insert(prompt.end(), c.greedy_ids.begin(), c.greedy_ids.begin() + std::min<size_t>(12, c.greedy_ids.size()));
+  }
+  auto score = [&](int32_t chunk, bool cache_first) {
+    Engine engine({.model_path = model_, .threads = 2, .kv_cache_type = KvCacheType::F32, .prefill_chunk = chunk});
+    if (cache_first) {
+      RequestHandle warm = engine.submit(test::greedy_request(prompt, 1));
+      test::await(warm);
+    }
+    Request r = test::greedy_request(prompt, 0);
+    r.prompt_logprobs = 2;
+    RequestHandle h = engine.submit(r);
+    const Completion c = test::await(h);
+    EXPECT_TRUE(c.token_ids.empty());
+    EXPECT_EQ(c.finish_reason, FinishReason::Length);
+    test::expect_engine_idle(engine);
+    return c.prompt_logprobs;
+  };
+  const std::vector<TokenLogprobs> whole = score(256, false);
+  ASSERT_EQ(whole.size(), prompt.size() - 1);
+  const Model model = load_model(model_);
+  ReferenceModel ref(model);
+  for (size_t i = 0; i + 1 < prompt.size(); ++i) {
+    const std::vector<float>& logits = ref.forward(prompt[i], int32_t(i));
+    double sum = 0.0;
+    const float max = *std::max_element(logits.begin(), logits.end());
+    for (float x : logits) sum += std::exp(double(x) - max);
+    EXPECT_NEAR(whole[i].logprob, double(logits[prompt[i + 1]]) - max - std::log(sum), 1e-3) << i;
+    ASSERT_EQ(whole[i].top.size(), 2u);
+    EXPECT_GE(whole[i].top[0].logprob, whole[i].top[1].logprob);
+    EXPECT_GE(whole[i].top[0].logprob, whole[i].logprob);
+  }
+  for (const auto& [chunk, cache_first] : {std::pair{7, false}, std::pair{256, true}}) {
+    const std::vector<TokenLogprobs> again = score(chunk, cache_first);
+    ASSERT_EQ(again.size(), whole.size());
+    for (size_t i = 0; i < whole.size(); ++i) EXPECT_EQ(again[i].logprob, whole[i].logprob) << "chunk " << chunk << " at " << i;
+  }
+}
+
 TEST_F(EngineSampling, LogitBiasOutsideTheVocabularyIsRefused) {
   Engine engine({.model_path = model_, .threads = 1});
   Request r = test::greedy_request(cases_[0].prompt_ids, 4);
   r.sampling.logit_bias = {{engine.vocab_size(), 1.0f}};
   EXPECT_THROW(engine.submit(r), Error);
   r.sampling.logit_bias = {{0, 1000.0f}};
+  EXPECT_THROW(engine.submit(r), Error);
+  r.sampling.logit_bias.clear();
+  r.max_new_tokens = 0;  // only a prompt being scored may generate nothing
+  EXPECT_THROW(engine.submit(r), Error);
+  r.prompt_logprobs = 21;
   EXPECT_THROW(engine.submit(r), Error);
 }
 

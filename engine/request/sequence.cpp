@@ -11,6 +11,7 @@ void Sequence::finish(FinishReason reason, std::string error) {
   Completion c;
   c.token_ids.assign(tokens.begin() + prompt_len, tokens.end());
   c.logprobs = logprobs_out;
+  c.prompt_logprobs = prompt_logprobs_out;
   const std::string tail = output.finish();
   if (!tail.empty()) emit({-1, tail});
   c.text = output.text();

@@ -29,8 +29,9 @@ struct Sequence {
         max_new_tokens(request.max_new_tokens),
         stop_token_ids(request.stop_token_ids),
         logprobs(request.logprobs),
+        prompt_logprobs(request.prompt_logprobs),
         ignore_eos(request.ignore_eos),
-        prefix_cache(request.prefix_cache),
+        prefix_cache(request.prefix_cache && request.prompt_logprobs < 0),
         priority(request.priority),
         adapter(request.adapter),
         on_token(request.on_token),
@@ -62,7 +63,8 @@ struct Sequence {
   std::shared_ptr<detail::RequestState> state;
   int32_t max_new_tokens;
   std::vector<int32_t> stop_token_ids;
-  int32_t logprobs;  // Request::logprobs
+  int32_t logprobs;         // Request::logprobs
+  int32_t prompt_logprobs;  // Request::prompt_logprobs
   bool ignore_eos;
   std::vector<int32_t> ending_ids;  // what the sampler bans before min_tokens (empty without it)
   bool prefix_cache;  // share cached prefix pages and offer its own (the request's and the engine's choice)
@@ -81,7 +83,8 @@ struct Sequence {
   PrefixHashes prefix;          // its full pages' prefix-cache hashes
   Sampler sampler;
   OutputText output;
-  std::vector<TokenLogprobs> logprobs_out;  // one per generated token, with logprobs >= 0
+  std::vector<TokenLogprobs> logprobs_out;         // one per generated token, with logprobs >= 0
+  std::vector<TokenLogprobs> prompt_logprobs_out;  // entry i: prompt token i + 1's
 
   SequenceStatus status = SequenceStatus::Waiting;
   uint64_t admit_order = 0;     // later admissions are preempted first

@@ -46,12 +46,16 @@ struct Request {
   // laid out by a chat template; off, they are ordinary text (the right thing for user text).
   bool parse_special = false;
   SamplingParams sampling;
-  int32_t max_new_tokens = 256;
+  int32_t max_new_tokens = 256;    // at least 1 (0 with prompt_logprobs)
   std::vector<int32_t> stop_token_ids;  // besides the end-of-generation tokens
   std::vector<std::string> stop_strings;
   // Log-probabilities of the generated tokens: -1 none; 0 each token's own; k (at most 20)
   // also the k most likely tokens of each step.
   int32_t logprobs = -1;
+  // The same for the prompt's tokens (each but the first, given those before it): scoring a
+  // text. Such a request does not read the prefix cache (cached positions have no logits) and
+  // may set max_new_tokens = 0 to score the prompt only.
+  int32_t prompt_logprobs = -1;
   bool ignore_eos = false;          // go on past end-of-generation tokens (Engine::eog_ids())
   std::string adapter;              // LoRA adapter name; empty = the base model
   int32_t priority = 0;             // higher is admitted first
@@ -71,6 +75,8 @@ struct Completion {
   std::vector<int32_t> token_ids;  // generated ids, ending with the stop or EOS id if one ended it
   std::string text;                // their text, without a stop token, cut before a stop string
   std::vector<TokenLogprobs> logprobs;  // one per token_ids entry, with Request::logprobs >= 0
+  // Entry i is prompt token i + 1's, with Request::prompt_logprobs >= 0.
+  std::vector<TokenLogprobs> prompt_logprobs;
   FinishReason finish_reason = FinishReason::Length;
   std::string error;               // for FinishReason::Error
   int32_t prompt_tokens = 0;
