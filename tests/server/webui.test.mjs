@@ -19,9 +19,10 @@ const RELEASE = '\uE000';  // lets go of held modifier keys
 const LAST_REPLY = `const all = document.querySelectorAll('#messages .message.assistant');
   const m = all[all.length - 1];
   return m ? { state: m.dataset.state, text: m.querySelector('.content').textContent, meta: m.querySelector('.meta').textContent } : null;`;
-const REPLY_HAS_TEXT = `const all = document.querySelectorAll('#messages .message.assistant');
+// A reply well under way: Stop must work on a page that has been streaming for a while.
+const REPLY_IS_LONG = `const all = document.querySelectorAll('#messages .message.assistant');
   const m = all[all.length - 1];
-  return m && m.querySelector('.content').textContent !== '';`;
+  return m && m.querySelector('.content').textContent.length >= 2000;`;
 const REPLY_ENDED = `const all = document.querySelectorAll('#messages .message.assistant');
   const m = all[all.length - 1];
   return m && m.dataset.state !== 'streaming';`;
@@ -162,7 +163,7 @@ describe('the chat page', () => {
     const cancelled = await metric(keyed.url, 'pagoda_requests_total{outcome="cancelled"}');
     await browser.clear('#prompt');
     await browser.type('#prompt', `Tell me a very long story${ENTER}`);  // no max tokens: fills the context
-    await browser.waitFor(REPLY_HAS_TEXT, { what: 'text streaming in' });
+    await browser.waitFor(REPLY_IS_LONG, { what: 'a long stretch of text streaming in' });
     const streaming = await browser.run(LAST_REPLY);
     assert.equal(streaming.state, 'streaming');
     assert.equal(await browser.run("return document.getElementById('send').disabled"), true);
@@ -180,6 +181,7 @@ describe('the chat page', () => {
 
     assert.equal(await browser.run("return document.getElementById('send').disabled"), false);
     assert.equal(await browser.run("return document.getElementById('stop').disabled"), true);
+    assert.equal(await browser.run('return document.activeElement.id'), 'prompt', 'the focus is back in the message box');
     await setSettings(browser, { max_tokens: '8' });
     await browser.type('#prompt', `Hello again${ENTER}`);
     await browser.waitFor(REPLY_ENDED, { what: 'the reply after the stop' });
