@@ -50,6 +50,26 @@ json logprobs_json(Endpoint endpoint, const Engine& engine, std::span<const int3
   return {{"tokens", texts}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
+json echo_logprobs_json(const Engine& engine, std::span<const int32_t> prompt, std::span<const TokenLogprobs> prompt_logprobs,
+                        std::span<const int32_t> tokens, std::span<const TokenLogprobs> logprobs) {
+  if (prompt.empty()) return logprobs_json(Endpoint::Completions, engine, tokens, logprobs);
+  // The first prompt token as an entry of its own, then each later one with its logprobs.
+  const TokenLogprobs none;
+  json out = logprobs_json(Endpoint::Completions, engine, prompt.first(1), std::span(&none, 1));
+  out["token_logprobs"][0] = nullptr;
+  out["top_logprobs"][0] = nullptr;
+  size_t offset = engine.token_text(prompt[0]).size();
+  auto append = [&](const json& part) {
+    for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+      for (const json& v : part[key]) out[key].push_back(v);
+    }
+    for (const json& t : part["tokens"]) offset += t.get<std::string>().size();
+  };
+  append(logprobs_json(Endpoint::Completions, engine, prompt.subspan(1), prompt_logprobs, offset));
+  append(logprobs_json(Endpoint::Completions, engine, tokens, logprobs, offset));
+  return out;
+}
+
 bool is_ending_token(const Engine& engine, const Request& request, int32_t token) {
   if (std::find(request.stop_token_ids.begin(), request.stop_token_ids.end(), token) != request.stop_token_ids.end()) {
     return true;

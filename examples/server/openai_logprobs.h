@@ -24,6 +24,13 @@ nlohmann::json chat_logprob_json(const Engine& engine, int32_t token, const Toke
 nlohmann::json logprobs_json(Endpoint endpoint, const Engine& engine, std::span<const int32_t> tokens,
                              std::span<const TokenLogprobs> logprobs, size_t text_offset = 0);
 
+// Completions' `logprobs` with `echo`: the prompt's tokens first, the first with null logprobs
+// (nothing precedes it), then `generated` (logprobs_json of the completion's tokens, its
+// text_offset counted on from the prompt's pieces).
+nlohmann::json echo_logprobs_json(const Engine& engine, std::span<const int32_t> prompt,
+                                  std::span<const TokenLogprobs> prompt_logprobs, std::span<const int32_t> tokens,
+                                  std::span<const TokenLogprobs> logprobs);
+
 // Whether `token` ended the output (EOS or a stop id) rather than adding text to it.
 bool is_ending_token(const Engine& engine, const Request& request, int32_t token);
 

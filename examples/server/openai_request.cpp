@@ -1,7 +1,7 @@
 // The OpenAI request fields pagoda-server understands (and vLLM's sampling extensions: top_k,
 // min_p, repetition_penalty, min_tokens, stop_token_ids, ignore_eos), their types and ranges.
 // Fields it does not know are ignored, as OpenAI's own server and vLLM do; options it cannot
-// honour (n > 1, echo, suffix, tools) are refused with a message rather than ignored.
+// honour (n > 1, suffix, tools) are refused with a message rather than ignored.
 
 #include "examples/server/openai_request.h"
 
@@ -77,7 +77,6 @@ void refuse_unsupported(const json& body, Endpoint endpoint) {
   if (auto n = integer(body, "n", 1, 128); n && *n != 1) throw bad_request("'n' must be 1: pagoda-server makes one choice per request");
   if (auto b = integer(body, "best_of", 1, 128); b && *b != 1) throw bad_request("'best_of' must be 1");
   if (endpoint == Endpoint::Completions) {
-    if (boolean(body, "echo").value_or(false)) throw bad_request("'echo' is not supported");
     if (field(body, "suffix")) throw bad_request("'suffix' is not supported");
   } else {
     if (field(body, "tools") || field(body, "tool_choice")) throw bad_request("'tools' are not supported");
@@ -142,10 +141,13 @@ std::vector<int32_t> stop_token_ids(const json& body, const Engine& engine) {
   return out;
 }
 
+// OpenAI's bound on top_logprobs, which completions' logprobs shares here (as vLLM).
+constexpr int64_t kMaxLogprobs = 20;
+
 // Request::logprobs: completions' `logprobs: k`; chat's `logprobs: true` with `top_logprobs: k`.
 int32_t requested_logprobs(const json& body, Endpoint endpoint) {
-  if (endpoint == Endpoint::Completions) return int32_t(integer(body, "logprobs", 0, 20).value_or(-1));
-  const std::optional<int64_t> top = integer(body, "top_logprobs", 0, 20);
+  if (endpoint == Endpoint::Completions) return int32_t(integer(body, "logprobs", 0, kMaxLogprobs).value_or(-1));
+  const std::optional<int64_t> top = integer(body, "top_logprobs", 0, kMaxLogprobs);
   if (!boolean(body, "logprobs").value_or(false)) {
     if (top) throw bad_request("'top_logprobs' needs 'logprobs': true");
     return -1;
@@ -246,10 +248,19 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const E
   r.stop_strings = stop_strings(body);
   r.ignore_eos = boolean(body, "ignore_eos").value_or(false);
   r.logprobs = requested_logprobs(body, endpoint);
+  if (endpoint == Endpoint::Completions) a.echo = boolean(body, "echo").value_or(false);
+  if (a.echo) {
+    // lm-evaluation-harness's loglikelihood: echo + logprobs + max_tokens 0.
+    if (a.stream && r.logprobs >= 0) throw bad_request("'echo' with 'logprobs' cannot be streamed");
+    r.prompt_logprobs = r.logprobs;
+  }
 
   try {
     if (endpoint == Endpoint::Completions) {
       r.prompt_ids = completion_prompt(body, engine);
+      const json* p = field(body, "prompt");
+      a.prompt_text = p->is_string() ? p->get<std::string>() : engine.detokenize(r.prompt_ids);
+      if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) a.prompt_text = (*p)[0].get<std::string>();
     } else {
       const ChatFormat format = engine.chat_format();
       r.prompt_ids = engine.tokenize(engine.apply_chat_template(chat_messages(body), true), engine.add_bos(), true);
@@ -265,8 +276,9 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const E
 
   const int64_t context = engine.context_length();
   const int64_t prompt = int64_t(r.prompt_ids.size());
-  std::optional<int64_t> max_tokens = integer(body, "max_completion_tokens", 1, INT32_MAX);
-  if (!max_tokens) max_tokens = integer(body, "max_tokens", 1, INT32_MAX);
+  const int64_t least = a.echo ? 0 : 1;  // an echoed prompt may be all that is wanted
+  std::optional<int64_t> max_tokens = integer(body, "max_completion_tokens", least, INT32_MAX);
+  if (!max_tokens) max_tokens = integer(body, "max_tokens", least, INT32_MAX);
   // OpenAI's default for a completion is 16 tokens; a chat reply may fill the context.
   const int64_t wanted = max_tokens.value_or(endpoint == Endpoint::Completions ? 16 : std::max<int64_t>(1, context - prompt));
   if (prompt + wanted > context) {

@@ -130,9 +130,12 @@ void Routes::generate(int endpoint, const httplib::Request& req, httplib::Respon
       // The token that ended the output (EOS, a stop id) added no text: it has no entry.
       std::span<const int32_t> tokens = c.token_ids;
       if (!tokens.empty() && is_ending_token(engine_, a.request, tokens.back())) tokens = tokens.first(tokens.size() - 1);
-      logprobs = logprobs_json(a.endpoint, engine_, tokens, c.logprobs);
+      logprobs = a.echo ? echo_logprobs_json(engine_, a.request.prompt_ids, c.prompt_logprobs, tokens, c.logprobs)
+                        : logprobs_json(a.endpoint, engine_, tokens, c.logprobs);
     }
-    send_json(res, 200, completion_json(header, c, logprobs));
+    json body = completion_json(header, c, logprobs);
+    if (a.echo) body["choices"][0]["text"] = a.prompt_text + c.text;
+    send_json(res, 200, body);
   } catch (const ApiError& e) {
     metrics_.count_request(e.status() >= 500 ? Outcome::ServerError : Outcome::ClientError);
     send_error(res, e);

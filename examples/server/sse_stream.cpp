@@ -1,6 +1,7 @@
 #include "examples/server/sse_stream.h"
 
 #include <string>
+#include <utility>
 
 #include "examples/server/api_error.h"
 #include "examples/server/openai_logprobs.h"
@@ -18,6 +19,7 @@ struct EventStream {
   RequestHandle handle;
   ResponseHeader header;
   Request request;  // its logprobs and ending tokens
+  std::string echo;  // the prompt, to send first (completions' echo)
   const Engine& engine;
   bool include_usage;
   ServerMetrics& metrics;
@@ -52,12 +54,18 @@ struct EventStream {
 void stream_events(httplib::Response& res, RequestHandle handle, const ApiRequest& request, ResponseHeader header,
                    ServerMetrics& metrics, const Engine& engine) {
   auto stream = std::make_shared<EventStream>(
-      EventStream{std::move(handle), std::move(header), request.request, engine, request.include_usage, metrics});
+      EventStream{std::move(handle), std::move(header), request.request, request.echo ? request.prompt_text : "", engine,
+                  request.include_usage, metrics});
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
       [stream](size_t, httplib::DataSink& sink) {
         EventStream& s = *stream;
+        if (!s.echo.empty()) {
+          const std::string chunk = event(chunk_json(s.header, std::exchange(s.echo, {}), true, std::nullopt));
+          s.first = false;
+          return sink.write(chunk.data(), chunk.size());
+        }
         // Short waits, so a client that left is noticed even while no token comes.
         if (auto token = s.handle.next_token(std::chrono::milliseconds(100))) {
           nlohmann::json logprobs = nullptr;

@@ -146,6 +146,35 @@ describe('pagoda-server', () => {
     assert.equal(plain.choices[0].logprobs, null);
   });
 
+  test('echo + logprobs + max_tokens 0 scores the prompt as pagoda-perplexity does', async () => {
+    const ids = [1, ...Array.from({ length: 40 }, (_, i) => ((i * 37 + 11) % 500) + 3)];
+    const c = await client.completions.create({ prompt: ids, echo: true, logprobs: 1, max_tokens: 0, temperature: 0 });
+    const lp = c.choices[0].logprobs;
+    assert.equal(c.usage.completion_tokens, 0);
+    assert.equal(lp.tokens.length, ids.length);
+    assert.equal(lp.token_logprobs[0], null);
+    assert.equal(lp.top_logprobs[0], null);
+
+    const idsFile = path.join(scratch, 'echo-ids.json');
+    const out = path.join(scratch, 'echo-ppl.json');
+    fs.writeFileSync(idsFile, JSON.stringify([ids]));
+    const r = spawnSync(path.join(BIN, 'pagoda-perplexity'), ['-m', testModel(), '--ids', idsFile, '--json', out, '-t', '1'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const nll = JSON.parse(fs.readFileSync(out, 'utf8')).sequences[0].nll;
+    assert.equal(nll.length, ids.length - 1);
+    for (let i = 1; i < ids.length; i += 1) assert.ok(Math.abs(lp.token_logprobs[i] + nll[i - 1]) < 1e-5, `token ${i}: ${lp.token_logprobs[i]} vs ${-nll[i - 1]}`);
+
+    // Echo with a text prompt and new tokens: the prompt, then the completion.
+    const plain = await client.completions.create({ prompt: 'Once upon a time', ...greedy });
+    const echoed = await client.completions.create({ prompt: 'Once upon a time', ...greedy, echo: true });
+    assert.equal(echoed.choices[0].text, 'Once upon a time' + plain.choices[0].text);
+    let streamed = '';
+    for await (const chunk of await client.completions.create({ prompt: 'Once upon a time', ...greedy, echo: true, stream: true })) {
+      streamed += chunk.choices[0]?.text ?? '';
+    }
+    assert.equal(streamed, echoed.choices[0].text);
+  });
+
   test('errors in OpenAI\'s JSON: unknown model 404, bad parameters 400', async () => {
     await assert.rejects(client.completions.create({ model: 'no-such-model', prompt: 'x' }), (e) => {
       assert.equal(e.status, 404);
@@ -167,6 +196,7 @@ describe('pagoda-server', () => {
       [{ prompt: 'x', logit_bias: { 5: 101 } }, /'logit_bias' values must be numbers between -100 and 100/],
       [{ prompt: 'x', stop_token_ids: [-1] }, /'stop_token_ids'/],
       [{ prompt: 'x', logprobs: 21 }, /'logprobs' must be at most 20/],
+      [{ prompt: 'x', echo: true, logprobs: 1, stream: true }, /cannot be streamed/],
       [{ prompt: '' }, /empty/],
       [{ prompt: [999999] }, /outside the vocabulary/],
     ];
