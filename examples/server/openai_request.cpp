@@ -1,7 +1,7 @@
 // The OpenAI request fields pagoda-server understands (and vLLM's sampling extensions: top_k,
 // min_p, repetition_penalty, min_tokens, stop_token_ids, ignore_eos), their types and ranges.
 // Fields it does not know are ignored, as OpenAI's own server and vLLM do; options it cannot
-// honour (n > 1, suffix, tools) are refused with a message rather than ignored.
+// honour (suffix, tools) are refused with a message rather than ignored.
 
 #include "examples/server/openai_request.h"
 
@@ -74,8 +74,6 @@ std::vector<std::string> stop_strings(const json& body) {
 }
 
 void refuse_unsupported(const json& body, Endpoint endpoint) {
-  if (auto n = integer(body, "n", 1, 128); n && *n != 1) throw bad_request("'n' must be 1: pagoda-server makes one choice per request");
-  if (auto b = integer(body, "best_of", 1, 128); b && *b != 1) throw bad_request("'best_of' must be 1");
   if (endpoint == Endpoint::Completions) {
     if (field(body, "suffix")) throw bad_request("'suffix' is not supported");
   } else {
@@ -140,6 +138,9 @@ std::vector<int32_t> stop_token_ids(const json& body, const Engine& engine) {
   }
   return out;
 }
+
+// Choices one request may ask for (n, best_of).
+constexpr int64_t kMaxChoices = 128;
 
 // OpenAI's bound on top_logprobs, which completions' logprobs shares here (as vLLM).
 constexpr int64_t kMaxLogprobs = 20;
@@ -248,6 +249,14 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const E
   r.stop_strings = stop_strings(body);
   r.ignore_eos = boolean(body, "ignore_eos").value_or(false);
   r.logprobs = requested_logprobs(body, endpoint);
+  a.n = int32_t(integer(body, "n", 1, kMaxChoices).value_or(1));
+  if (endpoint == Endpoint::Completions) {
+    a.best_of = int32_t(integer(body, "best_of", 1, kMaxChoices).value_or(a.n));
+    if (a.best_of < a.n) throw bad_request("'best_of' must be at least 'n'");
+    if (a.best_of > a.n && a.stream) throw bad_request("'best_of' above 'n' cannot be streamed");
+  } else {
+    a.best_of = a.n;
+  }
   if (endpoint == Endpoint::Completions) a.echo = boolean(body, "echo").value_or(false);
   if (a.echo) {
     // lm-evaluation-harness's loglikelihood: echo + logprobs + max_tokens 0.

@@ -22,6 +22,8 @@ struct ApiRequest {
   std::string model;    // as the client named it (the base model's name when it named none)
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with only the usage
+  int32_t n = 1;               // choices returned
+  int32_t best_of = 1;         // completions: choices generated, the n most likely returned
   bool echo = false;           // completions: the prompt comes back before the completion
   std::string prompt_text;     // completions: the prompt as sent (its ids' text when ids)
 };

@@ -31,25 +31,30 @@ json envelope(const ResponseHeader& h, const char* object) {
 
 }  // namespace
 
-json completion_json(const ResponseHeader& h, const Completion& c, const json& logprobs) {
+json completion_json(const ResponseHeader& h, const std::vector<Choice>& choices, int64_t prompt_tokens,
+                     int64_t completion_tokens) {
   const bool chat = h.endpoint == Endpoint::ChatCompletions;
   json body = envelope(h, chat ? "chat.completion" : "text_completion");
-  json choice = {{"index", 0}, {"finish_reason", openai_finish_reason(c.finish_reason)}, {"logprobs", logprobs}};
-  if (chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", c.text}};
-  } else {
-    choice["text"] = c.text;
+  body["choices"] = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    json choice = {{"index", i}, {"finish_reason", openai_finish_reason(choices[i].finish_reason)},
+                   {"logprobs", choices[i].logprobs}};
+    if (chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", choices[i].text}};
+    } else {
+      choice["text"] = choices[i].text;
+    }
+    body["choices"].push_back(choice);
   }
-  body["choices"] = json::array({choice});
-  body["usage"] = usage_json(c.prompt_tokens, int64_t(c.token_ids.size()));
+  body["usage"] = usage_json(prompt_tokens, completion_tokens);
   return body;
 }
 
-json chunk_json(const ResponseHeader& h, const std::string& text, bool first, std::optional<FinishReason> finish,
-                const json& logprobs) {
+json chunk_json(const ResponseHeader& h, int32_t index, const std::string& text, bool first,
+                std::optional<FinishReason> finish, const json& logprobs) {
   const bool chat = h.endpoint == Endpoint::ChatCompletions;
   json body = envelope(h, chat ? "chat.completion.chunk" : "text_completion");
-  json choice = {{"index", 0}, {"logprobs", logprobs},
+  json choice = {{"index", index}, {"logprobs", logprobs},
                  {"finish_reason", finish ? json(openai_finish_reason(*finish)) : json(nullptr)}};
   if (chat) {
     json delta = json::object();
@@ -65,10 +70,10 @@ json chunk_json(const ResponseHeader& h, const std::string& text, bool first, st
 
 std::string dump_json(const json& body) { return body.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-json usage_chunk_json(const ResponseHeader& h, const Completion& c) {
+json usage_chunk_json(const ResponseHeader& h, int64_t prompt_tokens, int64_t completion_tokens) {
   json body = envelope(h, h.endpoint == Endpoint::ChatCompletions ? "chat.completion.chunk" : "text_completion");
   body["choices"] = json::array();
-  body["usage"] = usage_json(c.prompt_tokens, int64_t(c.token_ids.size()));
+  body["usage"] = usage_json(prompt_tokens, completion_tokens);
   return body;
 }
 

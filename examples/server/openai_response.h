@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -27,12 +28,22 @@ const char* openai_finish_reason(FinishReason reason);
 
 nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
 
-// The non-streamed response; `logprobs` is the choice's (null when not asked for).
-nlohmann::json completion_json(const ResponseHeader& h, const Completion& c, const nlohmann::json& logprobs = nullptr);
+// One choice of a non-streamed response: its text (with an echoed prompt) and `logprobs`
+// (null when not asked for).
+struct Choice {
+  std::string text;
+  FinishReason finish_reason = FinishReason::Length;
+  nlohmann::json logprobs;
+};
 
-// One stream chunk: `text` (the chat's first chunk also carries the assistant role), its
-// tokens' `logprobs` when asked for, and the finish reason on the last one.
-nlohmann::json chunk_json(const ResponseHeader& h, const std::string& text, bool first,
+// The non-streamed response: the choices, indexed in order, and the usage of every
+// completion the request ran (best_of counts those not returned too).
+nlohmann::json completion_json(const ResponseHeader& h, const std::vector<Choice>& choices, int64_t prompt_tokens,
+                               int64_t completion_tokens);
+
+// One stream chunk of choice `index`: `text` (the chat's first chunk also carries the
+// assistant role), its tokens' `logprobs` when asked for, and the finish reason on the last one.
+nlohmann::json chunk_json(const ResponseHeader& h, int32_t index, const std::string& text, bool first,
                           std::optional<FinishReason> finish, const nlohmann::json& logprobs = nullptr);
 
 // Serialised as sent: a token's piece may hold part of a UTF-8 character, which is replaced
@@ -40,6 +51,6 @@ nlohmann::json chunk_json(const ResponseHeader& h, const std::string& text, bool
 std::string dump_json(const nlohmann::json& body);
 
 // The usage-only chunk of stream_options.include_usage (no choices).
-nlohmann::json usage_chunk_json(const ResponseHeader& h, const Completion& c);
+nlohmann::json usage_chunk_json(const ResponseHeader& h, int64_t prompt_tokens, int64_t completion_tokens);
 
 }  // namespace pagoda::server

@@ -1,12 +1,15 @@
 #include "examples/server/routes.h"
 
+#include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "examples/server/api_error.h"
 #include "examples/server/auth.h"
+#include "examples/server/choices.h"
 #include "examples/server/openai_logprobs.h"
 #include "examples/server/openai_request.h"
 #include "examples/server/openai_response.h"
@@ -110,32 +113,45 @@ void Routes::generate(int endpoint, const httplib::Request& req, httplib::Respon
     if (shutting_down_.load()) throw shutting_down_error();
     ApiRequest a = parse_api_request(Endpoint(endpoint), req.body, engine_, names_);
     a.request.stream = a.stream;
-    std::optional<RequestHandle> handle;
+    const bool wants_logprobs = a.request.logprobs >= 0;
+    if (a.best_of > a.n) a.request.logprobs = std::max(a.request.logprobs, 0);  // to rank the choices by
+    std::vector<RequestHandle> handles;
     try {
-      handle.emplace(engine_.submit(a.request));
+      handles = submit_choices(engine_, a.request, a.best_of);
     } catch (const Error& e) {
       if (shutting_down_.load()) throw shutting_down_error();
       throw bad_request(e.what());
     }
     const ResponseHeader header = response_header(a, serial_.fetch_add(1));
-    if (a.stream) return stream_events(res, std::move(*handle), a, header, metrics_, engine_);
+    if (a.stream) return stream_events(res, std::move(handles), a, header, metrics_, engine_);
 
-    const Completion c = handle->get();
-    if (c.finish_reason == FinishReason::Cancelled) throw shutting_down_error();
-    if (c.finish_reason == FinishReason::Error) throw ApiError(500, c.error, "server_error");
-    metrics_.count_request(c.finish_reason == FinishReason::Length ? Outcome::Length : Outcome::Stop);
-    metrics_.record(c, std::chrono::duration<double>(Clock::now() - start).count());
-    json logprobs = nullptr;
-    if (a.request.logprobs >= 0) {
-      // The token that ended the output (EOS, a stop id) added no text: it has no entry.
-      std::span<const int32_t> tokens = c.token_ids;
-      if (!tokens.empty() && is_ending_token(engine_, a.request, tokens.back())) tokens = tokens.first(tokens.size() - 1);
-      logprobs = a.echo ? echo_logprobs_json(engine_, a.request.prompt_ids, c.prompt_logprobs, tokens, c.logprobs)
-                        : logprobs_json(a.endpoint, engine_, tokens, c.logprobs);
+    std::vector<Completion> done;
+    for (RequestHandle& h : handles) done.push_back(h.get());
+    int64_t completion_tokens = 0;
+    for (const Completion& c : done) {
+      if (c.finish_reason == FinishReason::Cancelled) throw shutting_down_error();
+      if (c.finish_reason == FinishReason::Error) throw ApiError(500, c.error, "server_error");
+      metrics_.record(c, std::chrono::duration<double>(Clock::now() - start).count());
+      completion_tokens += int64_t(c.token_ids.size());
     }
-    json body = completion_json(header, c, logprobs);
-    if (a.echo) body["choices"][0]["text"] = a.prompt_text + c.text;
-    send_json(res, 200, body);
+    std::vector<Choice> choices;
+    std::vector<size_t> picked(done.size());
+    std::iota(picked.begin(), picked.end(), size_t(0));
+    if (a.best_of > a.n) picked = best_choices(done, a.n);
+    for (size_t i : picked) {
+      const Completion& c = done[i];
+      json logprobs = nullptr;
+      if (wants_logprobs) {
+        // The token that ended the output (EOS, a stop id) added no text: it has no entry.
+        std::span<const int32_t> tokens = c.token_ids;
+        if (!tokens.empty() && is_ending_token(engine_, a.request, tokens.back())) tokens = tokens.first(tokens.size() - 1);
+        logprobs = a.echo ? echo_logprobs_json(engine_, a.request.prompt_ids, c.prompt_logprobs, tokens, c.logprobs)
+                          : logprobs_json(a.endpoint, engine_, tokens, c.logprobs);
+      }
+      choices.push_back({(a.echo ? a.prompt_text : std::string()) + c.text, c.finish_reason, logprobs});
+    }
+    metrics_.count_request(choices[0].finish_reason == FinishReason::Length ? Outcome::Length : Outcome::Stop);
+    send_json(res, 200, completion_json(header, choices, done[0].prompt_tokens, completion_tokens));
   } catch (const ApiError& e) {
     metrics_.count_request(e.status() >= 500 ? Outcome::ServerError : Outcome::ClientError);
     send_error(res, e);

@@ -14,73 +14,112 @@ using Clock = std::chrono::steady_clock;
 
 std::string event(const nlohmann::json& body) { return "data: " + dump_json(body) + "\n\n"; }
 
+// One choice's place in the stream.
+struct ChoiceStream {
+  RequestHandle handle;
+  std::string echo;        // the prompt, to send first (completions' echo)
+  bool first = true;       // its next chunk is its first
+  size_t text_offset = 0;  // completions' logprobs.text_offset of its next token
+};
+
 // One stream's state, shared by httplib's content provider and its releaser.
 struct EventStream {
-  RequestHandle handle;
+  std::vector<ChoiceStream> choices;
   ResponseHeader header;
   Request request;  // its logprobs and ending tokens
-  std::string echo;  // the prompt, to send first (completions' echo)
   const Engine& engine;
   bool include_usage;
   ServerMetrics& metrics;
   Clock::time_point start = Clock::now();
-  bool first = true;
-  size_t text_offset = 0;  // completions' logprobs.text_offset of the next token
+  size_t turn = 0;        // the choice looked at first next time, so none is starved
   bool finished = false;  // the last event was written
 
-  // The events that end the stream, from the completion.
+  // The next event of any choice: its echo, or a token's chunk; empty when nothing came. With
+  // `wait`, the first choice still streaming is waited on a little (one choice: 100 ms, as a
+  // client that left must still be noticed; several: 10 ms, so the others are not held up).
+  std::string next_event(bool wait) {
+    for (size_t k = 0; k < choices.size(); ++k) {
+      const size_t i = (turn + k) % choices.size();
+      ChoiceStream& c = choices[i];
+      if (!c.echo.empty()) {
+        turn = i + 1;
+        c.first = false;
+        return event(chunk_json(header, int32_t(i), std::exchange(c.echo, {}), true, std::nullopt));
+      }
+      std::chrono::milliseconds timeout(0);
+      if (wait && !c.handle.stream_ended()) {
+        timeout = std::chrono::milliseconds(choices.size() == 1 ? 100 : 10);
+        wait = false;
+      }
+      while (auto token = c.handle.next_token(timeout)) {
+        nlohmann::json logprobs = nullptr;
+        if (token->logprobs && !is_ending_token(engine, request, token->token)) {
+          const int32_t id = token->token;
+          logprobs = logprobs_json(header.endpoint, engine, std::span(&id, 1), std::span(&*token->logprobs, 1), c.text_offset);
+          c.text_offset += engine.token_text(id).size();
+        }
+        if (token->text.empty() && logprobs.is_null()) continue;
+        turn = i + 1;
+        const bool first = std::exchange(c.first, false);
+        return event(chunk_json(header, int32_t(i), token->text, first, std::nullopt, logprobs));
+      }
+    }
+    return {};
+  }
+
+  bool ended() const {
+    for (const ChoiceStream& c : choices) {
+      if (!c.echo.empty() || !c.handle.stream_ended()) return false;
+    }
+    return true;
+  }
+
+  // The events that end the stream, from the completions: each choice's finish reason, the
+  // usage of them all on the last, an optional usage-only chunk, [DONE].
   std::string ending() {
-    const Completion c = handle.get();
-    if (c.finish_reason == FinishReason::Cancelled) {
-      metrics.count_request(Outcome::Cancelled);
-      return event(ApiError(503, "the request was cancelled: the server is shutting down", "server_error").body());
+    std::vector<Completion> done;
+    for (ChoiceStream& c : choices) done.push_back(c.handle.get());
+    int64_t completion_tokens = 0;
+    for (const Completion& c : done) {
+      if (c.finish_reason == FinishReason::Cancelled) {
+        metrics.count_request(Outcome::Cancelled);
+        return event(ApiError(503, "the request was cancelled: the server is shutting down", "server_error").body());
+      }
+      if (c.finish_reason == FinishReason::Error) {
+        metrics.count_request(Outcome::ServerError);
+        return event(ApiError(500, c.error, "server_error").body());
+      }
+      metrics.record(c, std::chrono::duration<double>(Clock::now() - start).count());
+      completion_tokens += int64_t(c.token_ids.size());
     }
-    if (c.finish_reason == FinishReason::Error) {
-      metrics.count_request(Outcome::ServerError);
-      return event(ApiError(500, c.error, "server_error").body());
+    metrics.count_request(done[0].finish_reason == FinishReason::Length ? Outcome::Length : Outcome::Stop);
+    std::string out;
+    for (size_t i = 0; i < done.size(); ++i) {
+      nlohmann::json last = chunk_json(header, int32_t(i), "", choices[i].first, done[i].finish_reason);
+      if (i + 1 == done.size()) last["usage"] = usage_json(done[0].prompt_tokens, completion_tokens);
+      out += event(last);
     }
-    metrics.count_request(c.finish_reason == FinishReason::Length ? Outcome::Length : Outcome::Stop);
-    metrics.record(c, std::chrono::duration<double>(Clock::now() - start).count());
-    nlohmann::json last = chunk_json(header, "", first, c.finish_reason);
-    last["usage"] = usage_json(c.prompt_tokens, int64_t(c.token_ids.size()));
-    std::string out = event(last);
-    if (include_usage) out += event(usage_chunk_json(header, c));
+    if (include_usage) out += event(usage_chunk_json(header, done[0].prompt_tokens, completion_tokens));
     return out + "data: [DONE]\n\n";
   }
 };
 
 }  // namespace
 
-void stream_events(httplib::Response& res, RequestHandle handle, const ApiRequest& request, ResponseHeader header,
-                   ServerMetrics& metrics, const Engine& engine) {
+void stream_events(httplib::Response& res, std::vector<RequestHandle> handles, const ApiRequest& request,
+                   ResponseHeader header, ServerMetrics& metrics, const Engine& engine) {
   auto stream = std::make_shared<EventStream>(
-      EventStream{std::move(handle), std::move(header), request.request, request.echo ? request.prompt_text : "", engine,
-                  request.include_usage, metrics});
+      EventStream{{}, std::move(header), request.request, engine, request.include_usage, metrics});
+  for (RequestHandle& h : handles) stream->choices.push_back({std::move(h), request.echo ? request.prompt_text : ""});
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
       [stream](size_t, httplib::DataSink& sink) {
         EventStream& s = *stream;
-        if (!s.echo.empty()) {
-          const std::string chunk = event(chunk_json(s.header, std::exchange(s.echo, {}), true, std::nullopt));
-          s.first = false;
-          return sink.write(chunk.data(), chunk.size());
-        }
-        // Short waits, so a client that left is noticed even while no token comes.
-        if (auto token = s.handle.next_token(std::chrono::milliseconds(100))) {
-          nlohmann::json logprobs = nullptr;
-          if (token->logprobs && !is_ending_token(s.engine, s.request, token->token)) {
-            const int32_t id = token->token;
-            logprobs = logprobs_json(s.header.endpoint, s.engine, std::span(&id, 1), std::span(&*token->logprobs, 1),
-                                     s.text_offset);
-            s.text_offset += s.engine.token_text(id).size();
-          }
-          if (token->text.empty() && logprobs.is_null()) return true;
-          const std::string chunk = event(chunk_json(s.header, token->text, s.first, std::nullopt, logprobs));
-          s.first = false;
-          return sink.write(chunk.data(), chunk.size());
-        }
-        if (!s.handle.stream_ended()) return sink.is_writable();
+        std::string chunk = s.next_event(false);
+        if (chunk.empty()) chunk = s.next_event(true);
+        if (!chunk.empty()) return sink.write(chunk.data(), chunk.size());
+        if (!s.ended()) return sink.is_writable();
         const std::string last = s.ending();
         s.finished = true;
         if (!sink.write(last.data(), last.size())) return false;
@@ -88,9 +127,9 @@ void stream_events(httplib::Response& res, RequestHandle handle, const ApiReques
         return true;
       },
       [stream](bool success) {
-        // The client went away (or the server is stopping) before the end: stop the request.
+        // The client went away (or the server is stopping) before the end: stop the requests.
         if (!stream->finished) {
-          stream->handle.cancel();
+          for (ChoiceStream& c : stream->choices) c.handle.cancel();
           stream->metrics.count_request(Outcome::Cancelled);
         }
       });

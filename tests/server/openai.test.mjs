@@ -175,6 +175,37 @@ describe('pagoda-server', () => {
     assert.equal(streamed, echoed.choices[0].text);
   });
 
+  test('n choices share one prefill; best_of returns the most likely; streamed by index', async () => {
+    const prompt = [1, ...Array.from({ length: 99 }, (_, i) => ((i * 53 + 7) % 500) + 3)];
+    const sampled = { prompt, max_tokens: 12, temperature: 0.9, seed: 11, ignore_eos: true };
+    const hits = () => metric(server.url, 'pagoda_prefix_cache_hit_tokens_total');
+    const before = await hits();
+    const three = await client.completions.create({ ...sampled, n: 3 });
+    assert.deepEqual(three.choices.map((c) => c.index), [0, 1, 2]);
+    assert.equal(three.usage.prompt_tokens, prompt.length);
+    assert.equal(three.usage.completion_tokens, 36, 'the usage adds up the three choices');
+    assert.equal(new Set(three.choices.map((c) => c.text)).size, 3, 'each choice samples its own stream');
+    assert.ok((await hits()) - before >= 2 * 64, 'choices 1 and 2 read the prompt from the cache');
+
+    const streamed = ['', '', ''];
+    for await (const chunk of await client.completions.create({ ...sampled, n: 3, stream: true })) {
+      for (const c of chunk.choices) streamed[c.index] += c.text;
+    }
+    assert.deepEqual(streamed, three.choices.map((c) => c.text));
+
+    const scored = await client.completions.create({ ...sampled, n: 3, logprobs: 0 });
+    const sums = scored.choices.map((c) => c.logprobs.token_logprobs.reduce((a, b) => a + b, 0));
+    const best = await client.completions.create({ ...sampled, n: 1, best_of: 3 });
+    assert.equal(best.choices.length, 1);
+    assert.equal(best.usage.completion_tokens, 36, 'best_of counts every completion it ran');
+    assert.equal(best.choices[0].text, scored.choices[sums.indexOf(Math.max(...sums))].text);
+    assert.equal(best.choices[0].logprobs, null);
+
+    const chat = await client.chat.completions.create({ messages: [{ role: 'user', content: 'Hi' }], n: 2, max_tokens: 8, seed: 3 });
+    assert.equal(chat.choices.length, 2);
+    assert.equal(chat.choices[1].index, 1);
+  });
+
   test('errors in OpenAI\'s JSON: unknown model 404, bad parameters 400', async () => {
     await assert.rejects(client.completions.create({ model: 'no-such-model', prompt: 'x' }), (e) => {
       assert.equal(e.status, 404);
@@ -183,7 +214,9 @@ describe('pagoda-server', () => {
       return true;
     });
     const bad = [
-      [{ prompt: 'x', n: 2 }, /'n' must be 1/],
+      [{ prompt: 'x', n: 0 }, /'n' must be between 1 and 128/],
+      [{ prompt: 'x', n: 3, best_of: 2 }, /'best_of' must be at least 'n'/],
+      [{ prompt: 'x', best_of: 2, stream: true }, /cannot be streamed/],
       [{ prompt: 'x', temperature: 'hot' }, /'temperature' must be a number/],
       [{ prompt: 'x', temperature: 7 }, /'temperature' must be between/],
       [{ prompt: 'x', top_p: 0 }, /'top_p'/],

@@ -1,0 +1,24 @@
+#pragma once
+// OpenAI's `n` (and completions' `best_of`): one API request run as several engine requests on
+// the same prompt, each with its own sampling stream (seed + i). The first is submitted alone
+// and the others once its prompt is in the KV cache (its first token is out), so they find the
+// prompt's full pages in the prefix cache: the prompt is computed once, not n times.
+
+#include <cstdint>
+#include <vector>
+
+#include "examples/server/openai_request.h"
+#include "pagoda/engine.h"
+#include "pagoda/request.h"
+
+namespace pagoda::server {
+
+// Submits `count` requests like `request` (seeds request.sampling.seed + i). Throws
+// pagoda::Error as Engine::submit does; requests already submitted are cancelled first.
+std::vector<RequestHandle> submit_choices(Engine& engine, const Request& request, int32_t count);
+
+// For best_of: the indices of the `n` completions with the highest sum of their tokens'
+// logprobs (Request::logprobs >= 0), best first; ties keep the earlier choice.
+std::vector<size_t> best_choices(const std::vector<Completion>& completions, int32_t n);
+
+}  // namespace pagoda::server
