@@ -1,0 +1,146 @@
+"""AsyncEngine: the Engine for asyncio, with awaitable results and ``async for`` streams."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+from typing import Any, AsyncIterator, Iterable, Optional, Sequence, Union
+
+from ._chat import Message, chat_prompt
+from ._core import Completion, Delta, Handle, Metrics
+from ._engine import Engine, Prompt, _is_one_prompt
+from ._params import SamplingParams
+
+
+def _resolve(finished: asyncio.Future, item: None) -> None:
+    if not finished.done():  # a cancelled wait leaves it cancelled
+        finished.set_result(None)
+
+
+class AsyncHandle:
+    """A request submitted from a coroutine: ``await handle.result()``, ``cancel()``, ``done()``."""
+
+    def __init__(self, handle: Handle, loop: asyncio.AbstractEventLoop) -> None:
+        self._handle = handle
+        self._finished = loop.create_future()
+        # A thread of the binding's waits for the request (GIL released) and hands its end to the
+        # loop with call_soon_threadsafe: nothing polls, and the loop never blocks.
+        handle.forward_to(loop, functools.partial(_resolve, self._finished))
+
+    @property
+    def id(self) -> int:
+        return self._handle.id
+
+    def cancel(self) -> None:
+        """Asks the engine to stop the request; its result is then ``"cancelled"``."""
+        self._handle.cancel()
+
+    def done(self) -> bool:
+        return self._handle.done()
+
+    async def result(self) -> Completion:
+        """The completion. Cancelling the awaiting task cancels the request.
+
+        Raises:
+            pagoda.Error: the request failed (unknown adapter, lost model).
+        """
+        try:
+            await asyncio.shield(self._finished)
+        except asyncio.CancelledError:
+            self._handle.cancel()
+            raise
+        return self._handle.result()
+
+
+class AsyncEngine:
+    """An :class:`Engine` for asyncio: the same arguments, the same behaviour, and coroutines.
+
+    Loading runs in the loop's default executor, so ``await AsyncEngine.load(...)`` keeps the loop
+    running; the constructor itself blocks while it loads.
+    """
+
+    def __init__(self, model: Union[str, "os.PathLike[str]"], **config: Any) -> None:
+        self.engine = Engine(model, **config)
+
+    @classmethod
+    async def load(cls, model: Union[str, "os.PathLike[str]"], **config: Any) -> AsyncEngine:
+        """Loads the model on a worker thread (the GIL is released while it reads the file)."""
+        return await asyncio.get_running_loop().run_in_executor(None, lambda: cls(model, **config))
+
+    def close(self) -> None:
+        """Cancels what is pending and stops the engine. Idempotent."""
+        self.engine.close()
+
+    async def __aenter__(self) -> AsyncEngine:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def submit(self, prompt: Prompt, params: Optional[SamplingParams] = None, *, adapter: Optional[str] = None,
+               priority: int = 0, prefix_cache: bool = True, parse_special: bool = False) -> AsyncHandle:
+        """Queues a request (call it from a coroutine). Raises :class:`pagoda.Error` at once for a
+        refused request."""
+        loop = asyncio.get_running_loop()
+        return AsyncHandle(self.engine._submit(prompt, params, adapter=adapter, priority=priority,
+                                               prefix_cache=prefix_cache, parse_special=parse_special,
+                                               stream=False, on_token=None), loop)
+
+    async def generate(self, prompts: Union[Prompt, Iterable[Prompt]], params: Optional[SamplingParams] = None, *,
+                       adapter: Optional[str] = None, priority: int = 0,
+                       prefix_cache: bool = True) -> list[Completion]:
+        """Every prompt in one continuous batch; their completions in order. Cancelling the task
+        cancels them all."""
+        batch = [prompts] if _is_one_prompt(prompts) else list(prompts)  # type: ignore[arg-type]
+        handles: list[AsyncHandle] = []
+        try:
+            for prompt in batch:
+                handles.append(self.submit(prompt, params, adapter=adapter, priority=priority, prefix_cache=prefix_cache))
+            return [await h.result() for h in handles]
+        finally:
+            for h in handles:
+                h.cancel()
+
+    async def stream(self, prompt: Prompt, params: Optional[SamplingParams] = None, *,
+                     adapter: Optional[str] = None, priority: int = 0, prefix_cache: bool = True,
+                     parse_special: bool = False) -> AsyncIterator[Delta]:
+        """``async for delta in engine.stream(...)``: the deltas of :meth:`Engine.stream`, handed to
+        this loop as they are made. Leaving the loop, closing the iterator or cancelling the task
+        cancels the request."""
+        loop = asyncio.get_running_loop()
+        handle = self.engine._submit(prompt, params, adapter=adapter, priority=priority, prefix_cache=prefix_cache,
+                                     parse_special=parse_special, stream=True, on_token=None)
+        deltas: asyncio.Queue[Optional[list[Delta]]] = asyncio.Queue()
+        handle.forward_to(loop, deltas.put_nowait)
+        try:
+            while (batch := await deltas.get()) is not None:
+                for delta in batch:
+                    yield delta
+            handle.result()  # raises the error of a request that failed
+        finally:
+            handle.cancel()
+
+    async def chat(self, messages: Sequence[Message], params: Optional[SamplingParams] = None, *,
+                   tools: Optional[Sequence[object]] = None, adapter: Optional[str] = None) -> Completion:
+        """:meth:`Engine.chat`, awaited."""
+        prompt, chat_params = chat_prompt(self.engine, messages, params, tools)
+        return await self.submit(prompt, chat_params, adapter=adapter, parse_special=True).result()
+
+    def apply_chat_template(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
+        return self.engine.apply_chat_template(messages, add_generation_prompt)
+
+    def tokenize(self, text: str, add_bos: Optional[bool] = None, parse_special: bool = False) -> list[int]:
+        return self.engine.tokenize(text, add_bos, parse_special)
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        return self.engine.detokenize(ids)
+
+    def load_adapter(self, name: str, path: Union[str, "os.PathLike[str]"], scale: float = 1.0) -> None:
+        self.engine.load_adapter(name, path, scale)
+
+    def unload_adapter(self, name: str) -> None:
+        self.engine.unload_adapter(name)
+
+    def metrics(self) -> Metrics:
+        return self.engine.metrics()

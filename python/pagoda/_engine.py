@@ -1,0 +1,278 @@
+"""Engine: a model loaded once, serving requests from any number of Python threads."""
+
+from __future__ import annotations
+
+import os
+import weakref
+from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _core
+from ._chat import Message, chat_prompt
+from ._core import Completion, Delta, Error, Handle, Metrics
+from ._params import SamplingParams
+
+Prompt = Union[str, Sequence[int]]
+AdapterSpec = Union[str, "os.PathLike[str]", Tuple[Union[str, "os.PathLike[str]"], float]]
+
+_open_engines: "weakref.WeakSet[Engine]" = weakref.WeakSet()
+
+
+def close_all() -> None:
+    """Closes every engine still open; run at interpreter exit, before Python tears down."""
+    for engine in list(_open_engines):
+        engine.close()
+
+
+class Engine:
+    """A model and its serving engine: continuous batching over a paged KV cache.
+
+    Every blocking call (loading, waiting for results, streaming, closing) releases the GIL, so
+    other Python threads run meanwhile and may submit to the same engine. Use it as a context
+    manager, or call :meth:`close`; every pending request then finishes as ``"cancelled"``.
+
+    Args:
+        model: a GGUF file or a llama2.c checkpoint.
+        n_ctx: the KV cache's capacity in tokens, shared by all running requests (llama.cpp's
+            meaning); None sizes it by ``kv_bytes``. A request's own limit is the model's context
+            length (:attr:`context_length`).
+        threads: compute threads; 0 = all cores.
+        kv_cache_type: "f32", "f16", "bf16" or "q8_0".
+        prefix_caching: share KV pages between requests with the same prefix.
+        adapters: LoRA adapters to load, ``{name: path}`` or ``{name: (path, scale)}``.
+        tokenizer: a llama2.c checkpoint's tokenizer.bin.
+        use_mmap, kv_bytes, tokens_per_page, max_tokens_per_step, max_entries_per_step, max_running,
+        prefill_chunk, preemption ("recompute" or "swap"), max_resident_adapters, adapter_run_cap,
+        mixed_adapter_batches, kv_prefault: the C++ ``EngineConfig`` fields of the same names.
+
+    Raises:
+        pagoda.Error: a bad model file, adapter or setting.
+    """
+
+    def __init__(self, model: Union[str, "os.PathLike[str]"], *, n_ctx: Optional[int] = None, threads: int = 0,
+                 kv_cache_type: str = "f16", prefix_caching: bool = True,
+                 adapters: Optional[Mapping[str, AdapterSpec]] = None, tokenizer: Union[str, "os.PathLike[str]"] = "",
+                 use_mmap: bool = True, kv_bytes: int = 512 << 20, tokens_per_page: int = 16,
+                 max_tokens_per_step: int = 512, max_entries_per_step: int = 256, max_running: int = 256,
+                 prefill_chunk: int = 256, preemption: str = "recompute", max_resident_adapters: int = 8,
+                 adapter_run_cap: int = 32, mixed_adapter_batches: bool = True, kv_prefault: bool = False) -> None:
+        if n_ctx is not None and (not isinstance(n_ctx, int) or n_ctx < 1):
+            raise Error(f"n_ctx must be a positive number of tokens, got {n_ctx!r}")
+        if not isinstance(tokens_per_page, int) or tokens_per_page < 1:
+            raise Error(f"tokens_per_page must be positive, got {tokens_per_page!r}")
+        kv_pages = 0 if n_ctx is None else -(-n_ctx // tokens_per_page)
+        try:
+            self._core = _core.Engine(
+                model=os.fspath(model), tokenizer=os.fspath(tokenizer), use_mmap=use_mmap, threads=threads,
+                kv_pages=kv_pages, kv_bytes=kv_bytes, tokens_per_page=tokens_per_page, kv_cache_type=kv_cache_type,
+                max_tokens_per_step=max_tokens_per_step, max_entries_per_step=max_entries_per_step,
+                max_running=max_running, prefill_chunk=prefill_chunk, preemption=preemption,
+                max_resident_adapters=max_resident_adapters, adapter_run_cap=adapter_run_cap,
+                mixed_adapter_batches=mixed_adapter_batches, prefix_caching=prefix_caching, kv_prefault=kv_prefault)
+        except TypeError as e:  # a setting of the wrong type
+            raise Error(f"bad engine setting: {e}") from None
+        _open_engines.add(self)
+        try:
+            for name, spec in (adapters or {}).items():
+                path, scale = spec if isinstance(spec, tuple) else (spec, 1.0)
+                self.load_adapter(name, path, scale)
+        except BaseException:
+            self.close()
+            raise
+
+    # ---- lifetime ----
+
+    def close(self) -> None:
+        """Cancels what is pending (every request finishes), stops the engine and frees the model.
+        Idempotent; any later call but ``close`` raises :class:`pagoda.Error`."""
+        self._core.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- requests ----
+
+    def submit(self, prompt: Prompt, params: Optional[SamplingParams] = None, *, adapter: Optional[str] = None,
+               priority: int = 0, prefix_cache: bool = True, parse_special: bool = False,
+               on_token: Optional[Callable[[Delta], None]] = None) -> Handle:
+        """Queues one request and returns at once.
+
+        ``prompt`` is text (tokenized with BOS when the model wants it) or token ids, used as given.
+        ``on_token`` is called on the engine's scheduler thread (holding the GIL) with each
+        :class:`Delta`: keep it short. If it raises, that request alone ends, and its handle's
+        :meth:`Handle.result` raises the same exception.
+
+        Raises:
+            pagoda.Error: the engine refuses the request (empty prompt, ids outside the vocabulary,
+                too long for the context or the KV cache, closed engine); nothing is queued.
+        """
+        return self._submit(prompt, params, adapter=adapter, priority=priority, prefix_cache=prefix_cache,
+                            parse_special=parse_special, stream=False, on_token=on_token)
+
+    def generate(self, prompts: Union[Prompt, Iterable[Prompt]], params: Optional[SamplingParams] = None, *,
+                 adapter: Optional[str] = None, priority: int = 0, prefix_cache: bool = True) -> list[Completion]:
+        """Runs every prompt in one continuous batch (all are submitted at once) and returns their
+        completions in order. One prompt (a str, or a list of ids) gives a list of one.
+
+        Raises:
+            pagoda.Error: a request was refused; the others are cancelled.
+        """
+        batch = [prompts] if _is_one_prompt(prompts) else list(prompts)  # type: ignore[arg-type]
+        handles: list[Handle] = []
+        try:
+            for prompt in batch:
+                handles.append(self.submit(prompt, params, adapter=adapter, priority=priority, prefix_cache=prefix_cache))
+            return [h.result() for h in handles]
+        finally:
+            for h in handles:
+                h.cancel()
+
+    def stream(self, prompt: Prompt, params: Optional[SamplingParams] = None, *, adapter: Optional[str] = None,
+               priority: int = 0, prefix_cache: bool = True, parse_special: bool = False) -> Iterator[Delta]:
+        """Yields the request's output as it is made: each :class:`Delta` holds a token and the text
+        it completes (whole UTF-8 characters; the last may have token -1 and only release text held
+        back for a stop string). The deltas' texts joined are the completion's text. Leaving the
+        loop early, or ``close()`` on the iterator, cancels the request.
+
+        Raises:
+            pagoda.Error: the request is refused (at once, or when it fails, e.g. an unknown adapter).
+        """
+        handle = self._submit(prompt, params, adapter=adapter, priority=priority, prefix_cache=prefix_cache,
+                              parse_special=parse_special, stream=True, on_token=None)
+        return _deltas(handle)
+
+    def chat(self, messages: Sequence[Message], params: Optional[SamplingParams] = None, *,
+             tools: Optional[Sequence[object]] = None, adapter: Optional[str] = None) -> Completion:
+        """Replies to a conversation (``[{"role": "user", "content": "..."}]``) in the model's chat
+        format, stopping at its end of turn.
+
+        Raises:
+            pagoda.Error: tools were given (pagoda's chat templates lay out text turns only), or a
+                role is not system, user, assistant or developer.
+        """
+        prompt, chat_params = chat_prompt(self, messages, params, tools)
+        return self.submit(prompt, chat_params, adapter=adapter, parse_special=True).result()
+
+    def _submit(self, prompt: Prompt, params: Optional[SamplingParams], *, adapter: Optional[str], priority: int,
+                prefix_cache: bool, parse_special: bool, stream: bool,
+                on_token: Optional[Callable[[Delta], None]]) -> Handle:
+        params = SamplingParams() if params is None else params
+        if not isinstance(params, SamplingParams):
+            raise Error(f"params must be a pagoda.SamplingParams, got {type(params).__name__}")
+        if on_token is not None and not callable(on_token):
+            raise Error(f"on_token must be callable, got {type(on_token).__name__}")
+        if isinstance(prompt, str):
+            text, ids = prompt, []
+        elif _is_id_list(prompt):
+            text, ids = "", list(prompt)
+            if not ids:
+                raise Error("bad request: the prompt is empty")
+            if not all(-2**31 <= i < 2**31 for i in ids):
+                raise Error("bad request: a prompt token id is outside the vocabulary")
+        else:
+            raise Error(f"a prompt is a str or a list of token ids, got {type(prompt).__name__}")
+        if adapter is not None and not isinstance(adapter, str):
+            raise Error(f"adapter must be a name (str), got {type(adapter).__name__}")
+        return self._core.submit(
+            prompt=text, prompt_ids=ids, sampling=params._sampling, max_tokens=params.max_tokens,
+            stop=list(params.stop), stop_token_ids=list(params.stop_token_ids), ignore_eos=params.ignore_eos,
+            logprobs=_off_is_minus_one(params.logprobs), prompt_logprobs=_off_is_minus_one(params.prompt_logprobs),
+            adapter=adapter or "", priority=priority, prefix_cache=prefix_cache, parse_special=parse_special,
+            stream=stream, on_token=on_token)
+
+    # ---- adapters, tokenizer, chat layout, metrics ----
+
+    def load_adapter(self, name: str, path: Union[str, "os.PathLike[str]"], scale: float = 1.0) -> None:
+        """Registers a LoRA adapter (llama.cpp's GGUF format) under ``name``; requests name it in
+        ``adapter=``. Raises :class:`pagoda.Error` for a bad file, a mismatch or a name in use."""
+        self._core.load_adapter(name, os.fspath(path), scale)
+
+    def unload_adapter(self, name: str) -> None:
+        """Unregisters an adapter: running requests finish on it, waiting ones fail."""
+        self._core.unload_adapter(name)
+
+    def tokenize(self, text: str, add_bos: Optional[bool] = None, parse_special: bool = False) -> list[int]:
+        """Token ids of ``text``; ``add_bos`` defaults to what the model wants."""
+        return self._core.tokenize(text, self._core.add_bos() if add_bos is None else add_bos, parse_special)
+
+    def token_text(self, token: int) -> bytes:
+        """The bytes a token stands for inside a text (a byte token's one byte may be part of a
+        UTF-8 character, hence bytes)."""
+        return self._core.token_text(token)
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        """The text of ``ids`` (an incomplete UTF-8 character at the end becomes U+FFFD)."""
+        return self._core.detokenize(list(ids))
+
+    def apply_chat_template(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
+        """The conversation laid out in the model's chat format (``chat_format``), ending where the
+        assistant's reply begins. Tokenize it with ``parse_special=True``."""
+        prompt, _ = chat_prompt(self, messages, None, None, add_generation_prompt)
+        return prompt
+
+    @property
+    def chat_format(self) -> Tuple[str, list[int], list[str]]:
+        """(family, end-of-turn token ids, end-of-turn stop strings) of the model's chat template."""
+        return self._core.chat_format()
+
+    def metrics(self) -> Metrics:
+        """A snapshot of the engine's counters: requests, KV pages, tokens, adapters."""
+        return self._core.metrics()
+
+    @property
+    def context_length(self) -> int:
+        return self._core.context_length()
+
+    @property
+    def vocab_size(self) -> int:
+        return self._core.vocab_size()
+
+    @property
+    def eos_id(self) -> int:
+        return self._core.eos_id()
+
+    @property
+    def eog_ids(self) -> list[int]:
+        """The tokens that end generation (EOS, EOT, <|im_end|>, ...)."""
+        return self._core.eog_ids()
+
+    @property
+    def add_bos(self) -> bool:
+        return self._core.add_bos()
+
+    @property
+    def chat_template(self) -> Optional[str]:
+        """The GGUF's tokenizer.chat_template, if it has one."""
+        return self._core.chat_template()
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        """The control and user-defined tokens, by spelling."""
+        return self._core.special_tokens()
+
+
+def _deltas(handle: Handle) -> Iterator[Delta]:
+    try:
+        while (delta := handle.next_delta()) is not None:
+            yield delta
+        handle.result()  # raises the error of a request that failed
+    finally:
+        handle.cancel()  # nothing once it has finished
+
+
+def _off_is_minus_one(k: Optional[int]) -> int:
+    return -1 if k is None else k
+
+
+def _is_id_list(prompt: object) -> bool:
+    return isinstance(prompt, (list, tuple)) and all(isinstance(i, int) and not isinstance(i, bool) for i in prompt)
+
+
+def _is_one_prompt(prompts: object) -> bool:
+    return isinstance(prompts, str) or (_is_id_list(prompts) and len(prompts) > 0)  # type: ignore[arg-type]
