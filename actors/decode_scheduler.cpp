@@ -196,7 +196,8 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
       if (i >= sampling_.size()) {
         const Scored& s = scoring_[i - sampling_.size()];
         const std::span<const float> row(logits.data() + s.row * vocab, vocab);
-        s.seq->prompt_logprobs_out[size_t(s.index)] = token_logprobs(row, s.seq->tokens[size_t(s.index) + 1], s.seq->prompt_logprobs);
+        const int32_t next = s.seq->tokens[size_t(s.index) + 1];
+        s.seq->prompt_logprobs_out[size_t(s.index)] = token_logprobs(row, next, s.seq->prompt_logprobs);
         return;
       }
       Sampled& s = sampling_[i];
