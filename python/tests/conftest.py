@@ -70,3 +70,10 @@ def wait_until(condition, what: str, deadline_s: float = 60.0):
         if time.monotonic() > end:
             raise AssertionError(f"timed out waiting until {what}")
         time.sleep(0.005)
+
+
+def every_page_back(engine) -> None:
+    """Waits until nothing runs or waits, then checks every KV page is free or cached."""
+    m = wait_until(lambda: (m := engine.metrics()).kv_pages_used == 0 and m.running == 0 and m.queued == 0 and m,
+                   "every request is done and its pages are back")
+    assert m.kv_pages_free + m.kv_pages_cached == m.kv_pages_total

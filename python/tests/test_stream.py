@@ -3,7 +3,7 @@
 import pytest
 
 import pagoda
-from conftest import PROMPTS, wait_until
+from conftest import PROMPTS, every_page_back, wait_until
 
 
 def test_concatenated_stream_equals_generate(engine):
@@ -48,9 +48,7 @@ def test_leaving_a_stream_cancels_its_request_and_frees_its_pages(engine, leave)
     assert m.finished == before.finished + 1
     assert not any(h.done() for h in background)
     assert all(h.result().finish_reason == "length" for h in background)
-    m = wait_until(lambda: (m := engine.metrics()).kv_pages_used == 0 and m, "every page is back")
-    assert m.kv_pages_free + m.kv_pages_cached == m.kv_pages_total
-    assert m.running == 0 and m.queued == 0
+    every_page_back(engine)
 
 
 def test_a_failed_stream_raises(engine):
