@@ -75,6 +75,24 @@ struct CallbackFailure {
   std::optional<SharedObject> exception;
 };
 
+// Keeps an engine thread's Python thread state from one callback to the next: pybind11 would
+// create and delete one for every call, most of a callback's cost. Deleted when the thread ends
+// (the engine shuts down with the GIL released, so the thread can take it then).
+struct ThreadStateKeeper {
+  bool kept = false;
+  ~ThreadStateKeeper() {
+    if (!kept || !Py_IsInitialized() || _Py_IsFinalizing()) return;
+    py::gil_scoped_acquire gil;
+    gil.dec_ref();  // the reference keep() added: the state goes with this scope
+  }
+  void keep(py::gil_scoped_acquire& gil) {
+    if (kept) return;
+    gil.inc_ref();
+    kept = true;
+  }
+};
+thread_local ThreadStateKeeper thread_state_keeper;
+
 // Request::on_token for a Python callable: takes the GIL, calls it with a Delta, and on an
 // exception keeps it and throws, so the engine ends that request (and only that one) with an error.
 struct PythonTokenCallback {
@@ -83,6 +101,7 @@ struct PythonTokenCallback {
 
   void operator()(const pagoda::StreamEvent& event) const {
     py::gil_scoped_acquire gil;
+    thread_state_keeper.keep(gil);
     try {
       fn.get()(event);
     } catch (py::error_already_set& e) {
