@@ -226,6 +226,11 @@ class Engine:
         return self._core.metrics()
 
     @property
+    def model_lost(self) -> Optional[str]:
+        """Why the engine can no longer serve its model (its mapped file was truncated), or None."""
+        return self._core.model_lost()
+
+    @property
     def context_length(self) -> int:
         return self._core.context_length()
 

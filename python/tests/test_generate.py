@@ -55,6 +55,7 @@ def test_tokenize_and_detokenize(engine):
     assert engine.detokenize(ids[1:]).strip() == "Once upon a time"
     assert engine.vocab_size == 512
     assert engine.eos_id in engine.eog_ids
+    assert engine.model_lost is None
 
 
 def test_logprobs_logit_bias_and_min_tokens(engine):
