@@ -133,7 +133,9 @@ TEST_F(EngineSampling, LogprobsAreTheLogSoftmaxOfTheRawLogits) {
     ASSERT_EQ(got.top.size(), 3u);
     for (size_t k = 0; k < got.top.size(); ++k) {
       EXPECT_NEAR(got.top[k].logprob, want(got.top[k].token), 1e-3);
-      if (k > 0) EXPECT_GE(got.top[k - 1].logprob, got.top[k].logprob);
+      if (k > 0) {
+        EXPECT_GE(got.top[k - 1].logprob, got.top[k].logprob);
+      }
     }
     EXPECT_EQ(streamed[step].logprob, got.logprob);
     EXPECT_EQ(streamed[step].top.size(), got.top.size());
