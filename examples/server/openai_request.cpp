@@ -5,11 +5,12 @@
 
 #include "examples/server/openai_request.h"
 
+#include <charconv>
 #include <cmath>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
-#include <random>
 #include <vector>
 
 #include "examples/server/api_error.h"
@@ -105,14 +106,9 @@ std::vector<std::pair<int32_t, float>> logit_bias(const json& body, const Engine
   if (!v->is_object()) throw bad_request("'logit_bias' must be an object mapping token ids to biases");
   std::vector<std::pair<int32_t, float>> out;
   for (const auto& [key, bias] : v->items()) {
-    size_t used = 0;
-    long long id = -1;
-    try {
-      id = std::stoll(key, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != key.size() || id < 0 || id >= engine.vocab_size()) {
+    int64_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id >= engine.vocab_size()) {
       throw bad_request("'logit_bias' key '" + key + "' is not a token id of the vocabulary (0.." +
                         std::to_string(engine.vocab_size() - 1) + ")");
     }
@@ -254,10 +250,10 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const E
     a.best_of = int32_t(integer(body, "best_of", 1, kMaxChoices).value_or(a.n));
     if (a.best_of < a.n) throw bad_request("'best_of' must be at least 'n'");
     if (a.best_of > a.n && a.stream) throw bad_request("'best_of' above 'n' cannot be streamed");
+    a.echo = boolean(body, "echo").value_or(false);
   } else {
     a.best_of = a.n;
   }
-  if (endpoint == Endpoint::Completions) a.echo = boolean(body, "echo").value_or(false);
   if (a.echo) {
     // lm-evaluation-harness's loglikelihood: echo + logprobs + max_tokens 0.
     if (a.stream && r.logprobs >= 0) throw bad_request("'echo' with 'logprobs' cannot be streamed");
