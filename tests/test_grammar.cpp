@@ -156,6 +156,9 @@ TEST(GrammarMatcher, Utf8LiteralsAndPartialTokenBytes) {
   EXPECT_TRUE(m.accepts_utf8_prefix("\xF0\x9F"));
   EXPECT_FALSE(m.accepts_utf8_prefix("\xF0\x9E"));
   EXPECT_FALSE(m.accepts_utf8_prefix("\xE5"));
+  // Only overlong encodings begin E0 80, so even '.' cannot continue them; E0 A0 it can.
+  EXPECT_FALSE(matcher_for("root ::= .").accepts_utf8_prefix("\xE0\x80"));
+  EXPECT_TRUE(matcher_for("root ::= .").accepts_utf8_prefix("\xE0\xA0"));
   EXPECT_FALSE(m.accepts_utf8_prefix("\xFF"));        // never valid UTF-8
   EXPECT_FALSE(m.accepts_utf8_prefix("\xE4\x41"));    // a lead byte then ASCII
   GrammarMatcher smiley = m;  // a cheap clone, as a sampler makes per candidate

@@ -120,11 +120,13 @@ bool GrammarMatcher::step_byte(uint8_t byte) {
 }
 
 // The code points a pending partial character can still become form one interval: its bits
-// so far followed by anything in the missing continuation bits.
+// so far followed by anything in the missing continuation bits, above the overlong encodings.
 bool GrammarMatcher::pending_is_viable() const {
   const unsigned missing_bits = 6u * pending_remaining_;
-  const char32_t lo = pending_value_ << missing_bits;
-  const char32_t hi = std::min<char32_t>(lo | ((char32_t(1) << missing_bits) - 1), 0x10FFFF);
+  const char32_t shortest = pending_length_ == 4 ? 0x10000 : pending_length_ == 3 ? 0x800 : 0x80;
+  const char32_t first = pending_value_ << missing_bits;
+  const char32_t lo = std::max(first, shortest);
+  const char32_t hi = std::min<char32_t>(first | ((char32_t(1) << missing_bits) - 1), 0x10FFFF);
   if (lo > hi) return false;
   for (size_t i = 0; i < stack_ends_.size(); ++i) {
     const uint32_t begin = i == 0 ? 0 : stack_ends_[i - 1];
