@@ -83,6 +83,8 @@ TEST(GbnfParser, CommentsNewlinesAndGroups) {
   EXPECT_TRUE(matches(gbnf, "hello Ada!"));
   EXPECT_FALSE(matches(gbnf, "hello ada!"));
   EXPECT_FALSE(matches(gbnf, "hey!"));
+  // CRLF line endings end rules too.
+  EXPECT_TRUE(matches("root ::= a\r\na ::= \"x\"\r\n", "x"));
 }
 
 TEST(GrammarMatcher, JsonGrammarAcceptsJson) {
@@ -192,6 +194,18 @@ TEST(GrammarMatcher, ExplodingGrammarIsRefusedByTheBound) {
   }
   EXPECT_TRUE(refused);
   EXPECT_LE(m.stack_count(), GrammarMatcher::kMaxStacks);
+}
+
+TEST(GrammarMatcher, NestingIsBoundedByDepth) {
+  GrammarMatcher m = matcher_for("root ::= \"(\" root \")\" | \"\"");
+  size_t accepted = 0;
+  try {
+    while (accepted < 2 * GrammarMatcher::kMaxDepth && m.accept(U'(')) ++accepted;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nesting deeper than 8192"), std::string::npos) << e.what();
+  }
+  EXPECT_GE(accepted, GrammarMatcher::kMaxDepth - 1);
+  EXPECT_LT(accepted, GrammarMatcher::kMaxDepth + 1);
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ void GrammarMatcher::expand(Stack stack, std::vector<Stack>& next, size_t& budge
     }
     Stack s = std::move(work.back());
     work.pop_back();
-    if (s.size() > kMaxPositions) throw Error("grammar: parse stack deeper than " + std::to_string(kMaxPositions));
+    if (s.size() > kMaxDepth) throw Error("grammar: nesting deeper than " + std::to_string(kMaxDepth) + " parse positions");
     if (s.empty() || elements[s.back()].kind == Element::Kind::Chars) {
       next.push_back(std::move(s));
       // Duplicates are only removed in store(); this bounds the memory before that.

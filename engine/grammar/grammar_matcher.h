@@ -8,7 +8,8 @@
 // A sampler clones the matcher for each candidate token, so the stacks live in two flat
 // vectors (copying is two memcpys) and the grammar is shared. The state is bounded: more
 // than kMaxStacks stacks, kMaxPositions positions in all, or kMaxExpansions expansion steps
-// for one code point means the grammar is too ambiguous to match, and accept throws
+// for one code point means the grammar is too ambiguous to match, and a stack deeper than
+// kMaxDepth (nesting, each level copied on every step) is too deep; accept then throws
 // pagoda::Error rather than eating memory and time.
 
 #include <cstddef>
@@ -26,6 +27,7 @@ class GrammarMatcher {
   static constexpr size_t kMaxStacks = 4096;
   static constexpr size_t kMaxPositions = size_t(1) << 20;
   static constexpr size_t kMaxExpansions = size_t(1) << 16;
+  static constexpr size_t kMaxDepth = 8192;
 
   // Starts at the beginning of `root`. Throws pagoda::Error if even that exceeds the bounds.
   explicit GrammarMatcher(std::shared_ptr<const Grammar> grammar);
