@@ -22,6 +22,7 @@
 #include "engine/forward/model_runner.h"
 #include "engine/kv/page_pool.h"
 #include "engine/model/model.h"
+#include "engine/request/logprobs.h"
 #include "engine/request/sampler.h"
 #include "examples/common/args.h"
 #include "examples/common/cache_type_flag.h"
@@ -108,10 +109,7 @@ std::vector<Sequence> sequences_of_ids(const std::string& path, int32_t vocab) {
 
 // −log softmax(logits)[token], with the sum of exponentials kept in double as llama.cpp does.
 double negative_log_likelihood(std::span<const float> logits, int32_t token) {
-  const float max = *std::max_element(logits.begin(), logits.end());
-  double sum = 0.0;
-  for (float v : logits) sum += std::exp(v - max);
-  return -(double(logits[token] - max) - std::log(sum));
+  return pagoda::log_sum_exp(logits) - double(logits[token]);
 }
 
 // Consecutive runs of sequences whose tokens together stay within `budget` (a longer sequence

@@ -9,12 +9,16 @@
 
 namespace pagoda {
 
+double log_sum_exp(std::span<const float> logits) {
+  const float max = logits[kernels::argmax(logits.data(), int(logits.size()))];
+  double sum = 0.0;  // in double: 150k terms of very different sizes
+  for (float x : logits) sum += std::exp(double(x) - double(max));
+  return double(max) + std::log(sum);
+}
+
 TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int32_t top) {
   const auto n = int32_t(logits.size());
-  const float max = logits[kernels::argmax(logits.data(), n)];
-  double sum = 0.0;  // in id order, in double: 150k terms of very different sizes
-  for (float x : logits) sum += std::exp(double(x) - double(max));
-  const double log_sum = double(max) + std::log(sum);
+  const double log_sum = log_sum_exp(logits);
   auto logprob = [&](int32_t id) { return float(double(logits[id]) - log_sum); };
 
   TokenLogprobs out;

@@ -13,6 +13,9 @@ namespace pagoda {
 // The largest Request::logprobs (OpenAI's top_logprobs bound).
 inline constexpr int32_t kMaxTopLogprobs = 20;
 
+// log Σ exp(logits), summed in id order in double: log softmax(logits)[i] = logits[i] − this.
+double log_sum_exp(std::span<const float> logits);
+
 // log softmax(logits)[token], and the `top` most likely tokens (most likely first, ties by id).
 TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int32_t top);
 

@@ -10,8 +10,8 @@ void Sequence::finish(FinishReason reason, std::string error) {
   status = SequenceStatus::Finished;
   Completion c;
   c.token_ids.assign(tokens.begin() + prompt_len, tokens.end());
-  c.logprobs = logprobs_out;
-  c.prompt_logprobs = prompt_logprobs_out;
+  c.logprobs = std::move(logprobs_out);
+  c.prompt_logprobs = std::move(prompt_logprobs_out);
   const std::string tail = output.finish();
   if (!tail.empty()) emit({-1, tail});
   c.text = output.text();
