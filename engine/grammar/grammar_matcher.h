@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -50,6 +51,15 @@ class GrammarMatcher {
 
   // Live parse stacks: how ambiguous the grammar is at this point.
   size_t stack_count() const { return stack_ends_.size(); }
+
+  // The live stacks themselves, for engine/grammar/token_mask: stack i is
+  // stack_positions()[i == 0 ? 0 : stack_ends()[i - 1], stack_ends()[i]), bottom first, its
+  // top a Chars element; an empty stack means `root` is complete. Sorted, no duplicates.
+  std::span<const uint32_t> stack_positions() const { return positions_; }
+  std::span<const uint32_t> stack_ends() const { return stack_ends_; }
+  // Whether the last bytes accepted stopped inside a UTF-8 character.
+  bool has_partial_char() const { return pending_remaining_ != 0; }
+  const Grammar& grammar() const { return *grammar_; }
 
  private:
   using Stack = std::vector<uint32_t>;

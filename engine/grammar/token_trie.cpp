@@ -24,8 +24,8 @@ TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes, std::span<cons
   token_offsets_.push_back(0);
   for (size_t id = 0; id < n; ++id) {
     const std::string& t = token_bytes[id];
-    if (t.empty()) excluded_bits_[id / 64] |= uint64_t(1) << (id % 64);
-    if (TokenTrie::excluded(int32_t(id))) {
+    if (t.empty() || ((excluded_bits_[id / 64] >> (id % 64)) & 1)) {
+      excluded_bits_[id / 64] |= uint64_t(1) << (id % 64);
       token_offsets_.push_back(uint32_t(bytes_.size()));
       continue;
     }
