@@ -174,6 +174,67 @@ TEST(Dequantize, HalfAndBfloat) {
   EXPECT_EQ(z[2], std::bit_cast<float>(uint32_t(0x00010000)));
 }
 
+TEST(Dequantize, IQ4_NL) {
+  BlockIQ4_NL b{};
+  b.d = kHalfHalf;
+  fill_q4(b);
+  const std::vector<float> y = decode(QuantType::IQ4_NL, &b, 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], 0.5f * float(kIq4nlValues[q4_of(j)])) << j;
+}
+
+// Q2_K / Q3_K qs: element k's 2 low bits are bits 2c, 2c + 1 of byte 32·half + l, with
+// half = k / 128, c = (k % 128) / 32, l = k % 32.
+int q2_of(const uint8_t* qs, int k) { return (qs[32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3; }
+
+TEST(Dequantize, Q2_K) {
+  BlockQ2_K b{};
+  b.d = kHalfHalf;
+  b.dmin = kHalfOne;
+  for (int j = 0; j < 16; ++j) b.scales[j] = uint8_t((j * 7 + 1) % 16 | ((15 - j) << 4));
+  for (int i = 0; i < 64; ++i) b.qs[i] = uint8_t(i * 37 + 11);
+  const std::vector<float> y = decode(QuantType::Q2_K, &b, 256);
+  for (int k = 0; k < 256; ++k) {
+    const int sc = b.scales[k / 16];
+    EXPECT_EQ(y[k], 0.5f * float(sc & 15) * float(q2_of(b.qs, k)) - float(sc >> 4)) << k;
+  }
+}
+
+TEST(Dequantize, Q3_K) {
+  BlockQ3_K b{};
+  b.d = kHalfQuarter;
+  int scale[16];  // 6 bits: low nibbles in bytes 0–7 (j < 8 low, j ≥ 8 high), top 2 bits in 8–11
+  for (int j = 0; j < 16; ++j) {
+    scale[j] = (j * 5 + 3) % 64;
+    b.scales[j % 8] |= uint8_t((scale[j] & 15) << (j < 8 ? 0 : 4));
+    b.scales[8 + j % 4] |= uint8_t((scale[j] >> 4) << (2 * (j / 4)));
+  }
+  for (int i = 0; i < 64; ++i) b.qs[i] = uint8_t(i * 53 + 7);
+  for (int i = 0; i < 32; ++i) b.hmask[i] = uint8_t(i * 29 + 5);
+  const std::vector<float> y = decode(QuantType::Q3_K, &b, 256);
+  for (int k = 0; k < 256; ++k) {
+    const int high = (b.hmask[k % 32] >> (k / 32)) & 1;  // bit k / 32 of hmask[k % 32]
+    EXPECT_EQ(y[k], 0.25f * float(scale[k / 16] - 32) * float(q2_of(b.qs, k) + 4 * high - 4)) << k;
+  }
+}
+
+TEST(Dequantize, IQ4_XS) {
+  BlockIQ4_XS b{};
+  b.d = kHalfHalf;
+  int scale[8];  // 6 bits: nibble j % 2 of scales_l[j / 2], bits 2j, 2j + 1 of scales_h on top
+  for (int j = 0; j < 8; ++j) {
+    scale[j] = (j * 9 + 5) % 64;
+    b.scales_l[j / 2] |= uint8_t((scale[j] & 15) << (4 * (j % 2)));
+    b.scales_h = uint16_t(b.scales_h | (scale[j] >> 4) << (2 * j));
+  }
+  for (int i = 0; i < 128; ++i) b.qs[i] = uint8_t(i * 71 + 13);
+  const std::vector<float> y = decode(QuantType::IQ4_XS, &b, 256);
+  for (int k = 0; k < 256; ++k) {
+    const uint8_t byte = b.qs[16 * (k / 32) + k % 16];  // as IQ4_NL within each 32
+    const int q = k % 32 < 16 ? byte & 15 : byte >> 4;
+    EXPECT_EQ(y[k], 0.5f * float(scale[k / 32] - 32) * float(kIq4nlValues[q])) << k;
+  }
+}
+
 TEST(Dequantize, RefusesPartialBlocksAndActivationTypes) {
   BlockQ4_K b{};
   EXPECT_THROW(dequantize_row(QuantType::Q4_K, &b, nullptr, 100), pagoda::Error);

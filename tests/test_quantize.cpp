@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -70,7 +71,8 @@ TEST_P(LlamaCppFiles, QuantizingTheF32ModelGivesLlamaQuantizesBytes) {
 
 INSTANTIATE_TEST_SUITE_P(Files, LlamaCppFiles,
                          ::testing::Values("l3v-Q8_0", "l3v-Q4_0", "l3v-Q4_1", "l3v-Q5_0", "l3v-Q5_1", "l3v-Q4_K_M",
-                                           "l3v-Q5_K_M", "l3v-Q6_K", "q2v-Q8_0", "q2v-Q4_K_M"),
+                                           "l3v-Q5_K_M", "l3v-Q6_K", "q2v-Q8_0", "q2v-Q4_K_M", "l3v-Q2_K",
+                                           "l3v-Q3_K_S", "l3v-Q3_K_M", "l3v-Q3_K_L", "l3v-IQ4_NL", "l3v-IQ4_XS"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;
@@ -88,10 +90,12 @@ std::vector<float> round_trip(QuantType type, const std::vector<float>& values) 
 
 constexpr QuantType kTypes[] = {QuantType::F16,  QuantType::BF16, QuantType::Q8_0, QuantType::Q4_0,
                                 QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1, QuantType::Q4_K,
-                                QuantType::Q5_K, QuantType::Q6_K};
+                                QuantType::Q5_K, QuantType::Q6_K, QuantType::Q2_K, QuantType::Q3_K,
+                                QuantType::IQ4_NL, QuantType::IQ4_XS};
 
 // ggml's own round-trip test (tests/test-quantize-fns.cpp): 4096 values 0.1 + 2·cos(i + offset),
-// error sqrt(Σ(x − x̂)²) / n, at most 0.002 for every 4-bit-or-better type.
+// error sqrt(Σ(x − x̂)²) / n, at most 0.002 for every 4-bit-or-better type, 0.004 for Q3_K and
+// 0.0075 for Q2_K.
 TEST(QuantizeRoundTrip, WithinGgmlsKnownErrorOnItsTestData) {
   constexpr size_t n = 32 * 128;
   for (QuantType type : kTypes) {
@@ -100,7 +104,8 @@ TEST(QuantizeRoundTrip, WithinGgmlsKnownErrorOnItsTestData) {
     const std::vector<float> back = round_trip(type, x);
     double sum = 0.0;
     for (size_t i = 0; i < n; ++i) sum += (double(x[i]) - back[i]) * (double(x[i]) - back[i]);
-    EXPECT_LT(std::sqrt(sum) / n, 0.002) << ggml_type_name(type);
+    const double bound = type == QuantType::Q2_K ? 0.0075 : type == QuantType::Q3_K ? 0.004 : 0.002;
+    EXPECT_LT(std::sqrt(sum) / n, bound) << ggml_type_name(type);
   }
 }
 
@@ -127,13 +132,20 @@ TEST(QuantizeRoundTrip, GaussianWeightsKeepTheirTypesPrecision) {
   } bounds[] = {{QuantType::F16, 3e-4},  {QuantType::BF16, 3e-3}, {QuantType::Q8_0, 0.01},
                 {QuantType::Q6_K, 0.03}, {QuantType::Q5_1, 0.05}, {QuantType::Q5_0, 0.06},
                 {QuantType::Q5_K, 0.05}, {QuantType::Q4_1, 0.10}, {QuantType::Q4_0, 0.12},
-                {QuantType::Q4_K, 0.10}};
+                {QuantType::Q4_K, 0.10}, {QuantType::IQ4_NL, 0.10}, {QuantType::IQ4_XS, 0.10},
+                {QuantType::Q3_K, 0.20}, {QuantType::Q2_K, 0.40}};
   for (const auto& b : bounds) EXPECT_LT(relative_rmse(b.type), b.bound) << ggml_type_name(b.type);
   EXPECT_LT(relative_rmse(QuantType::Q8_0), relative_rmse(QuantType::Q6_K));
   EXPECT_LT(relative_rmse(QuantType::Q6_K), relative_rmse(QuantType::Q5_K));
   EXPECT_LT(relative_rmse(QuantType::Q5_K), relative_rmse(QuantType::Q4_K));
   EXPECT_LT(relative_rmse(QuantType::Q5_0), relative_rmse(QuantType::Q4_0));
   EXPECT_LT(relative_rmse(QuantType::Q5_1), relative_rmse(QuantType::Q4_1));
+  EXPECT_LT(relative_rmse(QuantType::Q4_K), relative_rmse(QuantType::Q3_K));
+  EXPECT_LT(relative_rmse(QuantType::Q3_K), relative_rmse(QuantType::Q2_K));
+  // The non-linear grid fits Gaussian weights better than Q4_0's even steps.
+  EXPECT_LT(relative_rmse(QuantType::IQ4_NL), relative_rmse(QuantType::Q4_0));
+  for (QuantType t : {QuantType::Q2_K, QuantType::Q3_K, QuantType::IQ4_NL, QuantType::IQ4_XS})
+    std::printf("%s: relative RMS error %.4f\n", ggml_type_name(t), relative_rmse(t));
 }
 
 // Per element: a 32-block type is off by at most half a step, plus the f16 rounding of the
@@ -185,6 +197,8 @@ TEST(QuantizeRow, RefusesPartialBlocksAndActivationOnlyTypes) {
   std::vector<std::byte> out(4096);
   EXPECT_THROW(kernels::quantize_row(QuantType::Q4_K, x.data(), out.data(), 300), Error);
   EXPECT_THROW(kernels::quantize_row(QuantType::Q4_0, x.data(), out.data(), 33), Error);
+  EXPECT_THROW(kernels::quantize_row(QuantType::Q2_K, x.data(), out.data(), 300), Error);
+  EXPECT_THROW(kernels::quantize_row(QuantType::IQ4_NL, x.data(), out.data(), 40), Error);
   EXPECT_THROW(kernels::quantize_row(QuantType::Q8_K, x.data(), out.data(), 256), Error);
   EXPECT_FALSE(kernels::can_quantize(QuantType::Q8_K));
   EXPECT_TRUE(kernels::can_quantize(QuantType::Q6_K));

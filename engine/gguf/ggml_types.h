@@ -22,7 +22,7 @@ static_assert(std::endian::native == std::endian::little, "pagoda reads and writ
 using GgmlType = kernels::QuantType;
 const char* ggml_type_name(GgmlType type);  // "F32", "Q4_K", ...
 // Whether a tensor in a file may have type `id`: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q4_K, Q5_K, Q6_K. A file with any other type is refused, naming it.
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS. A file with any other type is refused, naming it.
 bool ggml_type_supported(uint32_t id);
 // "IQ2_XXS (16)": ggml's name for a type id and the id, or the id alone when ggml never used it.
 std::string ggml_type_id_string(uint32_t id);

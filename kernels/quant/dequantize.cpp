@@ -78,6 +78,67 @@ void dequantize_q8_0(const BlockQ8_0* x, float* y, int64_t nb) {
   }
 }
 
+void dequantize_iq4_nl(const BlockIQ4_NL* x, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = f16_to_f32(x[i].d);
+    for (int j = 0; j < kQK / 2; ++j) {
+      y[i * kQK + j] = d * float(kIq4nlValues[x[i].qs[j] & 0x0f]);
+      y[i * kQK + j + kQK / 2] = d * float(kIq4nlValues[x[i].qs[j] >> 4]);
+    }
+  }
+}
+
+void dequantize_q2_k(const BlockQ2_K* x, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = f16_to_f32(x[i].d);
+    const float dmin = f16_to_f32(x[i].dmin);
+    const uint8_t* q = x[i].qs;
+    int j = 0;  // sub-block
+    for (int half = 0; half < kQK_K / 128; ++half, q += 32) {
+      for (int shift = 0; shift < 8; shift += 2) {
+        for (int part = 0; part < 2; ++part, ++j) {
+          const uint8_t sc = x[i].scales[j];
+          const float dl = d * float(sc & 0x0f), ml = dmin * float(sc >> 4);
+          for (int l = 0; l < 16; ++l) *y++ = dl * float((q[16 * part + l] >> shift) & 3) - ml;
+        }
+      }
+    }
+  }
+}
+
+void dequantize_q3_k(const BlockQ3_K* x, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = f16_to_f32(x[i].d);
+    const uint8_t* q = x[i].qs;
+    const uint8_t* hm = x[i].hmask;
+    uint8_t high = 1;
+    int j = 0;
+    for (int half = 0; half < kQK_K / 128; ++half, q += 32) {
+      for (int shift = 0; shift < 8; shift += 2, high = uint8_t(high << 1)) {
+        for (int part = 0; part < 2; ++part, ++j) {
+          const float dl = d * float(q3_k_scale(j, x[i].scales) - 32);
+          for (int l = 16 * part; l < 16 * part + 16; ++l)
+            *y++ = dl * float(((q[l] >> shift) & 3) - (hm[l] & high ? 0 : 4));
+        }
+      }
+    }
+  }
+}
+
+void dequantize_iq4_xs(const BlockIQ4_XS* x, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = f16_to_f32(x[i].d);
+    const uint8_t* qs = x[i].qs;
+    for (int j = 0; j < kQK_K / 32; ++j, qs += 16, y += 32) {
+      const float dl = d * float(iq4_xs_scale(j, x[i].scales_h, x[i].scales_l) - 32);
+      for (int l = 0; l < 16; ++l) {
+        y[l] = dl * float(kIq4nlValues[qs[l] & 0x0f]);
+        y[l + 16] = dl * float(kIq4nlValues[qs[l] >> 4]);
+      }
+    }
+  }
+}
+
 void dequantize_q4_k(const BlockQ4_K* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     const float d = f16_to_f32(x[i].d);
@@ -177,6 +238,10 @@ void dequantize_row(QuantType type, const void* src, float* dst, int64_t n) {
     case QuantType::Q5_0: return dequantize_q5_0(blocks<BlockQ5_0>(src), dst, nb);
     case QuantType::Q5_1: return dequantize_q5_1(blocks<BlockQ5_1>(src), dst, nb);
     case QuantType::Q8_0: return dequantize_q8_0(blocks<BlockQ8_0>(src), dst, nb);
+    case QuantType::IQ4_NL: return dequantize_iq4_nl(blocks<BlockIQ4_NL>(src), dst, nb);
+    case QuantType::Q2_K: return dequantize_q2_k(blocks<BlockQ2_K>(src), dst, nb);
+    case QuantType::Q3_K: return dequantize_q3_k(blocks<BlockQ3_K>(src), dst, nb);
+    case QuantType::IQ4_XS: return dequantize_iq4_xs(blocks<BlockIQ4_XS>(src), dst, nb);
     case QuantType::Q4_K: return dequantize_q4_k(blocks<BlockQ4_K>(src), dst, nb);
     case QuantType::Q5_K: return dequantize_q5_k(blocks<BlockQ5_K>(src), dst, nb);
     case QuantType::Q6_K: return dequantize_q6_k(blocks<BlockQ6_K>(src), dst, nb);

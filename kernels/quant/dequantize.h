@@ -11,7 +11,7 @@
 namespace pagoda::kernels {
 
 // Decodes n values of `type` from `src` (n / block_shape(type).elements whole blocks) into
-// dst. Types: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K. Throws
+// dst. Types: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K … Q6_K, IQ4_NL, IQ4_XS. Throws
 // pagoda::Error for another type or an n that is not a whole number of blocks.
 void dequantize_row(QuantType type, const void* src, float* dst, int64_t n);
 

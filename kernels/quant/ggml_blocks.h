@@ -3,9 +3,10 @@
 // format: llama.cpp's llama-quantize writes these and pagoda reads them straight from the
 // mapping). Every struct is packed and little-endian; f16 fields are IEEE half bits.
 //
-// Types with 32-element blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, and Q8_1 for activations) hold
-// one scale per block; the K-quants (Q4_K, Q5_K, Q6_K, and Q8_K for activations) group 256
-// elements into a super-block with per-sub-block scales.
+// Types with 32-element blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, and Q8_1 for activations)
+// hold one scale per block; the K-quants (Q2_K … Q6_K, IQ4_XS, and Q8_K for activations) group
+// 256 elements into a super-block with per-sub-block scales. IQ4_NL and IQ4_XS map their 4-bit
+// quants through the non-linear table kIq4nlValues instead of a linear grid.
 
 #include <cstddef>
 #include <cstdint>
@@ -23,10 +24,14 @@ enum class QuantType : uint32_t {
   Q5_1 = 7,
   Q8_0 = 8,
   Q8_1 = 9,  // activations only
+  Q2_K = 10,
+  Q3_K = 11,
   Q4_K = 12,
   Q5_K = 13,
   Q6_K = 14,
   Q8_K = 15,  // activations only
+  IQ4_NL = 20,
+  IQ4_XS = 23,
   BF16 = 30,
 };
 
@@ -69,6 +74,38 @@ struct BlockQ8_1 {
   uint16_t d;
   uint16_t s;
   int8_t qs[kQK];
+};
+// value = d · kIq4nlValues[q], q as Q4_0's nibbles.
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kQK / 2];
+};
+// 16 sub-blocks of 16: value = d · (scales[j] & 15) · q − dmin · (scales[j] >> 4), q 2 bits.
+// Each half of 128 values owns 32 bytes of qs: element 32c + l (l < 32) of the half is bits
+// 2c, 2c + 1 of the half's byte l; sub-block j = 8·half + 2c + l / 16.
+struct BlockQ2_K {
+  uint8_t scales[kQK_K / 16];
+  uint8_t qs[kQK_K / 4];
+  uint16_t d;
+  uint16_t dmin;
+};
+// 16 sub-blocks of 16: value = d · (s_j − 32) · (q − 4), q 3 bits: the low 2 as Q2_K's qs, the
+// third bit of element 128·half + 32c + l from bit 4·half + c of hmask[l]. The 6-bit s_j: low
+// nibble of scales[j] (j < 8) or high nibble of scales[j − 8], and bits 2·(j / 4), +1 of
+// scales[8 + j % 4] on top (q3_k_scale).
+struct BlockQ3_K {
+  uint8_t hmask[kQK_K / 8];
+  uint8_t qs[kQK_K / 4];
+  uint8_t scales[12];
+  uint16_t d;
+};
+// 8 sub-blocks of 32 as IQ4_NL's, scaled by d · (l_j − 32): l_j is the nibble j % 2 of
+// scales_l[j / 2] with bits 2j, 2j + 1 of scales_h on top.
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQK_K / 64];
+  uint8_t qs[kQK_K / 2];
 };
 // 8 sub-blocks of 32: value = d · sc_j · q − dmin · m_j, with 6-bit sc_j and m_j packed in
 // `scales` (j < 4: low 6 bits of scales[j] and scales[j + 4]; j ≥ 4: low nibble of
@@ -115,6 +152,24 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockIQ4_XS) == 136);
+
+// IQ4_NL's and IQ4_XS's 16 levels (ggml's kvalues_iq4nl): denser near 0, as normally
+// distributed weights are.
+inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// Q3_K sub-block j's 6-bit scale, 0 … 63 (layout above; the value used is this − 32).
+inline int q3_k_scale(int j, const uint8_t* scales) {
+  const int low = j < 8 ? scales[j] & 15 : scales[j - 8] >> 4;
+  return low | ((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4;
+}
+// IQ4_XS sub-block j's 6-bit scale, 0 … 63 (the value used is this − 32).
+inline int iq4_xs_scale(int j, uint16_t scales_h, const uint8_t* scales_l) {
+  return ((scales_l[j / 2] >> (4 * (j % 2))) & 15) | ((scales_h >> (2 * j)) & 3) << 4;
+}
 
 // Sub-block j's 6-bit scale and min from a Q4_K / Q5_K `scales` array (layout above).
 inline void k_scale_min(int j, const uint8_t* scales, uint8_t* scale, uint8_t* min) {
@@ -143,6 +198,10 @@ constexpr BlockShape block_shape(QuantType type) {
     case QuantType::Q5_1: return {kQK, sizeof(BlockQ5_1)};
     case QuantType::Q8_0: return {kQK, sizeof(BlockQ8_0)};
     case QuantType::Q8_1: return {kQK, sizeof(BlockQ8_1)};
+    case QuantType::IQ4_NL: return {kQK, sizeof(BlockIQ4_NL)};
+    case QuantType::Q2_K: return {kQK_K, sizeof(BlockQ2_K)};
+    case QuantType::Q3_K: return {kQK_K, sizeof(BlockQ3_K)};
+    case QuantType::IQ4_XS: return {kQK_K, sizeof(BlockIQ4_XS)};
     case QuantType::Q4_K: return {kQK_K, sizeof(BlockQ4_K)};
     case QuantType::Q5_K: return {kQK_K, sizeof(BlockQ5_K)};
     case QuantType::Q6_K: return {kQK_K, sizeof(BlockQ6_K)};

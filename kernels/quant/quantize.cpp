@@ -14,7 +14,8 @@ bool can_quantize(QuantType type) {
     case QuantType::F32: case QuantType::F16: case QuantType::BF16:
     case QuantType::Q4_0: case QuantType::Q4_1: case QuantType::Q5_0: case QuantType::Q5_1:
     case QuantType::Q8_0: case QuantType::Q8_1:
-    case QuantType::Q4_K: case QuantType::Q5_K: case QuantType::Q6_K:
+    case QuantType::Q2_K: case QuantType::Q3_K: case QuantType::Q4_K: case QuantType::Q5_K: case QuantType::Q6_K:
+    case QuantType::IQ4_NL: case QuantType::IQ4_XS:
       return true;
     case QuantType::Q8_K:
       return false;
@@ -54,6 +55,10 @@ void quantize_row(QuantType type, const float* src, void* dst, int64_t n) {
     case QuantType::Q5_1: return quantize_q5_1(src, static_cast<BlockQ5_1*>(dst), blocks);
     case QuantType::Q8_0: return quantize_q8_0(src, static_cast<BlockQ8_0*>(dst), blocks);
     case QuantType::Q8_1: return quantize_q8_1(src, static_cast<BlockQ8_1*>(dst), blocks);
+    case QuantType::IQ4_NL: return quantize_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), blocks);
+    case QuantType::Q2_K: return quantize_q2_k(src, static_cast<BlockQ2_K*>(dst), blocks);
+    case QuantType::Q3_K: return quantize_q3_k(src, static_cast<BlockQ3_K*>(dst), blocks);
+    case QuantType::IQ4_XS: return quantize_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), blocks);
     case QuantType::Q4_K: return quantize_q4_k(src, static_cast<BlockQ4_K*>(dst), blocks);
     case QuantType::Q5_K: return quantize_q5_k(src, static_cast<BlockQ5_K*>(dst), blocks);
     case QuantType::Q6_K: return quantize_q6_k(src, static_cast<BlockQ6_K*>(dst), blocks);

@@ -10,7 +10,8 @@
 namespace pagoda::kernels {
 
 // Whether quantize_row can write `type`: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1,
-// Q4_K, Q5_K, Q6_K and Q8_K.
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS (IQ4_NL as llama-quantize writes it, which
+// tries more grids than ggml's quantize_row_iq4_nl_ref).
 bool can_quantize(QuantType type);
 
 // Encodes `n` values from `src` as `type` into `dst`, which must hold

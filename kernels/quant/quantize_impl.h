@@ -19,6 +19,16 @@ inline int nearest_int(float v) {
   return int(std::bit_cast<uint32_t>(shifted) & 0x7fffff) - 0x400000;
 }
 
+inline constexpr float kGroupMaxEps = 1e-15f;  // below this a group counts as all zeros (ggml's GROUP_MAX_EPS)
+
+// Affine levels 0..nmax for n ≤ 32 values: finds scale and min (min ≤ 0) minimising the
+// weighted error (squared, or absolute when absolute_error), trying the plain max−min fit, then
+// nstep + 1 stretched grids (nmax + rmin + rdelta·is levels across the range) with a
+// least-squares refit of each. Returns the scale; *neg_min receives −min. (ggml's
+// make_qkx2_quants; use_mad is absolute_error.) In quantize_kquants.cpp.
+float fit_affine_levels(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* neg_min,
+                        float rmin, float rdelta, int nstep, bool absolute_error);
+
 // Blocks of 32 (quantize_blocks32.cpp).
 void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t blocks);
 void quantize_q4_1(const float* x, BlockQ4_1* y, int64_t blocks);
@@ -26,6 +36,14 @@ void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t blocks);
 void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t blocks);
 void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t blocks);
 void quantize_q8_1(const float* x, BlockQ8_1* y, int64_t blocks);
+
+// The non-linear 4-bit types (quantize_iq4.cpp).
+void quantize_iq4_nl(const float* x, BlockIQ4_NL* y, int64_t blocks);
+void quantize_iq4_xs(const float* x, BlockIQ4_XS* y, int64_t blocks);
+
+// The 2- and 3-bit super-blocks (quantize_kquants_lowbit.cpp).
+void quantize_q2_k(const float* x, BlockQ2_K* y, int64_t blocks);
+void quantize_q3_k(const float* x, BlockQ3_K* y, int64_t blocks);
 
 // Super-blocks of 256 (quantize_kquants.cpp).
 void quantize_q4_k(const float* x, BlockQ4_K* y, int64_t blocks);

@@ -12,16 +12,8 @@
 
 namespace pagoda::kernels::quantize_detail {
 
-namespace {
-
-constexpr float kGroupMaxEps = 1e-15f;  // below this a group counts as all zeros (ggml's GROUP_MAX_EPS)
-
-// Affine levels 0..nmax for n values: finds scale and min (min ≤ 0) minimising the weighted
-// squared error, trying the plain max−min fit, then nstep + 1 stretched grids
-// (nmax + rmin + rdelta·is levels across the range) with a least-squares refit of each.
-// Returns the scale; *neg_min receives −min. (ggml's make_qkx2_quants with use_mad off.)
 float fit_affine_levels(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* neg_min,
-                        float rmin, float rdelta, int nstep) {
+                        float rmin, float rdelta, int nstep, bool absolute_error) {
   float min = x[0], max = x[0];
   float sum_w = weights[0];
   float sum_x = sum_w * x[0];
@@ -44,7 +36,7 @@ float fit_affine_levels(int n, int nmax, const float* x, const float* weights, u
   for (int i = 0; i < n; ++i) {
     L[i] = uint8_t(std::clamp(nearest_int(iscale * (x[i] - min)), 0, nmax));
     const float diff = scale * L[i] + min - x[i];
-    best_error += weights[i] * (diff * diff);
+    best_error += weights[i] * (absolute_error ? std::fabs(diff) : diff * diff);
   }
   uint8_t trial[32];
   for (int is = 0; is <= nstep; ++is) {
@@ -69,7 +61,7 @@ float fit_affine_levels(int n, int nmax, const float* x, const float* weights, u
     float error = 0;
     for (int i = 0; i < n; ++i) {
       const float diff = this_scale * trial[i] + this_min - x[i];
-      error += weights[i] * (diff * diff);
+      error += weights[i] * (absolute_error ? std::fabs(diff) : diff * diff);
     }
     if (error < best_error) {
       std::copy(trial, trial + n, L);
@@ -81,6 +73,8 @@ float fit_affine_levels(int n, int nmax, const float* x, const float* weights, u
   *neg_min = -min;
   return scale;
 }
+
+namespace {
 
 // Symmetric levels −nmax..nmax−1 for 16 values, weighted by x², stored in L offset by nmax:
 // starts from the grid that puts the value of largest magnitude on −nmax, then tries 18
@@ -155,7 +149,7 @@ void quantize_affine_superblock(const float* x, int nmax, float rmin, float rdel
     for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
     const float av_x = std::sqrt(sum_x2 / 32);
     for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);
-    scales[j] = fit_affine_levels(32, nmax, xs, weights, L + 32 * j, &mins[j], rmin, rdelta, nstep);
+    scales[j] = fit_affine_levels(32, nmax, xs, weights, L + 32 * j, &mins[j], rmin, rdelta, nstep, false);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
