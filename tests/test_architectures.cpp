@@ -333,7 +333,8 @@ TEST_P(LlamaCppQuantized, TeacherForcedArgmaxAgreesWithLlamaCppOnTheSameFile) {
 
 INSTANTIATE_TEST_SUITE_P(Files, LlamaCppQuantized,
                          ::testing::Values("l3v-Q8_0", "l3v-Q6_K", "l3v-Q5_K_M", "l3v-Q5_1", "l3v-Q5_0", "l3v-Q4_K_M",
-                                           "l3v-Q4_1", "l3v-Q4_0", "q2v-Q8_0", "q2v-Q4_K_M"),
+                                           "l3v-Q4_1", "l3v-Q4_0", "q2v-Q8_0", "q2v-Q4_K_M", "l3v-Q2_K", "l3v-Q3_K_S",
+                                           "l3v-Q3_K_M", "l3v-Q3_K_L", "l3v-IQ4_NL", "l3v-IQ4_XS"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            std::string name = info.param;
                            for (char& ch : name) ch = ch == '-' ? '_' : ch;

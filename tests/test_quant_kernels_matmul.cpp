@@ -25,7 +25,8 @@ using namespace pagoda::kernels;
 
 constexpr QuantType kTypes[] = {QuantType::F32,  QuantType::F16,  QuantType::BF16, QuantType::Q8_0,
                                 QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1,
-                                QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K};
+                                QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::Q2_K,
+                                QuantType::Q3_K, QuantType::IQ4_NL, QuantType::IQ4_XS};
 
 std::string name(QuantType t) { return ggml_type_id_name(uint32_t(t)); }
 
@@ -79,7 +80,9 @@ std::vector<float> run(const WeightMatrix& w, const std::vector<float>& a, int M
 double tolerance(QuantType t) {
   switch (t) {
     case QuantType::F32: case QuantType::F16: case QuantType::BF16: return 2e-7;
-    case QuantType::Q4_K: case QuantType::Q5_K: case QuantType::Q6_K: return 3e-3;
+    case QuantType::Q2_K: case QuantType::Q3_K: case QuantType::Q4_K: case QuantType::Q5_K: case QuantType::Q6_K:
+    case QuantType::IQ4_XS:
+      return 3e-3;
     default: return 6e-3;
   }
 }
@@ -220,6 +223,8 @@ std::vector<int> half_fields(QuantType type) {
   switch (type) {
     case QuantType::Q4_1: case QuantType::Q5_1: case QuantType::Q4_K: case QuantType::Q5_K: return {0, 2};
     case QuantType::Q6_K: return {208};
+    case QuantType::Q2_K: return {80, 82};
+    case QuantType::Q3_K: return {108};
     default: return {0};
   }
 }

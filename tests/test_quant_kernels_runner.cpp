@@ -86,7 +86,8 @@ TEST_P(QuantizedRunner, MatchesOracleAndIsBatchInvariant) {
 }
 
 INSTANTIATE_TEST_SUITE_P(LlamaQuantizeFiles, QuantizedRunner,
-                         ::testing::Values("Q8_0", "Q6_K", "Q5_K_M", "Q5_1", "Q5_0", "Q4_K_M", "Q4_1", "Q4_0"));
+                         ::testing::Values("Q8_0", "Q6_K", "Q5_K_M", "Q5_1", "Q5_0", "Q4_K_M", "Q4_1", "Q4_0", "Q2_K",
+                                           "Q3_K_M", "IQ4_NL", "IQ4_XS"));
 
 }  // namespace
 }  // namespace pagoda

@@ -94,6 +94,39 @@ void put_q6_k(const uint8_t* p, int r, uint8_t* t) {
     }
 }
 
+// Q2_K / Q3_K: ggml's qs bytes are the crumb loads' bytes (BlockQ2_K); Q3_K's third bits
+// become mask bits.
+void put_q2_k(const uint8_t* p, int r, uint8_t* t) {
+  const auto& b = *reinterpret_cast<const BlockQ2_K*>(p);
+  put_half(t, r, reinterpret_cast<const uint8_t*>(&b.d));
+  put_half(t + 32, r, reinterpret_cast<const uint8_t*>(&b.dmin));
+  for (int s = 0; s < 16; ++s) t[64 + 16 * s + r] = b.scales[s];
+  for (int i = 0; i < 16; ++i) std::memcpy(t + 320 + 64 * i + 4 * r, b.qs + 32 * (i / 8) + 4 * (i % 8), 4);
+}
+
+void put_q3_k(const uint8_t* p, int r, uint8_t* t) {
+  const auto& b = *reinterpret_cast<const BlockQ3_K*>(p);
+  put_half(t, r, reinterpret_cast<const uint8_t*>(&b.d));
+  for (int s = 0; s < 16; ++s) t[32 + 16 * s + r] = uint8_t(q3_k_scale(s, b.scales) - 32);
+  for (int i = 0; i < 16; ++i) {
+    std::memcpy(t + 288 + 64 * i + 4 * r, b.qs + 32 * (i / 8) + 4 * (i % 8), 4);
+    for (int c = 0; c < 4; ++c) {
+      uint64_t bits = 0;
+      for (int e = 0; e < 4; ++e) bits |= uint64_t((b.hmask[4 * (i % 8) + e] >> (4 * (i / 8) + c)) & 1) << e;
+      or64(t + 1312 + 8 * (4 * i + c), bits << (4 * r));
+    }
+  }
+}
+
+void put_iq4_xs(const uint8_t* p, int r, uint8_t* t) {
+  const auto& b = *reinterpret_cast<const BlockIQ4_XS*>(p);
+  put_half(t, r, reinterpret_cast<const uint8_t*>(&b.d));
+  for (int s = 0; s < 8; ++s) {
+    t[32 + 16 * s + r] = uint8_t(iq4_xs_scale(s, b.scales_h, b.scales_l) - 32);
+    for (int i = 0; i < 4; ++i) std::memcpy(t + 160 + 64 * (4 * s + i) + 4 * r, b.qs + 16 * s + 4 * i, 4);
+  }
+}
+
 // Row r's ggml block at p into its place in a (zeroed) tile.
 void put_block(QuantType type, const uint8_t* p, int r, uint8_t* t) {
   switch (type) {
@@ -102,7 +135,17 @@ void put_block(QuantType type, const uint8_t* p, int r, uint8_t* t) {
       for (int g = 0; g < 8; ++g) std::memcpy(t + 32 + 64 * g + 4 * r, p + 2 + 4 * g, 4);
       break;
     case QuantType::Q4_0: case QuantType::Q4_1: case QuantType::Q5_0: case QuantType::Q5_1:
+    case QuantType::IQ4_NL:  // Q4_0's layout
       put_block32(type, p, r, t);
+      break;
+    case QuantType::Q2_K:
+      put_q2_k(p, r, t);
+      break;
+    case QuantType::Q3_K:
+      put_q3_k(p, r, t);
+      break;
+    case QuantType::IQ4_XS:
+      put_iq4_xs(p, r, t);
       break;
     case QuantType::Q4_K: case QuantType::Q5_K:
       put_k45(type == QuantType::Q5_K, p, r, t);
@@ -129,6 +172,10 @@ std::size_t tile_bytes(QuantType type) {
     case QuantType::Q4_K: return 2368;
     case QuantType::Q5_K: return 2880;
     case QuantType::Q6_K: return 3360;
+    case QuantType::IQ4_NL: return 288;
+    case QuantType::Q2_K: return 1344;
+    case QuantType::Q3_K: return 1824;
+    case QuantType::IQ4_XS: return 2208;
     default: return 0;
   }
 }
@@ -180,6 +227,10 @@ GroupFn group_for(const GroupKernels& k, QuantType type) {
     case QuantType::Q4_K: return k.q4_k;
     case QuantType::Q5_K: return k.q5_k;
     case QuantType::Q6_K: return k.q6_k;
+    case QuantType::Q2_K: return k.q2_k;
+    case QuantType::Q3_K: return k.q3_k;
+    case QuantType::IQ4_NL: return k.iq4_nl;
+    case QuantType::IQ4_XS: return k.iq4_xs;
     default: return nullptr;
   }
 }

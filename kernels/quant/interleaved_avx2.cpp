@@ -1,6 +1,6 @@
 // interleaved.h's kernels on 256-bit vectors, each 16-row lane set held in two registers.
 
-#include "kernels/quant/interleaved_x86.h"
+#include "kernels/quant/interleaved_x86_kernels.h"
 
 namespace pagoda::kernels::quant {
 

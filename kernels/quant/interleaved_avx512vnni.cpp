@@ -1,6 +1,6 @@
 // interleaved.h's kernels on 512-bit vectors with VNNI's vpdpbusd.
 
-#include "kernels/quant/interleaved_x86.h"
+#include "kernels/quant/interleaved_x86_kernels.h"
 
 namespace pagoda::kernels::quant {
 

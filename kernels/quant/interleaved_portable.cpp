@@ -29,8 +29,8 @@ int nibble(const uint8_t* load, const uint8_t* masks, bool high, int r, int e) {
   return v;
 }
 
-// Row r's quants of one tile, in element order.
-void decode(QuantType type, const uint8_t* t, int r, int u[kQK_K]) {
+// Row r's quants of one tile of the linear 4- to 8-bit types, in element order.
+void decode_linear(QuantType type, const uint8_t* t, int r, int u[kQK_K]) {
   switch (type) {
     case QuantType::Q8_0:
       for (int k = 0; k < kQK; ++k) u[k] = int8_t(t[32 + 64 * (k / 4) + 4 * r + k % 4]);
@@ -66,6 +66,39 @@ void decode(QuantType type, const uint8_t* t, int r, int u[kQK_K]) {
   }
 }
 
+// Row r's 2-bit quant of element k of a Q2_K / Q3_K tile (crumbs at `crumbs`), with Q3_K's
+// third bit from `masks` when given.
+int crumb(const uint8_t* crumbs, const uint8_t* masks, int r, int k) {
+  const int half = k / 128, c = (k % 128) / 32, w = k % 32, load = 8 * half + w / 4, e = w % 4;
+  int v = (crumbs[64 * load + 4 * r + e] >> (2 * c)) & 3;
+  if (masks && bit_at(masks + 8 * (4 * load + c), 4 * r + e)) v |= 4;
+  return v;
+}
+
+// Row r's quants of one tile, in element order (the IQ4 types: their table values).
+void decode(QuantType type, const uint8_t* t, int r, int u[kQK_K]) {
+  switch (type) {
+    case QuantType::IQ4_NL:
+      decode_linear(QuantType::Q4_0, t, r, u);
+      for (int k = 0; k < kQK; ++k) u[k] = kIq4nlValues[u[k]];
+      return;
+    case QuantType::IQ4_XS:
+      for (int k = 0; k < kQK_K; ++k) {
+        const int s = k / 32, w = k % 32;
+        u[k] = kIq4nlValues[nibble(t + 160 + 64 * (4 * s + (w % 16) / 4), nullptr, w >= 16, r, k % 4)];
+      }
+      return;
+    case QuantType::Q2_K:
+      for (int k = 0; k < kQK_K; ++k) u[k] = crumb(t + 320, nullptr, r, k);
+      return;
+    case QuantType::Q3_K:
+      for (int k = 0; k < kQK_K; ++k) u[k] = crumb(t + 288, t + 1312, r, k);
+      return;
+    default:
+      decode_linear(type, t, r, u);
+  }
+}
+
 int32_t dot_ints(const int* u, const int8_t* a, int n) {
   int32_t sum = 0;
   for (int k = 0; k < n; ++k) sum += u[k] * a[k];
@@ -75,7 +108,7 @@ int32_t dot_ints(const int* u, const int8_t* a, int n) {
 template <QuantType kType>
 void group(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, int na, bool /*streaming*/,
            float* out) {
-  constexpr bool kK45 = kType == QuantType::Q4_K || kType == QuantType::Q5_K;
+  constexpr bool kK45 = kType == QuantType::Q4_K || kType == QuantType::Q5_K || kType == QuantType::Q2_K;
   constexpr bool kMin = kType == QuantType::Q4_1 || kType == QuantType::Q5_1;
   constexpr int kOffset = kType == QuantType::Q4_0 ? 8 : kType == QuantType::Q5_0 ? 16 : 0;
   const std::size_t bytes = tile_bytes(kType);
@@ -88,7 +121,27 @@ void group(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t str
       const float d = half_at(t, r);
       for (int j = 0; j < na; ++j) {
         const uint8_t* row = act + stride * j;
-        if constexpr (kType == QuantType::Q6_K) {
+        if constexpr (kType == QuantType::Q2_K) {
+          const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(row)[b];
+          int32_t total = 0, mins = 0;
+          for (int s = 0; s < 16; ++s) {
+            total += (t[64 + 16 * s + r] & 15) * dot_ints(u + 16 * s, y.qs + 16 * s, 16);
+            mins += (t[64 + 16 * s + r] >> 4) * y.bsums[s];
+          }
+          acc[j] = acc[j] + float(total) * (d * y.d);
+          extra[j] = extra[j] + float(mins) * (half_at(t + 32, r) * y.d);
+        } else if constexpr (kType == QuantType::Q3_K) {
+          const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(row)[b];
+          int32_t total = 0;
+          for (int s = 0; s < 16; ++s)
+            total += int8_t(t[32 + 16 * s + r]) * (dot_ints(u + 16 * s, y.qs + 16 * s, 16) - 4 * y.bsums[s]);
+          acc[j] = acc[j] + float(total) * (d * y.d);
+        } else if constexpr (kType == QuantType::IQ4_XS) {
+          const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(row)[b];
+          int32_t total = 0;
+          for (int s = 0; s < 8; ++s) total += int8_t(t[32 + 16 * s + r]) * dot_ints(u + 32 * s, y.qs + 32 * s, 32);
+          acc[j] = acc[j] + float(total) * (d * y.d);
+        } else if constexpr (kType == QuantType::Q6_K) {
           const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(row)[b];
           int32_t total = 0;
           for (int s = 0; s < 16; ++s)
@@ -120,6 +173,7 @@ void group(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t str
 extern const GroupKernels group_portable = {
     group<QuantType::Q4_0>, group<QuantType::Q4_1>, group<QuantType::Q5_0>, group<QuantType::Q5_1>,
     group<QuantType::Q8_0>, group<QuantType::Q4_K>, group<QuantType::Q5_K>, group<QuantType::Q6_K>,
+    group<QuantType::Q2_K>, group<QuantType::Q3_K>, group<QuantType::IQ4_NL>, group<QuantType::IQ4_XS>,
     kMaxActs,
 };
 

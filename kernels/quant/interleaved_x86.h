@@ -1,6 +1,6 @@
 #pragma once
-// Internal, for interleaved_avx2.cpp / _avx512.cpp / _avx512vnni.cpp only: interleaved.h's
-// kernels written once over "16 int32 lanes" and "16 float lanes", which AVX-512 holds in one
+// Internal, for interleaved_x86_kernels.h only: interleaved.h's kernels (the low-bit types'
+// in interleaved_x86_lowbit.h) written once over "16 int32 lanes" and "16 float lanes", which AVX-512 holds in one
 // register and AVX2 in two (rows 0–7, rows 8–15: the layout's byte order splits the same way).
 // Every lane is one row; the integer block totals are exact whichever instructions form them:
 //  - vpdpbusd (VNNI) or pmaddubsw + pmaddwd for unsigned × signed bytes. pmaddubsw saturates
@@ -40,12 +40,18 @@ struct Lanes512 {
   static I top2(I v, int shift) {
     return _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(v, shift), _mm512_set1_epi8(3)), 4);
   }
+  // Bits shift, shift + 1 of each byte.
+  static I crumb(I v, int shift) { return _mm512_and_si512(_mm512_srli_epi16(v, shift), _mm512_set1_epi8(3)); }
   static I or_(I a, I b) { return _mm512_or_si512(a, b); }
-  // Byte i gains 16 where bit i of the 64-bit mask at p is set (bit 4 is clear before).
-  static I fifth(I v, const uint8_t* p) {
+  // Byte i gains `bit` where bit i of the 64-bit mask at p is set (that bit is clear before).
+  static I fifth(I v, const uint8_t* p, char bit = 16) {
     uint64_t bits;
     std::memcpy(&bits, p, 8);
-    return _mm512_mask_add_epi8(v, __mmask64(bits), v, _mm512_set1_epi8(16));
+    return _mm512_mask_add_epi8(v, __mmask64(bits), v, _mm512_set1_epi8(bit));
+  }
+  // Each byte (0 … 15) replaced by its kIq4nlValues entry.
+  static I iq4nl(I v) {
+    return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues))), v);
   }
   static I broadcast(const int8_t* a) { return _mm512_set1_epi32(load_i32(a)); }
   // acc + Σ_{i<4} u[4l+i]·a[4l+i] per lane, u unsigned (≤ 128 without VNNI).
@@ -73,6 +79,8 @@ struct Lanes512 {
   static I mul(I a, I b) { return _mm512_mullo_epi32(a, b); }
   static I set1(int32_t v) { return _mm512_set1_epi32(v); }
   static I widen_u8(const uint8_t* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static I low4_32(I v) { return _mm512_and_si512(v, _mm512_set1_epi32(15)); }
+  static I high4_32(I v) { return _mm512_srli_epi32(v, 4); }
   static I widen_s8(const uint8_t* p) { return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 
   static F fzero() { return _mm512_setzero_ps(); }
@@ -124,19 +132,28 @@ struct Lanes256x2 {
       return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(x, shift), _mm256_set1_epi8(3)), 4);
     });
   }
+  static I crumb(I v, int shift) {
+    return each(v, [shift](__m256i x) { return _mm256_and_si256(_mm256_srli_epi16(x, shift), _mm256_set1_epi8(3)); });
+  }
   static I or_(I a, I b) {
     return each(a, b, [](__m256i x, __m256i y) { return _mm256_or_si256(x, y); });
   }
-  // Byte j of a half gains 16 where bit j of its 32 mask bits is set.
-  static __m256i fifth_half(__m256i v, uint32_t bits) {
+  static I iq4nl(I v) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+    return each(v, [table](__m256i x) { return _mm256_shuffle_epi8(table, x); });
+  }
+  // Byte j of a half gains `bit` where bit j of its 32 mask bits is set.
+  static __m256i fifth_half(__m256i v, uint32_t bits, char bit) {
     const __m256i spread = _mm256_shuffle_epi8(
         _mm256_set1_epi32(int(bits)),
         _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
     const __m256i select = _mm256_set1_epi64x(0x8040201008040201);
     const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
-    return _mm256_or_si256(v, _mm256_and_si256(set, _mm256_set1_epi8(16)));
+    return _mm256_or_si256(v, _mm256_and_si256(set, _mm256_set1_epi8(bit)));
   }
-  static I fifth(I v, const uint8_t* p) { return {fifth_half(v.lo, uint32_t(load_i32(p))), fifth_half(v.hi, uint32_t(load_i32(p + 4)))}; }
+  static I fifth(I v, const uint8_t* p, char bit = 16) {
+    return {fifth_half(v.lo, uint32_t(load_i32(p)), bit), fifth_half(v.hi, uint32_t(load_i32(p + 4)), bit)};
+  }
   static I broadcast(const int8_t* a) {
     const __m256i v = _mm256_set1_epi32(load_i32(a));
     return {v, v};
@@ -165,6 +182,12 @@ struct Lanes256x2 {
   static __m128i load8(const uint8_t* p) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)); }
   static I widen_u8(const uint8_t* p) { return {_mm256_cvtepu8_epi32(load8(p)), _mm256_cvtepu8_epi32(load8(p + 8))}; }
   static I widen_s8(const uint8_t* p) { return {_mm256_cvtepi8_epi32(load8(p)), _mm256_cvtepi8_epi32(load8(p + 8))}; }
+  static I low4_32(I v) {
+    return each(v, [](__m256i x) { return _mm256_and_si256(x, _mm256_set1_epi32(15)); });
+  }
+  static I high4_32(I v) {
+    return each(v, [](__m256i x) { return _mm256_srli_epi32(x, 4); });
+  }
 
   static F fzero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
   static F to_float(I v) { return {_mm256_cvtepi32_ps(v.lo), _mm256_cvtepi32_ps(v.hi)}; }
@@ -395,33 +418,6 @@ void q6_k(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stri
     for (int j = 0; j < NA; ++j) acc[j] = add_block<L>(acc[j], total[j], d, y.bk(j, b).d);
   }
   for (int j = 0; j < NA; ++j) L::store(out + kGroupRows * j, acc[j]);
-}
-
-// A GroupFn taking 1 … L::kMaxActs activation rows.
-template <typename L, template <typename, int> class Kernel>
-void by_acts(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, int na, bool streaming, float* out) {
-  switch (na) {
-    case 1: Kernel<L, 1>::run(tiles, blocks, act, stride, streaming, out); break;
-    case 2: Kernel<L, 2>::run(tiles, blocks, act, stride, streaming, out); break;
-    case 3: if constexpr (L::kMaxActs >= 3) Kernel<L, 3>::run(tiles, blocks, act, stride, streaming, out); break;
-    case 4: if constexpr (L::kMaxActs >= 4) Kernel<L, 4>::run(tiles, blocks, act, stride, streaming, out); break;
-    default: break;
-  }
-}
-
-template <typename L, int NA> struct Q8_0K { static constexpr auto run = q8_0<L, NA>; };
-template <typename L, int NA> struct Q4_0K { static constexpr auto run = block32<L, NA, false, false>; };
-template <typename L, int NA> struct Q4_1K { static constexpr auto run = block32<L, NA, true, false>; };
-template <typename L, int NA> struct Q5_0K { static constexpr auto run = block32<L, NA, false, true>; };
-template <typename L, int NA> struct Q5_1K { static constexpr auto run = block32<L, NA, true, true>; };
-template <typename L, int NA> struct Q4_KK { static constexpr auto run = k45<L, NA, false>; };
-template <typename L, int NA> struct Q5_KK { static constexpr auto run = k45<L, NA, true>; };
-template <typename L, int NA> struct Q6_KK { static constexpr auto run = q6_k<L, NA>; };
-
-template <typename L>
-constexpr GroupKernels make_group_kernels() {
-  return {by_acts<L, Q4_0K>, by_acts<L, Q4_1K>, by_acts<L, Q5_0K>, by_acts<L, Q5_1K>, by_acts<L, Q8_0K>,
-          by_acts<L, Q4_KK>, by_acts<L, Q5_KK>, by_acts<L, Q6_KK>, L::kMaxActs};
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ class WeightMatrix {
   WeightMatrix() = default;
 
   // The parts stacked by rows (e.g. Q, K, V fused), all `cols` wide. Types: F32, F16, BF16,
-  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K; cols must be whole blocks of each type.
+  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K … Q6_K, IQ4_NL, IQ4_XS; cols must be whole blocks of
+  // each type.
   // Throws pagoda::Error otherwise. Kernels are those of `isa` (default: the active ISA).
   static WeightMatrix make(std::span<const WeightPart> parts, int cols);
   static WeightMatrix make(std::span<const WeightPart> parts, int cols, Isa isa);
