@@ -203,13 +203,19 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
       Sampled& s = sampling_[i];
       if (s.score_only) return;
       const std::span<const float> row(logits.data() + s.row * vocab, vocab);
-      s.token = s.seq->sampler.sample(row, s.seq->tokens, size_t(s.seq->prompt_len), s.seq->ending_ids);
-      if (s.seq->logprobs >= 0) s.logprobs = token_logprobs(row, s.token, s.seq->logprobs);
+      Sequence& seq = *s.seq;
+      grammar::GrammarConstraint* constraint = seq.grammar && seq.grammar->active() ? seq.grammar.get() : nullptr;
+      s.token = seq.sampler.sample(row, seq.tokens, size_t(seq.prompt_len), seq.ending_ids, constraint);
+      if (s.token < 0) return;  // the grammar allows nothing more
+      if (seq.grammar) seq.grammar->accept(s.token);
+      if (seq.logprobs >= 0) s.logprobs = token_logprobs(row, s.token, seq.logprobs);
     });
   });
   for (Sampled& s : sampling_) {
     if (s.score_only) {
       retire(*s.seq, FinishReason::Length);
+    } else if (s.token < 0) {
+      retire(*s.seq, FinishReason::Stop);  // its grammar is complete and cannot end otherwise
     } else {
       append_token(*s.seq, s.token, std::move(s.logprobs));
     }

@@ -4,6 +4,7 @@
 #include "pagoda/engine.h"
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 
 #include "actors/decode_scheduler.h"
@@ -11,6 +12,10 @@
 #include "actors/page_pool_actor.h"
 #include "actors/prefill_scheduler.h"
 #include "engine/chat/chat_template.h"
+#include "engine/grammar/gbnf_parser.h"
+#include "engine/grammar/grammar_constraint.h"
+#include "engine/grammar/json_schema.h"
+#include "engine/grammar/token_mask.h"
 #include "engine/lora/lora_adapter.h"
 #include "engine/model/model.h"
 #include "engine/request/logprobs.h"
@@ -82,6 +87,10 @@ struct Engine::Impl {
   }
 
   std::vector<int32_t> validated_prompt(const Request& r) const;
+  // The request's grammar, compiled; null without one. Throws pagoda::Error for a bad one.
+  std::unique_ptr<grammar::GrammarConstraint> constraint_of(const Request& r) const;
+  // The vocabulary as a trie for grammar masks, built for the first constrained request.
+  std::shared_ptr<const grammar::TokenTrie> token_trie() const;
 
   EngineConfig config;
   Model model;
@@ -98,6 +107,9 @@ struct Engine::Impl {
   PrefillScheduler prefill;
   DecodeScheduler decode;
   LoraRouter router;
+
+  mutable std::once_flag trie_built;
+  mutable std::shared_ptr<const grammar::TokenTrie> trie;
 
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> accepting{true};
@@ -147,7 +159,46 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
            std::to_string(pool.capacity()) + "; it could never run");
   }
   r.sampling.validate();
+  if (!r.grammar.empty() && !r.json_schema.empty()) refuse("give a grammar or a json_schema, not both");
+  if (r.grammar.empty() && r.json_schema.empty() && !r.grammar_triggers.empty()) {
+    refuse("grammar_triggers need a grammar or a json_schema");
+  }
+  for (const std::string& t : r.grammar_triggers) {
+    if (t.empty()) refuse("a grammar trigger is empty");
+  }
   return ids;
+}
+
+std::unique_ptr<grammar::GrammarConstraint> Engine::Impl::constraint_of(const Request& r) const {
+  if (r.grammar.empty() && r.json_schema.empty()) return nullptr;
+  std::shared_ptr<const grammar::Grammar> g;
+  try {
+    const std::string gbnf = r.json_schema.empty() ? r.grammar : grammar::json_schema_to_gbnf(r.json_schema);
+    g = std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(gbnf));
+  } catch (const Error& e) {
+    throw Error(std::string("bad request: ") + (r.json_schema.empty() ? "grammar: " : "json_schema: ") + e.what());
+  }
+  std::vector<int32_t> ending = r.stop_token_ids;
+  if (!r.ignore_eos) ending.insert(ending.end(), model.tokenizer.eog_ids().begin(), model.tokenizer.eog_ids().end());
+  auto mask = std::make_shared<const grammar::TokenMask>(g, token_trie());
+  return std::make_unique<grammar::GrammarConstraint>(std::move(g), std::move(mask), model.tokenizer, std::move(ending),
+                                                      r.grammar_triggers);
+}
+
+std::shared_ptr<const grammar::TokenTrie> Engine::Impl::token_trie() const {
+  std::call_once(trie_built, [&] {
+    const Tokenizer& t = model.tokenizer;
+    std::vector<std::string> texts(size_t(t.vocab_size()));
+    std::vector<int32_t> excluded = t.eog_ids();
+    for (int32_t id = 0; id < t.vocab_size(); ++id) {
+      texts[size_t(id)] = t.token_text(id);
+      // Control tokens are not text a grammar could match.
+      const TokenType type = t.vocab().types[size_t(id)];
+      if (type == TokenType::Control || type == TokenType::Unknown || type == TokenType::Unused) excluded.push_back(id);
+    }
+    trie = std::make_shared<const grammar::TokenTrie>(texts, excluded);
+  });
+  return trie;
 }
 
 Engine::Engine(const EngineConfig& config) {
@@ -167,6 +218,7 @@ RequestHandle Engine::submit(Request request) {
   } leave{m.submitting};
   if (!m.accepting.load()) throw Error("the engine is shut down");
   std::vector<int32_t> prompt = m.validated_prompt(request);
+  std::unique_ptr<grammar::GrammarConstraint> constraint = m.constraint_of(request);
 
   auto state = std::make_shared<detail::RequestState>();
   state->id = m.next_id.fetch_add(1, std::memory_order_relaxed);
@@ -178,6 +230,7 @@ RequestHandle Engine::submit(Request request) {
   std::future<Completion> future = state->promise.get_future();
   auto seq = std::make_unique<Sequence>(state, request, std::move(prompt), m.model.tokenizer, m.config.tokens_per_page);
   seq->prefix_cache = seq->prefix_cache && m.config.prefix_caching;
+  seq->grammar = std::move(constraint);
   if (auto lost = weights_lost(m.model)) {
     // The model is gone for good: fail at once instead of queuing for a step that would fail.
     m.metrics.finished.fetch_add(1, std::memory_order_relaxed);

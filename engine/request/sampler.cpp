@@ -87,17 +87,29 @@ void Sampler::adjust(std::span<const int32_t> history, size_t prompt_len, std::s
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history, size_t prompt_len,
-                        std::span<const int32_t> ending_ids) {
+                        std::span<const int32_t> ending_ids, TokenFilter* filter) {
   prompt_len = std::min(prompt_len, history.size());
   const bool banning = history.size() - prompt_len < size_t(params_.min_tokens) && !ending_ids.empty();
   const bool adjusted = (params_.repetition_penalty != 1.0f && params_.repetition_window > 0) ||
                         params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f ||
                         !params_.logit_bias.empty() || banning;
-  if (params_.temperature == 0.0f && !adjusted) return argmax(logits);  // no copy needed
+  if (params_.temperature == 0.0f && !adjusted) {  // no copy needed
+    const int32_t best = argmax(logits);
+    if (!filter || filter->allows(best)) return best;
+  }
   const auto n = static_cast<int32_t>(logits.size());
   candidates_.resize(n);
   for (int32_t i = 0; i < n; ++i) candidates_[i] = {i, logits[i]};
   if (adjusted) adjust(history, prompt_len, banning ? ending_ids : std::span<const int32_t>());
+  if (filter) {
+    const std::span<const uint64_t> allowed = filter->mask();
+    std::erase_if(candidates_, [&](const Candidate& c) {
+      return size_t(c.id) / 64 >= allowed.size() || !((allowed[size_t(c.id) / 64] >> (c.id % 64)) & 1);
+    });
+    // Banned tokens (min_tokens) are -inf: drop them too, so an all-banned set draws nothing.
+    std::erase_if(candidates_, [](const Candidate& c) { return c.value == -std::numeric_limits<float>::infinity(); });
+    if (candidates_.empty()) return -1;
+  }
 
   const auto more_likely = [](const Candidate& a, const Candidate& b) {
     return a.value > b.value || (a.value == b.value && a.id < b.id);

@@ -11,6 +11,17 @@
 
 namespace pagoda {
 
+// The tokens a constraint (a request's grammar) allows at this step. The sampler asks only what
+// it needs: greedy decoding tests its argmax alone and builds the whole mask only when the
+// argmax is refused.
+class TokenFilter {
+ public:
+  virtual ~TokenFilter() = default;
+  virtual bool allows(int32_t token) = 0;
+  // Bit i set: token i is allowed. Valid until the filter's state changes.
+  virtual std::span<const uint64_t> mask() = 0;
+};
+
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);  // validates the params
@@ -18,9 +29,11 @@ class Sampler {
   // Picks the next token. `history` is every token of the sequence so far, the prompt's first
   // `prompt_len` then the output: the repetition penalty looks at its tail, the presence and
   // frequency penalties and min_tokens at the output. `ending_ids` are the tokens that would
-  // end the output (banned while it is shorter than min_tokens). `logits` is not modified.
+  // end the output (banned while it is shorter than min_tokens). With a `filter`, only tokens
+  // it allows are drawn (applied before the adjustments' top-k, top-p and min-p, so they choose
+  // among allowed tokens); -1 when it allows none. `logits` is not modified.
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history, size_t prompt_len = 0,
-                 std::span<const int32_t> ending_ids = {});
+                 std::span<const int32_t> ending_ids = {}, TokenFilter* filter = nullptr);
 
  private:
   struct Candidate {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/grammar/grammar_constraint.h"
 #include "engine/kv/block_table.h"
 #include "engine/kv/prefix_cache.h"
 #include "engine/lora/lora_weights.h"
@@ -82,6 +83,7 @@ struct Sequence {
   BlockTable table;
   PrefixHashes prefix;          // its full pages' prefix-cache hashes
   Sampler sampler;
+  std::unique_ptr<grammar::GrammarConstraint> grammar;  // Request::grammar or json_schema, compiled
   OutputText output;
   std::vector<TokenLogprobs> logprobs_out;         // one per generated token, with logprobs >= 0
   std::vector<TokenLogprobs> prompt_logprobs_out;  // entry i: prompt token i + 1's

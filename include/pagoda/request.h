@@ -56,6 +56,20 @@ struct Request {
   // text. Such a request does not read the prefix cache (cached positions have no logits) and
   // may set max_new_tokens = 0 to score the prompt only.
   int32_t prompt_logprobs = -1;
+  // Constrained decoding: the output must be text of this grammar, in llama.cpp's GBNF syntax
+  // (start rule `root`), or valid against this JSON Schema (compiled to such a grammar); at
+  // most one of the two. Tokens the grammar cannot continue with are never drawn, and the
+  // end-of-generation and stop tokens only once the text is complete, so an output that ends by
+  // EOS or a stop token is a whole sentence of the grammar (one cut by max_new_tokens may
+  // not be). A request's mask depends on its own output only, so batch invariance holds.
+  // Malformed grammars and unsupported schemas are refused at submit.
+  std::string grammar;
+  std::string json_schema;
+  // Lazy constraint: with triggers, the output is free until one of these strings appears in
+  // it; from the trigger's first byte on, the output must match the grammar (so the grammar
+  // starts with the trigger's text). Tool calls use this: a model may answer in prose or begin
+  // a call, and only a call is constrained.
+  std::vector<std::string> grammar_triggers;
   bool ignore_eos = false;          // go on past end-of-generation tokens (Engine::eog_ids())
   std::string adapter;              // LoRA adapter name; empty = the base model
   int32_t priority = 0;             // higher is admitted first

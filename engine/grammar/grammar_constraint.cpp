@@ -1,0 +1,78 @@
+#include "engine/grammar/grammar_constraint.h"
+
+#include <algorithm>
+
+#include "engine/grammar/token_mask.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace pagoda::grammar {
+
+GrammarConstraint::GrammarConstraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenMask> mask,
+                                     const Tokenizer& tokenizer, std::vector<int32_t> ending_ids,
+                                     std::vector<std::string> triggers)
+    : mask_(std::move(mask)),
+      tokenizer_(&tokenizer),
+      ending_ids_(std::move(ending_ids)),
+      triggers_(std::move(triggers)),
+      matcher_(std::move(grammar)),
+      active_(triggers_.empty()) {
+  std::sort(ending_ids_.begin(), ending_ids_.end());
+  ending_ids_.erase(std::unique(ending_ids_.begin(), ending_ids_.end()), ending_ids_.end());
+}
+
+bool GrammarConstraint::is_ending(int32_t token) const {
+  return std::binary_search(ending_ids_.begin(), ending_ids_.end(), token);
+}
+
+bool GrammarConstraint::allows(int32_t token) {
+  if (dead_) return false;
+  if (is_ending(token)) return matcher_.can_end();
+  return mask_->allows(matcher_, token);
+}
+
+std::span<const uint64_t> GrammarConstraint::mask() {
+  if (!bits_valid_) {
+    mask_->fill_mask(matcher_, bits_);
+    if (dead_) std::fill(bits_.begin(), bits_.end(), 0);
+    const bool can_end = !dead_ && matcher_.can_end();
+    for (int32_t id : ending_ids_) {
+      const uint64_t bit = uint64_t(1) << (id % 64);
+      if (can_end) {
+        bits_[size_t(id) / 64] |= bit;
+      } else {
+        bits_[size_t(id) / 64] &= ~bit;
+      }
+    }
+    bits_valid_ = true;
+  }
+  return bits_;
+}
+
+void GrammarConstraint::accept(int32_t token) {
+  if (dead_ || is_ending(token)) return;
+  bits_valid_ = false;
+  if (active_) {
+    dead_ = !matcher_.accept_utf8(tokenizer_->token_text(token));
+    return;
+  }
+  // A control token (Mistral's [TOOL_CALLS]) reads as its spelling here, so it can trigger.
+  const size_t searched_from = untriggered_.size();
+  const bool control = tokenizer_->vocab().types[size_t(token)] == TokenType::Control;
+  untriggered_ += control ? tokenizer_->vocab().tokens[size_t(token)] : tokenizer_->token_text(token);
+  look_for_trigger(searched_from);
+}
+
+void GrammarConstraint::look_for_trigger(size_t searched_from) {
+  // The earliest occurrence of any trigger that ends in the new text.
+  size_t first = std::string::npos;
+  for (const std::string& t : triggers_) {
+    const size_t from = searched_from >= t.size() ? searched_from - t.size() + 1 : 0;
+    first = std::min(first, untriggered_.find(t, from));
+  }
+  if (first == std::string::npos) return;
+  active_ = true;
+  dead_ = !matcher_.accept_utf8(std::string_view(untriggered_).substr(first));
+  untriggered_.clear();
+}
+
+}  // namespace pagoda::grammar
