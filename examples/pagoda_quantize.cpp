@@ -11,11 +11,12 @@
 namespace {
 
 constexpr const char* kUsage = R"(usage: pagoda-quantize IN.gguf OUT.gguf TYPE
-  TYPE: f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_m, q5_k_m or q6_k (llama-quantize's
-        presets: the _M mixtures and every quantized preset keep some tensors at other types)
+  TYPE: f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_m, q5_k_m, q6_k, q2_k, q3_k_s,
+        q3_k_m, q3_k_l, iq4_nl or iq4_xs (llama-quantize's presets: the mixtures and every
+        quantized preset keep some tensors at other types)
 Matrices are quantized; norms, biases and rope_freqs stay as they are. A matrix whose rows do
 not fit its type's blocks falls back as llama.cpp's does (Q4_K -> Q5_0, Q5_K -> Q5_1,
-Q6_K -> Q8_0, then F16), and the tool says which.
+Q6_K -> Q8_0, Q2_K and Q3_K -> Q4_0, IQ4_XS -> IQ4_NL, then F16), and the tool says which.
 )";
 
 std::string shape_text(const std::vector<uint64_t>& shape) {

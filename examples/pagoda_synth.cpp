@@ -42,7 +42,8 @@ every attention and FFN projection of every block of BASE.
   --rope-scale X      linear RoPE scaling by factor X (ARCH.rope.scaling.*)
   --rope-freqs        write Llama 3.1-style rope_freqs.weight frequency factors
   --type T            f32 (default), or any type pagoda-quantize writes: f16, bf16, q8_0,
-                      q4_0, q4_1, q5_0, q5_1, q4_k_m, q5_k_m, q6_k (the model is quantized
+                      q4_0, q4_1, q5_0, q5_1, q4_k_m, q5_k_m, q6_k, q2_k, q3_k_s, q3_k_m,
+                      q3_k_l, iq4_nl, iq4_xs (the model is quantized
                       as pagoda-quantize would, with the same per-tensor types and
                       fallbacks). For an adapter: f32, f16, bf16 or q8_0
   --tied              no output.weight: the classifier reuses token_embd (the preset's choice

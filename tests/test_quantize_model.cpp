@@ -71,7 +71,10 @@ INSTANTIATE_TEST_SUITE_P(Presets, AgainstLlamaQuantize,
                                            LlamaFile{"l3v-Q4_1", "q4_1"}, LlamaFile{"l3v-Q5_0", "q5_0"},
                                            LlamaFile{"l3v-Q5_1", "q5_1"}, LlamaFile{"l3v-Q4_K_M", "Q4_K_M"},
                                            LlamaFile{"l3v-Q5_K_M", "q5_k_m"}, LlamaFile{"l3v-Q6_K", "q6_k"},
-                                           LlamaFile{"q2v-Q8_0", "q8_0"}, LlamaFile{"q2v-Q4_K_M", "q4_k_m"}),
+                                           LlamaFile{"q2v-Q8_0", "q8_0"}, LlamaFile{"q2v-Q4_K_M", "q4_k_m"},
+                                           LlamaFile{"l3v-Q2_K", "q2_k"}, LlamaFile{"l3v-Q3_K_S", "q3_k_s"},
+                                           LlamaFile{"l3v-Q3_K_M", "q3_k_m"}, LlamaFile{"l3v-Q3_K_L", "q3_k_l"},
+                                           LlamaFile{"l3v-IQ4_NL", "iq4_nl"}, LlamaFile{"l3v-IQ4_XS", "iq4_xs"}),
                          [](const auto& info) {
                            std::string name = info.param.model;
                            for (char& c : name) c = c == '-' ? '_' : c;
@@ -134,6 +137,50 @@ TEST(QuantTypeChoice, MixturesGiveMoreBitsToTheLayersLlamaCppPicks) {
   }
 }
 
+// The 2-, 3- and non-linear 4-bit presets, as llama-quantize chose on l3v (2 layers, 8 query
+// heads over 2 KV heads): attn_v by the grouped-query ratio, attn_output and ffn_down by preset.
+TEST(QuantTypeChoice, LowBitPresetsOnAGroupedQueryModel) {
+  const auto tensors = dense_model(2, 256, 768, true);
+  const struct {
+    QuantPreset preset;
+    const char *base, *attn_v, *attn_output, *ffn_down;
+  } cases[] = {{QuantPreset::Q2_K, "Q2_K", "Q4_K", "Q3_K", "Q3_K"},
+               {QuantPreset::Q3_K_S, "Q3_K", "Q3_K", "Q3_K", "Q3_K"},
+               {QuantPreset::Q3_K_M, "Q3_K", "Q5_K", "Q4_K", "Q4_K"},
+               {QuantPreset::Q3_K_L, "Q3_K", "Q5_K", "Q5_K", "Q5_K"},
+               {QuantPreset::IQ4_NL, "IQ4_NL", "Q5_K", "IQ4_NL", "IQ4_NL"},
+               {QuantPreset::IQ4_XS, "IQ4_XS", "Q5_K", "IQ4_XS", "IQ4_XS"}};
+  for (const auto& c : cases) {
+    const auto choices = choose_quant_types(c.preset, tensors, 2, 4);
+    const std::string preset = quant_preset_name(c.preset);
+    for (const std::string p : {"blk.0.", "blk.1."}) {
+      for (const char* base : {"attn_q.weight", "attn_k.weight", "ffn_gate.weight", "ffn_up.weight"})
+        EXPECT_EQ(type_of(tensors, choices, p + base), c.base) << preset << " " << p << base;
+      EXPECT_EQ(type_of(tensors, choices, p + "attn_v.weight"), c.attn_v) << preset << " " << p;
+      EXPECT_EQ(type_of(tensors, choices, p + "attn_output.weight"), c.attn_output) << preset << " " << p;
+      EXPECT_EQ(type_of(tensors, choices, p + "ffn_down.weight"), c.ffn_down) << preset << " " << p;
+    }
+    EXPECT_EQ(type_of(tensors, choices, "token_embd.weight"), "Q6_K") << preset;
+  }
+}
+
+// Without grouped queries, over 16 layers: Q3_K_M gives attn_v Q5_K on its first two layers and
+// ffn_down Q5_K on the first sixteenth; IQ4_XS gives ffn_down Q5_K on the first eighth.
+TEST(QuantTypeChoice, LowBitPresetsByLayer) {
+  const auto tensors = dense_model(16, 256, 768, true);
+  const auto q3 = choose_quant_types(QuantPreset::Q3_K_M, tensors, 16, 1);
+  const auto q2 = choose_quant_types(QuantPreset::Q2_K, tensors, 16, 1);
+  const auto xs = choose_quant_types(QuantPreset::IQ4_XS, tensors, 16, 1);
+  for (int l = 0; l < 16; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    EXPECT_EQ(type_of(tensors, q3, p + "attn_v.weight"), l < 2 ? "Q5_K" : "Q4_K") << l;
+    EXPECT_EQ(type_of(tensors, q3, p + "ffn_down.weight"), l < 1 ? "Q5_K" : "Q4_K") << l;
+    EXPECT_EQ(type_of(tensors, q2, p + "attn_v.weight"), "Q3_K") << l;
+    EXPECT_EQ(type_of(tensors, xs, p + "attn_v.weight"), "IQ4_XS") << l;
+    EXPECT_EQ(type_of(tensors, xs, p + "ffn_down.weight"), l < 2 ? "Q5_K" : "IQ4_XS") << l;
+  }
+}
+
 TEST(QuantTypeChoice, AnUntiedEmbeddingKeepsThePresetType) {
   const auto tensors = dense_model(2, 256, 768, false);
   const auto choices = choose_quant_types(QuantPreset::Q4_0, tensors, 2);
@@ -179,6 +226,12 @@ TEST(QuantTypeChoice, RowsThatDoNotFitFallBackAsLlamaCppDoes) {
   check(QuantPreset::Q4_K_M, "blk.2.attn_v.weight", "Q8_0", true);
   check(QuantPreset::Q4_K_M, "blk.3.attn_v.weight", "Q5_0", true);
   check(QuantPreset::Q4_K_M, "blk.4.attn_v.weight", "Q8_0", true);
+  // Q2_K and Q3_K fall back to Q4_0, IQ4_XS to IQ4_NL (both 32-element), then F16 for 172.
+  check(QuantPreset::Q2_K, "blk.0.attn_q.weight", "Q4_0", true);
+  check(QuantPreset::Q3_K_S, "blk.0.attn_q.weight", "Q4_0", true);
+  check(QuantPreset::IQ4_XS, "blk.0.attn_q.weight", "IQ4_NL", true);
+  check(QuantPreset::IQ4_XS, "blk.0.ffn_down.weight", "F16", true);
+  check(QuantPreset::IQ4_NL, "blk.0.attn_q.weight", "IQ4_NL", false);
   // A K-quant preset's output with rows that cannot hold its blocks goes to Q8_0 directly.
   check(QuantPreset::Q4_K_M, "output.weight", "Q8_0", false);
 }
@@ -188,11 +241,16 @@ TEST(QuantTypeChoice, PresetNamesAndFileTypes) {
   EXPECT_EQ(parse_quant_preset("Q5_K_M"), QuantPreset::Q5_K_M);
   EXPECT_EQ(quant_preset_file_type(QuantPreset::Q8_0), 7u);
   EXPECT_EQ(quant_preset_file_type(QuantPreset::BF16), 32u);
+  EXPECT_EQ(parse_quant_preset("iq4_xs"), QuantPreset::IQ4_XS);
+  EXPECT_EQ(quant_preset_file_type(QuantPreset::Q2_K), 10u);
+  EXPECT_EQ(quant_preset_file_type(QuantPreset::Q3_K_M), 12u);
+  EXPECT_EQ(quant_preset_file_type(QuantPreset::IQ4_NL), 25u);
+  EXPECT_EQ(quant_preset_file_type(QuantPreset::IQ4_XS), 30u);
   try {
-    parse_quant_preset("q3_k_s");
-    FAIL() << "q3_k_s is not a preset pagoda writes";
+    parse_quant_preset("iq2_xxs");
+    FAIL() << "iq2_xxs is not a preset pagoda writes";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("q3_k_s"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("iq2_xxs"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("q4_k_m"), std::string::npos) << e.what();
   }
 }
@@ -320,9 +378,9 @@ TEST(PagodaQuantize, ReportsFallbacksAndFailsClearly) {
       << ok.output;
   EXPECT_EQ(GgufFile::open(out).find_tensor("blk.4.ffn_down.weight")->type, GgmlType::F16);
 
-  const test::ProgramRun bad_type = run_tool(stories + " " + out + " q2_k");
+  const test::ProgramRun bad_type = run_tool(stories + " " + out + " iq2_xxs");
   EXPECT_NE(bad_type.status, 0);
-  EXPECT_NE(bad_type.output.find("unknown quantization type 'q2_k'"), std::string::npos) << bad_type.output;
+  EXPECT_NE(bad_type.output.find("unknown quantization type 'iq2_xxs'"), std::string::npos) << bad_type.output;
 
   const test::ProgramRun missing = run_tool("/nonexistent/model.gguf " + out + " q8_0");
   EXPECT_NE(missing.status, 0);
@@ -339,7 +397,7 @@ TEST(PagodaSynth, TypeTakesEveryPresetAndQuantizesAsPagodaQuantize) {
   const std::string shape = "--dim 256 --layers 8 --heads 4 --kv-heads 2 --ffn 512 --vocab 600 --seed 5 ";
   const std::string f32 = test::scratch_path("synth.f32.gguf");
   ASSERT_EQ(test::run_program("pagoda-synth", shape + "-o " + f32).status, 0);
-  for (const char* type : {"q4_k_m", "q5_0", "bf16"}) {
+  for (const char* type : {"q4_k_m", "q5_0", "bf16", "q3_k_m"}) {
     const std::string direct = test::scratch_path(std::string("synth.") + type + ".gguf");
     const test::ProgramRun r = test::run_program("pagoda-synth", shape + "--type " + type + " -o " + direct);
     ASSERT_EQ(r.status, 0) << r.output;

@@ -24,6 +24,9 @@ constexpr PresetInfo kPresets[] = {
     {QuantPreset::Q4_1, "Q4_1", 3, GgmlType::Q4_1},    {QuantPreset::Q5_0, "Q5_0", 8, GgmlType::Q5_0},
     {QuantPreset::Q5_1, "Q5_1", 9, GgmlType::Q5_1},    {QuantPreset::Q4_K_M, "Q4_K_M", 15, GgmlType::Q4_K},
     {QuantPreset::Q5_K_M, "Q5_K_M", 17, GgmlType::Q5_K}, {QuantPreset::Q6_K, "Q6_K", 18, GgmlType::Q6_K},
+    {QuantPreset::Q2_K, "Q2_K", 10, GgmlType::Q2_K},   {QuantPreset::Q3_K_S, "Q3_K_S", 11, GgmlType::Q3_K},
+    {QuantPreset::Q3_K_M, "Q3_K_M", 12, GgmlType::Q3_K}, {QuantPreset::Q3_K_L, "Q3_K_L", 13, GgmlType::Q3_K},
+    {QuantPreset::IQ4_NL, "IQ4_NL", 25, GgmlType::IQ4_NL}, {QuantPreset::IQ4_XS, "IQ4_XS", 30, GgmlType::IQ4_XS},
 };
 
 const PresetInfo& info(QuantPreset preset) {
@@ -73,8 +76,9 @@ bool use_more_bits(int i_layer, int n_layers) {
 
 int block_elements(GgmlType t) { return kernels::block_shape(t).elements; }
 
-// A type whose blocks fit rows of `row` elements: the K-quants fall back to a 32-element type
-// as llama.cpp's tensor_type_fallback does, and anything that still does not fit to F16.
+// A type whose blocks fit rows of `row` elements: the 256-element types fall back to a
+// 32-element type as llama.cpp's tensor_type_fallback does, and anything that still does not
+// fit to F16.
 GgmlType fit_rows(GgmlType wanted, uint64_t row) {
   if (row % uint64_t(block_elements(wanted)) == 0) return wanted;
   GgmlType type = wanted;
@@ -82,6 +86,8 @@ GgmlType fit_rows(GgmlType wanted, uint64_t row) {
     case GgmlType::Q4_K: type = GgmlType::Q5_0; break;
     case GgmlType::Q5_K: type = GgmlType::Q5_1; break;
     case GgmlType::Q6_K: type = GgmlType::Q8_0; break;
+    case GgmlType::Q2_K: case GgmlType::Q3_K: type = GgmlType::Q4_0; break;
+    case GgmlType::IQ4_XS: type = GgmlType::IQ4_NL; break;
     default: break;
   }
   return row % uint64_t(block_elements(type)) == 0 ? type : GgmlType::F16;
@@ -124,10 +130,49 @@ std::vector<size_t> llama_tensor_order(std::span<const QuantTensor> tensors) {
   return order;
 }
 
-std::vector<QuantChoice> choose_quant_types(QuantPreset preset, std::span<const QuantTensor> tensors, int n_layers) {
+namespace {
+
+// llama_tensor_get_type's choice for attn_v (and the fused QKV and kv_b that carry values), the
+// i_attn_v-th of n_attn_v; `type` when the preset makes no exception.
+GgmlType attn_v_type(QuantPreset preset, GgmlType type, int i_attn_v, int n_attn_v, int n_gqa) {
+  switch (preset) {
+    case QuantPreset::Q2_K: return n_gqa >= 4 ? GgmlType::Q4_K : GgmlType::Q3_K;
+    case QuantPreset::Q3_K_M: return i_attn_v < 2 ? GgmlType::Q5_K : GgmlType::Q4_K;
+    case QuantPreset::Q3_K_L: return GgmlType::Q5_K;
+    case QuantPreset::IQ4_NL: case QuantPreset::IQ4_XS: return n_gqa >= 4 ? GgmlType::Q5_K : type;
+    case QuantPreset::Q4_K_M: case QuantPreset::Q5_K_M: return use_more_bits(i_attn_v, n_attn_v) ? GgmlType::Q6_K : type;
+    default: return type;
+  }
+}
+
+// The same for ffn_down of layer i_layer (counted along the tensor order) of n_layers.
+GgmlType ffn_down_type(QuantPreset preset, GgmlType type, int i_layer, int n_layers) {
+  switch (preset) {
+    case QuantPreset::Q2_K: return GgmlType::Q3_K;
+    case QuantPreset::Q3_K_M: return i_layer < n_layers / 16 ? GgmlType::Q5_K : GgmlType::Q4_K;
+    case QuantPreset::Q3_K_L: return GgmlType::Q5_K;
+    case QuantPreset::IQ4_NL: case QuantPreset::IQ4_XS: return i_layer < n_layers / 8 ? GgmlType::Q5_K : type;
+    case QuantPreset::Q4_K_M: case QuantPreset::Q5_K_M: return use_more_bits(i_layer, n_layers) ? GgmlType::Q6_K : type;
+    default: return type;
+  }
+}
+
+// The same for attn_output (dense models).
+GgmlType attn_output_type(QuantPreset preset, GgmlType type) {
+  switch (preset) {
+    case QuantPreset::Q2_K: return GgmlType::Q3_K;
+    case QuantPreset::Q3_K_M: return GgmlType::Q4_K;
+    case QuantPreset::Q3_K_L: return GgmlType::Q5_K;
+    default: return type;
+  }
+}
+
+}  // namespace
+
+std::vector<QuantChoice> choose_quant_types(QuantPreset preset, std::span<const QuantTensor> tensors, int n_layers,
+                                            int n_gqa) {
   const GgmlType base = quant_preset_default_type(preset);
   const bool mixture = base != GgmlType::F16 && base != GgmlType::BF16;
-  const bool k_mixture = preset == QuantPreset::Q4_K_M || preset == QuantPreset::Q5_K_M;
   int n_attn_v = 0;
   bool tied_embeddings = true;
   for (const QuantTensor& t : tensors) {
@@ -161,12 +206,13 @@ std::vector<QuantChoice> choose_quant_types(QuantPreset preset, std::span<const 
         }
         break;
       case Category::AttnV:
-        if (k_mixture && use_more_bits(i_attn_v, n_attn_v)) type = GgmlType::Q6_K;
-        ++i_attn_v;
+        type = attn_v_type(preset, type, i_attn_v++, n_attn_v, n_gqa);
         break;
       case Category::FfnDown:
-        if (k_mixture && use_more_bits(i_ffn_down, n_layers)) type = GgmlType::Q6_K;
-        ++i_ffn_down;
+        type = ffn_down_type(preset, type, i_ffn_down++, n_layers);
+        break;
+      case Category::AttnOutput:
+        type = attn_output_type(preset, type);
         break;
       default:
         break;

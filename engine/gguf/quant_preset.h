@@ -1,9 +1,9 @@
 #pragma once
 // llama-quantize's presets (Q4_K_M, Q8_0, ...) and its choice of each tensor's type under one:
 // which tensors are quantized at all, the mixtures' exceptions (the output matrix — or the
-// token embedding that doubles as it — in Q6_K; attn_v and ffn_down in Q6_K on the layers
-// llama.cpp's use_more_bits picks, for the _M presets), and the fallbacks for rows that do not
-// fit a type's blocks. Facts from llama.cpp's src/llama-quant.cpp; dense models only (the
+// token embedding that doubles as it — in Q6_K; attn_v, ffn_down and for the 2- and 3-bit
+// presets attn_output given more bits on the layers llama.cpp picks; attn_v also by the
+// model's grouped-query ratio), and the fallbacks for rows that do not fit a type's blocks. Facts from llama.cpp's src/llama-quant.cpp; dense models only (the
 // mixture-of-experts exceptions are not applied).
 
 #include <cstdint>
@@ -19,7 +19,9 @@ namespace pagoda {
 // ggml's GGML_QNT_VERSION, which quantized files store as general.quantization_version.
 inline constexpr uint32_t kGgmlQuantizationVersion = 2;
 
-enum class QuantPreset { F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_M, Q5_K_M, Q6_K };
+enum class QuantPreset {
+  F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_M, Q5_K_M, Q6_K, Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, IQ4_NL, IQ4_XS
+};
 
 // "q4_k_m", "Q4_K_M", ... (case-insensitive). Throws pagoda::Error listing the known names.
 QuantPreset parse_quant_preset(std::string_view name);
@@ -46,7 +48,10 @@ struct QuantChoice {
 // count attn_v and ffn_down tensors along it. Returns indices into `tensors`.
 std::vector<size_t> llama_tensor_order(std::span<const QuantTensor> tensors);
 
-// Each tensor's type under `preset`, index for index. `n_layers` is the model's block count.
-std::vector<QuantChoice> choose_quant_types(QuantPreset preset, std::span<const QuantTensor> tensors, int n_layers);
+// Each tensor's type under `preset`, index for index. `n_layers` is the model's block count,
+// `n_gqa` its query heads per KV head (llama.cpp's n_gqa: Q2_K, IQ4_NL and IQ4_XS give attn_v
+// more bits from 4 on).
+std::vector<QuantChoice> choose_quant_types(QuantPreset preset, std::span<const QuantTensor> tensors, int n_layers,
+                                            int n_gqa = 1);
 
 }  // namespace pagoda

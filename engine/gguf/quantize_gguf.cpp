@@ -28,6 +28,16 @@ int block_count(const GgufFile& f, const std::vector<QuantTensor>& tensors) {
   return n;
 }
 
+// Query heads per KV head ("<architecture>.attention.head_count" / "head_count_kv"), 1 when
+// the file does not say.
+int gqa_ratio(const GgufFile& f) {
+  const auto arch = f.get_string_opt("general.architecture");
+  if (!arch) return 1;
+  const auto heads = f.get_uint_opt(*arch + ".attention.head_count");
+  const auto kv_heads = f.get_uint_opt(*arch + ".attention.head_count_kv");
+  return heads && kv_heads && *kv_heads > 0 ? int(*heads / *kv_heads) : 1;
+}
+
 bool is_float_type(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
 
 // Rows are independent in every ggml encoding, so they are quantized in parallel; the bytes do
@@ -50,7 +60,7 @@ QuantizeReport quantize_gguf(const std::string& in_path, const std::string& out_
   const GgufFile f = GgufFile::open(in_path);
   std::vector<QuantTensor> tensors;
   for (const GgufTensorInfo& t : f.tensors()) tensors.push_back({t.name, t.shape, t.type});
-  const std::vector<QuantChoice> choices = choose_quant_types(preset, tensors, block_count(f, tensors));
+  const std::vector<QuantChoice> choices = choose_quant_types(preset, tensors, block_count(f, tensors), gqa_ratio(f));
 
   GgufWriter w;
   for (const std::string& key : f.keys()) w.set(key, *f.find(key));

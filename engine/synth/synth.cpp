@@ -201,7 +201,8 @@ std::vector<size_t> choose_types(const ModelConfig& c, const SynthSpec& spec, co
   }
   std::vector<QuantTensor> f32;
   for (const SynthTensor& t : tensors) f32.push_back({t.name, t.shape, GgmlType::F32});
-  const std::vector<QuantChoice> choices = choose_quant_types(*spec.quant, f32, c.n_layers);
+  const std::vector<QuantChoice> choices = choose_quant_types(*spec.quant, f32, c.n_layers,
+                                                              c.n_kv_heads > 0 ? c.n_heads / c.n_kv_heads : 1);
   for (size_t i = 0; i < tensors.size(); ++i) types[i] = choices[i].type;
   return llama_tensor_order(f32);
 }
