@@ -20,6 +20,7 @@
 #include "engine/grammar/gbnf_parser.h"
 #include "engine/grammar/grammar_matcher.h"
 #include "engine/grammar/token_mask.h"
+#include "engine/grammar/token_mask_cache.h"
 #include "engine/grammar/token_trie.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "pagoda/error.h"
@@ -86,11 +87,14 @@ std::string differences(const TokenTrie& trie, const std::vector<uint64_t>& fast
 
 // Random walks: at each step the fast mask must equal brute force; then a random allowed token
 // (often a one-byte one, so the walk reaches punctuation, not only long words) is accepted.
+// Key depth 1 keys entries by the top position alone (most tokens dependent, checked against
+// the whole state); the default leaves few dependent.
 void check_walks(const std::shared_ptr<const TokenTrie>& trie, const std::string& vocab_name, int walks, int steps) {
   for (const NamedGrammar& g : grammars()) {
-    SCOPED_TRACE(vocab_name + " / " + g.name);
+   for (const size_t key_depth : {size_t(1), size_t(3), TokenMask::kDefaultKeyDepth}) {
+    SCOPED_TRACE(vocab_name + " / " + g.name + " / key depth " + std::to_string(key_depth));
     const auto grammar = std::make_shared<const Grammar>(parse_gbnf(g.text));
-    const TokenMask mask(grammar, trie);
+    const TokenMask mask(grammar, trie, key_depth);
     std::mt19937 rng(1234);
     std::vector<uint64_t> fast;
     for (int walk = 0; walk < walks; ++walk) {
@@ -113,6 +117,7 @@ void check_walks(const std::shared_ptr<const TokenTrie>& trie, const std::string
         text += trie->token(id);
       }
     }
+   }
   }
 }
 
@@ -217,6 +222,40 @@ TEST(TokenMask, ThreadsSharingOneMaskGetExactMasks) {
     const std::vector<uint64_t> slow = brute_force_mask(*trie, state);
     for (size_t t = 0; t < 4; ++t) EXPECT_EQ(results[t * prefixes.size() + p], slow) << "'" << prefixes[p] << "' thread " << t;
   }
+}
+
+TEST(TokenMaskCache, SharesAMaskPerGrammarTextAndDropsTheLeastRecent) {
+  const std::vector<std::string> vocab = synthetic_vocab();
+  TokenMaskCache cache(std::make_shared<const TokenTrie>(vocab, std::span<const int32_t>()), 2);
+  const std::shared_ptr<const TokenMask> a = cache.get("root ::= \"a\"");
+  EXPECT_EQ(cache.get("root ::= \"a\""), a);
+  const std::shared_ptr<const TokenMask> b = cache.get("root ::= \"b\"");
+  EXPECT_NE(b, a);
+  EXPECT_EQ(cache.get("root ::= \"a\""), a);  // now the most recent: "b" goes next
+  cache.get("root ::= \"c\"");
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.get("root ::= \"a\""), a);
+  EXPECT_NE(cache.get("root ::= \"b\""), b);  // made again
+
+  // A mask from the cache runs matchers of its own grammar.
+  GrammarMatcher state(a->grammar());
+  std::vector<uint64_t> bits;
+  a->fill_mask(state, bits);
+  EXPECT_EQ(ids_in(bits), (std::vector<int32_t>{'a'}));
+
+  EXPECT_THROW(cache.get("root ::= \"a"), Error);
+  EXPECT_THROW(TokenMaskCache(nullptr), Error);
+}
+
+TEST(TokenMaskCache, ThreadsAskingForOneGrammarShareOneMask) {
+  const std::vector<std::string> vocab = synthetic_vocab();
+  TokenMaskCache cache(std::make_shared<const TokenTrie>(vocab, std::span<const int32_t>()));
+  std::vector<std::shared_ptr<const TokenMask>> got(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < got.size(); ++t) threads.emplace_back([&, t] { got[t] = cache.get(json_grammar()); });
+  for (std::thread& t : threads) t.join();
+  for (const auto& m : got) EXPECT_EQ(m, got[0]);
+  EXPECT_EQ(cache.size(), 1u);
 }
 
 // The real vocabularies: control and end-of-generation tokens excluded, as the sampler does.

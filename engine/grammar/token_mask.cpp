@@ -46,8 +46,10 @@ bool accepts(StackStepper& stepper, const StackSet& start, std::string_view byte
 
 }  // namespace
 
-TokenMask::TokenMask(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie)
-    : grammar_(std::move(grammar)), trie_(std::move(trie)) {}
+TokenMask::TokenMask(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie, size_t key_depth)
+    : grammar_(std::move(grammar)), trie_(std::move(trie)), key_depth_(key_depth) {
+  if (key_depth_ == 0) throw Error("grammar: a token mask's key depth must be at least 1");
+}
 
 size_t TokenMask::cached_entries() const {
   std::shared_lock lock(mutex_);
@@ -75,8 +77,9 @@ void TokenMask::fill_mask(const GrammarMatcher& state, std::vector<uint64_t>& bi
     const uint32_t begin = i == 0 ? 0 : ends[i - 1];
     const size_t length = ends[i] - begin;
     if (length == 0) continue;  // `root` is complete: this stack takes no more text
-    const bool whole = length <= kKeyDepth;
-    const std::span<const uint32_t> top = positions.subspan(ends[i] - std::min(length, kKeyDepth), std::min(length, kKeyDepth));
+    const bool whole = length <= key_depth_;
+    const size_t depth = std::min(length, key_depth_);
+    const std::span<const uint32_t> top = positions.subspan(ends[i] - depth, depth);
     std::string key(reinterpret_cast<const char*>(top.data()), top.size_bytes());
     key.push_back(whole ? 'w' : 'p');
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;

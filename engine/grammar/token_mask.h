@@ -7,7 +7,7 @@
 //
 // The state is a set of parse stacks. What a stack does with a token depends on its top
 // positions only until the rule at the bottom of those positions completes. So for the top
-// kKeyDepth positions of a stack (its key), one walk of the token trie, pruned at each byte
+// key_depth positions of a stack (its key), one walk of the token trie, pruned at each byte
 // the key rejects, sorts every token into: accepted whatever lies below the key (consumed
 // before the key's positions are used up), rejected whatever lies below, or dependent on what
 // lies below (the key's positions are used up inside the token). A key that is a whole stack
@@ -40,10 +40,15 @@ namespace pagoda::grammar {
 
 class TokenMask {
  public:
-  static constexpr size_t kKeyDepth = 4;
+  // Eight positions hold a JSON string's rules with the object or array around it, so a
+  // string's tokens that close it and go on (`",`) are rarely left dependent.
+  static constexpr size_t kDefaultKeyDepth = 8;
   static constexpr size_t kMaxEntries = 2048;
 
-  TokenMask(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie);
+  // key_depth (at least 1): how many top positions of a stack key an entry. Deeper keys leave
+  // fewer tokens dependent but occur in more variants, each built once.
+  TokenMask(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
+            size_t key_depth = kDefaultKeyDepth);
 
   // bits is resized to words() and overwritten: bit i (bits[i / 64] >> (i % 64)) set iff
   // token i is allowed in `state`. `state` must match this mask's grammar. Throws
@@ -72,6 +77,7 @@ class TokenMask {
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenTrie> trie_;
+  size_t key_depth_;
   mutable std::shared_mutex mutex_;
   mutable std::unordered_map<std::string, std::shared_ptr<const Entry>> entries_;
 };
