@@ -204,6 +204,7 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
       if (s.score_only) return;
       const std::span<const float> row(logits.data() + s.row * vocab, vocab);
       Sequence& seq = *s.seq;
+      if (seq.grammar) seq.grammar->set_budget(seq.max_new_tokens - seq.generated());
       grammar::GrammarConstraint* constraint = seq.grammar && seq.grammar->active() ? seq.grammar.get() : nullptr;
       s.token = seq.sampler.sample(row, seq.tokens, size_t(seq.prompt_len), seq.ending_ids, constraint);
       if (s.token < 0) return;  // the grammar allows nothing more

@@ -182,6 +182,25 @@ TEST_F(EngineGrammar, ALazyGrammarConstrainsFromItsTrigger) {
   EXPECT_TRUE(complete_sentence(gbnf, c.text.substr(t))) << c.text;
 }
 
+TEST_F(EngineGrammar, TheBudgetClosesTheSentence) {
+  // The story model would go on writing lowercase words; near max_new_tokens the grammar
+  // writes its shortest completion instead, so every budget that fits one ends whole.
+  Engine engine({.model_path = model_, .threads = 2});
+  const std::string gbnf = "root ::= \"{\\\"story\\\": [\\\"\" [a-z ]* \"\\\", \\\"\" [a-z ]* \"\\\"]}\"\n";
+  for (int32_t n = 24; n <= 48; n += 4) {
+    for (float temperature : {0.0f, 1.0f}) {
+      Request r = test::greedy_request(cases_.front().prompt_ids, n);
+      r.sampling.temperature = temperature;
+      r.sampling.seed = uint64_t(n);
+      r.grammar = gbnf;
+      RequestHandle h = engine.submit(r);
+      const Completion c = test::await(h);
+      EXPECT_TRUE(complete_sentence(gbnf, grammar_text(engine, c))) << n << ": " << c.text;
+      EXPECT_LE(c.token_ids.size(), size_t(n));
+    }
+  }
+}
+
 TEST_F(EngineGrammar, BadGrammarsAreRefusedAtSubmit) {
   Engine engine({.model_path = model_, .threads = 2});
   Request r = test::greedy_request(cases_.front().prompt_ids, 8);

@@ -14,7 +14,8 @@ GrammarConstraint::GrammarConstraint(std::shared_ptr<const Grammar> grammar, std
       tokenizer_(&tokenizer),
       ending_ids_(std::move(ending_ids)),
       triggers_(std::move(triggers)),
-      matcher_(std::move(grammar)),
+      matcher_(grammar),
+      completion_(std::move(grammar)),
       active_(triggers_.empty()) {
   std::sort(ending_ids_.begin(), ending_ids_.end());
   ending_ids_.erase(std::unique(ending_ids_.begin(), ending_ids_.end()), ending_ids_.end());
@@ -24,15 +25,51 @@ bool GrammarConstraint::is_ending(int32_t token) const {
   return std::binary_search(ending_ids_.begin(), ending_ids_.end(), token);
 }
 
+void GrammarConstraint::set_budget(int32_t tokens_left) {
+  budget_ = tokens_left;
+  update_closing();
+}
+
+void GrammarConstraint::update_closing() {
+  const bool was_closing = closing_;
+  closing_ = false;
+  if (active_ && !dead_) {
+    std::optional<std::string> rest = completion_.of(matcher_);
+    if (rest && !rest->empty() && int64_t(budget_) <= int64_t(rest->size())) {
+      closing_text_ = std::move(*rest);
+      closing_ = true;
+      // Without a token for its first byte the completion cannot be written: constrain as usual.
+      const TokenTrie& trie = mask_->trie();
+      bool writable = false;
+      for (int32_t id = 0; id < trie.vocab_size() && !writable; ++id) writable = spells_closing_prefix(id);
+      closing_ = writable;
+    }
+  }
+  if (closing_ || was_closing) bits_valid_ = false;
+}
+
+bool GrammarConstraint::spells_closing_prefix(int32_t token) const {
+  const std::string_view bytes = mask_->trie().token(token);
+  return !bytes.empty() && std::string_view(closing_text_).substr(0, bytes.size()) == bytes;
+}
+
 bool GrammarConstraint::allows(int32_t token) {
   if (dead_) return false;
   if (is_ending(token)) return matcher_.can_end();
+  if (closing_) return spells_closing_prefix(token);
   return mask_->allows(matcher_, token);
 }
 
 std::span<const uint64_t> GrammarConstraint::mask() {
   if (!bits_valid_) {
-    mask_->fill_mask(matcher_, bits_);
+    if (closing_) {
+      bits_.assign(mask_->words(), 0);
+      for (int32_t id = 0; id < mask_->trie().vocab_size(); ++id) {
+        if (spells_closing_prefix(id)) bits_[size_t(id) / 64] |= uint64_t(1) << (id % 64);
+      }
+    } else {
+      mask_->fill_mask(matcher_, bits_);
+    }
     if (dead_) std::fill(bits_.begin(), bits_.end(), 0);
     const bool can_end = !dead_ && matcher_.can_end();
     for (int32_t id : ending_ids_) {

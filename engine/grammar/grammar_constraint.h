@@ -7,9 +7,15 @@
 // (Request::grammar_triggers) lets the output run free until a trigger string appears in it,
 // then feeds the matcher the text from the trigger's first byte on and constrains from there.
 //
+// Near the end of the token budget, the constraint closes the sentence: once the tokens left
+// are no more than the bytes of the shortest completion (ShortestCompletion), only tokens that
+// spell a prefix of that completion are allowed, each taking at least one byte of it, so the
+// output ends as a whole sentence within max_new_tokens when the budget allows it at all.
+//
 // The state depends on the request's own tokens only, so a constrained request samples the
 // same tokens whatever shares its batch. Owned by one Sequence; not thread-safe.
 
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -17,6 +23,7 @@
 #include <vector>
 
 #include "engine/grammar/grammar_matcher.h"
+#include "engine/grammar/shortest_completion.h"
 #include "engine/request/sampler.h"
 
 namespace pagoda {
@@ -29,13 +36,18 @@ class TokenMask;
 
 class GrammarConstraint final : public TokenFilter {
  public:
-  // `mask` is `grammar`'s over the tokenizer's vocabulary. `ending_ids`: the tokens that end the output (the vocabulary's end-of-generation ids unless
-  // the request ignores them, and its stop ids). `tokenizer` must outlive the constraint.
+  // `mask` is `grammar`'s over the tokenizer's vocabulary. `ending_ids`: the tokens that end
+  // the output (the vocabulary's end-of-generation ids unless the request ignores them, and
+  // its stop ids). `tokenizer` must outlive the constraint.
   GrammarConstraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenMask> mask,
                     const Tokenizer& tokenizer, std::vector<int32_t> ending_ids, std::vector<std::string> triggers);
 
   // False while a lazy constraint waits for its trigger: the sampler then needs no filter.
   bool active() const { return active_; }
+
+  // How many more tokens the output may have, counting the next: set before each step (and
+  // after the token before it was accepted); without it the constraint never closes early.
+  void set_budget(int32_t tokens_left);
 
   bool allows(int32_t token) override;
   std::span<const uint64_t> mask() override;
@@ -47,13 +59,20 @@ class GrammarConstraint final : public TokenFilter {
  private:
   bool is_ending(int32_t token) const;
   void look_for_trigger(size_t searched_from);
+  // Whether the budget calls for closing: then closing_text_ is the completion to write.
+  void update_closing();
+  bool spells_closing_prefix(int32_t token) const;
 
   std::shared_ptr<const TokenMask> mask_;  // the grammar's, shared by its requests
   const Tokenizer* tokenizer_;
   std::vector<int32_t> ending_ids_;  // sorted
   std::vector<std::string> triggers_;
   GrammarMatcher matcher_;
+  ShortestCompletion completion_;
   bool active_;
+  int32_t budget_ = INT32_MAX;
+  bool closing_ = false;
+  std::string closing_text_;
   bool dead_ = false;            // the grammar refused the text: nothing is allowed any more
   std::string untriggered_;      // a lazy constraint's output so far, searched for triggers
   std::vector<uint64_t> bits_;   // the last mask

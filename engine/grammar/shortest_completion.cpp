@@ -1,0 +1,125 @@
+#include "engine/grammar/shortest_completion.h"
+
+#include <algorithm>
+
+namespace pagoda::grammar {
+
+namespace {
+
+void append_utf8(char32_t c, std::string& out) {
+  if (c < 0x80) {
+    out += char(c);
+  } else if (c < 0x800) {
+    out += char(0xC0 | (c >> 6));
+    out += char(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    out += char(0xE0 | (c >> 12));
+    out += char(0x80 | ((c >> 6) & 0x3F));
+    out += char(0x80 | (c & 0x3F));
+  } else {
+    out += char(0xF0 | (c >> 18));
+    out += char(0x80 | ((c >> 12) & 0x3F));
+    out += char(0x80 | ((c >> 6) & 0x3F));
+    out += char(0x80 | (c & 0x3F));
+  }
+}
+
+// One character of the class, preferring a letter, a digit, then any printable ASCII; the
+// smallest code point otherwise. Empty if the class matches nothing.
+std::string representative(const CharClass& c) {
+  for (char32_t preferred : {U'a', U'0', U' '}) {
+    if (c.matches(preferred)) return std::string(1, char(preferred));
+  }
+  for (char32_t x = 0x21; x < 0x7F; ++x) {
+    if (c.matches(x)) return std::string(1, char(x));
+  }
+  std::string out;
+  if (!c.negated) {
+    if (!c.ranges.empty()) append_utf8(c.ranges.front().first, out);
+    return out;
+  }
+  // The first code point past the excluded ranges (they are sorted and disjoint).
+  char32_t x = 0;
+  for (const auto& [lo, hi] : c.ranges) {
+    if (x < lo) break;
+    x = std::max<char32_t>(x, hi + 1);
+  }
+  if (x <= 0x10FFFF && !(x >= 0xD800 && x <= 0xDFFF)) append_utf8(x, out);
+  return out;
+}
+
+}  // namespace
+
+ShortestCompletion::ShortestCompletion(std::shared_ptr<const Grammar> grammar)
+    : grammar_(std::move(grammar)),
+      rule_cost_(grammar_->rule_alternatives.size(), kNever),
+      rule_choice_(grammar_->rule_alternatives.size(), 0) {
+  representative_.reserve(grammar_->classes.size());
+  for (const CharClass& c : grammar_->classes) representative_.push_back(representative(c));
+  // Bellman-Ford over the rules: a cost only ever falls, so this ends; a rule whose every
+  // alternative needs itself keeps kNever.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t rule = 0; rule < grammar_->rule_alternatives.size(); ++rule) {
+      for (const uint32_t alt : grammar_->rule_alternatives[rule]) {
+        const uint64_t cost = rest_cost(alt);
+        if (cost < rule_cost_[rule]) {
+          rule_cost_[rule] = cost;
+          rule_choice_[rule] = alt;
+          changed = true;
+        }
+      }
+    }
+  }
+}
+
+uint64_t ShortestCompletion::rest_cost(uint32_t position) const {
+  uint64_t cost = 0;
+  for (uint32_t p = position;; ++p) {
+    const Element& e = grammar_->elements[p];
+    if (e.kind == Element::Kind::End) return cost;
+    if (e.kind == Element::Kind::Chars) {
+      const std::string& r = representative_[e.index];
+      cost += r.empty() ? kNever : r.size();
+    } else {
+      cost += rule_cost_[e.index];
+    }
+    if (cost >= kNever) return kNever;
+  }
+}
+
+void ShortestCompletion::write_rest(uint32_t position, std::string& out) const {
+  for (uint32_t p = position; out.size() <= kMaxBytes; ++p) {
+    const Element& e = grammar_->elements[p];
+    if (e.kind == Element::Kind::End) return;
+    if (e.kind == Element::Kind::Chars) {
+      out += representative_[e.index];
+    } else {
+      write_rest(rule_choice_[e.index], out);
+    }
+  }
+}
+
+std::optional<std::string> ShortestCompletion::of(const GrammarMatcher& state) const {
+  if (state.has_partial_char()) return std::nullopt;
+  const std::span<const uint32_t> positions = state.stack_positions();
+  const std::span<const uint32_t> ends = state.stack_ends();
+  uint64_t best_cost = kNever;
+  size_t best = ends.size();
+  for (size_t i = 0; i < ends.size(); ++i) {
+    const uint32_t begin = i == 0 ? 0 : ends[i - 1];
+    uint64_t cost = 0;
+    for (uint32_t k = begin; k < ends[i] && cost < kNever; ++k) cost += rest_cost(positions[k]);
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = i;
+    }
+  }
+  if (best == ends.size() || best_cost > kMaxBytes) return std::nullopt;
+  std::string out;
+  const uint32_t begin = best == 0 ? 0 : ends[best - 1];
+  for (uint32_t k = ends[best]; k > begin; --k) write_rest(positions[k - 1], out);
+  return out;
+}
+
+}  // namespace pagoda::grammar
