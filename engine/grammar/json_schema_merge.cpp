@@ -72,7 +72,7 @@ class Merger {
         fail(path + "/$ref", "'" + ref + "' is merged into itself (a $ref cycle through allOf)");
       }
       active.push_back(ref);
-      flatten(resolve_(ref, path + "/$ref"), path, active, out, depth + 1);
+      flatten(resolve_(ref, path + "/$ref"), ref.substr(1), active, out, depth + 1);
       active.pop_back();
       rest.erase("$ref");
     }

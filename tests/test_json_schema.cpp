@@ -1,0 +1,506 @@
+// JSON Schema to GBNF: random walks through each compiled grammar (a random code point the
+// matcher accepts at each step, finishing when it can end) must give documents that an
+// independent validator (Debian's python3-jsonschema) accepts; documents that break the
+// schema must be refused by the matcher; integer ranges match exactly their integers; a
+// schema compiles into a named rule inside a larger grammar; bad schemas are refused with
+// the schema path.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/grammar/gbnf_parser.h"
+#include "engine/grammar/grammar_matcher.h"
+#include "engine/grammar/json_schema.h"
+#include "pagoda/error.h"
+
+namespace pagoda::grammar {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::shared_ptr<const Grammar> compile(const std::string& schema) {
+  return std::make_shared<const Grammar>(parse_gbnf(json_schema_to_gbnf(schema)));
+}
+
+bool accepts(const std::shared_ptr<const Grammar>& g, std::string_view text) {
+  GrammarMatcher m(g);
+  return m.accept_utf8(text) && m.can_end();
+}
+
+std::string schema_error(const std::string& schema) {
+  try {
+    json_schema_to_gbnf(schema);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(compiled)";
+}
+
+void append_utf8(std::string& out, char32_t c) {
+  if (c < 0x80) {
+    out += char(c);
+  } else if (c < 0x800) {
+    out += char(0xC0 | (c >> 6));
+    out += char(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    out += char(0xE0 | (c >> 12));
+    out += char(0x80 | ((c >> 6) & 0x3F));
+    out += char(0x80 | (c & 0x3F));
+  } else {
+    out += char(0xF0 | (c >> 18));
+    out += char(0x80 | ((c >> 12) & 0x3F));
+    out += char(0x80 | ((c >> 6) & 0x3F));
+    out += char(0x80 | (c & 0x3F));
+  }
+}
+
+// The code points a walk may choose from: printable ASCII, newline, tab and a few non-ASCII
+// characters of each UTF-8 length.
+std::vector<char32_t> alphabet() {
+  std::vector<char32_t> a = {'\n', '\t', U'\u00E9', U'\u00FC', U'\u4E2D', U'\U0001F600'};
+  for (char32_t c = 0x20; c < 0x7F; ++c) a.push_back(c);
+  return a;
+}
+
+// One random document of the grammar: at each step a uniformly random accepted code point
+// (the first of a shuffled alphabet that the matcher takes; a rejected one leaves it as it
+// was), stopping when it can end with a chance that grows with the length, and trying
+// closing characters first more often as the walk gets longer. Empty on a dead end.
+std::string random_walk(const std::shared_ptr<const Grammar>& g, std::mt19937& rng) {
+  static const std::vector<char32_t> kAlphabet = alphabet();
+  GrammarMatcher m(g);
+  std::string out;
+  std::vector<char32_t> order = kAlphabet;
+  for (size_t step = 0; step < 20000; ++step) {
+    if (m.can_end() && rng() % 100 < 5 + step / 4) return out;
+    std::shuffle(order.begin(), order.end(), rng);
+    if (rng() % 1000 < std::min<size_t>(950, step * 3)) {
+      for (const char32_t closer : {U']', U'}', U'"'}) std::iter_swap(order.begin(), std::find(order.begin(), order.end(), closer));
+    }
+    bool moved = false;
+    for (const char32_t c : order) {
+      if (m.accept(c)) {
+        append_utf8(out, c);
+        moved = true;
+        break;
+      }
+    }
+    if (!moved) return m.can_end() ? out : std::string();
+  }
+  return std::string();
+}
+
+struct Validation {
+  bool ran = false;
+  std::string failures;  // one line per invalid document
+  size_t checked = 0;
+};
+
+// Runs tests/data/validate_json_schema.py over the cases with /usr/bin/python3.
+Validation validate_with_python(const json& cases) {
+  Validation v;
+  if (std::system("/usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1") != 0) return v;
+  const std::string path = testing::TempDir() + "json_schema_documents.json";
+  std::ofstream(path) << cases.dump();
+  const std::string command = "/usr/bin/python3 " + std::string(PAGODA_SOURCE_DIR) + "/tests/data/validate_json_schema.py " + path;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return v;
+  char line[4096];
+  while (fgets(line, sizeof line, pipe)) {
+    const std::string s(line);
+    if (s.rfind("checked ", 0) == 0) {
+      v.checked = std::stoul(s.substr(8));
+      v.ran = true;
+    } else {
+      v.failures += s;
+    }
+  }
+  pclose(pipe);
+  return v;
+}
+
+// Hand-written schemas for the corners: nesting, mixed enums, ranges, lengths, patterns,
+// formats, unions, merges and recursion.
+std::vector<std::string> handwritten_schemas() {
+  return {
+      R"({})",
+      R"(true)",
+      R"({"type": "object"})",
+      R"({"type": "array"})",
+      R"({"type": "string"})",
+      R"({"type": "number"})",
+      R"({"type": "integer"})",
+      R"({"type": "boolean"})",
+      R"({"type": "null"})",
+      R"({"type": ["string", "null"]})",
+      R"({"type": ["integer", "boolean"], "minimum": 3, "maximum": 7})",
+      R"({"type": ["string", "null"], "maxLength": 3})",
+      R"({"type": "integer", "minimum": -15, "maximum": 1234})",
+      R"({"type": "integer", "minimum": 0, "maximum": 9})",
+      R"({"type": "integer", "exclusiveMinimum": -1000, "exclusiveMaximum": -10})",
+      R"({"type": "integer", "minimum": 123456789012})",
+      R"({"type": "integer", "maximum": -99})",
+      R"({"type": "integer", "minimum": 2.5, "maximum": 7.5})",
+      R"({"type": "number", "minimum": 0, "maximum": 1})",
+      R"({"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1})",
+      R"({"type": "number", "minimum": -2.5, "maximum": 3.25})",
+      R"({"type": "number", "exclusiveMinimum": -100})",
+      R"({"type": "number", "maximum": 1e300})",
+      R"({"type": "string", "minLength": 2, "maxLength": 5})",
+      R"({"type": "string", "maxLength": 0})",
+      R"({"type": "string", "minLength": 3})",
+      R"({"type": "string", "pattern": "^[a-z]+(-[0-9]{2,3})?$"})",
+      R"({"type": "string", "pattern": "^\\d{3}-\\d{4}$"})",
+      R"({"type": "string", "pattern": "^(cat|dog|bird)s?$"})",
+      R"({"type": "string", "pattern": "^ab+c"})",
+      R"({"type": "string", "pattern": "[0-9]$"})",
+      R"({"type": "string", "pattern": "^[^\"\\\\]{1,4}\\.\\w*$"})",
+      R"({"type": "string", "pattern": "^a.c$|^x\\s?y$"})",
+      R"({"type": "string", "pattern": "^[A-F0-9]{2}(:[A-F0-9]{2}){2}$"})",
+      R"({"type": "string", "pattern": "^\\u00e9?[\\x41-\\x43]+\\D$"})",
+      R"({"type": "string", "format": "date"})",
+      R"({"type": "string", "format": "time"})",
+      R"({"type": "string", "format": "date-time"})",
+      R"({"type": "string", "format": "uuid"})",
+      R"({"type": "string", "format": "email"})",
+      R"({"type": "string", "format": "ipv4"})",
+      R"({"type": "string", "format": "made-up-format"})",
+      R"({"enum": ["red", 1, 2.5, null, true, {"a": [1, "x"]}, [], "caf\u00e9 \"q\""]})",
+      R"({"type": "string", "enum": ["a", 1, "b"]})",
+      R"({"const": {"k": "v"}})",
+      R"({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 3}, "minItems": 2, "maxItems": 4})",
+      R"({"type": "array", "items": {"type": "string", "maxLength": 2}, "maxItems": 0})",
+      R"({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false})",
+      R"({"type": "array", "prefixItems": [{"const": "x"}, {"type": "boolean"}], "items": {"type": "null"}, "minItems": 1, "maxItems": 4})",
+      R"({"type": "array", "prefixItems": [{"type": "integer"}], "minItems": 3, "maxItems": 3, "items": {"enum": ["a", "b"]}})",
+      R"({"type": "array", "items": {"type": "array", "items": {"type": "number"}, "maxItems": 2}, "maxItems": 3})",
+      R"({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0, "maximum": 150}}, "required": ["name", "age"]})",
+      R"({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "boolean"}, "c": {"type": "null"}}})",
+      R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "integer"}}, "required": ["b"]})",
+      R"({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false})",
+      R"({"type": "object", "properties": {"ab": {"type": "integer"}, "a": {"type": "string"}}, "additionalProperties": true})",
+      R"({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"], "additionalProperties": {"type": "string", "maxLength": 3}})",
+      R"({"type": "object", "additionalProperties": {"type": "boolean"}})",
+      R"({"type": "object", "required": ["x"]})",
+      R"({"type": "object", "properties": {"user": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}, "emails": {"type": "array", "items": {"type": "string", "format": "email"}, "maxItems": 2}}, "required": ["name"]}, "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}}}, "required": ["user"]})",
+      R"({"type": "array", "items": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}, "required": ["x", "y"]}, "maxItems": 3})",
+      R"({"type": "object", "properties": {"first name": {"type": "string"}, "a/b~c": {"type": "integer"}, "\u00fcber": {"type": "boolean"}}})",
+      R"({"anyOf": [{"type": "object", "properties": {"kind": {"const": "circle"}, "r": {"type": "number", "minimum": 0}}, "required": ["kind", "r"], "additionalProperties": false}, {"type": "object", "properties": {"kind": {"const": "square"}, "side": {"type": "integer", "minimum": 1}}, "required": ["kind", "side"], "additionalProperties": false}]})",
+      R"({"oneOf": [{"type": "string", "maxLength": 2}, {"type": "integer", "minimum": 0, "maximum": 5}, {"type": "null"}]})",
+      R"({"type": "object", "properties": {"v": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null, "title": "V"}}})",
+      R"({"allOf": [{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}, {"properties": {"b": {"type": "integer", "maximum": 5}}, "required": ["b"]}]})",
+      R"({"allOf": [{"type": "integer", "minimum": 0}, {"maximum": 20}, {"exclusiveMaximum": 10}]})",
+      R"({"allOf": [{"$ref": "#/$defs/base"}, {"properties": {"extra": {"type": "boolean"}}}], "$defs": {"base": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}}})",
+      R"({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false}, {"properties": {"b": {"type": "integer"}}}]})",
+      R"({"type": "object", "properties": {"n": {"type": "integer"}}, "anyOf": [{"required": ["n"]}, {"properties": {"m": {"type": "string"}}, "required": ["m"]}]})",
+      R"({"$defs": {"node": {"type": "object", "properties": {"value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 3}}, "required": ["value"]}}, "$ref": "#/$defs/node"})",
+      R"({"definitions": {"list": {"anyOf": [{"type": "null"}, {"type": "object", "properties": {"head": {"type": "integer"}, "tail": {"$ref": "#/definitions/list"}}, "required": ["head", "tail"]}]}}, "$ref": "#/definitions/list"})",
+      R"({"type": "object", "properties": {"name": {"type": "string"}, "sub": {"$ref": "#"}}, "required": ["name"]})",
+      R"({"$defs": {"a": {"type": "array", "items": {"$ref": "#/$defs/b"}, "maxItems": 2}, "b": {"anyOf": [{"type": "integer"}, {"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"})",
+      R"({"$defs": {"pos": {"type": "integer", "minimum": 1}}, "type": "object", "properties": {"x": {"$ref": "#/$defs/pos", "description": "x"}, "y": {"$ref": "#/$defs/pos", "maximum": 9}}})",
+      R"({"type": "object", "properties": {"location": {"type": "string", "description": "City"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["location"]})",
+      R"({"type": "object", "minProperties": 1, "maxProperties": 2, "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a"]})",
+      R"({"type": "array", "uniqueItems": true, "maxItems": 1})",
+      R"({"$schema": "http://json-schema.org/draft-07/schema#", "type": "array", "items": [{"type": "integer"}, {"type": "string"}], "additionalItems": {"type": "boolean"}, "maxItems": 4})",
+      R"({"minLength": 2, "minimum": 5})",
+      R"({"type": "object", "properties": {"when": {"type": "string", "format": "date"}, "id": {"type": "string", "format": "uuid"}}, "required": ["when", "id"]})",
+  };
+}
+
+// A random schema: objects, arrays, unions and scalars with random constraints.
+json random_schema(std::mt19937& rng, int depth) {
+  auto pick = [&](int n) { return int(rng() % unsigned(n)); };
+  const int kind = depth >= 3 ? pick(6) : pick(9);
+  switch (kind) {
+    case 0: {
+      json s = {{"type", "integer"}};
+      const int lo = pick(2000) - 1000;
+      if (pick(3)) s["minimum"] = lo;
+      if (pick(3)) s["maximum"] = lo + pick(3000);
+      return s;
+    }
+    case 1: {
+      json s = {{"type", "string"}};
+      if (pick(2)) s["maxLength"] = pick(6);
+      if (pick(3) == 0) s["minLength"] = pick(3);
+      if (s.contains("maxLength") && s.contains("minLength") && s["minLength"] > s["maxLength"]) s.erase("minLength");
+      return s;
+    }
+    case 2: {
+      json values = json::array();
+      for (int i = 0, n = 1 + pick(4); i < n; ++i) {
+        const int v = pick(4);
+        values.push_back(v == 0 ? json(pick(100)) : v == 1 ? json("v" + std::to_string(pick(50))) : v == 2 ? json(nullptr) : json(pick(2) == 0));
+      }
+      return {{"enum", values}};
+    }
+    case 3: return {{"type", json::array({"number", "null"})}, {"minimum", -pick(50)}, {"maximum", pick(50) + 1}};
+    case 4: return {{"type", "boolean"}};
+    case 5: {
+      static const char* kFormats[] = {"date", "time", "date-time", "uuid", "ipv4"};
+      return {{"type", "string"}, {"format", kFormats[pick(5)]}};
+    }
+    case 6: {
+      json s = {{"type", "object"}, {"properties", json::object()}};
+      json required = json::array();
+      for (int i = 0, n = pick(5); i < n; ++i) {
+        const std::string key = std::string(1, char('a' + pick(6))) + (pick(2) ? "x" : "");
+        s["properties"][key] = random_schema(rng, depth + 1);
+        if (pick(2) && std::find(required.begin(), required.end(), key) == required.end()) required.push_back(key);
+      }
+      if (!required.empty()) s["required"] = required;
+      const int extra = pick(4);
+      if (extra == 1) s["additionalProperties"] = false;
+      if (extra == 2) s["additionalProperties"] = true;
+      if (extra == 3) s["additionalProperties"] = random_schema(rng, depth + 1);
+      return s;
+    }
+    case 7: {
+      json s = {{"type", "array"}, {"items", random_schema(rng, depth + 1)}};
+      if (pick(2)) s["minItems"] = pick(3);
+      if (pick(2)) s["maxItems"] = pick(3) + (s.contains("minItems") ? s["minItems"].get<int>() : 0);
+      if (pick(3) == 0) s["prefixItems"] = json::array({random_schema(rng, depth + 1)});
+      return s;
+    }
+    default: {
+      json s = {{"anyOf", json::array()}};
+      for (int i = 0, n = 2 + pick(2); i < n; ++i) s["anyOf"].push_back(random_schema(rng, depth + 1));
+      return s;
+    }
+  }
+}
+
+TEST(JsonSchema, RandomWalksValidateWithPythonJsonschema) {
+  std::vector<std::string> schemas = handwritten_schemas();
+  std::mt19937 rng(20261124);
+  for (int i = 0; i < 60; ++i) schemas.push_back(random_schema(rng, 0).dump());
+  json cases = json::array();
+  size_t documents = 0;
+  for (const std::string& schema : schemas) {
+    SCOPED_TRACE(schema);
+    std::shared_ptr<const Grammar> g;
+    ASSERT_NO_THROW(g = compile(schema)) << json_schema_to_gbnf(schema);
+    json docs = json::array();
+    for (int walk = 0; walk < 25; ++walk) {
+      const std::string doc = random_walk(g, rng);
+      ASSERT_FALSE(doc.empty()) << "walk " << walk << " found a dead end or did not finish";
+      EXPECT_TRUE(json::accept(doc)) << doc;
+      EXPECT_TRUE(accepts(g, doc)) << doc;
+      docs.push_back(doc);
+    }
+    documents += docs.size();
+    cases.push_back({{"schema", json::parse(schema)}, {"documents", docs}});
+  }
+  const Validation v = validate_with_python(cases);
+  if (!v.ran) GTEST_SKIP() << "/usr/bin/python3 with jsonschema (Debian python3-jsonschema) is absent: documents not validated";
+  EXPECT_EQ(v.checked, documents);
+  EXPECT_EQ(v.failures, "") << "case numbers index: handwritten first, then random; see " << testing::TempDir()
+                            << "json_schema_documents.json";
+}
+
+TEST(JsonSchema, RejectsDocumentsThatBreakTheSchema) {
+  const auto person = compile(
+      R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 4}, "age": {"type": "integer", "minimum": 0, "maximum": 150},
+          "role": {"enum": ["admin", "user"]}}, "required": ["name"], "additionalProperties": false})");
+  EXPECT_TRUE(accepts(person, R"({"name": "Ada", "age": 36, "role": "admin"})"));
+  EXPECT_TRUE(accepts(person, R"({"name": "Ada"})"));
+  EXPECT_TRUE(accepts(person, "{\n  \"name\": \"Bo\",\n  \"role\": \"user\"\n}"));
+  EXPECT_FALSE(accepts(person, R"({"age": 36})"));                           // missing required
+  EXPECT_FALSE(accepts(person, R"({"name": 5})"));                           // wrong type
+  EXPECT_FALSE(accepts(person, R"({"name": "Adele"})"));                     // too long
+  EXPECT_FALSE(accepts(person, R"({"name": "Ada", "age": 151})"));           // out of range
+  EXPECT_FALSE(accepts(person, R"({"name": "Ada", "age": -1})"));
+  EXPECT_FALSE(accepts(person, R"({"name": "Ada", "age": 3.5})"));
+  EXPECT_FALSE(accepts(person, R"({"name": "Ada", "role": "root"})"));       // not in enum
+  EXPECT_FALSE(accepts(person, R"({"name": "Ada", "email": "a@b.c"})"));     // extra property
+  EXPECT_FALSE(accepts(person, R"({"name": "Ada",, "age": 1})"));
+  EXPECT_FALSE(accepts(person, R"({"name": "Ada"}   )"));                    // nothing after the value
+  EXPECT_FALSE(accepts(person, "{\"name\":    \"Ada\"}"));                  // whitespace is bounded
+
+  const auto extras = compile(R"({"type": "object", "properties": {"id": {"type": "integer"}}, "additionalProperties": {"type": "boolean"}})");
+  EXPECT_TRUE(accepts(extras, R"({"id": 1, "ok": true, "idx": false})"));
+  EXPECT_FALSE(accepts(extras, R"({"ok": true, "id": 1})"));  // a declared key only in its place
+  EXPECT_FALSE(accepts(extras, R"({"id": 1, "ok": 1})"));
+  EXPECT_FALSE(accepts(extras, R"({"id": 1, "id": 2})"));
+
+  const auto tuple = compile(R"({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false, "minItems": 1})");
+  EXPECT_TRUE(accepts(tuple, R"(["a"])"));
+  EXPECT_TRUE(accepts(tuple, R"(["a", 2])"));
+  EXPECT_FALSE(accepts(tuple, R"([])"));
+  EXPECT_FALSE(accepts(tuple, R"(["a", 2, 3])"));
+  EXPECT_FALSE(accepts(tuple, R"([1, "a"])"));
+
+  const auto date = compile(R"({"type": "string", "format": "date"})");
+  EXPECT_TRUE(accepts(date, R"("2024-02-29")"));
+  EXPECT_TRUE(accepts(date, R"("2000-02-29")"));
+  EXPECT_FALSE(accepts(date, R"("1900-02-29")"));
+  EXPECT_FALSE(accepts(date, R"("2023-02-29")"));
+  EXPECT_FALSE(accepts(date, R"("2023-04-31")"));
+  EXPECT_FALSE(accepts(date, R"("0000-01-01")"));
+
+  const auto pattern = compile(R"({"type": "string", "pattern": "^(cat|dog)s?$"})");
+  EXPECT_TRUE(accepts(pattern, R"("dogs")"));
+  EXPECT_FALSE(accepts(pattern, R"("cow")"));
+  const auto unanchored = compile(R"({"type": "string", "pattern": "b+c"})");
+  EXPECT_TRUE(accepts(unanchored, R"("a bbc d")"));
+  EXPECT_FALSE(accepts(unanchored, R"("a bd")"));
+
+  const auto nullable = compile(R"({"type": "string", "nullable": true, "maxLength": 3})");  // OpenAPI's spelling
+  EXPECT_TRUE(accepts(nullable, "null"));
+  EXPECT_TRUE(accepts(nullable, R"("abc")"));
+  EXPECT_FALSE(accepts(nullable, R"("abcd")"));
+
+  const auto number = compile(R"({"type": "number", "exclusiveMinimum": 0, "maximum": 1})");
+  EXPECT_TRUE(accepts(number, "0.5"));
+  EXPECT_TRUE(accepts(number, "1"));
+  EXPECT_FALSE(accepts(number, "0"));
+  EXPECT_FALSE(accepts(number, "1.5"));
+  EXPECT_FALSE(accepts(number, "-0.5"));
+}
+
+// Every string a grammar over digits and '-' accepts, up to `max_length` characters.
+void enumerate(const GrammarMatcher& m, std::string& text, size_t max_length, std::set<std::string>& out) {
+  if (m.can_end()) out.insert(text);
+  if (text.size() == max_length) return;
+  for (const char c : std::string("-0123456789")) {
+    GrammarMatcher next = m;
+    if (!next.accept(char32_t(c))) continue;
+    text.push_back(c);
+    enumerate(next, text, max_length, out);
+    text.pop_back();
+  }
+}
+
+TEST(JsonSchema, IntegerRangesAreExact) {
+  std::mt19937 rng(7);
+  std::vector<std::pair<int, int>> ranges = {{-15, 1234}, {0, 9}, {-9, -1}, {10, 99}, {-1000, 1000}, {7, 7}, {0, 0}, {99, 101}, {-101, -99}};
+  for (int i = 0; i < 30; ++i) {
+    const int lo = int(rng() % 4000) - 2000;
+    ranges.emplace_back(lo, lo + int(rng() % 1500));
+  }
+  for (const auto& [lo, hi] : ranges) {
+    const std::string schema = "{\"type\": \"integer\", \"minimum\": " + std::to_string(lo) + ", \"maximum\": " + std::to_string(hi) + "}";
+    SCOPED_TRACE(schema);
+    std::set<std::string> got, want;
+    std::string text;
+    enumerate(GrammarMatcher(compile(schema)), text, 6, got);
+    for (int v = lo; v <= hi; ++v) want.insert(std::to_string(v));
+    EXPECT_EQ(got, want);
+  }
+  // Large bounds: the ends and their neighbours.
+  const auto big = compile(R"({"type": "integer", "minimum": -987654321012, "exclusiveMaximum": 5000000000000000})");
+  EXPECT_TRUE(accepts(big, "-987654321012"));
+  EXPECT_FALSE(accepts(big, "-987654321013"));
+  EXPECT_TRUE(accepts(big, "4999999999999999"));
+  EXPECT_FALSE(accepts(big, "5000000000000000"));
+  EXPECT_FALSE(accepts(big, "-0"));
+  EXPECT_FALSE(accepts(big, "007"));
+}
+
+TEST(JsonSchema, IntegerWalksReachBothEnds) {
+  for (const auto& [lo, hi] : std::vector<std::pair<int, int>>{{-15, 1234}, {0, 9}}) {
+    const auto g = compile("{\"type\": \"integer\", \"minimum\": " + std::to_string(lo) + ", \"maximum\": " + std::to_string(hi) + "}");
+    std::mt19937 rng(11);
+    int seen_lo = hi, seen_hi = lo;
+    for (int walk = 0; walk < 20000; ++walk) {
+      const std::string doc = random_walk(g, rng);
+      ASSERT_FALSE(doc.empty());
+      const int v = std::stoi(doc);
+      ASSERT_GE(v, lo);
+      ASSERT_LE(v, hi);
+      seen_lo = std::min(seen_lo, v);
+      seen_hi = std::max(seen_hi, v);
+    }
+    EXPECT_EQ(seen_lo, lo);
+    EXPECT_EQ(seen_hi, hi);
+  }
+}
+
+TEST(JsonSchema, NamedRulesComposeIntoALargerGrammar) {
+  const JsonSchemaRules weather = json_schema_rules(
+      R"({"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["C", "F"]}}, "required": ["city"]})", "weather-args");
+  const JsonSchemaRules time = json_schema_rules(R"({"type": "object", "properties": {"zone": {"type": "string", "maxLength": 8}}, "required": ["zone"]})", "time-args");
+  EXPECT_EQ(weather.root, "weather-args");
+  const std::string gbnf = "root ::= \"{\\\"name\\\": \\\"get_weather\\\", \\\"arguments\\\": \" " + weather.root +
+                           " \"}\" | \"{\\\"name\\\": \\\"get_time\\\", \\\"arguments\\\": \" " + time.root + " \"}\"\n" + weather.rules + time.rules;
+  const auto g = std::make_shared<const Grammar>(parse_gbnf(gbnf));
+  EXPECT_TRUE(accepts(g, R"({"name": "get_weather", "arguments": {"city": "Oslo", "unit": "C"}})"));
+  EXPECT_TRUE(accepts(g, R"({"name": "get_time", "arguments": {"zone": "UTC"}})"));
+  EXPECT_FALSE(accepts(g, R"({"name": "get_time", "arguments": {"city": "Oslo"}})"));
+  EXPECT_FALSE(accepts(g, R"({"name": "get_weather", "arguments": {"unit": "C"}})"));
+  // Every rule of a fragment carries its prefix.
+  for (const auto& [prefix, rules] : {std::pair{weather.root, weather.rules}, std::pair{time.root, time.rules}}) {
+    size_t at = 0;
+    while (at < rules.size()) {
+      EXPECT_EQ(rules.compare(at, prefix.size(), prefix), 0) << rules.substr(at, rules.find('\n', at) - at);
+      at = rules.find('\n', at) + 1;
+    }
+  }
+  EXPECT_THROW(json_schema_rules("{}", "bad prefix"), Error);
+}
+
+TEST(JsonSchema, AnyJsonObject) {
+  const auto g = std::make_shared<const Grammar>(parse_gbnf(any_json_gbnf()));
+  EXPECT_TRUE(accepts(g, R"({"a": [1, 2.5e3, {"b": null}], "c": "\u00e9"})"));
+  EXPECT_TRUE(accepts(g, "{}"));
+  EXPECT_FALSE(accepts(g, "[]"));
+  EXPECT_FALSE(accepts(g, "\"x\""));
+}
+
+TEST(JsonSchema, RefusalsNameTheSchemaPath) {
+  EXPECT_EQ(schema_error(R"({"properties": {"age": {"type": "integer", "minimum": "x"}}})"),
+            "json schema: /properties/age/minimum: must be a number");
+  EXPECT_EQ(schema_error(R"({"type": "strin"})"), "json schema: /type: unknown type 'strin'");
+  EXPECT_EQ(schema_error(R"({"properties": {"a": {"not": {"type": "string"}}}})"), "json schema: /properties/a/not: not supported for generation");
+  EXPECT_EQ(schema_error(R"({"type": "string", "maxLength": 5000})"),
+            "json schema: /maxLength: above 1000, the largest count pagoda compiles");
+  EXPECT_EQ(schema_error(R"({"type": "integer", "minimum": 5, "maximum": 4})"), "json schema: /: no integer satisfies the bounds");
+  EXPECT_EQ(schema_error(R"({"$ref": "#/$defs/missing"})"), "json schema: /$ref: '#/$defs/missing' points at nothing");
+  EXPECT_EQ(schema_error(R"({"$ref": "https://example.com/s.json"})"),
+            "json schema: /$ref: only local references ('#...') are supported, not 'https://example.com/s.json'");
+  EXPECT_EQ(schema_error(R"({"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/b"}, {"type": "null"}]}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"})"),
+            "json schema: /$defs/b/$ref: '#/$defs/a' refers back to itself (#/$defs/a -> #/$defs/b -> #/$defs/a) without an object or array in between");
+  EXPECT_EQ(schema_error(R"({"items": {"type": "string", "pattern": "^(?=a)b$"}})"),
+            "json schema: /items/pattern: pattern: lookaround and named groups are not supported (at character 2)");
+  EXPECT_EQ(schema_error(R"({"type": "string", "pattern": "a", "maxLength": 3})"),
+            "json schema: /pattern: a pattern together with a length or format is not supported");
+  EXPECT_EQ(schema_error(R"({"enum": [1, 2], "type": "string"})"), "json schema: /enum: no value of the schema's type");
+  EXPECT_EQ(schema_error(R"({"allOf": [{"type": "string"}, {"type": "integer"}]})"), "json schema: /allOf: the parts' types have nothing in common");
+  EXPECT_EQ(schema_error(R"({"allOf": [{"$ref": "#"}]})"), "json schema: /allOf/0/$ref: '#' is merged into itself (a $ref cycle through allOf)");
+  EXPECT_EQ(schema_error(R"({"type": "array", "uniqueItems": true})"), "json schema: /uniqueItems: not supported for generation");
+  EXPECT_EQ(schema_error(R"({"properties": {"a": false}, "required": ["a"]})"), "json schema: /properties/a: the schema false admits no value");
+  EXPECT_EQ(schema_error(R"({"type": "number", "minimum": 0.25, "maximum": 0.75})"),
+            "json schema: /: no number pagoda can write satisfies the bounds (number bounds are kept at integer granularity)");
+  EXPECT_EQ(schema_error("{\"type\": ").rfind("json schema: not valid JSON: ", 0), 0u);
+  EXPECT_EQ(schema_error("[1]"), "json schema: /: a schema must be an object or a boolean");
+}
+
+TEST(JsonSchema, OutputIsBounded) {
+  // Deep nesting, exponential allOf over $refs, and many large repetitions are refused.
+  std::string deep = "{}";
+  for (int i = 0; i < 100; ++i) deep = "{\"items\": " + deep + "}";
+  EXPECT_NE(schema_error(deep).find("nested deeper than 64"), std::string::npos) << schema_error(deep);
+  std::string defs = R"({"$defs": {"d0": {"type": "object", "properties": {"x": {"type": "integer"}}})";
+  for (int i = 1; i < 40; ++i) {
+    defs += ", \"d" + std::to_string(i) + "\": {\"allOf\": [{\"$ref\": \"#/$defs/d" + std::to_string(i - 1) + "\"}, {\"anyOf\": [{\"$ref\": \"#/$defs/d" +
+            std::to_string(i - 1) + "\"}, {\"required\": [\"x\"]}]}]}";
+  }
+  defs += R"(}, "$ref": "#/$defs/d39"})";
+  EXPECT_NE(schema_error(defs).find("json schema: "), std::string::npos);
+  std::string many = R"({"type": "object", "properties": {)";
+  for (int i = 0; i < 50; ++i) many += std::string(i ? ", " : "") + "\"p" + std::to_string(i) + "\": {\"type\": \"string\", \"maxLength\": 1000}";
+  many += "}}";
+  EXPECT_NE(schema_error(many).find("repetitions add up to more than 40000"), std::string::npos) << schema_error(many);
+}
+
+}  // namespace
+}  // namespace pagoda::grammar
