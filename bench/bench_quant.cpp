@@ -28,7 +28,8 @@ using namespace pagoda::kernels;
 
 constexpr QuantType kTypes[] = {QuantType::F32,  QuantType::F16,  QuantType::BF16, QuantType::Q8_0,
                                 QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1,
-                                QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K};
+                                QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::Q2_K,
+                                QuantType::Q3_K, QuantType::IQ4_NL, QuantType::IQ4_XS};
 
 int cores() { return tbb::info::default_concurrency(); }
 
