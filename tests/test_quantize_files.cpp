@@ -23,7 +23,8 @@ namespace pagoda {
 namespace {
 
 constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                               GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16,  GgmlType::BF16};
+                               GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::Q3_K,
+                               GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::F16, GgmlType::BF16};
 
 std::string tensor_name(GgmlType t) { return std::string("w.") + ggml_type_name(t); }
 
@@ -129,7 +130,8 @@ TEST(QuantizedFiles, ATypeWhoseSizeDoesNotFitTheTensorsRoomIsRefused) {
   const struct {
     GgmlType actual, declared;
   } cases[] = {{GgmlType::Q4_0, GgmlType::Q8_0}, {GgmlType::Q4_K, GgmlType::Q6_K}, {GgmlType::Q5_K, GgmlType::F32},
-               {GgmlType::Q6_K, GgmlType::F16},  {GgmlType::BF16, GgmlType::F32}};
+               {GgmlType::Q6_K, GgmlType::F16},  {GgmlType::BF16, GgmlType::F32},  {GgmlType::Q2_K, GgmlType::Q3_K},
+               {GgmlType::IQ4_NL, GgmlType::Q8_0}, {GgmlType::Q3_K, GgmlType::IQ4_XS}};
   for (const auto& c : cases) {
     SCOPED_TRACE(tensor_name(c.actual) + " declared " + ggml_type_name(c.declared));
     const std::string path =
@@ -147,6 +149,10 @@ TEST(QuantizedFiles, ATypeWhoseSizeDoesNotFitTheTensorsRoomIsRefused) {
   w.write(small);
   expect_refused(write_bytes("small-k.gguf", with_type(read_bytes(small), "small", uint32_t(GgmlType::Q4_K))),
                  {"tensor 'small'", "Q4_K rows must be a multiple of 256"});
+  for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS}) {
+    expect_refused(write_bytes("small-k.gguf", with_type(read_bytes(small), "small", uint32_t(t))),
+                   {"tensor 'small'", std::string(ggml_type_name(t)) + " rows must be a multiple of 256"});
+  }
 }
 
 TEST(QuantizedFiles, TheValidFileReadsBackEveryType) {
