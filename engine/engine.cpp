@@ -4,6 +4,7 @@
 #include "pagoda/engine.h"
 
 #include <atomic>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include "actors/lora_router.h"
 #include "actors/page_pool_actor.h"
 #include "actors/prefill_scheduler.h"
+#include "engine/chat/chat_renderer.h"
 #include "engine/chat/chat_template.h"
 #include "engine/grammar/gbnf_parser.h"
 #include "engine/grammar/grammar_constraint.h"
@@ -62,14 +64,32 @@ chat::Template chat_template_of(const std::optional<std::string>& jinja, const T
   return chat::detect_template(*jinja, eos_text).value_or(chat::Template{});
 }
 
+// The template parsed for rendering; null without one, or (with a warning naming the line) when
+// pagoda cannot parse it, in which case its family's built-in layout is used.
+std::shared_ptr<const jinja::Template> parse_chat_template(const std::optional<std::string>& jinja) {
+  if (!jinja) return nullptr;
+  try {
+    return std::make_shared<const jinja::Template>(*jinja);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "pagoda: warning: the chat template does not parse (%s); using the built-in layout of its family\n", e.what());
+    return nullptr;
+  }
+}
+
+std::string token_spelling(const Tokenizer& tokenizer, int32_t id) {
+  const auto& tokens = tokenizer.vocab().tokens;
+  return id >= 0 && size_t(id) < tokens.size() ? tokens[size_t(id)] : std::string();
+}
+
 }  // namespace
 
 struct Engine::Impl {
   explicit Impl(const EngineConfig& c)
       : config(c),
         model(load_model(c.model_path, c.tokenizer_path, c.use_mmap ? MappedFile::Load::Map : MappedFile::Load::Copy)),
-        chat_template(model.chat_template),
+        chat_template(c.chat_template.empty() ? model.chat_template : std::optional<std::string>(c.chat_template)),
         chat_format(chat_template_of(chat_template, model.tokenizer)),
+        jinja_template(parse_chat_template(chat_template)),
         specials(special_pieces(model.tokenizer.vocab())),
         runner(model, c.threads, true),
         pool(KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type),
@@ -96,6 +116,7 @@ struct Engine::Impl {
   Model model;
   std::optional<std::string> chat_template;
   chat::Template chat_format;
+  std::shared_ptr<const jinja::Template> jinja_template;
   std::vector<SpecialToken> specials;
   ModelRunner runner;
   PagePool pool;
@@ -317,8 +338,17 @@ bool Engine::add_bos() const { return impl_->model.tokenizer.add_bos(); }
 
 std::vector<Engine::SpecialToken> Engine::special_tokens() const { return impl_->specials; }
 
+std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options) const {
+  const Impl& m = *impl_;
+  if (!m.jinja_template) return chat::apply_template(m.chat_format, messages, options.add_generation_prompt);
+  const Tokenizer& t = m.model.tokenizer;
+  return chat::render_chat(*m.jinja_template, messages, options, token_spelling(t, t.bos_id()), token_spelling(t, t.eos_id()));
+}
+
 std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
-  return chat::apply_template(impl_->chat_format, messages, add_generation_prompt);
+  ChatTemplateOptions options;
+  options.add_generation_prompt = add_generation_prompt;
+  return apply_chat_template(messages, options);
 }
 
 ChatFormat Engine::chat_format() const {

@@ -7,9 +7,29 @@
 
 namespace pagoda {
 
+// A function call the assistant made, as OpenAI's chat API spells it.
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON text of an object, e.g. {"city": "Paris"}
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user" or "assistant" ("developer" is read as "system")
+  // "system", "user", "assistant" or "tool" ("developer" is read as "system" by the built-in
+  // layouts; a model's Jinja template decides for itself)
+  std::string role;
   std::string content;
+  std::vector<ToolCall> tool_calls;  // an assistant turn's calls
+  std::string tool_call_id;          // a tool turn: the call it answers
+  std::string name;                  // a tool turn: the function's name
+  std::string reasoning_content;     // an assistant turn's thinking, for templates that show it
+};
+
+// How Engine::apply_chat_template renders a conversation with the model's Jinja template.
+struct ChatTemplateOptions {
+  bool add_generation_prompt = true;
+  std::string tools;   // JSON text of an array of OpenAI tool objects; empty: no `tools` variable
+  std::string kwargs;  // JSON text of an object of extra template variables, e.g. {"enable_thinking": false}
 };
 
 // How the model lays out a conversation, recognised from its GGUF tokenizer.chat_template.

@@ -93,7 +93,8 @@ class Engine {
   // "<|endoftext|>", "<end_of_turn>", ...). Generation stops at any of them
   // (FinishReason::Eos) unless Request::ignore_eos.
   std::vector<int32_t> eog_ids() const;
-  // GGUF tokenizer.chat_template, when the model has one.
+  // The chat template in use: EngineConfig::chat_template, or else GGUF tokenizer.chat_template,
+  // when the model has one.
   std::optional<std::string> chat_template() const;
   // Whether a prompt starts with BOS (GGUF tokenizer.ggml.add_bos_token; false for Qwen):
   // tokenize a prompt with tokenize(text, add_bos()), as Request::prompt is. tokenize(text, true)
@@ -107,10 +108,20 @@ class Engine {
   };
   std::vector<SpecialToken> special_tokens() const;
 
-  // A conversation as a prompt in the model's chat format (chat_format()), ending, with
-  // `add_generation_prompt`, where the assistant's reply begins. Tokenize it with
-  // tokenize(prompt, add_bos(), true), and stop at chat_format()'s end of turn. Throws
-  // pagoda::Error for a role other than system, user, assistant (or developer, read as system).
+  // A conversation as a prompt in the model's chat format, ending, with add_generation_prompt,
+  // where the assistant's reply begins. Tokenize it with tokenize(prompt, add_bos(), true), and
+  // stop at chat_format()'s end of turn.
+  //
+  // When the model has a Jinja chat template (EngineConfig::chat_template, or else its GGUF
+  // tokenizer.chat_template) it is rendered as Python's jinja2 renders it for transformers'
+  // apply_chat_template: with `messages`, `tools` (options.tools, when given),
+  // `add_generation_prompt`, `bos_token` and `eos_token` as the vocabulary spells them, and
+  // options.kwargs' members. A template that raises (raise_exception, a type error) or runs
+  // away is a pagoda::Error naming its line, as is malformed tools/kwargs JSON. Without a
+  // template, or with one pagoda could not parse at load (a warning on stderr names the line),
+  // the built-in layout of chat_format()'s family is used, which refuses roles other than
+  // system, user, assistant (or developer, read as system) with a pagoda::Error.
+  std::string apply_chat_template(const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options) const;
   std::string apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;
   ChatFormat chat_format() const;
 

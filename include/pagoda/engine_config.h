@@ -19,6 +19,9 @@ enum class PreemptionMode {
 struct EngineConfig {
   std::string model_path;               // GGUF, or llama2.c checkpoint
   std::string tokenizer_path;           // llama2.c only: its tokenizer.bin
+  // A Jinja chat template that replaces the model's GGUF tokenizer.chat_template; empty: the
+  // model's own.
+  std::string chat_template;
   // Map the model file and read the weights in place (pages shared with the OS's file cache).
   // Off (llama.cpp's --no-mmap): read the whole file into the engine's own memory at load, so
   // nothing done to the file afterwards matters. With it on, a file truncated under the engine

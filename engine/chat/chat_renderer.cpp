@@ -1,0 +1,74 @@
+#include "engine/chat/chat_renderer.h"
+
+#include "pagoda/error.h"
+
+namespace pagoda::chat {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json parse_json(const std::string& text, const char* what) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(std::string(what) + " is not valid JSON: " + e.what());
+  }
+}
+
+json arguments_value(const std::string& arguments) {
+  json parsed = json::parse(arguments, nullptr, false);
+  if (parsed.is_object()) return parsed;
+  return arguments;
+}
+
+json message_object(const ChatMessage& m) {
+  json o{{"role", m.role}};
+  if (m.content.empty() && !m.tool_calls.empty()) {
+    o["content"] = nullptr;
+  } else {
+    o["content"] = m.content;
+  }
+  if (!m.reasoning_content.empty()) o["reasoning_content"] = m.reasoning_content;
+  if (!m.tool_calls.empty()) {
+    json calls = json::array();
+    for (const ToolCall& c : m.tool_calls) {
+      calls.push_back(json{{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", arguments_value(c.arguments)}}}});
+    }
+    o["tool_calls"] = std::move(calls);
+  }
+  if (!m.tool_call_id.empty()) o["tool_call_id"] = m.tool_call_id;
+  if (!m.name.empty()) o["name"] = m.name;
+  return o;
+}
+
+}  // namespace
+
+json template_context(const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options,
+                      const std::string& bos_token, const std::string& eos_token) {
+  json context = json::object();
+  if (!options.kwargs.empty()) {
+    json kwargs = parse_json(options.kwargs, "chat template kwargs");
+    if (!kwargs.is_object()) throw Error("chat template kwargs must be a JSON object");
+    context = std::move(kwargs);
+  }
+  json list = json::array();
+  for (const ChatMessage& m : messages) list.push_back(message_object(m));
+  context["messages"] = std::move(list);
+  if (!options.tools.empty()) {
+    json tools = parse_json(options.tools, "tools");
+    if (!tools.is_array()) throw Error("tools must be a JSON array");
+    context["tools"] = std::move(tools);
+  }
+  context["add_generation_prompt"] = options.add_generation_prompt;
+  context["bos_token"] = bos_token;
+  context["eos_token"] = eos_token;
+  return context;
+}
+
+std::string render_chat(const jinja::Template& t, const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options,
+                        const std::string& bos_token, const std::string& eos_token) {
+  return t.render(template_context(messages, options, bos_token, eos_token));
+}
+
+}  // namespace pagoda::chat
