@@ -14,10 +14,9 @@
 #include "actors/prefill_scheduler.h"
 #include "engine/chat/chat_renderer.h"
 #include "engine/chat/chat_template.h"
-#include "engine/grammar/gbnf_parser.h"
 #include "engine/grammar/grammar_constraint.h"
 #include "engine/grammar/json_schema.h"
-#include "engine/grammar/token_mask.h"
+#include "engine/grammar/token_mask_cache.h"
 #include "engine/lora/lora_adapter.h"
 #include "engine/model/model.h"
 #include "engine/request/logprobs.h"
@@ -109,8 +108,8 @@ struct Engine::Impl {
   std::vector<int32_t> validated_prompt(const Request& r) const;
   // The request's grammar, compiled; null without one. Throws pagoda::Error for a bad one.
   std::unique_ptr<grammar::GrammarConstraint> constraint_of(const Request& r) const;
-  // The vocabulary as a trie for grammar masks, built for the first constrained request.
-  std::shared_ptr<const grammar::TokenTrie> token_trie() const;
+  // The masks of recent grammars over the vocabulary, made for the first constrained request.
+  grammar::TokenMaskCache& grammar_masks() const;
 
   EngineConfig config;
   Model model;
@@ -129,8 +128,8 @@ struct Engine::Impl {
   DecodeScheduler decode;
   LoraRouter router;
 
-  mutable std::once_flag trie_built;
-  mutable std::shared_ptr<const grammar::TokenTrie> trie;
+  mutable std::once_flag masks_made;
+  mutable std::unique_ptr<grammar::TokenMaskCache> masks;
 
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> accepting{true};
@@ -192,22 +191,21 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
 
 std::unique_ptr<grammar::GrammarConstraint> Engine::Impl::constraint_of(const Request& r) const {
   if (r.grammar.empty() && r.json_schema.empty()) return nullptr;
-  std::shared_ptr<const grammar::Grammar> g;
+  std::shared_ptr<const grammar::TokenMask> mask;
   try {
-    const std::string gbnf = r.json_schema.empty() ? r.grammar : grammar::json_schema_to_gbnf(r.json_schema);
-    g = std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(gbnf));
+    mask = grammar_masks().get(r.json_schema.empty() ? r.grammar : grammar::json_schema_to_gbnf(r.json_schema));
   } catch (const Error& e) {
     throw Error(std::string("bad request: ") + (r.json_schema.empty() ? "grammar: " : "json_schema: ") + e.what());
   }
   std::vector<int32_t> ending = r.stop_token_ids;
   if (!r.ignore_eos) ending.insert(ending.end(), model.tokenizer.eog_ids().begin(), model.tokenizer.eog_ids().end());
-  auto mask = std::make_shared<const grammar::TokenMask>(g, token_trie());
+  std::shared_ptr<const grammar::Grammar> g = mask->grammar();
   return std::make_unique<grammar::GrammarConstraint>(std::move(g), std::move(mask), model.tokenizer, std::move(ending),
                                                       r.grammar_triggers);
 }
 
-std::shared_ptr<const grammar::TokenTrie> Engine::Impl::token_trie() const {
-  std::call_once(trie_built, [&] {
+grammar::TokenMaskCache& Engine::Impl::grammar_masks() const {
+  std::call_once(masks_made, [&] {
     const Tokenizer& t = model.tokenizer;
     std::vector<std::string> texts(size_t(t.vocab_size()));
     std::vector<int32_t> excluded = t.eog_ids();
@@ -217,9 +215,9 @@ std::shared_ptr<const grammar::TokenTrie> Engine::Impl::token_trie() const {
       const TokenType type = t.vocab().types[size_t(id)];
       if (type == TokenType::Control || type == TokenType::Unknown || type == TokenType::Unused) excluded.push_back(id);
     }
-    trie = std::make_shared<const grammar::TokenTrie>(texts, excluded);
+    masks = std::make_unique<grammar::TokenMaskCache>(std::make_shared<const grammar::TokenTrie>(texts, excluded));
   });
-  return trie;
+  return *masks;
 }
 
 Engine::Engine(const EngineConfig& config) {

@@ -1,7 +1,7 @@
 // The OpenAI request fields pagoda-server understands (and vLLM's sampling extensions: top_k,
 // min_p, repetition_penalty, min_tokens, stop_token_ids, ignore_eos), their types and ranges.
 // Fields it does not know are ignored, as OpenAI's own server and vLLM do; options it cannot
-// honour (suffix, tools) are refused with a message rather than ignored.
+// honour (suffix) are refused with a message rather than ignored.
 
 #include "examples/server/openai_request.h"
 
@@ -13,7 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "engine/grammar/json_schema.h"
 #include "examples/server/api_error.h"
+#include "examples/server/openai_tools.h"
 #include "pagoda/error.h"
 
 namespace pagoda::server {
@@ -77,8 +79,7 @@ std::vector<std::string> stop_strings(const json& body) {
 void refuse_unsupported(const json& body, Endpoint endpoint) {
   if (endpoint == Endpoint::Completions) {
     if (field(body, "suffix")) throw bad_request("'suffix' is not supported");
-  } else {
-    if (field(body, "tools") || field(body, "tool_choice")) throw bad_request("'tools' are not supported");
+    if (field(body, "tools") || field(body, "tool_choice")) throw bad_request("'tools' are only for chat completions");
   }
 }
 
@@ -192,6 +193,36 @@ std::string message_content(const json& content, size_t index) {
   return text;
 }
 
+// An assistant message's `tool_calls`: [{"id", "type": "function", "function": {"name", "arguments"}}],
+// the arguments a JSON string (as OpenAI sends them) or an object.
+std::vector<ToolCall> message_tool_calls(const json& calls, size_t index) {
+  const std::string where = "'messages[" + std::to_string(index) + "].tool_calls'";
+  if (!calls.is_array()) throw bad_request(where + " must be a list");
+  std::vector<ToolCall> out;
+  for (const json& c : calls) {
+    if (!c.is_object() || !c.contains("function") || !c["function"].is_object() || !c["function"].contains("name") ||
+        !c["function"]["name"].is_string()) {
+      throw bad_request(where + " entries must be {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
+    }
+    const json& f = c["function"];
+    ToolCall call{.id = c.contains("id") && c["id"].is_string() ? c["id"].get<std::string>() : std::string(),
+                  .name = f["name"].get<std::string>(),
+                  .arguments = "{}"};
+    if (f.contains("arguments") && !f["arguments"].is_null()) {
+      call.arguments = f["arguments"].is_string() ? f["arguments"].get<std::string>() : f["arguments"].dump();
+    }
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
+std::string optional_string(const json& msg, const char* name, size_t index) {
+  const json* v = field(msg, name);
+  if (!v) return {};
+  if (!v->is_string()) throw bad_request("'messages[" + std::to_string(index) + "]." + name + "' must be a string");
+  return v->get<std::string>();
+}
+
 std::vector<ChatMessage> chat_messages(const json& body) {
   const json* m = field(body, "messages");
   if (!m) throw bad_request("'messages' is required");
@@ -202,9 +233,88 @@ std::vector<ChatMessage> chat_messages(const json& body) {
     if (!msg.is_object() || !msg.contains("role") || !msg["role"].is_string()) {
       throw bad_request("'messages[" + std::to_string(i) + "]' must be an object with a string 'role'");
     }
-    out.push_back({msg["role"].get<std::string>(), message_content(msg.value("content", json(nullptr)), i)});
+    ChatMessage message{.role = msg["role"].get<std::string>(), .content = message_content(msg.value("content", json(nullptr)), i)};
+    if (const json* calls = field(msg, "tool_calls")) message.tool_calls = message_tool_calls(*calls, i);
+    message.tool_call_id = optional_string(msg, "tool_call_id", i);
+    message.name = optional_string(msg, "name", i);
+    message.reasoning_content = optional_string(msg, "reasoning_content", i);
+    out.push_back(std::move(message));
   }
   return out;
+}
+
+// The Generic tool layout's instructions, at the end of the system message (a new one first
+// when there is none).
+void add_generic_tool_prompt(std::vector<ChatMessage>& messages, const std::string& tools_json) {
+  const std::string prompt = chat::generic_tool_prompt(tools_json);
+  if (!messages.empty() && (messages[0].role == "system" || messages[0].role == "developer")) {
+    messages[0].content += "\n\n" + prompt;
+  } else {
+    messages.insert(messages.begin(), ChatMessage{.role = "system", .content = prompt});
+  }
+}
+
+// llama-server's and vLLM's `chat_template_kwargs`: extra variables for the template
+// ({"enable_thinking": false}).
+std::string template_kwargs(const json& body) {
+  const json* k = field(body, "chat_template_kwargs");
+  if (!k) return {};
+  if (!k->is_object()) throw bad_request("'chat_template_kwargs' must be an object");
+  return k->dump();
+}
+
+// Whether the reply needs splitting: a template that thinks in <think> blocks (and whether the
+// prompt already opened one), or tools the reply may call.
+std::optional<ReplyShape> reply_shape(const Engine& engine, const std::string& prompt, const std::optional<ToolRequest>& tools) {
+  ReplyShape shape;
+  const std::optional<std::string> chat_template = engine.chat_template();
+  shape.reasoning = chat_template && chat_template->find("<think>") != std::string::npos;
+  if (shape.reasoning) {
+    const size_t end = prompt.find_last_not_of(" \n\r\t");
+    const std::string_view trimmed = std::string_view(prompt).substr(0, end == std::string::npos ? 0 : end + 1);
+    shape.starts_in_reasoning = trimmed.size() >= 7 && trimmed.substr(trimmed.size() - 7) == "<think>";
+  }
+  if (tools) shape.tools = tools->tools;
+  if (!shape.reasoning && !shape.tools) return std::nullopt;
+  return shape;
+}
+
+// Structured output: OpenAI's `response_format` (json_object, json_schema) and llama-server's
+// `grammar` (GBNF) and `json_schema` body fields, at most one of them.
+void output_constraint(const json& body, Request& r) {
+  int given = 0;
+  if (const json* g = field(body, "grammar")) {
+    if (!g->is_string()) throw bad_request("'grammar' must be a string in GBNF");
+    r.grammar = g->get<std::string>();
+    ++given;
+  }
+  if (const json* s = field(body, "json_schema")) {
+    if (!s->is_object() && !s->is_boolean()) throw bad_request("'json_schema' must be a JSON Schema object");
+    r.json_schema = s->dump();
+    ++given;
+  }
+  if (const json* f = field(body, "response_format")) {
+    if (!f->is_object() || !f->contains("type") || !(*f)["type"].is_string()) {
+      throw bad_request("'response_format' must be an object with a string 'type'");
+    }
+    const std::string type = (*f)["type"].get<std::string>();
+    if (type == "json_object") {
+      r.grammar = grammar::any_json_gbnf();
+      ++given;
+    } else if (type == "json_schema") {
+      const json* spec = field(*f, "json_schema");
+      if (!spec || !spec->is_object()) throw bad_request("'response_format.json_schema' must be an object with a 'schema'");
+      const json* schema = field(*spec, "schema");
+      if (!schema || (!schema->is_object() && !schema->is_boolean())) {
+        throw bad_request("'response_format.json_schema.schema' must be a JSON Schema object");
+      }
+      r.json_schema = schema->dump();
+      ++given;
+    } else if (type != "text") {
+      throw bad_request("'response_format.type' must be 'text', 'json_object' or 'json_schema', got '" + type + "'");
+    }
+  }
+  if (given > 1) throw bad_request("give one of 'response_format', 'grammar' and 'json_schema'");
 }
 
 std::string requested_model(const json& body) {
@@ -245,6 +355,7 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const E
   r.stop_strings = stop_strings(body);
   r.ignore_eos = boolean(body, "ignore_eos").value_or(false);
   r.logprobs = requested_logprobs(body, endpoint);
+  output_constraint(body, r);
   a.n = int32_t(integer(body, "n", 1, kMaxChoices).value_or(1));
   if (endpoint == Endpoint::Completions) {
     a.best_of = int32_t(integer(body, "best_of", 1, kMaxChoices).value_or(a.n));
@@ -268,7 +379,19 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const E
       if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) a.prompt_text = (*p)[0].get<std::string>();
     } else {
       const ChatFormat format = engine.chat_format();
-      r.prompt_ids = engine.tokenize(engine.apply_chat_template(chat_messages(body), true), engine.add_bos(), true);
+      std::vector<ChatMessage> messages = chat_messages(body);
+      const std::optional<ToolRequest> tools = parse_tool_request(body, engine);
+      ChatTemplateOptions options;
+      options.kwargs = template_kwargs(body);
+      if (tools && tools->tools.format == chat::ToolCallFormat::Generic) {
+        add_generic_tool_prompt(messages, tools->tools_json);
+      } else if (tools) {
+        options.tools = tools->tools_json;
+      }
+      const std::string prompt = engine.apply_chat_template(messages, options);
+      r.prompt_ids = engine.tokenize(prompt, engine.add_bos(), true);
+      if (tools) constrain_tool_calls(*tools, engine, r);
+      a.reply = reply_shape(engine, prompt, tools);
       r.stop_token_ids = format.stop_token_ids;
       r.stop_strings.insert(r.stop_strings.end(), format.stop_strings.begin(), format.stop_strings.end());
     }

@@ -4,10 +4,12 @@
 // beyond the context is an ApiError (400) whose message names the field; an unknown `model`
 // is a 404.
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "examples/server/chat_reply.h"
 #include "examples/server/model_names.h"
 #include "pagoda/engine.h"
 #include "pagoda/request.h"
@@ -26,6 +28,9 @@ struct ApiRequest {
   int32_t best_of = 1;         // completions: choices generated, the n most likely returned
   bool echo = false;           // completions: the prompt comes back before the completion
   std::string prompt_text;     // completions: the prompt as sent (its ids' text when ids)
+  // Chat: what the reply holds besides text (thinking, tool calls), when it may hold any;
+  // such replies are split by ChatReplySplitter.
+  std::optional<ReplyShape> reply;
 };
 
 // Parses `body` for `endpoint`. Throws ApiError.

@@ -1,6 +1,7 @@
 #include "examples/server/openai_response.h"
 
 #include <chrono>
+#include <random>
 
 namespace pagoda::server {
 
@@ -40,7 +41,15 @@ json completion_json(const ResponseHeader& h, const std::vector<Choice>& choices
     json choice = {{"index", i}, {"finish_reason", openai_finish_reason(choices[i].finish_reason)},
                    {"logprobs", choices[i].logprobs}};
     if (chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", choices[i].text}};
+      const Choice& c = choices[i];
+      json message = {{"role", "assistant"}, {"content", c.text}};
+      if (!c.tool_calls.empty()) {
+        if (c.text.empty()) message["content"] = nullptr;  // as OpenAI's, for a reply that only calls
+        message["tool_calls"] = tool_calls_json(c.tool_calls, false);
+        choice["finish_reason"] = "tool_calls";
+      }
+      if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
+      choice["message"] = message;
     } else {
       choice["text"] = choices[i].text;
     }
@@ -65,6 +74,38 @@ json chunk_json(const ResponseHeader& h, int32_t index, const std::string& text,
     choice["text"] = text;
   }
   body["choices"] = json::array({choice});
+  return body;
+}
+
+std::string tool_call_id(const chat::ParsedToolCall& call) {
+  if (!call.id.empty()) return call.id;
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  std::string id = "call_";
+  for (int i = 0; i < 24; ++i) id += kAlphabet[rng() % (sizeof(kAlphabet) - 1)];
+  return id;
+}
+
+json tool_calls_json(const std::vector<chat::ParsedToolCall>& calls, bool streamed) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json call = {{"id", tool_call_id(calls[i])},
+                 {"type", "function"},
+                 {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (streamed) call["index"] = i;
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
+json reply_chunk_json(const ResponseHeader& h, int32_t index, json delta, bool first, const char* finish_reason,
+                      const json& logprobs) {
+  json body = envelope(h, "chat.completion.chunk");
+  if (first) delta["role"] = "assistant";
+  body["choices"] = json::array({{{"index", index},
+                                  {"logprobs", logprobs},
+                                  {"finish_reason", finish_reason ? json(finish_reason) : json(nullptr)},
+                                  {"delta", std::move(delta)}}});
   return body;
 }
 

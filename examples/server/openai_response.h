@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/chat/tool_calls.h"
 #include "examples/server/openai_request.h"
 #include "pagoda/request.h"
 
@@ -29,12 +30,26 @@ const char* openai_finish_reason(FinishReason reason);
 nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
 
 // One choice of a non-streamed response: its text (with an echoed prompt) and `logprobs`
-// (null when not asked for).
+// (null when not asked for); a chat reply's thinking and tool calls.
 struct Choice {
   std::string text;
   FinishReason finish_reason = FinishReason::Length;
   nlohmann::json logprobs;
+  std::string reasoning;
+  std::vector<chat::ParsedToolCall> tool_calls;
 };
+
+// "call_" and 24 random letters and digits, unless the model wrote the call's id itself.
+std::string tool_call_id(const chat::ParsedToolCall& call);
+
+// OpenAI's `tool_calls` of a message ([{"id", "type": "function", "function": {"name",
+// "arguments"}}]); in a stream delta each also has its `index`.
+nlohmann::json tool_calls_json(const std::vector<chat::ParsedToolCall>& calls, bool streamed);
+
+// A chat stream chunk of a split reply: `delta` holds any of content, reasoning_content and
+// tool_calls (the role is added to the first); `finish_reason` is null while it goes on.
+nlohmann::json reply_chunk_json(const ResponseHeader& h, int32_t index, nlohmann::json delta, bool first,
+                                const char* finish_reason, const nlohmann::json& logprobs = nullptr);
 
 // The non-streamed response: the choices, indexed in order, and the usage of every
 // completion the request ran (best_of counts those not returned too).

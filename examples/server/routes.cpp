@@ -9,10 +9,12 @@
 
 #include "examples/server/api_error.h"
 #include "examples/server/auth.h"
+#include "examples/server/chat_reply.h"
 #include "examples/server/choices.h"
 #include "examples/server/openai_logprobs.h"
 #include "examples/server/openai_request.h"
 #include "examples/server/openai_response.h"
+#include "examples/server/reply_text.h"
 #include "examples/server/sse_stream.h"
 #include "examples/server/webui.h"
 #include "pagoda/error.h"
@@ -49,6 +51,21 @@ std::pair<std::string, std::string> adapter_body(const std::string& text, bool n
   };
   const std::string name = string_field("lora_name");
   return {name, needs_path ? string_field("lora_path") : std::string()};
+}
+
+// A finished chat reply, split into text, thinking and tool calls from its token stream.
+Choice split_reply(RequestHandle& handle, const ReplyShape& shape, const ReplyText& text, FinishReason finish,
+                   json logprobs) {
+  ChatReplySplitter splitter(shape);
+  Choice choice{.text = {}, .finish_reason = finish, .logprobs = std::move(logprobs)};
+  auto take = [&](const ChatReplySplitter::Delta& d) {
+    choice.reasoning += d.reasoning;
+    choice.text += d.content;
+  };
+  while (std::optional<StreamEvent> e = handle.next_token()) take(splitter.feed(text.piece(*e)));
+  take(splitter.finish());
+  choice.tool_calls = splitter.calls();
+  return choice;
 }
 
 }  // namespace
@@ -112,7 +129,7 @@ void Routes::generate(int endpoint, const httplib::Request& req, httplib::Respon
   try {
     if (shutting_down_.load()) throw shutting_down_error();
     ApiRequest a = parse_api_request(Endpoint(endpoint), req.body, engine_, names_);
-    a.request.stream = a.stream;
+    a.request.stream = a.stream || a.reply;  // a reply to split is read token by token
     const bool wants_logprobs = a.request.logprobs >= 0;
     if (a.best_of > a.n) a.request.logprobs = std::max(a.request.logprobs, 0);  // to rank the choices by
     std::vector<RequestHandle> handles;
@@ -148,7 +165,11 @@ void Routes::generate(int endpoint, const httplib::Request& req, httplib::Respon
         logprobs = a.echo ? echo_logprobs_json(engine_, a.request.prompt_ids, c.prompt_logprobs, tokens, c.logprobs)
                           : logprobs_json(a.endpoint, engine_, tokens, c.logprobs);
       }
-      choices.push_back({(a.echo ? a.prompt_text : std::string()) + c.text, c.finish_reason, logprobs});
+      if (a.reply) {
+        choices.push_back(split_reply(handles[i], *a.reply, ReplyText(engine_, a.request), c.finish_reason, logprobs));
+      } else {
+        choices.push_back({(a.echo ? a.prompt_text : std::string()) + c.text, c.finish_reason, logprobs});
+      }
     }
     metrics_.count_request(choices[0].finish_reason == FinishReason::Length ? Outcome::Length : Outcome::Stop);
     send_json(res, 200, completion_json(header, choices, done[0].prompt_tokens, completion_tokens));

@@ -1,10 +1,12 @@
 #include "examples/server/sse_stream.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "examples/server/api_error.h"
 #include "examples/server/openai_logprobs.h"
+#include "examples/server/reply_text.h"
 
 namespace pagoda::server {
 
@@ -20,7 +22,16 @@ struct ChoiceStream {
   std::string echo;        // the prompt, to send first (completions' echo)
   bool first = true;       // its next chunk is its first
   size_t text_offset = 0;  // completions' logprobs.text_offset of its next token
+  std::optional<ChatReplySplitter> splitter;  // a chat reply with thinking or tool calls
 };
+
+// A split reply's text and thinking as a chat delta.
+nlohmann::json delta_json(const ChatReplySplitter::Delta& d) {
+  nlohmann::json delta = nlohmann::json::object();
+  if (!d.content.empty()) delta["content"] = d.content;
+  if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+  return delta;
+}
 
 // One stream's state, shared by httplib's content provider and its releaser.
 struct EventStream {
@@ -33,6 +44,7 @@ struct EventStream {
   Clock::time_point start = Clock::now();
   size_t turn = 0;        // the choice looked at first next time, so none is starved
   bool finished = false;  // the last event was written
+  std::optional<ReplyText> reply_text;  // with the choices' splitters
 
   // The next event of any choice: its echo, or a token's chunk; empty when nothing came. With
   // `wait`, the first choice still streaming is waited on a little (one choice: 100 ms, as a
@@ -57,6 +69,13 @@ struct EventStream {
           const int32_t id = token->token;
           logprobs = logprobs_json(header.endpoint, engine, std::span(&id, 1), std::span(&*token->logprobs, 1), c.text_offset);
           c.text_offset += engine.token_text(id).size();
+        }
+        if (c.splitter) {
+          const ChatReplySplitter::Delta d = c.splitter->feed(reply_text->piece(*token));
+          if (d.empty() && logprobs.is_null()) continue;
+          turn = i + 1;
+          const bool first = std::exchange(c.first, false);
+          return event(reply_chunk_json(header, int32_t(i), delta_json(d), first, nullptr, logprobs));
         }
         if (token->text.empty() && logprobs.is_null()) continue;
         turn = i + 1;
@@ -95,7 +114,19 @@ struct EventStream {
     metrics.count_request(done[0].finish_reason == FinishReason::Length ? Outcome::Length : Outcome::Stop);
     std::string out;
     for (size_t i = 0; i < done.size(); ++i) {
-      nlohmann::json last = chunk_json(header, int32_t(i), "", choices[i].first, done[i].finish_reason);
+      ChoiceStream& c = choices[i];
+      nlohmann::json last;
+      if (c.splitter) {
+        // What the reply held back to its end: text after a tag that was not a call, the calls.
+        nlohmann::json delta = delta_json(c.splitter->finish());
+        const std::vector<chat::ParsedToolCall>& calls = c.splitter->calls();
+        if (!calls.empty()) delta["tool_calls"] = tool_calls_json(calls, true);
+        if (!delta.empty()) out += event(reply_chunk_json(header, int32_t(i), delta, std::exchange(c.first, false), nullptr));
+        const char* reason = calls.empty() ? openai_finish_reason(done[i].finish_reason) : "tool_calls";
+        last = reply_chunk_json(header, int32_t(i), nlohmann::json::object(), c.first, reason);
+      } else {
+        last = chunk_json(header, int32_t(i), "", c.first, done[i].finish_reason);
+      }
       if (i + 1 == done.size()) last["usage"] = usage_json(done[0].prompt_tokens, completion_tokens);
       out += event(last);
     }
@@ -111,6 +142,10 @@ void stream_events(httplib::Response& res, std::vector<RequestHandle> handles, c
   auto stream = std::make_shared<EventStream>(
       EventStream{{}, std::move(header), request.request, engine, request.include_usage, metrics});
   for (RequestHandle& h : handles) stream->choices.push_back({std::move(h), request.echo ? request.prompt_text : ""});
+  if (request.reply) {
+    stream->reply_text.emplace(engine, request.request);
+    for (ChoiceStream& c : stream->choices) c.splitter.emplace(*request.reply);
+  }
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",

@@ -27,9 +27,10 @@ export function synthesize(args) {
   if (r.status !== 0) throw new Error(`pagoda-synth ${args.join(' ')} failed: ${r.stderr}`);
 }
 
-// Starts the server; resolves with { url, port, proc, log() } once it listens.
-export function startServer(extraArgs = [], { timeoutMs = 60000 } = {}) {
-  const proc = spawn(path.join(BIN, 'pagoda-server'), ['-m', testModel(), '--port', '0', '-t', '1', ...extraArgs], {
+// Starts the server (on testModel() unless `model` is given); resolves with { url, port, proc,
+// log() } once it listens.
+export function startServer(extraArgs = [], { timeoutMs = 60000, model = testModel() } = {}) {
+  const proc = spawn(path.join(BIN, 'pagoda-server'), ['-m', model, '--port', '0', '-t', '1', ...extraArgs], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

@@ -1,0 +1,204 @@
+// Structured output and tool calls through the official openai client, on a random-weight
+// model with Qwen's 152k vocabulary and its chat template (Hermes-style <tool_call> layout):
+// a model that knows nothing still returns JSON that validates (checked by Ajv, not pagoda)
+// and well-formed calls, because decoding is constrained. Bad schemas, grammars and tools are
+// 400s naming the problem.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
+import OpenAI from 'openai';
+
+import { SHARED, scratch, startServer, stopServer, synthesize } from './server_process.mjs';
+
+const vocab = path.join(SHARED ?? '', 'vocab/ggml-vocab-qwen2.gguf');
+const skip = !SHARED || !fs.existsSync(vocab) ? `${vocab} is absent` : false;
+
+const ajv = new Ajv({ strict: false, allErrors: true });
+addFormats(ajv);
+
+// Varied schemas: each is asked for several times with different seeds.
+const schemas = [
+  { type: 'object', properties: { name: { type: 'string', maxLength: 20 }, age: { type: 'integer', minimum: 0, maximum: 120 } }, required: ['name', 'age'], additionalProperties: false },
+  { type: 'array', items: { type: 'integer', minimum: -15, maximum: 1234 }, minItems: 1, maxItems: 5 },
+  { type: 'object', properties: { ok: { type: 'boolean' }, tags: { type: 'array', items: { enum: ['red', 'green', 'blue'] }, maxItems: 3 } }, required: ['ok'] },
+  { enum: ['yes', 'no', 42, null] },
+  { type: 'object', properties: { when: { type: 'string', format: 'date' }, id: { type: 'string', format: 'uuid' } }, required: ['when', 'id'] },
+  { type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]{3}-[0-9]{2,4}$' } }, required: ['code'] },
+  { anyOf: [{ type: 'object', properties: { cat: { const: 'meow' } }, required: ['cat'] }, { type: 'object', properties: { dog: { type: 'number', minimum: 0, maximum: 10 } }, required: ['dog'] }] },
+  { $defs: { node: { type: 'object', properties: { v: { type: 'integer' }, kids: { type: 'array', items: { $ref: '#/$defs/node' }, maxItems: 2 } }, required: ['v'] } }, $ref: '#/$defs/node' },
+  { type: 'object', properties: { point: { type: 'object', properties: { x: { type: 'number' }, y: { type: 'number' } }, required: ['x', 'y'] }, label: { type: ['string', 'null'], maxLength: 8 } }, required: ['point', 'label'] },
+  { type: 'string', minLength: 3, maxLength: 12 },
+];
+
+const tools = [
+  { type: 'function', function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 24 }, unit: { enum: ['celsius', 'fahrenheit'] } }, required: ['city'], additionalProperties: false } } },
+  { type: 'function', function: { name: 'add', description: 'Adds two integers', parameters: { type: 'object', properties: { a: { type: 'integer', minimum: -100, maximum: 100 }, b: { type: 'integer', minimum: -100, maximum: 100 } }, required: ['a', 'b'], additionalProperties: false } } },
+];
+const validators = Object.fromEntries(tools.map((t) => [t.function.name, ajv.compile(t.function.parameters)]));
+
+function assertValidCall(call) {
+  assert.equal(call.type, 'function');
+  assert.match(call.id, /^call_[A-Za-z0-9]{24}$/);
+  const validate = validators[call.function.name];
+  assert.ok(validate, `unknown tool ${call.function.name}`);
+  const args = JSON.parse(call.function.arguments);
+  assert.ok(validate(args), `${call.function.arguments}: ${ajv.errorsText(validate.errors)}`);
+}
+
+async function inBatches(items, size, run) {
+  const out = [];
+  for (let i = 0; i < items.length; i += size) out.push(...(await Promise.all(items.slice(i, i + size).map(run))));
+  return out;
+}
+
+describe('structured output and tool calls', { skip }, () => {
+  let server;
+  let client;
+  before(async () => {
+    const model = path.join(scratch, 'qwen-vocab.gguf');
+    synthesize(['-o', model, '--arch', 'qwen2', '--dim', '64', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--ffn', '128',
+      '--vocab', vocab, '--context', '4096', '--seed', '5']);
+    server = await startServer(['-t', '2'], { model });
+    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => {
+    assert.equal(await stopServer(server), 0, server.log());
+  });
+
+  const user = [{ role: 'user', content: 'Answer in JSON.' }];
+
+  test('100 json_schema replies all validate', async () => {
+    const jobs = [];
+    for (let i = 0; i < 100; i += 1) jobs.push({ schema: schemas[i % schemas.length], seed: i });
+    const replies = await inBatches(jobs, 8, ({ schema, seed }) => client.chat.completions.create({
+      messages: user, seed, temperature: 1, max_tokens: 120,
+      response_format: { type: 'json_schema', json_schema: { name: 'answer', schema, strict: true } },
+    }));
+    replies.forEach((r, i) => {
+      const text = r.choices[0].message.content;
+      let value;
+      assert.doesNotThrow(() => { value = JSON.parse(text); }, `reply ${i} is not JSON: ${text}`);
+      const validate = ajv.compile(jobs[i].schema);
+      assert.ok(validate(value), `reply ${i} ${text}: ${ajv.errorsText(validate.errors)}`);
+    });
+    const distinct = new Set(replies.map((r) => r.choices[0].message.content));
+    assert.ok(distinct.size > 50, 'the seeds give different documents');
+  });
+
+  test('json_object, a GBNF grammar and llama-server\'s json_schema, on both endpoints', async () => {
+    for (const seed of [1, 2, 3]) {
+      const obj = await client.chat.completions.create({ messages: user, seed, temperature: 1, max_tokens: 80, response_format: { type: 'json_object' } });
+      const value = JSON.parse(obj.choices[0].message.content);
+      assert.equal(typeof value, 'object');
+      assert.ok(value !== null && !Array.isArray(value));
+    }
+    const grammar = 'root ::= ("yes" | "no") " because " [a-z ]{1,20} "."';
+    const g = await client.completions.create({ prompt: 'Well,', seed: 4, temperature: 1, max_tokens: 40, grammar });
+    assert.match(g.choices[0].text, /^(yes|no) because [a-z ]{1,20}\.$/);
+    const s = await client.completions.create({ prompt: 'Data:', seed: 5, temperature: 1, max_tokens: 60, json_schema: schemas[0] });
+    assert.ok(ajv.validate(schemas[0], JSON.parse(s.choices[0].text)), s.choices[0].text);
+  });
+
+  test('a streamed json_schema reply is the same document', async () => {
+    const body = { messages: user, seed: 9, temperature: 1, max_tokens: 120, response_format: { type: 'json_schema', json_schema: { name: 'a', schema: schemas[7] } } };
+    const whole = await client.chat.completions.create(body);
+    let text = '';
+    for await (const chunk of await client.chat.completions.create({ ...body, stream: true })) text += chunk.choices[0]?.delta?.content ?? '';
+    assert.equal(text, whole.choices[0].message.content);
+    assert.ok(ajv.validate(schemas[7], JSON.parse(text)));
+  });
+
+  test('named and required tool choices always return valid calls', async () => {
+    const named = await inBatches([...Array(12).keys()], 6, (seed) => client.chat.completions.create({
+      messages: [{ role: 'user', content: 'What is 2 + 3?' }], tools, seed, temperature: 1, max_tokens: 80,
+      tool_choice: { type: 'function', function: { name: 'add' } },
+    }));
+    for (const r of named) {
+      assert.equal(r.choices[0].finish_reason, 'tool_calls');
+      const calls = r.choices[0].message.tool_calls;
+      assert.ok(calls.length >= 1);
+      for (const c of calls) {
+        assert.equal(c.function.name, 'add');
+        assertValidCall(c);
+      }
+    }
+    const required = await inBatches([...Array(12).keys()], 6, (seed) => client.chat.completions.create({
+      messages: [{ role: 'user', content: 'Weather in Paris?' }], tools, seed: 100 + seed, temperature: 1, max_tokens: 100,
+      tool_choice: 'required', parallel_tool_calls: false,
+    }));
+    for (const r of required) {
+      assert.equal(r.choices[0].finish_reason, 'tool_calls');
+      assert.equal(r.choices[0].message.tool_calls.length, 1);
+      assertValidCall(r.choices[0].message.tool_calls[0]);
+    }
+  });
+
+  test('streamed tool-call deltas assemble into the unstreamed call', async () => {
+    for (const seed of [21, 22, 23]) {
+      const body = { messages: [{ role: 'user', content: 'Add 1 and 2' }], tools, seed, temperature: 1, max_tokens: 80, tool_choice: 'required' };
+      const whole = await client.chat.completions.create(body);
+      const calls = [];
+      let content = '';
+      let finish;
+      for await (const chunk of await client.chat.completions.create({ ...body, stream: true })) {
+        const choice = chunk.choices[0];
+        if (!choice) continue;
+        content += choice.delta?.content ?? '';
+        for (const d of choice.delta?.tool_calls ?? []) {
+          calls[d.index] ??= { id: '', type: 'function', function: { name: '', arguments: '' } };
+          if (d.id) calls[d.index].id = d.id;
+          calls[d.index].function.name += d.function?.name ?? '';
+          calls[d.index].function.arguments += d.function?.arguments ?? '';
+        }
+        finish = choice.finish_reason ?? finish;
+      }
+      assert.equal(finish, 'tool_calls');
+      assert.equal(content, whole.choices[0].message.content ?? '');
+      const strip = (cs) => cs.map((c) => ({ name: c.function.name, arguments: c.function.arguments }));
+      assert.deepEqual(strip(calls), strip(whole.choices[0].message.tool_calls));
+      calls.forEach(assertValidCall);
+    }
+  });
+
+  test('auto: prose or valid calls, and tool results go back through the template', async () => {
+    const r = await client.chat.completions.create({ messages: [{ role: 'user', content: 'Hi' }], tools, seed: 3, temperature: 1, max_tokens: 30, tool_choice: 'auto' });
+    const m = r.choices[0].message;
+    if (m.tool_calls) m.tool_calls.forEach(assertValidCall);
+    else assert.equal(typeof m.content, 'string');
+    const followUp = await client.chat.completions.create({
+      messages: [
+        { role: 'user', content: 'What is 2 + 3?' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'add', arguments: '{"a": 2, "b": 3}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: '5' },
+      ],
+      tools, seed: 4, temperature: 1, max_tokens: 8,
+    });
+    assert.equal(followUp.choices[0].message.role, 'assistant');
+  });
+
+  test('bad schemas, grammars and tools are 400s naming the problem', async () => {
+    const cases = [
+      [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties: { a: { type: 'integer', minimum: 5, maximum: 1 } } } } } }, /minimum|maximum|integer/],
+      [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'frog' } } } }, /frog|type/],
+      [{ response_format: { type: 'xml' } }, /response_format/],
+      [{ grammar: 'root ::= "unterminated' }, /grammar/],
+      [{ grammar: 'root ::= "a"', response_format: { type: 'json_object' } }, /one of/],
+      [{ tools: [{ type: 'function', function: { name: 'bad name' } }] }, /name/],
+      [{ tools, tool_choice: { type: 'function', function: { name: 'missing' } } }, /missing/],
+      [{ tools, tool_choice: 'sometimes' }, /tool_choice/],
+      [{ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { not: {} } } } } }], tool_choice: 'required' }, /f|not/],
+    ];
+    for (const [extra, message] of cases) {
+      await assert.rejects(client.chat.completions.create({ messages: user, max_tokens: 4, ...extra }), (e) => {
+        assert.equal(e.status, 400, JSON.stringify(extra));
+        assert.match(e.message, message);
+        return true;
+      });
+    }
+  });
+});
