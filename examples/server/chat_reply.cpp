@@ -108,6 +108,13 @@ void ChatReplySplitter::advance(Delta& out, bool ended) {
               if (!ended && !tag.empty() && starts_with(tag, rest)) return;
             }
           } else {
+            // Mistral's tag is a control token a whole-reply grammar leaves out: a reply that
+            // opens with the call list is calls too.
+            if (format == chat::ToolCallFormat::Mistral && !content_released_ && starts_with(rest, "[")) {
+              calls_begin_ = done_;
+              phase_ = Phase::Calls;
+              continue;
+            }
             const size_t at = rest.find(tag);
             if (at != std::string_view::npos) {
               const size_t tag_at = done_ + at;
