@@ -195,7 +195,7 @@ std::unique_ptr<grammar::GrammarConstraint> Engine::Impl::constraint_of(const Re
   try {
     mask = grammar_masks().get(r.json_schema.empty() ? r.grammar : grammar::json_schema_to_gbnf(r.json_schema));
   } catch (const Error& e) {
-    throw Error(std::string("bad request: ") + (r.json_schema.empty() ? "grammar: " : "json_schema: ") + e.what());
+    throw Error(std::string("bad request: ") + e.what());  // the parser's or schema compiler's message names it
   }
   std::vector<int32_t> ending = r.stop_token_ids;
   if (!r.ignore_eos) ending.insert(ending.end(), model.tokenizer.eog_ids().begin(), model.tokenizer.eog_ids().end());

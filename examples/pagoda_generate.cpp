@@ -12,6 +12,7 @@
 #include "examples/common/cache_type_flag.h"
 #include "examples/common/lora_flag.h"
 #include "examples/common/resource_usage.h"
+#include "examples/common/grammar_flags.h"
 #include "examples/common/sampling_flags.h"
 #include "pagoda/engine.h"
 
@@ -83,10 +84,12 @@ int main(int argc, char** argv) {
                            {"--model", "--tokenizer", "--prompt", "--prompts", "--max-tokens", "--max-positions",
                             "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
                             "--presence-penalty", "--frequency-penalty", "--logit-bias", "--min-tokens",
-                            "--seed", "--stop-id", "--threads", "--cache-type", "--lora", "--adapter"},
-                           {"--help", "--no-mmap"}, {{"-m", "--model"}, {"-n", "--max-tokens"}, {"-t", "--threads"}, {"-h", "--help"}});
+                            "--seed", "--stop-id", "--threads", "--cache-type", "--lora", "--adapter", "--grammar",
+                            "--grammar-file", "--json-schema", "--json-schema-file"},
+                           {"--help", "--no-mmap"},
+                           {{"-m", "--model"}, {"-n", "--max-tokens"}, {"-t", "--threads"}, {"-h", "--help"}, {"-j", "--json-schema"}});
     if (args.has("--help")) {
-      std::cout << kUsage;
+      std::cout << kUsage << pagoda::cli::kGrammarUsage;
       return 0;
     }
     auto model_path = args.get("--model");
@@ -124,6 +127,7 @@ int main(int argc, char** argv) {
       r.sampling = sampling;
       r.stop_token_ids = stop_ids;
       r.adapter = job.adapter;
+      pagoda::cli::constraint_from_flags(args, r);
       prompts.push_back(r.prompt_ids);
       handles.push_back(engine.submit(std::move(r)));
     }
