@@ -23,6 +23,7 @@
 
 #include "examples/common/args.h"
 #include "examples/common/cache_type_flag.h"
+#include "examples/common/chat_template_flag.h"
 #include "examples/common/lora_flag.h"
 #include "examples/common/sampling_flags.h"
 #include "examples/common/default_model.h"
@@ -62,6 +63,8 @@ With -p, or with the prompt piped on stdin, it prints one completion and exits.
                           flag): costs its size in RSS, and the file may then change freely
   --lora NAME=PATH[:SCALE]  reply with this LoRA adapter (llama.cpp's GGUF adapter format),
                           its alpha / rank times SCALE (default 1)
+  --chat-template-file F  lay the conversation out with this Jinja chat template instead of
+                          the model's own
   -h, --help              this text
 )";
 
@@ -107,6 +110,7 @@ struct Options {
   pagoda::KvCacheType kv_type = pagoda::KvCacheType::F16;
   pagoda::SamplingParams sampling;
   std::optional<pagoda::cli::LoraFlag> lora;
+  std::string chat_template;  // "" = the model's
 };
 
 // llama.cpp's flags and defaults.
@@ -123,6 +127,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   o.threads = args.number("--threads", 0);
   o.kv_type = pagoda::cli::cache_type_flag(args);
   o.use_mmap = !args.has("--no-mmap");
+  o.chat_template = pagoda::cli::chat_template_flag(args);
   if (const auto loras = args.all("--lora"); loras.size() > 1) {
     throw pagoda::Error("give --lora once: a chat runs on one adapter");
   } else if (loras.size() == 1) {
@@ -162,6 +167,7 @@ pagoda::EngineConfig engine_config(const Options& o, const std::string& model) {
   pagoda::EngineConfig c{.model_path = model, .tokenizer_path = o.tokenizer, .threads = o.threads, .kv_cache_type = o.kv_type};
   c.tokens_per_page = kTokensPerPage;
   c.use_mmap = o.use_mmap;
+  c.chat_template = o.chat_template;
   if (o.ctx_size > 0) {
     const int32_t pages = (o.ctx_size + kTokensPerPage - 1) / kTokensPerPage;
     c.kv_pages = pages + pages / 50 + 2;  // and the 1% the engine keeps free at admission
@@ -326,11 +332,11 @@ class Chat {
   std::optional<pagoda::Completion> last_;
 };
 
-// A model with a chat template of no family pagoda knows chats in plain continuation, which is
-// worth a note.
+// The template lays the prompt out, but turns end where its family says: a template of no
+// family pagoda knows has no end-of-turn to stop at but EOS, which is worth a note.
 void note_unknown_template(const pagoda::Engine& engine) {
   if (engine.chat_template() && engine.chat_format().family == "plain") {
-    std::fprintf(stderr, "pagoda-chat: the model's chat template is not a family pagoda-chat knows; using plain continuation\n");
+    std::fprintf(stderr, "pagoda-chat: the chat template is not a family pagoda-chat knows; replies stop only at end of text\n");
   }
 }
 
@@ -425,7 +431,7 @@ int main(int argc, char** argv) {
                                  {"--model", "--tokenizer", "--prompt", "--n-predict", "--ctx-size", "--temp", "--top-k",
                                   "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
                                   "--presence-penalty", "--frequency-penalty", "--logit-bias", "--min-tokens", "--seed",
-                                  "--threads", "--cache-type", "--lora"},
+                                  "--threads", "--cache-type", "--lora", "--chat-template-file"},
                                  {"--help", "--no-mmap"},
                                  {{"-m", "--model"}, {"-p", "--prompt"}, {"-n", "--n-predict"}, {"-c", "--ctx-size"},
                                   {"-t", "--threads"}, {"-h", "--help"}});

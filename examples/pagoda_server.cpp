@@ -15,6 +15,7 @@
 
 #include "examples/common/args.h"
 #include "examples/common/cache_type_flag.h"
+#include "examples/common/chat_template_flag.h"
 #include "examples/common/default_model.h"
 #include "examples/common/lora_flag.h"
 #include "examples/server/access_log.h"
@@ -46,6 +47,7 @@ A request's "model" names the base model or a loaded LoRA adapter.
   --max-running N         sequences decoded at once (default 256)
   --cache-type T          KV cache type: f32, f16 (default), bf16 or q8_0
   --lora NAME=PATH[:SCALE]  load a LoRA adapter at start (repeatable)
+  --chat-template-file F  lay chats out with this Jinja chat template instead of the model's own
   --host ADDR             address to listen on (default 127.0.0.1)
   --port N                port (default 8080; 0 = any free port, printed on stderr)
   --api-key KEY           require "Authorization: Bearer KEY" on /v1/ (also $PAGODA_API_KEY);
@@ -82,6 +84,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   o.engine.tokenizer_path = args.get("--tokenizer", "");
   o.engine.threads = args.number("--threads", 0);
   o.engine.use_mmap = !args.has("--no-mmap");
+  o.engine.chat_template = pagoda::cli::chat_template_flag(args);
   o.engine.tokens_per_page = kTokensPerPage;
   o.engine.kv_cache_type = pagoda::cli::cache_type_flag(args);
   o.engine.kv_prefault = true;  // a server claims its KV cache at start, as llama-server does
@@ -128,7 +131,8 @@ int main(int argc, char** argv) {
   try {
     const pagoda::cli::Args args(argc, argv,
                                  {"--model", "--tokenizer", "--served-model-name", "--ctx-size", "--threads", "--max-running",
-                                  "--cache-type", "--lora", "--host", "--port", "--api-key", "--max-body", "--http-threads"},
+                                  "--cache-type", "--lora", "--host", "--port", "--api-key", "--max-body", "--http-threads",
+                                  "--chat-template-file"},
                                  {"--help", "--no-mmap", "--no-webui"},
                                  {{"-m", "--model"}, {"-c", "--ctx-size"}, {"-t", "--threads"}, {"-h", "--help"}});
     if (args.has("--help")) {

@@ -448,13 +448,34 @@ TEST(ChatCli, ChatTemplateModelTokenizesItsSpecialTokens) {
   EXPECT_NE(r.err.find("prompt " + std::to_string(expected) + " tokens]"), std::string::npos) << r.err;
 }
 
-TEST(ChatCli, UnknownTemplateFallsBackToPlainContinuationWithANote) {
+TEST(ChatCli, UnknownTemplateIsRenderedWithANote) {
   const std::string model =
       test::tiny_model_with_template("tiny-unknown.gguf", "{% for m in messages %}{{ m['content'] }}{% endfor %}", false);
   const RunResult r = run({kChat, "-m", model, "-p", "hello", "--temp", "0", "-n", "4"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(count_lines(r.err), 2) << "the note, then the reply's figures: " << r.err;
-  EXPECT_NE(r.err.find("not a family pagoda-chat knows; using plain continuation\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not a family pagoda-chat knows; replies stop only at end of text\n"), std::string::npos) << r.err;
+  const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(model));
+  const size_t expected = 1 + tok.encode("hello", false).size();  // BOS and the template's output
+  EXPECT_NE(r.err.find("prompt " + std::to_string(expected) + " tokens]"), std::string::npos) << r.err;
+}
+
+TEST(ChatCli, ChatTemplateFileReplacesTheModels) {
+  // a model whose own template only echoes the text, given ChatML from a file
+  const std::string model =
+      test::tiny_model_with_template("tiny-echo-chatml-tokens.gguf", "{% for m in messages %}{{ m['content'] }}{% endfor %}", true);
+  const std::string file = test::scratch_path("chatml.jinja");
+  std::ofstream(file) << test::kChatmlJinja;
+  const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(model));
+  const size_t expected = 4 + tok.encode("user\nhello", false).size() + tok.encode("\n", false).size() +
+                          tok.encode("assistant\n", false).size();
+  const RunResult r = run({kChat, "-m", model, "--chat-template-file", file, "-p", "hello", "--temp", "0", "-n", "1"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("prompt " + std::to_string(expected) + " tokens]"), std::string::npos) << r.err;
+
+  const RunResult missing = run({kChat, "-m", model, "--chat-template-file", test::scratch_path("no-such.jinja"), "-p", "x"});
+  EXPECT_NE(missing.status, 0);
+  EXPECT_NE(missing.err.find("--chat-template-file: cannot read"), std::string::npos) << missing.err;
 }
 
 // The prompt sizes in the figures after each reply ("..., 850.0 tokens/s, prompt 12 tokens]").
