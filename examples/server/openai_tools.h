@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "examples/server/chat_reply.h"
+#include "engine/chat/chat_reply.h"
 #include "pagoda/engine.h"
 #include "pagoda/request.h"
 

@@ -9,7 +9,7 @@
 
 #include "examples/server/api_error.h"
 #include "examples/server/auth.h"
-#include "examples/server/chat_reply.h"
+#include "engine/chat/chat_reply.h"
 #include "examples/server/choices.h"
 #include "examples/server/openai_logprobs.h"
 #include "examples/server/openai_request.h"

@@ -1,4 +1,4 @@
-#include "examples/server/chat_reply.h"
+#include "engine/chat/chat_reply.h"
 
 #include <algorithm>
 
