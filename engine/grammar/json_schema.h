@@ -31,10 +31,11 @@
 // Refused with pagoda::Error naming the schema path (`json schema: /properties/age/minimum:
 // ...`): malformed schemas, validation keywords it cannot honour (not, if, patternProperties,
 // uniqueItems, multipleOf, ...), a pattern together with a length or format, counts
-// (minLength, maxLength, minItems, maxItems, regex repetitions) above kSchemaMaxRepetition, schemas
-// nested deeper than kSchemaMaxDepth or needing more than kSchemaMaxSubschemas compiled subschemas (an
-// allOf over $refs can otherwise grow exponentially), and empty results (`false`, no integer
-// in the bounds, an enum with no value of the type).
+// (minLength, maxLength, minItems, maxItems, regex repetitions) above kSchemaMaxRepetition or
+// adding up to more than 40000, schemas nested deeper than kSchemaMaxDepth or needing more
+// than kSchemaMaxSubschemas compiled subschemas (an allOf over $refs can otherwise grow
+// exponentially), and empty results (`false`, no integer in the bounds, an enum with no value
+// of the type).
 
 #include <cstddef>
 #include <string>
