@@ -1,7 +1,8 @@
 // The grammar token mask on Llama 3's 128k vocabulary (../shared/vocab/ggml-vocab-llama-bpe.gguf)
 // with the JSON grammar (tests/data/json.gbnf):
 //   BM_MaskAtState/<state>  one fill_mask at a typical state (after '{', inside a string, inside
-//                           a number, between values, deep inside nesting), entries warm
+//                           a number, between values, deep inside nesting, inside a
+//                           partial UTF-8 character), entries warm
 //   BM_FirstMaskAtState/<state>  the same with a new TokenMask, so its entries are built inside
 //   BM_MaskBruteForce       the same mask by checking every token against the matcher
 //   BM_JsonDocumentWarm     fill_mask at every token of a ~1 kB JSON document as the vocabulary
@@ -97,6 +98,7 @@ const NamedState kStates[] = {
     {"in_number", "{\"id\": 482"},
     {"between_values", "{\"id\": 48213, "},
     {"deep_in_string", "{\"a\": [{\"b\": [{\"c\": [\"x"},
+    {"partial_char", "{\"greeting\": \"Gr\xC3"},
 };
 
 GrammarMatcher matcher_at(const Setup& s, const char* prefix) {
@@ -182,6 +184,7 @@ void BM_JsonDocumentWarm(benchmark::State& state) {
   state.counters["per_token"] = benchmark::Counter(double(s->document_ids.size()),
                                                    benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   state.counters["entries"] = double(mask.cached_entries());
+  state.counters["entry_bytes"] = double(mask.cached_bytes());
 }
 
 void BM_JsonDocumentCold(benchmark::State& state) {
@@ -218,8 +221,8 @@ void BM_TrieBuild(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_MaskAtState)->DenseRange(0, 4)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_FirstMaskAtState)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MaskAtState)->DenseRange(0, 5)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FirstMaskAtState)->DenseRange(0, 5)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MaskBruteForce)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_JsonDocumentWarm)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_JsonDocumentCold)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -44,7 +45,7 @@ std::vector<NamedGrammar> grammars() {
       {"json", json_grammar()},
       // Greek, CJK and any non-ASCII character, in classes and literals.
       {"utf8", "root ::= word (\" \" word)* \".\"?\n"
-               "word ::= [α-ωΑ-Ω]+ | [一-鿿]{1,3} | \"é\" [^\\x00-\\x7F]* | [a-z]\n"},
+               "word ::= [α-ωΑ-Ω]+ | [一-鿿]{1,3} | \"é\" [^\\x00-\\x7F]* | [a-z]+ [α-ω]?\n"},
       // Alternatives and repetitions that can end after any character of a longer token.
       {"alternatives", "root ::= (\"a\" | \"ab\" | \"abc\" | \"the\" | \"then\") (\"c\" | \"cd\" | \" \" | \"b\")* \"x\"?\n"},
       {"literal", "root ::= \"Answer: \" [0-9]+ (\".\" [0-9]{1,2})? \"\\n\"\n"},
@@ -87,14 +88,19 @@ std::string differences(const TokenTrie& trie, const std::vector<uint64_t>& fast
 
 // Random walks: at each step the fast mask must equal brute force; then a random allowed token
 // (often a one-byte one, so the walk reaches punctuation, not only long words) is accepted.
-// Key depth 1 keys entries by the top position alone (most tokens dependent, checked against
-// the whole state); the default leaves few dependent.
-void check_walks(const std::shared_ptr<const TokenTrie>& trie, const std::string& vocab_name, int walks, int steps) {
+// Walk and key depths: 1 and 1 sort tokens by the top position alone (most tokens dependent,
+// checked against the whole state); 1 and 2, 2 and 4 refine a shallow walk for deeper keys;
+// the defaults leave few tokens dependent.
+using Depths = std::vector<std::pair<size_t, size_t>>;
+const Depths kAllDepths = {{1, 1}, {1, 2}, {2, 4}, {TokenMask::kDefaultWalkDepth, TokenMask::kDefaultKeyDepth}};
+
+void check_walks(const std::shared_ptr<const TokenTrie>& trie, const std::string& vocab_name, int walks, int steps,
+                 const Depths& depths) {
   for (const NamedGrammar& g : grammars()) {
-   for (const size_t key_depth : {size_t(1), size_t(3), TokenMask::kDefaultKeyDepth}) {
-    SCOPED_TRACE(vocab_name + " / " + g.name + " / key depth " + std::to_string(key_depth));
+   for (const auto& [walk_depth, key_depth] : depths) {
+    SCOPED_TRACE(vocab_name + " / " + g.name + " / depths " + std::to_string(walk_depth) + ", " + std::to_string(key_depth));
     const auto grammar = std::make_shared<const Grammar>(parse_gbnf(g.text));
-    const TokenMask mask(grammar, trie, key_depth);
+    const TokenMask mask(grammar, trie, walk_depth, key_depth);
     std::mt19937 rng(1234);
     std::vector<uint64_t> fast;
     for (int walk = 0; walk < walks; ++walk) {
@@ -129,7 +135,8 @@ std::vector<std::string> synthetic_vocab() {
   for (const char* t : {"the", "then", "ab", "abc", "abcd", "cd", "a b", "ac", "Answer", "Answer: ", "Answer: 4", "12", "3.5",
                         "0.25\n", "{\"", "\":", "\": \"", "\",", "\"}", "}]", "[{", "true", "false", "null", ", ", ",\n  ",
                         "-1e", "e+", "\\u00", "\\n", "αβ", "ωΑ", "\xCE", "\xB1\xCE", "\xB2", "一", "\xE4\xB8", "\xB8\x80", "é",
-                        "éé", "\xC3", "(a", "(a b)", ")", ">,", "<<", "x ", "é\"", "\xF0\x9F\x98\x80", "\xF0\x9F"}) {
+                        "éé", "\xC3", "(a", "(a b)", ")", ">,", "<<", "x ", "é\"", "\xF0\x9F\x98\x80", "\xF0\x9F", " \xCE",
+                        "\xCE\xB1 \xCE", "\": \"\xE4", ", \"\xC3", "é \xC3", "\xC3\xA9\xC3", "ab\xCE", "b\xCE"}) {
     v.push_back(t);
   }
   v.push_back("");          // empty: never allowed
@@ -165,7 +172,7 @@ TEST(TokenTrie, ExcludedEmptyAndDuplicateTokens) {
 TEST(TokenMask, SyntheticVocabularyMatchesBruteForce) {
   const std::vector<std::string> vocab = synthetic_vocab();
   const std::vector<int32_t> excluded = {int32_t(vocab.size() - 1)};
-  check_walks(std::make_shared<const TokenTrie>(vocab, excluded), "synthetic", 20, 40);
+  check_walks(std::make_shared<const TokenTrie>(vocab, excluded), "synthetic", 20, 40, kAllDepths);
 }
 
 TEST(TokenMask, InsideAPartialUtf8Character) {
@@ -190,13 +197,40 @@ TEST(TokenMask, InsideAPartialUtf8Character) {
   }
 }
 
-TEST(TokenMask, RefusesAMatcherOfAnotherGrammar) {
+// "ab\xCE" after "a": [a-z]+ may end after "a" and "!"? with it (the top positions used up),
+// "b" goes on inside it, and the partial character at the end can only become the [α-ω]
+// below them: dependent on the stack below a key of one or two positions, and allowed.
+TEST(TokenMask, APartialCharacterAfterTheKeyIsUsedUp) {
+  const std::vector<std::string> vocab = synthetic_vocab();
+  const auto trie = std::make_shared<const TokenTrie>(vocab, std::span<const int32_t>());
+  const auto grammar = std::make_shared<const Grammar>(parse_gbnf("root ::= s [α-ω] | \"(\" root \")\"\n"
+                                                                  "s ::= t \"!\"?\n"
+                                                                  "t ::= [a-z]+\n"));
+  for (const auto& [walk_depth, key_depth] : {std::pair<size_t, size_t>{1, 1}, {1, 2}, {1, 3}, {2, 2}}) {
+    const TokenMask mask(grammar, trie, walk_depth, key_depth);
+    for (const char* prefix : {"a", "(a", "((a"}) {
+      SCOPED_TRACE(std::string(prefix) + " depths " + std::to_string(walk_depth) + ", " + std::to_string(key_depth));
+      GrammarMatcher state(grammar);
+      ASSERT_TRUE(state.accept_utf8(prefix));
+      std::vector<uint64_t> fast;
+      mask.fill_mask(state, fast);
+      const std::vector<uint64_t> slow = brute_force_mask(*trie, state);
+      EXPECT_EQ(fast, slow) << differences(*trie, fast, slow);
+      const int32_t ab_partial = int32_t(std::find(vocab.begin(), vocab.end(), "ab\xCE") - vocab.begin());
+      EXPECT_TRUE((slow[size_t(ab_partial) / 64] >> (ab_partial % 64)) & 1);
+    }
+  }
+}
+
+TEST(TokenMask, RefusesAMatcherOfAnotherGrammarAndBadDepths) {
   const std::vector<std::string> vocab = synthetic_vocab();
   const auto trie = std::make_shared<const TokenTrie>(vocab, std::span<const int32_t>());
   const TokenMask mask(std::make_shared<const Grammar>(parse_gbnf("root ::= \"a\"")), trie);
   const GrammarMatcher other(std::make_shared<const Grammar>(parse_gbnf("root ::= \"a\"")));
   std::vector<uint64_t> bits;
   EXPECT_THROW(mask.fill_mask(other, bits), Error);
+  EXPECT_THROW(TokenMask(mask.grammar(), trie, 0, 4), Error);
+  EXPECT_THROW(TokenMask(mask.grammar(), trie, 5, 4), Error);
 }
 
 TEST(TokenMask, ThreadsSharingOneMaskGetExactMasks) {
@@ -270,7 +304,9 @@ TEST_P(RealVocab, RandomWalksMatchBruteForce) {
     bytes.push_back(tok.token_text(id));
     if (tok.vocab().types[size_t(id)] == TokenType::Control) excluded.push_back(id);
   }
-  check_walks(std::make_shared<const TokenTrie>(bytes, excluded), GetParam(), 2, 12);
+  // Brute force over the whole vocabulary at every step is the slow part: two depth settings.
+  check_walks(std::make_shared<const TokenTrie>(bytes, excluded), GetParam(), 2, 16,
+              {{1, 2}, {TokenMask::kDefaultWalkDepth, TokenMask::kDefaultKeyDepth}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabularies, RealVocab, ::testing::Values("llama-bpe", "qwen2", "llama-spm"),

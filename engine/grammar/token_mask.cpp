@@ -1,5 +1,5 @@
-// The per-key trie walk that sorts tokens (compute_entry) and the per-state union of entries
-// with the dependent tokens checked exactly (fill_mask).
+// The per-state union of the stacks' token classes, with the dependent tokens checked against
+// the whole state, and the entries kept per key.
 
 #include "engine/grammar/token_mask.h"
 
@@ -12,14 +12,6 @@
 #include "pagoda/error.h"
 
 namespace pagoda::grammar {
-
-// A key's tokens: accepted ones as a bitset or a sorted id list, whichever is smaller, and
-// the ones that depend on the stack below the key (sorted).
-struct TokenMask::Entry {
-  std::vector<uint64_t> accepted_bits;
-  std::vector<int32_t> accepted_ids;
-  std::vector<int32_t> dependent;
-};
 
 namespace {
 
@@ -44,16 +36,32 @@ bool accepts(StackStepper& stepper, const StackSet& start, std::string_view byte
   return !partial.pending() || (partial.interval(lo, hi) && stepper.any_top_matches_any_of(*current, lo, hi));
 }
 
+// A map key for the positions of a stack's top, and whether they are the whole stack.
+std::string key_of(std::span<const uint32_t> positions, bool whole) {
+  std::string key(reinterpret_cast<const char*>(positions.data()), positions.size_bytes());
+  key.push_back(whole ? 'w' : 'p');
+  return key;
+}
+
 }  // namespace
 
-TokenMask::TokenMask(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie, size_t key_depth)
-    : grammar_(std::move(grammar)), trie_(std::move(trie)), key_depth_(key_depth) {
-  if (key_depth_ == 0) throw Error("grammar: a token mask's key depth must be at least 1");
+TokenMask::TokenMask(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie, size_t walk_depth,
+                     size_t key_depth)
+    : grammar_(std::move(grammar)), trie_(std::move(trie)), walk_depth_(walk_depth), key_depth_(key_depth) {
+  if (walk_depth_ == 0 || walk_depth_ > key_depth_) {
+    throw Error("grammar: a token mask needs 1 <= walk depth <= key depth (got " + std::to_string(walk_depth_) + " and " +
+                std::to_string(key_depth_) + ")");
+  }
 }
 
 size_t TokenMask::cached_entries() const {
   std::shared_lock lock(mutex_);
   return entries_.size();
+}
+
+size_t TokenMask::cached_bytes() const {
+  std::shared_lock lock(mutex_);
+  return entry_bytes_;
 }
 
 bool TokenMask::allows(const GrammarMatcher& state, int32_t token) const {
@@ -71,25 +79,20 @@ void TokenMask::fill_mask(const GrammarMatcher& state, std::vector<uint64_t>& bi
   }
   const std::span<const uint32_t> positions = state.stack_positions();
   const std::span<const uint32_t> ends = state.stack_ends();
-  std::vector<std::string> seen;
+  std::vector<const TokenClasses*> seen;
   std::vector<int32_t> dependent;
   for (size_t i = 0; i < ends.size(); ++i) {
     const uint32_t begin = i == 0 ? 0 : ends[i - 1];
-    const size_t length = ends[i] - begin;
-    if (length == 0) continue;  // `root` is complete: this stack takes no more text
-    const bool whole = length <= key_depth_;
-    const size_t depth = std::min(length, key_depth_);
-    const std::span<const uint32_t> top = positions.subspan(ends[i] - depth, depth);
-    std::string key(reinterpret_cast<const char*>(top.data()), top.size_bytes());
-    key.push_back(whole ? 'w' : 'p');
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-    const std::shared_ptr<const Entry> entry = entry_for(key, top, whole);
-    seen.push_back(std::move(key));
-    if (!entry->accepted_bits.empty()) {
-      for (size_t w = 0; w < bits.size(); ++w) bits[w] |= entry->accepted_bits[w];
+    if (begin == ends[i]) continue;  // `root` is complete: this stack takes no more text
+    const std::shared_ptr<const TokenClasses> classes = classes_for(positions.subspan(begin, ends[i] - begin));
+    if (std::find(seen.begin(), seen.end(), classes.get()) != seen.end()) continue;
+    seen.push_back(classes.get());
+    if (classes->accepted_bits) {
+      const std::vector<uint64_t>& accepted = *classes->accepted_bits;
+      for (size_t w = 0; w < bits.size(); ++w) bits[w] |= accepted[w];
     }
-    for (const int32_t id : entry->accepted_ids) set_bit(bits, id);
-    dependent.insert(dependent.end(), entry->dependent.begin(), entry->dependent.end());
+    for (const int32_t id : classes->accepted_ids) set_bit(bits, id);
+    dependent.insert(dependent.end(), classes->dependent.begin(), classes->dependent.end());
   }
   if (dependent.empty()) return;
   std::sort(dependent.begin(), dependent.end());
@@ -121,88 +124,41 @@ void TokenMask::fill_after_partial_char(const GrammarMatcher& state, std::vector
   }
 }
 
-std::shared_ptr<const TokenMask::Entry> TokenMask::entry_for(const std::string& key, std::span<const uint32_t> positions,
-                                                             bool whole) const {
-  {
-    std::shared_lock lock(mutex_);
-    const auto it = entries_.find(key);
-    if (it != entries_.end()) return it->second;
+std::shared_ptr<const TokenClasses> TokenMask::classes_for(std::span<const uint32_t> stack) const {
+  const size_t depth = std::min(stack.size(), key_depth_);
+  const bool whole = stack.size() <= key_depth_;
+  const std::string key = key_of(stack.last(depth), whole);
+  if (auto found = find(key)) return found;
+  if (depth <= walk_depth_) {
+    return keep(key, std::make_shared<const TokenClasses>(classify_by_walk(*trie_, *grammar_, stack.last(depth), whole)),
+                true);
   }
-  // Computed outside the lock: another thread may compute the same key meanwhile, and the
-  // first one stored wins (both are identical).
-  std::shared_ptr<const Entry> entry = compute_entry(positions, whole);
-  std::unique_lock lock(mutex_);
-  if (entries_.size() >= kMaxEntries) return entry;
-  return entries_.try_emplace(key, std::move(entry)).first->second;
+  const std::span<const uint32_t> walked = stack.last(walk_depth_);
+  const std::string walk_key = key_of(walked, false);
+  std::shared_ptr<const TokenClasses> walk = find(walk_key);
+  if (!walk) {
+    walk = keep(walk_key, std::make_shared<const TokenClasses>(classify_by_walk(*trie_, *grammar_, walked, false)), true);
+  }
+  return keep(key, std::make_shared<const TokenClasses>(refine(*walk, *trie_, *grammar_, stack.last(depth), whole)),
+              false);
 }
 
-// One depth-first walk of the trie from the key alone. Per depth on the current path: the
-// stacks after that many bytes (or, inside a partial character, the depth whose stacks are
-// still current), the partial character, and whether the key's positions were used up at an
-// earlier character (an empty stack appeared): from there on, a token the key's own stacks
-// refuse may still be accepted by what lies below, so it is dependent rather than rejected.
-std::shared_ptr<const TokenMask::Entry> TokenMask::compute_entry(std::span<const uint32_t> positions, bool whole) const {
-  struct Level {
-    StackSet stacks;
-    PartialChar partial;
-    size_t stacks_at = 0;  // the depth whose `stacks` are current
-    bool used_up = false;
-  };
-  const std::span<const TokenTrie::Node> nodes = trie_->nodes();
-  const std::span<const int32_t> ids = trie_->ids();
-  std::vector<Level> levels(trie_->max_depth() + 1);
-  levels[0].stacks.add(positions);
-  StackStepper stepper(*grammar_);
-  std::vector<int32_t> accepted;
-  auto entry = std::make_shared<Entry>();
+std::shared_ptr<const TokenClasses> TokenMask::find(const std::string& key) const {
+  std::shared_lock lock(mutex_);
+  const auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : it->second;
+}
 
-  size_t i = 1;
-  while (i < nodes.size()) {
-    const TokenTrie::Node& node = nodes[i];
-    const Level& parent = levels[node.depth - 1];
-    Level& level = levels[node.depth];
-    const StackSet& before = levels[parent.stacks_at].stacks;
-    // A whole stack has nothing below it: once used up, it takes no more text.
-    const bool used_up = parent.used_up || (!whole && !parent.partial.pending() && before.has_empty_stack);
-    level.partial = parent.partial;
-    level.used_up = used_up;
-    bool alive = false;
-    switch (level.partial.step(node.byte)) {
-      case PartialChar::Step::Invalid:
-        i = node.subtree_end;  // invalid UTF-8: refused whatever the stacks below
-        continue;
-      case PartialChar::Step::Pending: {
-        level.stacks_at = parent.stacks_at;
-        char32_t lo, hi;
-        alive = level.partial.interval(lo, hi) && stepper.any_top_matches_any_of(before, lo, hi);
-        break;
-      }
-      case PartialChar::Step::Complete:
-        stepper.advance(before, level.partial.value, level.stacks);
-        level.stacks_at = node.depth;
-        alive = !level.stacks.empty();
-        break;
-    }
-    if (!alive) {
-      if (used_up) {
-        for (uint32_t k = node.ids_begin; k < nodes[node.subtree_end - 1].ids_end; ++k) entry->dependent.push_back(ids[k]);
-      }
-      i = node.subtree_end;
-      continue;
-    }
-    accepted.insert(accepted.end(), ids.begin() + node.ids_begin, ids.begin() + node.ids_end);
-    ++i;
-  }
-
-  std::sort(entry->dependent.begin(), entry->dependent.end());
-  if (accepted.size() * 32 >= size_t(trie_->vocab_size())) {
-    entry->accepted_bits.assign(words(), 0);
-    for (const int32_t id : accepted) set_bit(entry->accepted_bits, id);
-  } else {
-    std::sort(accepted.begin(), accepted.end());
-    entry->accepted_ids = std::move(accepted);
-  }
-  return entry;
+// Entries are made outside the lock: two threads may make the same one at once, and the first
+// kept is the one both use (they are identical).
+std::shared_ptr<const TokenClasses> TokenMask::keep(const std::string& key, std::shared_ptr<const TokenClasses> classes,
+                                                    bool owns_bitset) const {
+  const size_t bytes = key.size() + classes->bytes(owns_bitset);
+  std::unique_lock lock(mutex_);
+  if (entry_bytes_ + bytes > kMaxEntryBytes) return classes;
+  const auto [it, inserted] = entries_.try_emplace(key, std::move(classes));
+  if (inserted) entry_bytes_ += bytes;
+  return it->second;
 }
 
 }  // namespace pagoda::grammar

@@ -21,7 +21,7 @@ namespace pagoda::grammar {
 
 class TokenMaskCache {
  public:
-  explicit TokenMaskCache(std::shared_ptr<const TokenTrie> trie, size_t capacity = 64);
+  explicit TokenMaskCache(std::shared_ptr<const TokenTrie> trie, size_t capacity = 16);
 
   // The mask for the GBNF text `gbnf` (matchers for it: GrammarMatcher(mask->grammar())),
   // parsed and made on first use. Throws the parser's pagoda::Error for a bad grammar.
