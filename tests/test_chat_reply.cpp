@@ -10,12 +10,12 @@
 
 #include "engine/chat/chat_reply.h"
 
-namespace pagoda::server {
+namespace pagoda::chat {
 namespace {
 
 struct Split {
   std::string reasoning, content;
-  std::vector<chat::ParsedToolCall> calls;
+  std::vector<ParsedToolCall> calls;
   std::vector<std::string> content_deltas;
 };
 
@@ -39,7 +39,7 @@ Split run(const ReplyShape& shape, const std::string& reply, const std::vector<s
   return out;
 }
 
-ReplyShape tools_shape(chat::ToolCallFormat format, bool reasoning = false) {
+ReplyShape tools_shape(ToolCallFormat format, bool reasoning = false) {
   ReplyShape shape;
   shape.reasoning = reasoning;
   shape.tools = ReplyShape::Tools{format, {{"get_weather", R"({"type":"object"})"}, {"add", R"({"type":"object"})"}}};
@@ -81,7 +81,7 @@ TEST(ChatReply, ThinkingGoesToReasoning) {
 }
 
 TEST(ChatReply, HermesCallsAreTakenOutOfTheContent) {
-  const ReplyShape shape = tools_shape(chat::ToolCallFormat::Hermes, true);
+  const ReplyShape shape = tools_shape(ToolCallFormat::Hermes, true);
   const std::string reply =
       "<think>need weather</think>Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n"
       "</tool_call>\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>";
@@ -95,7 +95,7 @@ TEST(ChatReply, HermesCallsAreTakenOutOfTheContent) {
 }
 
 TEST(ChatReply, APartialTagIsHeldBackNotLeaked) {
-  const ReplyShape shape = tools_shape(chat::ToolCallFormat::Hermes);
+  const ReplyShape shape = tools_shape(ToolCallFormat::Hermes);
   ChatReplySplitter s(shape);
   EXPECT_EQ(s.feed("Sure <tool").content, "Sure");
   EXPECT_EQ(s.feed("_call>\n{\"name\": \"add\", \"arguments\": {}}").content, "");
@@ -108,7 +108,7 @@ TEST(ChatReply, APartialTagIsHeldBackNotLeaked) {
 }
 
 TEST(ChatReply, AMalformedCallStaysContent) {
-  const ReplyShape shape = tools_shape(chat::ToolCallFormat::Hermes);
+  const ReplyShape shape = tools_shape(ToolCallFormat::Hermes);
   const std::string reply = "Hi <tool_call>{\"name\": \"nope\"}</tool_call>";
   const Split s = run(shape, reply, {});
   EXPECT_TRUE(s.calls.empty());
@@ -117,12 +117,12 @@ TEST(ChatReply, AMalformedCallStaysContent) {
 }
 
 TEST(ChatReply, WholeReplyLayouts) {
-  for (const auto& [format, reply] : std::vector<std::pair<chat::ToolCallFormat, std::string>>{
-           {chat::ToolCallFormat::Llama3, "<|python_tag|>{\"name\": \"add\", \"parameters\": {\"a\": 1, \"b\": 2}}"},
-           {chat::ToolCallFormat::Llama3, "{\"name\": \"add\", \"parameters\": {\"a\": 1, \"b\": 2}}"},
-           {chat::ToolCallFormat::Generic, "{\"tool_calls\": [{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}]}"},
-           {chat::ToolCallFormat::Mistral, "[TOOL_CALLS][{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}]"},
-           {chat::ToolCallFormat::Mistral, "[{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}]"}}) {
+  for (const auto& [format, reply] : std::vector<std::pair<ToolCallFormat, std::string>>{
+           {ToolCallFormat::Llama3, "<|python_tag|>{\"name\": \"add\", \"parameters\": {\"a\": 1, \"b\": 2}}"},
+           {ToolCallFormat::Llama3, "{\"name\": \"add\", \"parameters\": {\"a\": 1, \"b\": 2}}"},
+           {ToolCallFormat::Generic, "{\"tool_calls\": [{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}]}"},
+           {ToolCallFormat::Mistral, "[TOOL_CALLS][{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}]"},
+           {ToolCallFormat::Mistral, "[{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}]"}}) {
     const Split s = run(tools_shape(format), reply, {});
     ASSERT_EQ(s.calls.size(), 1u) << reply;
     EXPECT_EQ(s.calls[0].arguments, R"({"a":1,"b":2})");
@@ -130,7 +130,7 @@ TEST(ChatReply, WholeReplyLayouts) {
     expect_cut_invariant(tools_shape(format), reply);
   }
   // Prose first: a Llama reply is then all content, even if JSON follows.
-  const Split prose = run(tools_shape(chat::ToolCallFormat::Llama3), "Sure: {\"name\": \"add\"}", {});
+  const Split prose = run(tools_shape(ToolCallFormat::Llama3), "Sure: {\"name\": \"add\"}", {});
   EXPECT_TRUE(prose.calls.empty());
   EXPECT_EQ(prose.content, "Sure: {\"name\": \"add\"}");
 }
@@ -140,8 +140,8 @@ TEST(ChatReply, ContentIsTrimmedTheSameStreamedOrWhole) {
   shape.reasoning = true;
   expect_cut_invariant(shape, "  \n Hello  world \n\n");
   EXPECT_EQ(run(shape, "  \n Hello  world \n\n", {}).content, "Hello  world");
-  expect_cut_invariant(tools_shape(chat::ToolCallFormat::Hermes), "\n\nA\n\n<tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n</tool_call>\n");
+  expect_cut_invariant(tools_shape(ToolCallFormat::Hermes), "\n\nA\n\n<tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n</tool_call>\n");
 }
 
 }  // namespace
-}  // namespace pagoda::server
+}  // namespace pagoda::chat

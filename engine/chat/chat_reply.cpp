@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace pagoda::server {
+namespace pagoda::chat {
 
 namespace {
 
@@ -95,9 +95,9 @@ void ChatReplySplitter::advance(Delta& out, bool ended) {
           continue;
         }
         if (shape_.tools) {
-          const chat::ToolCallFormat format = shape_.tools->format;
-          const std::string_view tag = chat::tool_call_tag(format);
-          if (format == chat::ToolCallFormat::Llama3 || format == chat::ToolCallFormat::Generic) {
+          const ToolCallFormat format = shape_.tools->format;
+          const std::string_view tag = tool_call_tag(format);
+          if (format == ToolCallFormat::Llama3 || format == ToolCallFormat::Generic) {
             // A call is the whole reply: a JSON object, for Llama maybe after <|python_tag|>.
             if (!content_released_) {
               if (starts_with(rest, "{") || (!tag.empty() && starts_with(rest, tag))) {
@@ -110,7 +110,7 @@ void ChatReplySplitter::advance(Delta& out, bool ended) {
           } else {
             // Mistral's tag is a control token a whole-reply grammar leaves out: a reply that
             // opens with the call list is calls too.
-            if (format == chat::ToolCallFormat::Mistral && !content_released_ && starts_with(rest, "[")) {
+            if (format == ToolCallFormat::Mistral && !content_released_ && starts_with(rest, "[")) {
               calls_begin_ = done_;
               phase_ = Phase::Calls;
               continue;
@@ -132,8 +132,8 @@ void ChatReplySplitter::advance(Delta& out, bool ended) {
       }
       case Phase::Calls: {
         if (!ended) return;
-        const chat::ParsedReply parsed =
-            chat::parse_tool_calls(shape_.tools->format, std::string_view(text_).substr(calls_begin_), shape_.tools->definitions);
+        const ParsedReply parsed =
+            parse_tool_calls(shape_.tools->format, std::string_view(text_).substr(calls_begin_), shape_.tools->definitions);
         calls_ = parsed.calls;
         if (!parsed.content.empty()) {
           if (content_released_) out.content += '\n';
@@ -147,4 +147,4 @@ void ChatReplySplitter::advance(Delta& out, bool ended) {
   }
 }
 
-}  // namespace pagoda::server
+}  // namespace pagoda::chat

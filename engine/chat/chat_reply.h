@@ -13,15 +13,15 @@
 
 #include "engine/chat/tool_calls.h"
 
-namespace pagoda::server {
+namespace pagoda::chat {
 
 // What a chat request's reply may hold besides text.
 struct ReplyShape {
   bool reasoning = false;            // the template thinks in <think> ... </think>
   bool starts_in_reasoning = false;  // the prompt already opened <think> (DeepSeek-R1's)
   struct Tools {
-    chat::ToolCallFormat format = chat::ToolCallFormat::Generic;
-    std::vector<chat::ToolDefinition> definitions;
+    ToolCallFormat format = ToolCallFormat::Generic;
+    std::vector<ToolDefinition> definitions;
   };
   std::optional<Tools> tools;  // the request offered tools (and tool_choice is not "none")
 };
@@ -41,7 +41,7 @@ class ChatReplySplitter {
   // The reply has ended: the rest, with the content of any text that was meant as a tool call
   // but does not parse as one. Then calls() holds the calls.
   Delta finish();
-  const std::vector<chat::ParsedToolCall>& calls() const { return calls_; }
+  const std::vector<ParsedToolCall>& calls() const { return calls_; }
 
  private:
   enum class Phase { Start, Reasoning, Content, Calls };
@@ -57,7 +57,7 @@ class ChatReplySplitter {
   size_t calls_begin_ = 0;  // where the tool calls start, in Phase::Calls
   bool content_started_ = false;   // leading whitespace of the content is dropped
   bool content_released_ = false;  // some content went out
-  std::vector<chat::ParsedToolCall> calls_;
+  std::vector<ParsedToolCall> calls_;
 };
 
-}  // namespace pagoda::server
+}  // namespace pagoda::chat

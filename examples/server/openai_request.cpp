@@ -265,8 +265,8 @@ std::string template_kwargs(const json& body) {
 
 // Whether the reply needs splitting: a template that thinks in <think> blocks (and whether the
 // prompt already opened one), or tools the reply may call.
-std::optional<ReplyShape> reply_shape(const Engine& engine, const std::string& prompt, const std::optional<ToolRequest>& tools) {
-  ReplyShape shape;
+std::optional<chat::ReplyShape> reply_shape(const Engine& engine, const std::string& prompt, const std::optional<ToolRequest>& tools) {
+  chat::ReplyShape shape;
   const std::optional<std::string> chat_template = engine.chat_template();
   shape.reasoning = chat_template && chat_template->find("<think>") != std::string::npos;
   if (shape.reasoning) {

@@ -29,8 +29,8 @@ struct ApiRequest {
   bool echo = false;           // completions: the prompt comes back before the completion
   std::string prompt_text;     // completions: the prompt as sent (its ids' text when ids)
   // Chat: what the reply holds besides text (thinking, tool calls), when it may hold any;
-  // such replies are split by ChatReplySplitter.
-  std::optional<ReplyShape> reply;
+  // such replies are split by chat::ChatReplySplitter.
+  std::optional<chat::ReplyShape> reply;
 };
 
 // Parses `body` for `endpoint`. Throws ApiError.

@@ -18,7 +18,7 @@ namespace pagoda::server {
 
 struct ToolRequest {
   std::string tools_json;  // the tools offered, as the template's `tools` (all of them)
-  ReplyShape::Tools tools;  // the layout, and the tools a call may name
+  chat::ReplyShape::Tools tools;  // the layout, and the tools a call may name
   bool required = false;   // "required" or a named function: the reply is a call
   bool parallel = true;    // parallel_tool_calls: several calls in one reply
 };

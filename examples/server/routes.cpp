@@ -54,11 +54,11 @@ std::pair<std::string, std::string> adapter_body(const std::string& text, bool n
 }
 
 // A finished chat reply, split into text, thinking and tool calls from its token stream.
-Choice split_reply(RequestHandle& handle, const ReplyShape& shape, const ReplyText& text, FinishReason finish,
+Choice split_reply(RequestHandle& handle, const chat::ReplyShape& shape, const ReplyText& text, FinishReason finish,
                    json logprobs) {
-  ChatReplySplitter splitter(shape);
+  chat::ChatReplySplitter splitter(shape);
   Choice choice{.text = {}, .finish_reason = finish, .logprobs = std::move(logprobs)};
-  auto take = [&](const ChatReplySplitter::Delta& d) {
+  auto take = [&](const chat::ChatReplySplitter::Delta& d) {
     choice.reasoning += d.reasoning;
     choice.text += d.content;
   };

@@ -22,11 +22,11 @@ struct ChoiceStream {
   std::string echo;        // the prompt, to send first (completions' echo)
   bool first = true;       // its next chunk is its first
   size_t text_offset = 0;  // completions' logprobs.text_offset of its next token
-  std::optional<ChatReplySplitter> splitter;  // a chat reply with thinking or tool calls
+  std::optional<chat::ChatReplySplitter> splitter;  // a chat reply with thinking or tool calls
 };
 
 // A split reply's text and thinking as a chat delta.
-nlohmann::json delta_json(const ChatReplySplitter::Delta& d) {
+nlohmann::json delta_json(const chat::ChatReplySplitter::Delta& d) {
   nlohmann::json delta = nlohmann::json::object();
   if (!d.content.empty()) delta["content"] = d.content;
   if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
@@ -71,7 +71,7 @@ struct EventStream {
           c.text_offset += engine.token_text(id).size();
         }
         if (c.splitter) {
-          const ChatReplySplitter::Delta d = c.splitter->feed(reply_text->piece(*token));
+          const chat::ChatReplySplitter::Delta d = c.splitter->feed(reply_text->piece(*token));
           if (d.empty() && logprobs.is_null()) continue;
           turn = i + 1;
           const bool first = std::exchange(c.first, false);
