@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "examples/server/api_error.h"
+#include "examples/server/apply_template.h"
 #include "examples/server/auth.h"
 #include "engine/chat/chat_reply.h"
 #include "examples/server/choices.h"
@@ -110,6 +111,13 @@ void Routes::install(httplib::Server& server) {
     generate(int(Endpoint::ChatCompletions), req, res);
   });
   server.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { models(res); });
+  server.Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
+    try {
+      send_json(res, 200, apply_template(req.body, engine_));
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    }
+  });
   server.Post("/v1/load_lora_adapter", [this](const httplib::Request& req, httplib::Response& res) { load_adapter(req, res); });
   server.Post("/v1/unload_lora_adapter", [this](const httplib::Request& req, httplib::Response& res) { unload_adapter(req, res); });
   server.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
