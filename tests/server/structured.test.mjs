@@ -181,6 +181,24 @@ describe('structured output and tool calls', { skip }, () => {
     assert.equal(followUp.choices[0].message.role, 'assistant');
   });
 
+  test('thinking goes to reasoning_content, whole and streamed', async () => {
+    // Qwen's template thinks in <think> blocks; a grammar makes the random model write one.
+    const grammar = 'root ::= "<think>" [a-z ]{1,16} "</think>" "\\n\\n" [a-z]{1,8}';
+    const body = { messages: [{ role: 'user', content: 'Think first.' }], seed: 8, temperature: 1, max_tokens: 40, grammar };
+    const whole = await client.chat.completions.create(body);
+    const m = whole.choices[0].message;
+    assert.match(m.reasoning_content, /^[a-z ]{1,16}$/);
+    assert.match(m.content, /^[a-z]{1,8}$/);
+    let reasoning = '';
+    let content = '';
+    for await (const chunk of await client.chat.completions.create({ ...body, stream: true })) {
+      reasoning += chunk.choices[0]?.delta?.reasoning_content ?? '';
+      content += chunk.choices[0]?.delta?.content ?? '';
+    }
+    assert.equal(reasoning, m.reasoning_content);
+    assert.equal(content, m.content);
+  });
+
   test('bad schemas, grammars and tools are 400s naming the problem', async () => {
     const cases = [
       [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties: { a: { type: 'integer', minimum: 5, maximum: 1 } } } } } }, /minimum|maximum|integer/],
