@@ -16,9 +16,9 @@ void paged_attention(KvCacheType type, const float* q, int group, int head_dim, 
 void paged_attention_tokens(KvCacheType type, const float* q, size_t q_stride, int tokens, int group,
                             int head_dim, int n_ctx0, const std::byte* const* k_pages,
                             const std::byte* const* v_pages, int tokens_per_page, float scale, float* out,
-                            size_t out_stride) {
+                            size_t out_stride, AttentionVariant variant) {
   detail::active_table().attention->paged_attention_tokens[int(type)](
-      q, q_stride, tokens, group, head_dim, n_ctx0, k_pages, v_pages, tokens_per_page, scale, out, out_stride);
+      q, q_stride, tokens, group, head_dim, n_ctx0, k_pages, v_pages, tokens_per_page, scale, out, out_stride, variant);
 }
 
 void paged_attention(const float* q, int group, int head_dim, int n_ctx,

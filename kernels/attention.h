@@ -15,6 +15,12 @@
 
 namespace pagoda::kernels {
 
+// What a layer's attention adds to plain causal attention; the default adds nothing.
+struct AttentionVariant {
+  int window = 0;        // > 0: the query at position p sees only positions p - window + 1 … p
+  float softcap = 0.0f;  // > 0: each score s (already scaled) becomes softcap·tanh(s / softcap)
+};
+
 // q and out are [group][head_dim]. Position p's key is the row of head_dim values of `type`
 // (kv_row_bytes(type, head_dim) bytes) at slot p % tokens_per_page of k_pages[p /
 // tokens_per_page], and likewise its value. Scores are scale·q·k; n_ctx must be positive and
@@ -26,11 +32,12 @@ void paged_attention(KvCacheType type, const float* q, int group, int head_dim, 
 // `tokens` query tokens of one sequence at consecutive positions, token t seeing the first
 // n_ctx0 + t positions (a prefill chunk): q + t·q_stride and out + t·out_stride are token t's
 // [group][head_dim]. Each output has the bits paged_attention gives that token alone; the
-// tokens share each block of keys and values (read, and widened to floats, once).
+// tokens share each block of keys and values (read, and widened to floats, once). With a
+// `variant` window, pages wholly before every token's window are never read.
 void paged_attention_tokens(KvCacheType type, const float* q, size_t q_stride, int tokens, int group,
                             int head_dim, int n_ctx0, const std::byte* const* k_pages,
                             const std::byte* const* v_pages, int tokens_per_page, float scale, float* out,
-                            size_t out_stride);
+                            size_t out_stride, AttentionVariant variant = {});
 
 // The same over f32 pages.
 void paged_attention(const float* q, int group, int head_dim, int n_ctx,

@@ -27,11 +27,19 @@
 // them, unless nk and nv are null): spread over the block, the requests do not queue up.
 // Blocks are long (64 positions) so that each step's dependent chain (scores, max, exp,
 // weighted sum) is amortised over much independent work.
+//
+// AttentionVariant's soft-capping and sliding window act on the scores between `scores` and
+// the softmax, in plain scalar code shared by every ISA (std::tanh, -inf for the positions
+// before the window), so they change no bit of the policy's arithmetic. A window only moves
+// where a row's blocks start (the block holding its first visible position, still aligned to
+// absolute position): a row's bits stay a function of its own q and positions.
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
+#include "kernels/attention.h"
 #include "kernels/dispatch.h"
 #include "kernels/kv_rows.h"
 
@@ -53,7 +61,8 @@ template <class P, KvCacheType T>
 [[gnu::always_inline]] inline void attend_block(const float* q, int heads, const std::byte* const* k,
                                                 const std::byte* const* v, int count, int head_dim,
                                                 float scale, float* s, float* e, float* max, float* sum,
-                                                float* out, const std::byte* const* next_k = nullptr,
+                                                float* out, int masked, float softcap,
+                                                const std::byte* const* next_k = nullptr,
                                                 const std::byte* const* next_v = nullptr) {
   constexpr int B = kAttentionBlock;
   float alpha[kAttentionRows];
@@ -62,6 +71,13 @@ template <class P, KvCacheType T>
   } else {
     for (int h = 0; h < heads; ++h) P::template scores<T>(q + h * head_dim, k, count, head_dim, scale, s + h * B);
   }
+  // Soft-capping, then the positions before the window out of the softmax.
+  if (softcap > 0.0f) {
+    for (int h = 0; h < heads; ++h)
+      for (int i = 0; i < count; ++i) s[h * B + i] = softcap * std::tanh(s[h * B + i] / softcap);
+  }
+  for (int h = 0; h < heads; ++h)
+    for (int i = 0; i < masked; ++i) s[h * B + i] = -__builtin_inff();
   for (int h = 0; h < heads; ++h) {
     const float block_max = P::max(s + h * B);
     alpha[h] = 1.0f;  // rescaling by exactly 1 changes no bits
@@ -104,7 +120,8 @@ inline void gather_rows(const std::byte* const* k_pages, const std::byte* const*
 }
 
 // `tokens` query tokens of one sequence at consecutive positions (token t sees the first
-// n_ctx0 + t positions), each with `heads` query heads of one KV head: rows (t, h) at
+// n_ctx0 + t positions, or with a window the last `window` of them), each with `heads` query
+// heads of one KV head: rows (t, h) at
 // q + t·q_stride + h·head_dim, written likewise to out. Each block's keys and values are
 // gathered once for every row still inside it and, for the narrower types when several rows
 // share the block, widened to floats once (P::widen, exact) rather than once per row; the
@@ -112,7 +129,7 @@ inline void gather_rows(const std::byte* const* k_pages, const std::byte* const*
 template <class P, KvCacheType T>
 void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int head_dim, int n_ctx0,
                  const std::byte* const* k_pages, const std::byte* const* v_pages, int tokens_per_page,
-                 float scale, float* out, size_t out_stride) {
+                 float scale, float* out, size_t out_stride, AttentionVariant variant) {
   constexpr int B = kAttentionBlock;
   const size_t row_bytes = kv_row_bytes(T, head_dim);
   alignas(64) float s[kAttentionRows * B];
@@ -129,7 +146,13 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
     for (int d = 0; d < heads * head_dim; ++d) out[t * out_stride + d] = 0.0f;
   const int n_last = n_ctx0 + tokens - 1;
   const int n_blocks = (n_last + B - 1) / B;
-  int page = 0, slot = 0, gathered = 0;
+  // Token t's first visible position (its query is at n_ctx0 + t - 1).
+  auto first_visible = [&](int t) {
+    const int lo = n_ctx0 + t - variant.window;
+    return variant.window > 0 && lo > 0 ? lo : 0;
+  };
+  const int b_first = first_visible(0) / B;
+  int page = b_first * B / tokens_per_page, slot = b_first * B % tokens_per_page, gathered = b_first;
   auto gather_next = [&] {
     const int p0 = gathered * B, at = gathered % (kPrefetchAhead + 1);
     gather_rows<B>(k_pages, v_pages, n_last - p0 < B ? n_last - p0 : B, tokens_per_page, row_bytes, page, slot,
@@ -140,11 +163,11 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
     for (int i = 0; i < B; ++i)
       prefetch_row(ring_k[b % (kPrefetchAhead + 1)][i], row_bytes), prefetch_row(ring_v[b % (kPrefetchAhead + 1)][i], row_bytes);
   };
-  for (int b = 0; b < n_blocks && b < kPrefetchAhead; ++b) {
+  for (int b = b_first; b < n_blocks && b < b_first + kPrefetchAhead; ++b) {
     gather_next();
-    if (b > 0) prefetch_block(b);
+    if (b > b_first) prefetch_block(b);
   }
-  for (int b = 0; b < n_blocks; ++b) {
+  for (int b = b_first; b < n_blocks; ++b) {
     const int p0 = b * B;
     const int count_all = n_last - p0 < B ? n_last - p0 : B;
     const std::byte* const* k = ring_k[b % (kPrefetchAhead + 1)];
@@ -177,14 +200,18 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
       }
     }
     for (int t = t0; t < tokens; ++t) {
+      const int lo = first_visible(t);
+      if (lo >= p0 + B) break;  // this token's window starts past the block, and later ones' too
+      const int masked = lo > p0 ? lo - p0 : 0;
       const int count = n_ctx0 + t - p0 < B ? n_ctx0 + t - p0 : B;
       const float* qt = q + t * q_stride;
       float* o = out + t * out_stride;
       const int r = t * heads;
       if (widen) {
-        attend_block<P, KvCacheType::F32>(qt, heads, kw, vw, count, head_dim, scale, s, e, max + r, sum + r, o);
+        attend_block<P, KvCacheType::F32>(qt, heads, kw, vw, count, head_dim, scale, s, e, max + r, sum + r, o,
+                                          masked, variant.softcap);
       } else {
-        attend_block<P, T>(qt, heads, k, v, count, head_dim, scale, s, e, max + r, sum + r, o,
+        attend_block<P, T>(qt, heads, k, v, count, head_dim, scale, s, e, max + r, sum + r, o, masked, variant.softcap,
                            has_next && spread ? nk : nullptr, has_next && spread ? nv : nullptr);
       }
     }
@@ -197,7 +224,8 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
 template <class P, KvCacheType T>
 void paged_attention_tokens(const float* q, size_t q_stride, int tokens, int group, int head_dim, int n_ctx0,
                             const std::byte* const* k_pages, const std::byte* const* v_pages,
-                            int tokens_per_page, float scale, float* out, size_t out_stride) {
+                            int tokens_per_page, float scale, float* out, size_t out_stride,
+                            AttentionVariant variant) {
   const int heads = group < kAttentionRows ? group : kAttentionRows;
   const int per_call = kAttentionRows / heads;
   for (int h0 = 0; h0 < group; h0 += heads) {
@@ -205,7 +233,7 @@ void paged_attention_tokens(const float* q, size_t q_stride, int tokens, int gro
     for (int t0 = 0; t0 < tokens; t0 += per_call) {
       const int tn = tokens - t0 < per_call ? tokens - t0 : per_call;
       attend_rows<P, T>(q + t0 * q_stride + h0 * head_dim, q_stride, tn, hn, head_dim, n_ctx0 + t0, k_pages,
-                        v_pages, tokens_per_page, scale, out + t0 * out_stride + h0 * head_dim, out_stride);
+                        v_pages, tokens_per_page, scale, out + t0 * out_stride + h0 * head_dim, out_stride, variant);
     }
   }
 }
@@ -214,7 +242,7 @@ template <class P, KvCacheType T>
 void paged_attention(const float* q, int group, int head_dim, int n_ctx,
                      const std::byte* const* k_pages, const std::byte* const* v_pages,
                      int tokens_per_page, float scale, float* out) {
-  paged_attention_tokens<P, T>(q, 0, 1, group, head_dim, n_ctx, k_pages, v_pages, tokens_per_page, scale, out, 0);
+  paged_attention_tokens<P, T>(q, 0, 1, group, head_dim, n_ctx, k_pages, v_pages, tokens_per_page, scale, out, 0, {});
 }
 
 }  // namespace pagoda::kernels::detail

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/attention.h"
 #include "kernels/cpu_features.h"
 
 namespace pagoda::kernels::detail {
@@ -57,7 +58,7 @@ using PagedAttentionFn = void (*)(const float* q, int group, int head_dim, int n
 using PagedAttentionTokensFn = void (*)(const float* q, size_t q_stride, int tokens, int group, int head_dim,
                                         int n_ctx0, const std::byte* const* k_pages,
                                         const std::byte* const* v_pages, int tokens_per_page, float scale,
-                                        float* out, size_t out_stride);
+                                        float* out, size_t out_stride, AttentionVariant variant);
 
 struct AttentionKernels {
   PagedAttentionFn paged_attention[4];  // indexed by KvCacheType

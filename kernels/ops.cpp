@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <limits>
 
@@ -26,6 +27,14 @@ void rmsnorm_rows(const float* x, int ldx, const float* weight, float* out, int 
 
 void swiglu(const float* gate, const float* up, float* out, int n) {
   detail::active_table().ops->swiglu(gate, up, out, n);
+}
+
+void geglu(const float* gate, const float* up, float* out, int n) {
+  constexpr float kSqrt2OverPi = 0.7978845608f;
+  for (int i = 0; i < n; ++i) {
+    const float x = gate[i];
+    out[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x))) * up[i];
+  }
 }
 
 void softmax(float* x, int n) { detail::active_table().ops->softmax(x, n); }

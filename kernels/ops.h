@@ -15,6 +15,10 @@ void rmsnorm_rows(const float* x, int ldx, const float* weight, float* out, int 
 // out[i] = silu(gate[i]) · up[i] with silu(x) = x / (1 + exp(-x)). out may alias gate or up.
 void swiglu(const float* gate, const float* up, float* out, int n);
 
+// out[i] = gelu(gate[i]) · up[i], GELU's tanh approximation 0.5·x·(1 + tanh(√(2/π)·(x +
+// 0.044715·x³))) (Gemma). Plain scalar code: the same bits on every ISA. out may alias gate or up.
+void geglu(const float* gate, const float* up, float* out, int n);
+
 // In place: x[i] = exp(x[i] - max x) / Σ exp(x[j] - max x).
 void softmax(float* x, int n);
 

@@ -8,19 +8,20 @@ namespace pagoda::kernels {
 
 namespace {
 
-// cos/sin of each of the head_dim/2 pairs' angles at `pos`, interleaved.
+// cos/sin of each of the rotated pairs' angles at `pos`, interleaved.
 void angles(int pos, const RopeParams& p, float* cos_sin) {
-  for (int i = 0; i < p.head_dim / 2; ++i) {
-    double freq = double(p.freq_scale) / std::pow(double(p.theta), double(2 * i) / double(p.head_dim));
+  const int n = p.rotated_dims();
+  for (int i = 0; i < n / 2; ++i) {
+    double freq = double(p.freq_scale) / std::pow(double(p.theta), double(2 * i) / double(n));
     if (!p.freq_factors.empty()) freq /= double(p.freq_factors[size_t(i)]);
     const double a = double(pos) * freq;
-    cos_sin[2 * i] = float(std::cos(a));
-    cos_sin[2 * i + 1] = float(std::sin(a));
+    cos_sin[2 * i] = float(std::cos(a)) * p.attn_factor;
+    cos_sin[2 * i + 1] = float(std::sin(a)) * p.attn_factor;
   }
 }
 
-void rotate(float* x, int n_heads, int head_dim, RopeStyle style, const float* cos_sin) {
-  const int half = head_dim / 2;
+void rotate(float* x, int n_heads, int head_dim, int rot_dim, RopeStyle style, const float* cos_sin) {
+  const int half = rot_dim / 2;
   // The distance between the two values of a pair, and between the first values of two pairs.
   const int partner = style == RopeStyle::Adjacent ? 1 : half;
   const int step = style == RopeStyle::Adjacent ? 2 : 1;
@@ -39,24 +40,25 @@ void rotate(float* x, int n_heads, int head_dim, RopeStyle style, const float* c
 }  // namespace
 
 void rope(float* x, int n_heads, int pos, const RopeParams& params) {
-  std::vector<float> cos_sin(params.head_dim);
+  std::vector<float> cos_sin(params.rotated_dims());
   angles(pos, params, cos_sin.data());
-  rotate(x, n_heads, params.head_dim, params.style, cos_sin.data());
+  rotate(x, n_heads, params.head_dim, params.rotated_dims(), params.style, cos_sin.data());
 }
 
 RopeTable::RopeTable(int max_positions, const RopeParams& params)
     : max_positions_(max_positions),
       head_dim_(params.head_dim),
+      rot_dim_(params.rotated_dims()),
       style_(params.style),
-      cos_sin_(std::size_t(max_positions) * params.head_dim) {
-  assert(head_dim_ % 2 == 0);
-  assert(params.freq_factors.empty() || int(params.freq_factors.size()) == head_dim_ / 2);
-  for (int pos = 0; pos < max_positions; ++pos) angles(pos, params, &cos_sin_[std::size_t(pos) * head_dim_]);
+      cos_sin_(std::size_t(max_positions) * rot_dim_) {
+  assert(rot_dim_ % 2 == 0 && rot_dim_ <= head_dim_);
+  assert(params.freq_factors.empty() || int(params.freq_factors.size()) == rot_dim_ / 2);
+  for (int pos = 0; pos < max_positions; ++pos) angles(pos, params, &cos_sin_[std::size_t(pos) * rot_dim_]);
 }
 
 void RopeTable::apply(float* x, int n_heads, int pos) const {
   assert(pos >= 0 && pos < max_positions_);
-  rotate(x, n_heads, head_dim_, style_, &cos_sin_[std::size_t(pos) * head_dim_]);
+  rotate(x, n_heads, head_dim_, rot_dim_, style_, &cos_sin_[std::size_t(pos) * rot_dim_]);
 }
 
 }  // namespace pagoda::kernels

@@ -1,11 +1,14 @@
 #pragma once
 // Rotary position embedding, in the two layouts llama.cpp uses. Within each head, the first
-// head_dim values are rotated in head_dim/2 pairs; pair i turns by the angle
-//   pos · freq_scale · theta^(-2i/head_dim) / freq_factors[i]
-// (freq_scale is linear RoPE scaling, 1/factor; freq_factors are Llama 3.1's `rope_freqs`,
-// all 1 when the model has none). Which values form pair i depends on the style:
+// n = rot_dim values (all head_dim unless the rotary is partial) are rotated in n/2 pairs; pair
+// i turns by the angle
+//   pos · freq_scale · theta^(-2i/n) / freq_factors[i]
+// (freq_scale is linear RoPE scaling, 1/factor; freq_factors are Llama 3.1's `rope_freqs` or
+// Phi-3's LongRoPE factors, all 1 when the model has none), and is multiplied by attn_factor
+// (LongRoPE's magnitude correction, 1 otherwise); values past n pass unchanged. Which values
+// form pair i depends on the style:
 //   Adjacent (llama.cpp's NORM, llama): (x[2i], x[2i+1])
-//   Neox (qwen2, qwen3):                (x[i], x[i + head_dim/2])
+//   Neox (the others):                  (x[i], x[i + n/2])
 // Angles are computed in double precision and their cos/sin rounded to float once, so rope()
 // and RopeTable give identical bits on every ISA, and a token's rotation depends only on its
 // position (the same table whatever the batch).
@@ -20,8 +23,12 @@ struct RopeParams {
   int head_dim = 0;
   float theta = 10000.0f;
   float freq_scale = 1.0f;
-  std::vector<float> freq_factors;  // head_dim/2 values, or empty for all 1
+  std::vector<float> freq_factors;  // rotated_dims()/2 values, or empty for all 1
   RopeStyle style = RopeStyle::Adjacent;
+  int rot_dim = 0;                  // values rotated per head; 0: head_dim
+  float attn_factor = 1.0f;
+
+  int rotated_dims() const { return rot_dim > 0 ? rot_dim : head_dim; }
 };
 
 // Rotates the n_heads heads of x (contiguous, head_dim each) to position pos.
@@ -41,6 +48,7 @@ class RopeTable {
  private:
   int max_positions_;
   int head_dim_;
+  int rot_dim_;
   RopeStyle style_;
   std::vector<float> cos_sin_;  // [pos][pair][cos, sin]
 };
