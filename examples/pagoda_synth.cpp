@@ -1,9 +1,11 @@
-// pagoda-synth: writes a random-weight model (llama, qwen2 or qwen3), or a random LoRA adapter
-// for one, as GGUF, deterministic from a seed.
+// pagoda-synth: writes a random-weight model (llama, qwen2, qwen3, gemma2, gemma3, phi3,
+// qwen2moe, qwen3moe, or llama with experts), or a random LoRA adapter for one, as GGUF,
+// deterministic from a seed.
 //   pagoda-synth --preset s15m -o s15m.gguf
 //   pagoda-synth --preset llama-3.2-1b --type q4_k_m -o llama-3.2-1b-q4_k_m.gguf
 //   pagoda-synth --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 160 --vocab 1000 -o tiny.gguf
 //   pagoda-synth --arch qwen2 --vocab ../shared/vocab/ggml-vocab-qwen2.gguf --dim 64 -o q.gguf
+//   pagoda-synth --arch qwen3moe --experts 8 --experts-used 2 --expert-ffn 64 --dim 64 -o moe.gguf
 //   pagoda-synth --lora-for s15m.gguf --rank 16 -o s15m-lora.gguf
 
 #include <cstdio>
@@ -30,10 +32,22 @@ every attention and FFN projection of every block of BASE.
                       s110m (dim 768, 12 layers, 12 heads, FFN 2048, vocab 32000)
                       the shapes (and tied embeddings, RoPE) of real models, with their
                       family's vocabulary from --vocab-dir: qwen2.5-0.5b, llama-3.2-1b,
-                      qwen2.5-3b, llama-3.2-3b, llama-3.1-8b, qwen3-8b
+                      qwen2.5-3b, llama-3.2-3b, llama-3.1-8b, qwen3-8b, qwen3-30b-a3b
   --vocab-dir DIR     where the presets' vocabularies are (../shared/vocab)
-  --arch NAME         llama (the small presets'), qwen2 (Q/K/V biases, NEOX RoPE) or qwen3 (Q/K norms,
-                      NEOX RoPE)
+  --arch NAME         llama (the small presets'), qwen2 (Q/K/V biases, NEOX RoPE), qwen3 (Q/K norms,
+                      NEOX RoPE), gemma2 (post-norms, GeGLU, soft-capping 50/30 and window 4096
+                      unless given), gemma3 (Q/K norms, 5 sliding layers to 1 global), phi3 (fused
+                      QKV and gate|up), qwen2moe (experts and a shared expert), qwen3moe; llama
+                      with --experts is Mixtral-style
+  --rope-dim N        rotate only the first N values of each head (partial rotary)
+  --sliding-window N  the window of the sliding layers (gemma2, gemma3, phi3)
+  --attn-softcap X  --final-softcap X
+                      attention and final logit soft-capping (0: none)
+  --longrope CTX      write Phi-3 LongRoPE factors with original context CTX (long ones apply
+                      when --context exceeds it) and --rope-attn-factor X (1)
+  --experts N  --experts-used K  --expert-ffn N  --shared-ffn N
+                      a mixture of N experts, K per token, each of FFN length N (the shared
+                      expert's: qwen2moe)
   --dim N  --layers N  --heads N  --kv-heads N  --ffn N  --context N
   --vocab N|FILE      vocabulary size of a synthetic vocabulary, or a GGUF (vocab-only is
                       enough) whose tokenizer.* keys are copied
@@ -57,7 +71,9 @@ every attention and FFN projection of every block of BASE.
 // Flags that shape a model, meaningless for an adapter, and those only an adapter takes.
 constexpr const char* kModelOnly[] = {"--preset", "--arch", "--dim", "--layers", "--heads", "--kv-heads", "--ffn",
                                       "--vocab", "--vocab-dir", "--head-dim", "--context", "--rope-theta",
-                                      "--rope-scale", "--rope-freqs", "--tied"};
+                                      "--rope-scale", "--rope-freqs", "--tied", "--rope-dim", "--sliding-window",
+                                      "--attn-softcap", "--final-softcap", "--longrope", "--rope-attn-factor",
+                                      "--experts", "--experts-used", "--expert-ffn", "--shared-ffn"};
 constexpr const char* kAdapterOnly[] = {"--rank", "--alpha"};
 
 pagoda::GgmlType parse_adapter_type(const std::string& name) {
@@ -99,15 +115,34 @@ void write_model(const pagoda::cli::Args& args, const std::string& output) {
   c.rope_theta = args.number("--rope-theta", c.rope_theta);
   c.rope_freq_scale = 1.0f / args.number("--rope-scale", 1.0f);
   spec.rope_freqs = args.has("--rope-freqs") || preset.rope_freqs;
+  c.rope_dim = args.number("--rope-dim", c.rope_dim);
+  if (c.arch == pagoda::Architecture::Gemma2 && !args.has("--preset")) {
+    // Gemma 2's own values, which llama.cpp also assumes when a file lacks them.
+    c.attn_softcap = 50.0f, c.final_softcap = 30.0f, c.sliding_window = 4096;
+  }
+  c.sliding_window = args.number("--sliding-window", c.sliding_window);
+  c.attn_softcap = args.number("--attn-softcap", c.attn_softcap);
+  c.final_softcap = args.number("--final-softcap", c.final_softcap);
+  if (args.has("--longrope")) {
+    spec.longrope = true;
+    c.rope_original_context = args.number("--longrope", 0);
+    c.rope_attn_factor = args.number("--rope-attn-factor", 1.0f);
+  }
+  c.n_experts = args.number("--experts", c.n_experts);
+  c.n_experts_used = args.number("--experts-used", c.n_experts_used);
+  c.expert_ffn_dim = args.number("--expert-ffn", c.expert_ffn_dim);
+  c.shared_ffn_dim = args.number("--shared-ffn", c.shared_ffn_dim);
   spec.tied_output = args.has("--tied") || preset.tied_output;
   spec.seed = args.number<uint64_t>("--seed", 1);
 
   const std::string type = args.get("--type", "f32");
   if (type != "f32") spec.quant = pagoda::parse_quant_preset(type);
   c.vocab_size = pagoda::write_synth_model(output, spec).vocab_size;
-  std::fprintf(stderr, "pagoda-synth: wrote %s (%s, dim %d, %d layers, %d heads, %d KV heads, head dim %d, FFN %d, vocab %d, %s%s)\n",
+  std::fprintf(stderr, "pagoda-synth: wrote %s (%s, dim %d, %d layers, %d heads, %d KV heads, head dim %d, FFN %d, vocab %d, %s%s",
                output.c_str(), pagoda::architecture_name(c.arch), c.dim, c.n_layers, c.n_heads, c.n_kv_heads,
-               c.head_dim(), c.ffn_dim, c.vocab_size, type.c_str(), spec.tied_output ? ", tied" : "");
+               c.head_dim(), c.ffn_dim, c.vocab_size, type.c_str(), spec.tied_output || c.is_gemma() ? ", tied" : "");
+  if (c.has_experts()) std::fprintf(stderr, ", %d experts, %d used, expert FFN %d", c.n_experts, c.n_experts_used, c.moe_ffn_dim());
+  std::fprintf(stderr, ")\n");
 }
 
 void write_adapter(const pagoda::cli::Args& args, const std::string& output, const std::string& base_path) {
@@ -131,7 +166,9 @@ int main(int argc, char** argv) {
     pagoda::cli::Args args(argc, argv,
                            {"--output", "--preset", "--arch", "--dim", "--layers", "--heads", "--kv-heads", "--ffn",
                             "--vocab", "--vocab-dir", "--head-dim", "--context", "--rope-theta", "--rope-scale", "--type", "--seed",
-                            "--lora-for", "--rank", "--alpha"},
+                            "--lora-for", "--rank", "--alpha", "--rope-dim", "--sliding-window", "--attn-softcap",
+                            "--final-softcap", "--longrope", "--rope-attn-factor", "--experts", "--experts-used",
+                            "--expert-ffn", "--shared-ffn"},
                            {"--tied", "--rope-freqs", "--help"}, {{"-o", "--output"}, {"-h", "--help"}});
     if (args.has("--help")) {
       std::cout << kUsage;

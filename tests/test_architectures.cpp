@@ -1,9 +1,11 @@
 // The architectures pagoda runs — llama (with Llama 3.1's frequency factors, linear RoPE
-// scaling, tied embeddings, GQA), qwen2 (Q/K/V biases, NEOX RoPE) and qwen3 (per-head Q/K
-// norms, a head dimension apart from dim / heads): random models from pagoda-synth against the
-// oracle, golden greedy ids alone and in a crowd, batch invariance, LoRA; llama.cpp's own
-// outputs on the models in ../shared/models/llamacpp-quant; and the errors for files pagoda
-// cannot run.
+// scaling, tied embeddings, GQA, partial rotary, Mixtral's experts), qwen2 (Q/K/V biases, NEOX
+// RoPE), qwen3 (per-head Q/K norms, a head dimension apart from dim / heads), gemma2 (post-norms,
+// GeGLU, soft-capping, sliding window), gemma3 (local/global layers with their own RoPE bases),
+// phi3 (fused QKV and gate|up, LongRoPE), qwen2moe (shared expert) and qwen3moe: random
+// models from pagoda-synth against the oracle, golden greedy ids alone and in a crowd, batch
+// invariance, LoRA; llama.cpp's own outputs on the models in ../shared/models/llamacpp-quant;
+// and the errors for files pagoda cannot run.
 
 #include <gtest/gtest.h>
 
@@ -40,6 +42,7 @@ struct Variant {
   bool rope_freqs = false;
   bool tied = false;
   float rope_freq_scale = 1.0f;
+  void (*more)(SynthSpec&) = nullptr;  // the family's own keys and tensors
 };
 
 const Variant kVariants[] = {
@@ -47,6 +50,29 @@ const Variant kVariants[] = {
     {"llama31", Architecture::Llama, 0, true, true, 0.5f},  // frequency factors, tied, linear scaling ×2
     {"qwen2", Architecture::Qwen2, 0, false, true},
     {"qwen3", Architecture::Qwen3, 32, false, true},  // head_dim 32 with dim 64 and 4 heads
+    // Half of each head rotated (adjacent pairs), with frequency factors for those pairs.
+    {"llama_partial_rope", Architecture::Llama, 0, true, false, 1.0f, [](SynthSpec& s) { s.config.rope_dim = 8; }},
+    // Soft-capping strong enough to bite on random weights; a window of 8 on layers 0 and 2.
+    {"gemma2", Architecture::Gemma2, 32, false, true, 1.0f,
+     [](SynthSpec& s) {
+       s.config.n_layers = 3, s.config.sliding_window = 8, s.config.attn_softcap = 1.5f, s.config.final_softcap = 3.0f;
+     }},
+    // Layers 0–4 sliding (window 8, base 10000), layer 5 global (base 1e6, linear scaling ×2).
+    {"gemma3", Architecture::Gemma3, 32, false, true, 0.5f,
+     [](SynthSpec& s) { s.config.n_layers = 6, s.config.sliding_window = 8, s.config.rope_theta = 1e6f; }},
+    // LongRoPE's long factors (context 256 past the original 128) on a partial rotary of 12 of 16.
+    {"phi3", Architecture::Phi3, 0, false, false, 1.0f,
+     [](SynthSpec& s) {
+       s.longrope = true, s.config.rope_original_context = 128, s.config.rope_attn_factor = 1.19f, s.config.rope_dim = 12;
+     }},
+    {"mixtral", Architecture::Llama, 0, false, false, 1.0f,
+     [](SynthSpec& s) { s.config.n_experts = 4, s.config.n_experts_used = 2, s.config.expert_ffn_dim = 32; }},
+    {"qwen2moe", Architecture::Qwen2Moe, 0, false, false, 1.0f,
+     [](SynthSpec& s) {
+       s.config.n_experts = 6, s.config.n_experts_used = 2, s.config.expert_ffn_dim = 32, s.config.shared_ffn_dim = 48;
+     }},
+    {"qwen3moe", Architecture::Qwen3Moe, 32, false, true, 1.0f,
+     [](SynthSpec& s) { s.config.n_experts = 8, s.config.n_experts_used = 3, s.config.expert_ffn_dim = 32; }},
 };
 
 std::string synth_variant(const Variant& v, uint64_t seed = 11) {
@@ -58,6 +84,7 @@ std::string synth_variant(const Variant& v, uint64_t seed = 11) {
   spec.seed = seed;
   spec.tied_output = v.tied;
   spec.rope_freqs = v.rope_freqs;
+  if (v.more) v.more(spec);
   const std::string path = test::scratch_path(std::string(v.name) + "-" + std::to_string(seed) + ".gguf");
   write_synth_model(path, spec);
   return path;
@@ -112,14 +139,56 @@ TEST_P(Architectures, LoadsWithItsHyperparameters) {
   EXPECT_EQ(m.config.arch, v.arch);
   EXPECT_EQ(m.config.head_dim(), v.key_length ? v.key_length : 16);
   EXPECT_EQ(m.config.rope_freq_scale, v.rope_freq_scale);
-  EXPECT_EQ(m.weights.rope_freqs.size(), v.rope_freqs ? size_t(m.config.head_dim() / 2) : 0u);
+  SynthSpec want;
+  if (v.more) v.more(want);
+  const ModelConfig& c = m.config;
+  EXPECT_EQ(m.weights.rope_freqs.size(), v.rope_freqs || want.longrope ? size_t(c.rotated_dims() / 2) : 0u);
   EXPECT_EQ(m.weights.output.data == m.weights.token_embd.data, v.tied);
+  EXPECT_EQ(c.rope_dim, want.config.rope_dim);
+  EXPECT_EQ(c.sliding_window, want.config.sliding_window);
+  EXPECT_EQ(c.attn_softcap, want.config.attn_softcap);
+  EXPECT_EQ(c.final_softcap, want.config.final_softcap);
+  EXPECT_EQ(c.n_experts, want.config.n_experts);
+  EXPECT_EQ(c.n_experts_used, want.config.n_experts_used);
+  EXPECT_EQ(c.rope_attn_factor, want.longrope ? want.config.rope_attn_factor : 1.0f);
   const LayerWeights& l = m.weights.layers[1];
-  EXPECT_EQ(l.attn_q_bias.size(), v.arch == Architecture::Qwen2 ? size_t(m.config.q_dim()) : 0u);
-  EXPECT_EQ(l.attn_v_bias.size(), v.arch == Architecture::Qwen2 ? size_t(m.config.kv_dim()) : 0u);
-  EXPECT_EQ(l.attn_k_norm.size(), v.arch == Architecture::Qwen3 ? size_t(m.config.head_dim()) : 0u);
-  EXPECT_EQ(l.attn_q.rows, m.config.q_dim());
-  EXPECT_EQ(l.attn_output.cols, m.config.q_dim());
+  EXPECT_EQ(l.attn_q_bias.size(), c.has_qkv_bias() ? size_t(c.q_dim()) : 0u);
+  EXPECT_EQ(l.attn_v_bias.size(), c.has_qkv_bias() ? size_t(c.kv_dim()) : 0u);
+  EXPECT_EQ(l.attn_k_norm.size(), c.has_qk_norm() ? size_t(c.head_dim()) : 0u);
+  EXPECT_EQ(l.ffn_post_norm.size(), c.is_gemma() ? size_t(c.dim) : 0u);
+  EXPECT_EQ(l.experts.size(), size_t(c.n_experts));
+  EXPECT_EQ(l.shared_expert_gate.size(), v.arch == Architecture::Qwen2Moe ? size_t(c.dim) : 0u);
+  EXPECT_EQ(l.ffn_gate.empty(), c.has_experts());
+  EXPECT_EQ(l.attn_q.rows, c.q_dim());
+  EXPECT_EQ(l.attn_output.cols, c.q_dim());
+  if (v.arch == Architecture::Phi3) {  // views of the fused tensors, rows in order
+    EXPECT_EQ(l.attn_k.data, l.attn_q.data + l.attn_q.n_bytes());
+    EXPECT_EQ(l.ffn_up.data, l.ffn_gate.data + l.ffn_gate.n_bytes());
+  }
+  if (c.has_experts()) {  // experts are views one after another in the mapped 3-D tensor
+    EXPECT_EQ(l.experts[1].down.data, l.experts[0].down.data + l.experts[0].down.n_bytes());
+    EXPECT_TRUE(l.experts[1].gate.mapped);
+  }
+}
+
+// A long prompt against the oracle at every position: sliding windows (8 positions) far past
+// the first attention block of 64, chunked so that chunks start inside and across windows.
+TEST_P(Architectures, LongContextMatchesTheOracle) {
+  Runner r(load_model(synth_variant(GetParam())), 2);
+  const std::vector<int32_t> prompt = random_prompt(r.model.config.vocab_size, 150, 77);
+  const auto seqs = r.run({prompt}, 4, 37, true);
+  // Logits come at each chunk's end, then at each decode step.
+  std::vector<size_t> rows;
+  for (size_t end = 37; end < prompt.size(); end += 37) rows.push_back(end - 1);
+  for (size_t pos = prompt.size() - 1; pos + 1 < seqs[0].tokens.size(); ++pos) rows.push_back(pos);
+  ASSERT_EQ(seqs[0].logits.size(), rows.size());
+  ReferenceModel oracle(r.model);
+  for (size_t pos = 0, i = 0; i < rows.size(); ++pos) {
+    const auto& want = oracle.forward(seqs[0].tokens[pos], int32_t(pos));
+    if (pos != rows[i]) continue;
+    EXPECT_LT(test::relative_error(seqs[0].logits[i], want), 1e-4) << "position " << pos;
+    ++i;
+  }
 }
 
 // Logits at every position, batched with chunk size 1, within 1e-4 (relative to the largest
@@ -179,6 +248,13 @@ TEST_P(Architectures, LoraMatchesMergedWeights) {
   const LoraAdapter adapter = test::random_adapter(r.model.config, 4, 0.75f, 7);
   const LoraWeights weights("a", adapter);
   const std::vector<int32_t> prompt = random_prompt(r.model.config.vocab_size, 9, 300);
+  if (r.model.config.has_experts()) {  // the experts have no single FFN matrix to adapt
+    std::vector<DrivenSequence> seqs;
+    seqs.emplace_back(prompt, 9, -1, 16);
+    seqs.back().lora = &weights;
+    EXPECT_THROW(test::run_together(r.runner, r.pool, seqs, 4, false), Error);
+    return;
+  }
   const auto seqs = r.run({prompt}, 8, 1, true, &weights);
   const Model m = test::merged(r.model, adapter);
   ReferenceModel oracle(m), plain(r.model);

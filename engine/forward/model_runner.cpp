@@ -11,6 +11,7 @@
 #include <iterator>
 #include <string>
 
+#include "engine/forward/pack_weights.h"
 #include "engine/gguf/ggml_types.h"
 #include "kernels/attention.h"
 #include "kernels/kv_rows.h"
@@ -21,25 +22,6 @@
 namespace pagoda {
 
 namespace {
-
-// The GEMM operand for one or more [out][in] weight matrices with the same `in`, stacked
-// row-wise so that one GEMM computes them all. Half-precision rows are read in place from the
-// file's mapping; F32 and quantized ones are repacked for the active kernels, after which their
-// mapped pages are released (the repacked copy replaces them), or, with `discard`, their pages
-// whatever holds them (a file read into memory).
-kernels::WeightMatrix weight_matrix(std::initializer_list<const WeightTensor*> parts, bool discard = false) {
-  auto release = [discard](const WeightTensor* p, const void* begin, std::size_t bytes) {
-    if (discard) p->discard_pages(begin, bytes);
-    else p->release_pages(begin, bytes);
-  };
-  std::vector<kernels::WeightPart> views;
-  for (const WeightTensor* p : parts)
-    views.push_back({p->type, p->data, int(p->rows), [p, release](const void* begin, std::size_t bytes) { release(p, begin, bytes); }});
-  kernels::WeightMatrix matrix = kernels::WeightMatrix::make(views, int((*parts.begin())->cols));
-  for (const WeightTensor* p : parts)
-    if (kernels::copied_at_make(p->type)) release(p, p->data, p->n_bytes());
-  return matrix;
-}
 
 // Query tokens per attention task: small enough to spread a long prefill chunk over the cores.
 constexpr int32_t kAttentionChunk = 16;
@@ -60,32 +42,57 @@ int arena_threads(int requested) {
   return requested > 0 ? requested : tbb::task_arena::automatic;
 }
 
-// The rotation of every position, from the model's hyperparameters and frequency factors.
-kernels::RopeParams rope_params(const Model& model) {
+// The rotation of every position in `layer`, from the model's hyperparameters and frequency
+// factors.
+kernels::RopeParams rope_params(const Model& model, int32_t layer) {
   const ModelConfig& c = model.config;
-  return {c.head_dim(), c.rope_theta, c.rope_freq_scale, model.weights.rope_freqs, c.rope_style()};
+  return {c.head_dim(), c.layer_rope_theta(layer), c.layer_rope_freq_scale(layer), model.weights.rope_freqs,
+          c.rope_style(), c.rotated_dims(), c.rope_attn_factor};
+}
+
+// x[r][i] += add[r][i] for rows r < n of `dim` values.
+void add_rows(float* x, const float* add, int32_t n, int32_t dim) {
+  tbb::parallel_for(tbb::blocked_range<int32_t>(0, n, 16), [&](const tbb::blocked_range<int32_t>& r) {
+    for (size_t i = size_t(r.begin()) * dim; i < size_t(r.end()) * dim; ++i) x[i] += add[i];
+  });
 }
 
 }  // namespace
 
 ModelRunner::ModelRunner(const Model& model, int threads, bool sole_reader)
-    : model_(model), arena_(arena_threads(threads)), rope_(model.config.context_length, rope_params(model)) {
+    : model_(model), arena_(arena_threads(threads)) {
   const ModelConfig& c = model.config;
+  // Layers share a table unless their RoPE base or scale differ (Gemma 3's sliding layers).
+  for (int32_t l = 0; l < c.n_layers; ++l) {
+    int32_t table = -1;
+    for (int32_t m = 0; m < l && table < 0; ++m) {
+      if (c.layer_rope_theta(m) == c.layer_rope_theta(l) && c.layer_rope_freq_scale(m) == c.layer_rope_freq_scale(l)) table = layer_rope_[m];
+    }
+    if (table < 0) {
+      table = int32_t(ropes_.size());
+      ropes_.emplace_back(c.context_length, rope_params(model, l));
+    }
+    layer_rope_.push_back(table);
+  }
   arena_.execute([&] {
     layers_.resize(c.n_layers);
     tbb::parallel_for(0, c.n_layers, [&](int l) {
       const LayerWeights& w = model.weights.layers[l];
-      layers_[l].qkv = weight_matrix({&w.attn_q, &w.attn_k, &w.attn_v}, sole_reader);
+      layers_[l].qkv = pack_weights({&w.attn_q, &w.attn_k, &w.attn_v}, sole_reader);
       if (c.has_qkv_bias()) {
         std::vector<float>& bias = layers_[l].qkv_bias;
         for (const auto* b : {&w.attn_q_bias, &w.attn_k_bias, &w.attn_v_bias}) bias.insert(bias.end(), b->begin(), b->end());
       }
-      layers_[l].output = weight_matrix({&w.attn_output}, sole_reader);
-      layers_[l].gate_up = weight_matrix({&w.ffn_gate, &w.ffn_up}, sole_reader);
-      layers_[l].down = weight_matrix({&w.ffn_down}, sole_reader);
+      layers_[l].output = pack_weights({&w.attn_output}, sole_reader);
+      if (c.has_experts()) {
+        layers_[l].moe = std::make_unique<MoeFfn>(c, w, sole_reader);
+      } else {
+        layers_[l].gate_up = pack_weights({&w.ffn_gate, &w.ffn_up}, sole_reader);
+        layers_[l].down = pack_weights({&w.ffn_down}, sole_reader);
+      }
     });
     // A tied classifier's bytes are the token embedding's, which embed() reads on.
-    classifier_ = weight_matrix({&model.weights.output}, sole_reader && model.weights.output.data != model.weights.token_embd.data);
+    classifier_ = pack_weights({&model.weights.output}, sole_reader && model.weights.output.data != model.weights.token_embd.data);
   });
   const WeightTensor& embd = model.weights.token_embd;
   read_embedding_rows_ = embd.mapped && model.file && model.file->maps_file() &&
@@ -94,11 +101,18 @@ ModelRunner::ModelRunner(const Model& model, int threads, bool sole_reader)
 
 void ModelRunner::embed(int32_t token, float* out) {
   const WeightTensor& embd = model_.weights.token_embd;
-  if (!read_embedding_rows_) return embd.dequantize_row(token, out);
-  embedding_row_.resize(embd.row_bytes());
-  const std::span<const std::byte> row = embd.row(token);
-  model_.file->read(size_t(row.data() - model_.file->bytes().data()), embedding_row_);
-  dequantize(embd.type, embedding_row_, {out, size_t(embd.cols)});
+  if (!read_embedding_rows_) {
+    embd.dequantize_row(token, out);
+  } else {
+    embedding_row_.resize(embd.row_bytes());
+    const std::span<const std::byte> row = embd.row(token);
+    model_.file->read(size_t(row.data() - model_.file->bytes().data()), embedding_row_);
+    dequantize(embd.type, embedding_row_, {out, size_t(embd.cols)});
+  }
+  const float scale = model_.config.embedding_scale();  // Gemma's √dim
+  if (scale != 1.0f) {
+    for (int64_t i = 0; i < embd.cols; ++i) out[i] *= scale;
+  }
 }
 
 void ModelRunner::validate(const Batch& batch, const KvView& kv) const {
@@ -113,6 +127,7 @@ void ModelRunner::validate(const Batch& batch, const KvView& kv) const {
       throw Error("forward: position " + std::to_string(end - 1) + " is past the context length " + std::to_string(c.context_length));
     }
     if (end > e.block_table->capacity_tokens()) throw Error("forward: the block table has no page for position " + std::to_string(end - 1));
+    if (e.lora && c.has_experts()) throw Error("forward: LoRA adapters on mixture-of-experts models are not supported");
     for (int32_t t : e.tokens) {
       if (t < 0 || t >= c.vocab_size) throw Error("forward: token id " + std::to_string(t) + " is outside the vocabulary");
     }
@@ -178,6 +193,7 @@ void ModelRunner::prepare(const Batch& batch) {
   att_.resize(n * q_dim);
   ffn_.resize(n * 2 * c.ffn_dim);
   hidden_.resize(n * c.ffn_dim);
+  if (c.has_post_norms() || c.has_experts()) sublayer_.resize(n * c.dim);
   final_.resize(logit_rows_.size() * c.dim);
 }
 
@@ -207,21 +223,42 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
                   {LoraProjection::V, qkv_.data() + q_dim + c.kv_dim()}},
                  xb_.data(), dim, p.qkv.rows());
       attention_layer(batch, kv, l);
-      kernels::matmul_accumulate(att_.data(), n, p.output.cols(), p.output, x_.data(), dim);
-      apply_lora(l, {{LoraProjection::Output, x_.data()}}, att_.data(), q_dim, dim);
+      // Gemma normalises each sublayer's output before the residual add; the others add it
+      // straight onto x.
+      const bool post = c.has_post_norms();
+      float* const attn_out = post ? sublayer_.data() : x_.data();
+      if (post) kernels::matmul(att_.data(), n, p.output.cols(), p.output, attn_out, dim);
+      else kernels::matmul_accumulate(att_.data(), n, p.output.cols(), p.output, attn_out, dim);
+      apply_lora(l, {{LoraProjection::Output, attn_out}}, att_.data(), q_dim, dim);
+      if (post) {
+        kernels::rmsnorm_rows(attn_out, dim, w.attn_post_norm.data(), attn_out, dim, n, dim, c.norm_eps);
+        add_rows(x_.data(), attn_out, n, dim);
+      }
 
       kernels::rmsnorm_rows(x_.data(), dim, w.ffn_norm.data(), xb_.data(), dim, n, dim, c.norm_eps);
+      if (p.moe) {
+        p.moe->forward(xb_.data(), dim, n, sublayer_.data(), dim, moe_scratch_);
+        add_rows(x_.data(), sublayer_.data(), n, dim);
+        continue;
+      }
       kernels::matmul(xb_.data(), n, dim, p.gate_up, ffn_.data(), 2 * ffn);
       apply_lora(l, {{LoraProjection::Gate, ffn_.data()}, {LoraProjection::Up, ffn_.data() + ffn}}, xb_.data(), dim,
                  2 * ffn);
       tbb::parallel_for(tbb::blocked_range<int32_t>(0, n, 8), [&](const tbb::blocked_range<int32_t>& r) {
         for (int32_t t = r.begin(); t < r.end(); ++t) {
           const float* gate = ffn_.data() + size_t(t) * 2 * ffn;
-          kernels::swiglu(gate, gate + ffn, hidden_.data() + size_t(t) * ffn, ffn);
+          if (c.gelu_ffn()) kernels::geglu(gate, gate + ffn, hidden_.data() + size_t(t) * ffn, ffn);
+          else kernels::swiglu(gate, gate + ffn, hidden_.data() + size_t(t) * ffn, ffn);
         }
       });
-      kernels::matmul_accumulate(hidden_.data(), n, ffn, p.down, x_.data(), dim);
-      apply_lora(l, {{LoraProjection::Down, x_.data()}}, hidden_.data(), ffn, dim);
+      float* const ffn_out = post ? sublayer_.data() : x_.data();
+      if (post) kernels::matmul(hidden_.data(), n, ffn, p.down, ffn_out, dim);
+      else kernels::matmul_accumulate(hidden_.data(), n, ffn, p.down, ffn_out, dim);
+      apply_lora(l, {{LoraProjection::Down, ffn_out}}, hidden_.data(), ffn, dim);
+      if (post) {
+        kernels::rmsnorm_rows(ffn_out, dim, w.ffn_post_norm.data(), ffn_out, dim, n, dim, c.norm_eps);
+        add_rows(x_.data(), ffn_out, n, dim);
+      }
     }
 
     const int32_t rows = int32_t(logit_rows_.size());
@@ -231,6 +268,9 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
     kernels::rmsnorm_rows(final_.data(), dim, model_.weights.output_norm.data(), final_.data(), dim, rows, dim, c.norm_eps);
     logits.resize(size_t(rows) * c.vocab_size);
     kernels::matmul(final_.data(), rows, dim, classifier_, logits.data(), c.vocab_size);
+    if (c.final_softcap > 0.0f) {  // Gemma 2
+      for (float& z : logits) z = c.final_softcap * std::tanh(z / c.final_softcap);
+    }
   });
   // The file may have been truncated during the step: then it computed on zeros.
   if (auto lost = weights_lost(model_)) throw Error(*lost);
@@ -244,6 +284,7 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
   const int32_t n = int32_t(tokens_.size());
   const LayerWeights& w = model_.weights.layers[layer];
   const std::vector<float>& bias = layers_[layer].qkv_bias;
+  const kernels::RopeTable& rope = ropes_[size_t(layer_rope_[size_t(layer)])];
 
   // Per token: the Q/K/V biases (after the LoRA deltas, as llama.cpp adds them), the per-head
   // Q/K norms, RoPE on Q and K, then K and V straight into their page slots.
@@ -258,8 +299,8 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
         for (int32_t h = 0; h < c.n_heads; ++h) kernels::rmsnorm(q + h * head_dim, w.attn_q_norm.data(), q + h * head_dim, head_dim, c.norm_eps);
         for (int32_t h = 0; h < c.n_kv_heads; ++h) kernels::rmsnorm(k + h * head_dim, w.attn_k_norm.data(), k + h * head_dim, head_dim, c.norm_eps);
       }
-      rope_.apply(q, c.n_heads, ref.position);
-      rope_.apply(k, c.n_kv_heads, ref.position);
+      rope.apply(q, c.n_heads, ref.position);
+      rope.apply(k, c.n_kv_heads, ref.position);
       const BlockTable& bt = *batch.entries[ref.entry].block_table;
       const int32_t page = bt.pages()[ref.position / tpp];
       const size_t slot = size_t(ref.position % tpp) * kv.layout.row_bytes();
@@ -276,7 +317,8 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
     std::vector<const std::byte*> k, v;
   };
   static thread_local PagePointers pointers;
-  const float scale = 1.0f / std::sqrt(float(head_dim));
+  const float scale = c.attention_scale();
+  const kernels::AttentionVariant variant{c.is_sliding(layer) ? c.sliding_window : 0, c.attn_softcap};
   const int32_t n_items = int32_t(attention_chunks_.size());
   auto attend = [&](const tbb::blocked_range<int32_t>& r) {
     for (int32_t item = r.begin(); item < r.end(); ++item) {
@@ -294,7 +336,7 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
       float* out = att_.data() + size_t(chunk.begin) * q_dim + size_t(h) * group * head_dim;
       kernels::paged_attention_tokens(kv.layout.dtype, q, size_t(row), chunk.end - chunk.begin, group, head_dim,
                                       tokens_[chunk.begin].position + 1, pointers.k.data(), pointers.v.data(), tpp,
-                                      scale, out, size_t(q_dim));
+                                      scale, out, size_t(q_dim), variant);
     }
   };
   const tbb::blocked_range<int32_t> all(0, n_items * c.n_kv_heads);
@@ -328,7 +370,8 @@ void ModelRunner::apply_lora(int32_t layer, std::initializer_list<LoraOut> outs,
 double ModelRunner::flops(const Batch& batch) const {
   const ModelConfig& c = model_.config;
   const double q_dim = double(c.n_heads) * c.head_dim();
-  const double per_token_layer = 2.0 * c.dim * (q_dim + 2.0 * c.kv_dim()) + 2.0 * q_dim * c.dim + 2.0 * 3.0 * c.dim * c.ffn_dim;
+  const double ffn_flops = layers_.empty() || !layers_[0].moe ? 2.0 * 3.0 * c.dim * c.ffn_dim : layers_[0].moe->row_flops();
+  const double per_token_layer = 2.0 * c.dim * (q_dim + 2.0 * c.kv_dim()) + 2.0 * q_dim * c.dim + ffn_flops;
   double total = 0.0;
   for (const BatchEntry& e : batch.entries) {
     for (size_t i = 0; i < e.tokens.size(); ++i) {

@@ -15,6 +15,7 @@
 #include <tbb/task_arena.h>
 
 #include "engine/forward/batch.h"
+#include "engine/forward/moe_ffn.h"
 #include "engine/model/model.h"
 #include "kernels/gemm.h"
 #include "kernels/lora_sgmv.h"
@@ -56,6 +57,7 @@ class ModelRunner {
     kernels::WeightMatrix output;   // [dim][q_dim]
     kernels::WeightMatrix gate_up;  // [2 ffn][dim]: gate rows, then up rows
     kernels::WeightMatrix down;     // [dim][ffn]
+    std::unique_ptr<MoeFfn> moe;    // instead of gate_up and down in a mixture-of-experts model
   };
 
   void validate(const Batch& batch, const KvView& kv) const;
@@ -84,7 +86,9 @@ class ModelRunner {
   // classifier reads the tied table in place every step anyway, or the file is not mapped.
   bool read_embedding_rows_ = false;
   std::vector<std::byte> embedding_row_;  // one row's bytes as the file holds them
-  kernels::RopeTable rope_;
+  // The rotations: one table, or for Gemma 3 the global layers' and the sliding layers'.
+  std::vector<kernels::RopeTable> ropes_;
+  std::vector<int32_t> layer_rope_;  // each layer's table in ropes_
 
   // Per-step scratch, grown on demand and reused, so steady-state steps do not allocate.
   struct TokenRef {
@@ -110,6 +114,8 @@ class ModelRunner {
   std::vector<float> lora_tmp_;  // [position in lora_rows_][max rank]: x·Aᵀ of each row
   int32_t lora_stride_ = 0;
   std::vector<float> x_, xb_, qkv_, att_, ffn_, hidden_, final_;
+  std::vector<float> sublayer_;  // [n][dim]: an attention or FFN output before its post-norm (Gemma) or an MoE's
+  MoeScratch moe_scratch_;
 };
 
 }  // namespace pagoda

@@ -1,11 +1,12 @@
-// GGUF models of llama.cpp's `llama`, `qwen2` and `qwen3` architectures: hyperparameters from
-// the `ARCH.*` metadata (ARCH = general.architecture), tensors by llama.cpp's names
-// (`token_embd.weight`, `blk.N.attn_q.weight`, ...).
+// GGUF models of llama.cpp's `llama`, `qwen2`, `qwen3`, `gemma2`, `gemma3`, `phi3`, `qwen2moe`
+// and `qwen3moe` architectures: hyperparameters from the `ARCH.*` metadata (ARCH =
+// general.architecture); the tensors, by llama.cpp's names, in gguf_layers.cpp.
 
 #include <cmath>
 #include <memory>
 
 #include "engine/gguf/gguf.h"
+#include "engine/model/gguf_layers.h"
 #include "engine/model/model.h"
 #include "pagoda/error.h"
 
@@ -19,15 +20,17 @@ int32_t to_i32(uint64_t v, const GgufFile& f, const std::string& key) {
 }
 
 // `ARCH.rope.scaling.*`, as llama.cpp reads it: the factor (or the older `rope.scale_linear`)
-// divides every rotary frequency; YaRN and LongRoPE are refused.
+// divides every rotary frequency; YaRN is refused. LongRoPE (phi3) is its factor tensors and
+// rope.scaling.attn_factor, read elsewhere.
 float read_rope_freq_scale(const GgufFile& f, const std::string& arch) {
   const std::string type_key = arch + ".rope.scaling.type";
   const std::string type = f.get_string_opt(type_key).value_or("linear");
-  if (type == "yarn" || type == "longrope") {
-    throw Error(f.path() + ": " + type_key + " = '" + type + "' is not supported (supported: none, linear)");
+  if (type == "yarn") {
+    throw Error(f.path() + ": " + type_key + " = '" + type + "' is not supported (supported: none, linear, longrope)");
   }
+  if (type == "longrope") return 1.0f;
   if (type != "none" && type != "linear") {
-    throw Error(f.path() + ": " + type_key + " = '" + type + "' is not a known RoPE scaling type (known: none, linear)");
+    throw Error(f.path() + ": " + type_key + " = '" + type + "' is not a known RoPE scaling type (known: none, linear, longrope)");
   }
   std::optional<float> factor = f.get_float_opt(arch + ".rope.scaling.factor");
   if (!factor) factor = f.get_float_opt(arch + ".rope.scale_linear");
@@ -36,6 +39,37 @@ float read_rope_freq_scale(const GgufFile& f, const std::string& arch) {
     throw Error(f.path() + ": " + arch + ".rope.scaling.factor = " + std::to_string(*factor) + " is not a positive number");
   }
   return 1.0f / *factor;
+}
+
+// The keys of the newer families: soft-capping and sliding windows (gemma2, gemma3, phi3),
+// LongRoPE's magnitude and original context (phi3), and the experts.
+void read_family_keys(const GgufFile& f, const std::string& arch, ModelConfig& c) {
+  auto key = [&](const char* name) { return arch + "." + name; };
+  auto opt_int = [&](const char* name, int32_t fallback) {
+    const auto v = f.get_uint_opt(key(name));
+    return v ? to_i32(*v, f, key(name)) : fallback;
+  };
+  c.attn_softcap = f.get_float_opt(key("attn_logit_softcapping")).value_or(0.0f);
+  c.final_softcap = f.get_float_opt(key("final_logit_softcapping")).value_or(0.0f);
+  if (c.arch == Architecture::Gemma2) {
+    // llama.cpp's defaults when the keys are absent (all Gemma 2 files have them).
+    if (c.attn_softcap == 0.0f) c.attn_softcap = 50.0f;
+    if (c.final_softcap == 0.0f) c.final_softcap = 30.0f;
+    c.sliding_window = opt_int("attention.sliding_window", 4096);
+  } else if (c.is_gemma() || c.arch == Architecture::Phi3) {
+    c.sliding_window = opt_int("attention.sliding_window", 0);
+  }
+  if (c.arch == Architecture::Gemma3) c.rope_theta_local = f.get_float_opt(key("rope.freq_base_swa")).value_or(10000.0f);
+  c.rope_attn_factor = f.get_float_opt(key("rope.scaling.attn_factor")).value_or(1.0f);
+  c.rope_original_context = opt_int("rope.scaling.original_context_length", c.context_length);
+  c.n_experts = opt_int("expert_count", 0);
+  c.n_experts_used = opt_int("expert_used_count", 0);
+  if (c.n_experts > 0) {
+    // llama.cpp's defaults: qwen2moe's experts split the FFN length among the used ones.
+    const int32_t fallback = c.arch == Architecture::Qwen2Moe && c.n_experts_used > 0 ? c.ffn_dim / c.n_experts_used : c.ffn_dim;
+    c.expert_ffn_dim = opt_int("expert_feed_forward_length", fallback);
+  }
+  if (c.has_shared_expert()) c.shared_ffn_dim = opt_int("expert_shared_feed_forward_length", c.ffn_dim);
 }
 
 ModelConfig read_config(const GgufFile& f) {
@@ -58,14 +92,18 @@ ModelConfig read_config(const GgufFile& f) {
   if (!embd) throw Error(f.path() + ": tensor 'token_embd.weight' is missing");
   if (embd->shape.size() != 2) throw Error(f.path() + ": tensor 'token_embd.weight' is not a matrix");
   c.vocab_size = to_i32(embd->shape[1], f, "token_embd.weight rows");
+  read_family_keys(f, arch, c);
   c.validate(f.path());
   if (auto v = f.get_uint_opt(key("attention.value_length")); v && *v != uint64_t(c.head_dim())) {
     throw Error(f.path() + ": " + key("attention.value_length") + " = " + std::to_string(*v) + " differs from the key length " +
                 std::to_string(c.head_dim()) + "; not supported");
   }
   if (auto rope_dims = f.get_uint_opt(key("rope.dimension_count")); rope_dims && *rope_dims != uint64_t(c.head_dim())) {
-    throw Error(f.path() + ": " + key("rope.dimension_count") + " = " + std::to_string(*rope_dims) +
-                " but the head dimension is " + std::to_string(c.head_dim()) + "; partial RoPE is not supported");
+    if (*rope_dims == 0 || *rope_dims > uint64_t(c.head_dim()) || *rope_dims % 2 != 0) {
+      throw Error(f.path() + ": " + key("rope.dimension_count") + " = " + std::to_string(*rope_dims) +
+                  " is not an even number of dimensions up to the head dimension " + std::to_string(c.head_dim()));
+    }
+    c.rope_dim = int32_t(*rope_dims);
   }
   if (auto vocab = f.get_uint_opt(key("vocab_size")); vocab && *vocab != uint64_t(c.vocab_size)) {
     throw Error(f.path() + ": " + key("vocab_size") + " = " + std::to_string(*vocab) + " but token_embd.weight has " +
@@ -74,38 +112,20 @@ ModelConfig read_config(const GgufFile& f) {
   return c;
 }
 
-// The tensor named `name` after checking its shape, given GGUF-style (innermost first).
-const GgufTensorInfo& find_checked(const GgufFile& f, const std::string& name, const std::vector<uint64_t>& shape) {
-  const GgufTensorInfo* t = f.find_tensor(name);
-  if (!t) throw Error(f.path() + ": tensor '" + name + "' is missing");
-  if (t->shape != shape) {
-    auto str = [](const std::vector<uint64_t>& s) {
-      std::string out = "[";
-      for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-      return out + "]";
-    };
-    throw Error(f.path() + ": tensor '" + name + "' has shape " + str(t->shape) + ", expected " + str(shape));
-  }
-  return *t;
-}
-
-// A small tensor (a norm, a bias), decoded to f32.
-std::vector<float> read_vector(const GgufFile& f, const std::string& name, uint64_t n) {
-  return f.read_f32(find_checked(f, name, {n}));
-}
-
-// A [rows][cols] matrix as a view into the mapping; GgufFile::open has checked that its bytes
-// lie inside the file.
-WeightTensor view_matrix(const GgufFile& f, const std::string& name, uint64_t rows, uint64_t cols) {
-  const GgufTensorInfo& t = find_checked(f, name, {cols, rows});
-  return WeightTensor{t.type, f.tensor_bytes(t).data(), int64_t(rows), int64_t(cols), f.file().maps_file()};
-}
-
-// Llama 3.1's `rope_freqs.weight`: one factor per rotary pair, each dividing its frequency.
+// Llama 3.1's `rope_freqs.weight`, or Phi-3's LongRoPE pair (`rope_factors_long.weight` past
+// the original context, `rope_factors_short.weight` within it; the long set applies when the
+// model's whole context is longer, as llama.cpp chooses for a context of that length): one
+// factor per rotary pair, each dividing its frequency.
 std::vector<float> read_rope_freqs(const GgufFile& f, const ModelConfig& c) {
-  const char* name = "rope_freqs.weight";
-  if (!f.find_tensor(name)) return {};
-  std::vector<float> factors = read_vector(f, name, uint64_t(c.head_dim()) / 2);
+  const bool longrope = f.find_tensor("rope_factors_long.weight") || f.find_tensor("rope_factors_short.weight");
+  const std::string name = !longrope ? "rope_freqs.weight"
+                           : c.context_length > c.rope_original_context ? "rope_factors_long.weight"
+                                                                        : "rope_factors_short.weight";
+  if (!f.find_tensor(name)) {
+    if (longrope) throw Error(f.path() + ": tensor '" + name + "' is missing");
+    return {};
+  }
+  std::vector<float> factors = read_vector(f, name, uint64_t(c.rotated_dims()) / 2);
   for (float x : factors) {
     if (!(x > 0.0f) || !std::isfinite(x)) {
       throw Error(f.path() + ": tensor '" + name + "' holds " + std::to_string(x) + "; frequency factors must be positive");
@@ -120,8 +140,7 @@ Model load_gguf_model(const std::string& path, MappedFile::Load load) {
   auto file = std::make_shared<GgufFile>(GgufFile::open(path, load));
   const GgufFile& f = *file;
   const ModelConfig c = read_config(f);
-  const uint64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), head_dim = c.head_dim();
-  const uint64_t ffn = c.ffn_dim, vocab = c.vocab_size;
+  const uint64_t dim = c.dim, vocab = c.vocab_size;
 
   ModelWeights w;
   w.token_embd = view_matrix(f, "token_embd.weight", vocab, dim);
@@ -129,28 +148,7 @@ Model load_gguf_model(const std::string& path, MappedFile::Load load) {
   w.output = f.find_tensor("output.weight") ? view_matrix(f, "output.weight", vocab, dim) : w.token_embd;
   w.rope_freqs = read_rope_freqs(f, c);
   w.layers.resize(c.n_layers);
-  for (int32_t l = 0; l < c.n_layers; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    LayerWeights& lw = w.layers[l];
-    lw.attn_norm = read_vector(f, p + "attn_norm.weight", dim);
-    lw.attn_q = view_matrix(f, p + "attn_q.weight", q_dim, dim);
-    lw.attn_k = view_matrix(f, p + "attn_k.weight", kv_dim, dim);
-    lw.attn_v = view_matrix(f, p + "attn_v.weight", kv_dim, dim);
-    if (c.has_qkv_bias()) {
-      lw.attn_q_bias = read_vector(f, p + "attn_q.bias", q_dim);
-      lw.attn_k_bias = read_vector(f, p + "attn_k.bias", kv_dim);
-      lw.attn_v_bias = read_vector(f, p + "attn_v.bias", kv_dim);
-    }
-    if (c.has_qk_norm()) {
-      lw.attn_q_norm = read_vector(f, p + "attn_q_norm.weight", head_dim);
-      lw.attn_k_norm = read_vector(f, p + "attn_k_norm.weight", head_dim);
-    }
-    lw.attn_output = view_matrix(f, p + "attn_output.weight", dim, q_dim);
-    lw.ffn_norm = read_vector(f, p + "ffn_norm.weight", dim);
-    lw.ffn_gate = view_matrix(f, p + "ffn_gate.weight", ffn, dim);
-    lw.ffn_up = view_matrix(f, p + "ffn_up.weight", ffn, dim);
-    lw.ffn_down = view_matrix(f, p + "ffn_down.weight", dim, ffn);
-  }
+  for (int32_t l = 0; l < c.n_layers; ++l) w.layers[l] = read_layer(f, c, l);
   Tokenizer tokenizer = Tokenizer::from_gguf(f);
   if (tokenizer.vocab_size() != c.vocab_size) {
     throw Error(path + ": the tokenizer has " + std::to_string(tokenizer.vocab_size()) +

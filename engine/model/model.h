@@ -20,8 +20,16 @@
 
 namespace pagoda {
 
+// One expert's gated FFN: views into the file's 3-D expert tensors (or a shared expert's own).
+struct ExpertWeights {
+  WeightTensor gate;  // [expert_ffn][dim]
+  WeightTensor up;    // [expert_ffn][dim]
+  WeightTensor down;  // [dim][expert_ffn]
+};
+
 // One transformer block. Matrices are row-major [out][in], as GGUF and llama2.c store them;
-// q_dim = n_heads * head_dim. Vectors an architecture does not have are empty.
+// q_dim = n_heads * head_dim. Vectors an architecture does not have are empty. A fused matrix
+// in the file (phi3's attn_qkv, its gate|up ffn_up) is seen as views of its row ranges.
 struct LayerWeights {
   std::vector<float> attn_norm;  // [dim]
   WeightTensor attn_q;           // [n_heads*head_dim][dim]
@@ -34,6 +42,13 @@ struct LayerWeights {
   WeightTensor ffn_gate;         // [ffn_dim][dim]
   WeightTensor ffn_up;           // [ffn_dim][dim]
   WeightTensor ffn_down;         // [dim][ffn_dim]
+  std::vector<float> attn_post_norm, ffn_post_norm;  // gemma: [dim], after attention and after the FFN
+  // Mixture of experts (the dense ffn_* are then empty): the router, one view per expert, and
+  // qwen2moe's shared expert with its sigmoid gate.
+  WeightTensor ffn_gate_inp;            // [n_experts][dim]
+  std::vector<ExpertWeights> experts;   // n_experts
+  ExpertWeights shared_expert;          // [shared_ffn][dim] ...
+  std::vector<float> shared_expert_gate;  // [dim]
 };
 
 struct ModelWeights {
@@ -41,7 +56,9 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;  // [dim]
   WeightTensor output;             // [vocab][dim]; the same view as token_embd when the file ties them
-  std::vector<float> rope_freqs;   // [head_dim/2] frequency factors (Llama 3.1), or empty
+  // [rotated_dims/2] frequency factors (Llama 3.1's, or Phi-3's LongRoPE long or short set,
+  // chosen by the context length), or empty
+  std::vector<float> rope_freqs;
 };
 
 struct Model {

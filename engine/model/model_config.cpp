@@ -19,15 +19,23 @@ const char* architecture_name(Architecture arch) {
     case Architecture::Llama: return "llama";
     case Architecture::Qwen2: return "qwen2";
     case Architecture::Qwen3: return "qwen3";
+    case Architecture::Gemma2: return "gemma2";
+    case Architecture::Gemma3: return "gemma3";
+    case Architecture::Phi3: return "phi3";
+    case Architecture::Qwen2Moe: return "qwen2moe";
+    case Architecture::Qwen3Moe: return "qwen3moe";
   }
   return "?";
 }
 
 Architecture parse_architecture(const std::string& name, const std::string& source) {
-  for (Architecture a : {Architecture::Llama, Architecture::Qwen2, Architecture::Qwen3}) {
+  std::string known;
+  for (Architecture a : {Architecture::Llama, Architecture::Qwen2, Architecture::Qwen3, Architecture::Gemma2,
+                         Architecture::Gemma3, Architecture::Phi3, Architecture::Qwen2Moe, Architecture::Qwen3Moe}) {
     if (name == architecture_name(a)) return a;
+    known += (known.empty() ? "" : ", ") + std::string(architecture_name(a));
   }
-  throw Error(source + ": general.architecture '" + name + "' is not supported (supported: llama, qwen2, qwen3)");
+  throw Error(source + ": general.architecture '" + name + "' is not supported (supported: " + known + ")");
 }
 
 void ModelConfig::validate(const std::string& source) const {
@@ -49,6 +57,29 @@ void ModelConfig::validate(const std::string& source) const {
   require(rope_theta > 0.0f && std::isfinite(rope_theta), source, "RoPE frequency base must be positive");
   require(rope_freq_scale > 0.0f && std::isfinite(rope_freq_scale), source, "RoPE frequency scale must be positive");
   require(norm_eps > 0.0f && norm_eps < 1.0f, source, "RMSNorm epsilon is out of range");
+  require(rope_dim >= 0 && rope_dim <= head_dim() && rope_dim % 2 == 0, source,
+          "rotary dimension count " + std::to_string(rope_dim) + " is not an even number up to the head dimension " +
+              std::to_string(head_dim()));
+  require(rope_attn_factor > 0.0f && std::isfinite(rope_attn_factor), source, "RoPE attention factor must be positive");
+  require(rope_theta_local > 0.0f && std::isfinite(rope_theta_local), source, "local RoPE frequency base must be positive");
+  require(sliding_window >= 0, source, "sliding window " + std::to_string(sliding_window) + " is negative");
+  require(attn_softcap >= 0.0f && std::isfinite(attn_softcap), source, "attention logit soft-capping must be positive");
+  require(final_softcap >= 0.0f && std::isfinite(final_softcap), source, "final logit soft-capping must be positive");
+  const bool moe_arch = arch == Architecture::Qwen2Moe || arch == Architecture::Qwen3Moe;
+  require(!moe_arch || n_experts > 0, source, std::string(architecture_name(arch)) + " needs an expert count above 0");
+  require(n_experts >= 0 && n_experts <= 4096, source, "expert count " + std::to_string(n_experts) + " is out of range");
+  if (n_experts > 0) {
+    require(n_experts_used > 0 && n_experts_used <= n_experts, source,
+            "experts used per token " + std::to_string(n_experts_used) + " must be between 1 and the expert count " +
+                std::to_string(n_experts));
+    require(expert_ffn_dim >= 0 && expert_ffn_dim <= 1 << 20, source,
+            "expert feed-forward length " + std::to_string(expert_ffn_dim) + " is out of range");
+  } else {
+    require(n_experts_used == 0, source, "experts used per token " + std::to_string(n_experts_used) + " without experts");
+  }
+  require(shared_ffn_dim >= 0 && shared_ffn_dim <= 1 << 20, source,
+          "shared expert feed-forward length " + std::to_string(shared_ffn_dim) + " is out of range");
+  require(!has_shared_expert() || shared_ffn_dim > 0, source, "the shared expert's feed-forward length must be above 0");
 }
 
 }  // namespace pagoda

@@ -1,6 +1,6 @@
 #pragma once
-// The oracle: a deliberately plain single-sequence Llama forward pass (contiguous KV cache,
-// scalar loops, no threads). Every faster path is tested against it. It dequantizes every
+// The oracle: a deliberately plain single-sequence forward pass of every supported
+// architecture (contiguous KV cache, scalar loops, no threads). Every faster path is tested against it. It dequantizes every
 // matrix to f32 once and computes in f32: the "dequantize-then-fp32" path that the quantized
 // kernels are compared with.
 
@@ -24,9 +24,19 @@ class ReferenceModel {
 
  private:
   // The model's matrices decoded to f32, [out][in].
-  struct DenseLayer {
-    std::vector<float> attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down;
+  struct DenseFfn {
+    std::vector<float> gate, up, down;
   };
+  struct DenseLayer {
+    std::vector<float> attn_q, attn_k, attn_v, attn_output;
+    DenseFfn ffn;
+    std::vector<float> router;
+    std::vector<DenseFfn> experts;
+    DenseFfn shared_expert;
+  };
+
+  // out[dim] = the gated FFN (n hidden units) of xb[dim].
+  void ffn(const DenseFfn& w, int n, float* out);
 
   const Model& model_;
   std::vector<DenseLayer> layers_;

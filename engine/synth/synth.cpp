@@ -65,7 +65,7 @@ TokenizerVocab synth_vocab(int32_t size, Random& rng) {
 
 // One tensor of the model: its name and shape, and how its values are drawn.
 struct SynthTensor {
-  enum class Kind { Matrix, Norm, Bias, RopeFreqs };
+  enum class Kind { Matrix, Norm, Bias, RopeFreqs, RopeFactorsShort, GateVector };
   std::string name;
   std::vector<uint64_t> shape;  // GGUF order
   Kind kind;
@@ -99,6 +99,13 @@ std::vector<float> synth_rope_freqs(int32_t n_pairs) {
     const float t = std::clamp((float(i) - n_pairs / 4.0f) / (n_pairs / 4.0f), 0.0f, 1.0f);
     f[size_t(i)] = 1.0f + 7.0f * t;
   }
+  return f;
+}
+
+// Phi-3's short factors in shape: close to 1, rising slowly with the pair's wavelength.
+std::vector<float> synth_rope_factors_short(int32_t n_pairs) {
+  std::vector<float> f(static_cast<size_t>(n_pairs));
+  for (int32_t i = 0; i < n_pairs; ++i) f[size_t(i)] = 1.0f + 0.5f * float(i) / float(n_pairs);
   return f;
 }
 
@@ -147,17 +154,27 @@ std::vector<SynthTensor> synth_tensors(const ModelConfig& c, const SynthSpec& sp
   using Kind = SynthTensor::Kind;
   const uint64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), head_dim = c.head_dim();
   const uint64_t vocab = c.vocab_size, ffn = c.ffn_dim;
+  const uint64_t pairs = uint64_t(c.rotated_dims()) / 2;
   std::vector<SynthTensor> t;
   t.push_back({"token_embd.weight", {dim, vocab}, Kind::Matrix});
   t.push_back({"output_norm.weight", {dim}, Kind::Norm});
   if (!spec.tied_output) t.push_back({"output.weight", {dim, vocab}, Kind::Matrix});
-  if (spec.rope_freqs) t.push_back({"rope_freqs.weight", {head_dim / 2}, Kind::RopeFreqs});
+  if (spec.rope_freqs) t.push_back({"rope_freqs.weight", {pairs}, Kind::RopeFreqs});
+  if (spec.longrope) {
+    t.push_back({"rope_factors_long.weight", {pairs}, Kind::RopeFreqs});
+    t.push_back({"rope_factors_short.weight", {pairs}, Kind::RopeFactorsShort});
+  }
+  const bool phi3 = c.arch == Architecture::Phi3;
   for (int32_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     t.push_back({p + "attn_norm.weight", {dim}, Kind::Norm});
-    t.push_back({p + "attn_q.weight", {dim, q_dim}, Kind::Matrix});
-    t.push_back({p + "attn_k.weight", {dim, kv_dim}, Kind::Matrix});
-    t.push_back({p + "attn_v.weight", {dim, kv_dim}, Kind::Matrix});
+    if (phi3) {
+      t.push_back({p + "attn_qkv.weight", {dim, q_dim + 2 * kv_dim}, Kind::Matrix});
+    } else {
+      t.push_back({p + "attn_q.weight", {dim, q_dim}, Kind::Matrix});
+      t.push_back({p + "attn_k.weight", {dim, kv_dim}, Kind::Matrix});
+      t.push_back({p + "attn_v.weight", {dim, kv_dim}, Kind::Matrix});
+    }
     if (c.has_qkv_bias()) {
       t.push_back({p + "attn_q.bias", {q_dim}, Kind::Bias});
       t.push_back({p + "attn_k.bias", {kv_dim}, Kind::Bias});
@@ -168,17 +185,43 @@ std::vector<SynthTensor> synth_tensors(const ModelConfig& c, const SynthSpec& sp
       t.push_back({p + "attn_k_norm.weight", {head_dim}, Kind::Norm});
     }
     t.push_back({p + "attn_output.weight", {q_dim, dim}, Kind::Matrix});
+    if (c.has_post_norms()) t.push_back({p + "post_attention_norm.weight", {dim}, Kind::Norm});
     t.push_back({p + "ffn_norm.weight", {dim}, Kind::Norm});
-    t.push_back({p + "ffn_gate.weight", {dim, ffn}, Kind::Matrix});
-    t.push_back({p + "ffn_up.weight", {dim, ffn}, Kind::Matrix});
-    t.push_back({p + "ffn_down.weight", {ffn, dim}, Kind::Matrix});
+    if (c.has_experts()) {
+      const uint64_t n = c.n_experts, eff = c.moe_ffn_dim();
+      t.push_back({p + "ffn_gate_inp.weight", {dim, n}, Kind::Matrix});
+      t.push_back({p + "ffn_gate_exps.weight", {dim, eff, n}, Kind::Matrix});
+      t.push_back({p + "ffn_up_exps.weight", {dim, eff, n}, Kind::Matrix});
+      t.push_back({p + "ffn_down_exps.weight", {eff, dim, n}, Kind::Matrix});
+      if (c.has_shared_expert()) {
+        const uint64_t shared = c.shared_ffn_dim;
+        t.push_back({p + "ffn_gate_inp_shexp.weight", {dim}, Kind::GateVector});
+        t.push_back({p + "ffn_gate_shexp.weight", {dim, shared}, Kind::Matrix});
+        t.push_back({p + "ffn_up_shexp.weight", {dim, shared}, Kind::Matrix});
+        t.push_back({p + "ffn_down_shexp.weight", {shared, dim}, Kind::Matrix});
+      }
+    } else if (phi3) {
+      t.push_back({p + "ffn_up.weight", {dim, 2 * ffn}, Kind::Matrix});
+      t.push_back({p + "ffn_down.weight", {ffn, dim}, Kind::Matrix});
+    } else {
+      t.push_back({p + "ffn_gate.weight", {dim, ffn}, Kind::Matrix});
+      t.push_back({p + "ffn_up.weight", {dim, ffn}, Kind::Matrix});
+      t.push_back({p + "ffn_down.weight", {ffn, dim}, Kind::Matrix});
+    }
+    if (c.has_post_norms()) t.push_back({p + "post_ffw_norm.weight", {dim}, Kind::Norm});
   }
   return t;
 }
 
 std::vector<float> tensor_values(const SynthTensor& t, Random& rng) {
   switch (t.kind) {
-    case SynthTensor::Kind::Matrix: return matrix_values(rng, t.shape[1], t.shape[0]);
+    case SynthTensor::Kind::Matrix: {
+      uint64_t rows = 1;
+      for (size_t i = 1; i < t.shape.size(); ++i) rows *= t.shape[i];
+      return matrix_values(rng, rows, t.shape[0]);
+    }
+    case SynthTensor::Kind::GateVector: return matrix_values(rng, 1, t.shape[0]);
+    case SynthTensor::Kind::RopeFactorsShort: return synth_rope_factors_short(int32_t(t.shape[0]));
     case SynthTensor::Kind::Norm: return norm_values(rng, t.shape[0]);
     case SynthTensor::Kind::Bias: return bias_values(rng, t.shape[0]);
     case SynthTensor::Kind::RopeFreqs: return synth_rope_freqs(int32_t(t.shape[0]));
@@ -222,6 +265,9 @@ const std::vector<SynthPreset>& synth_presets() {
     p.push_back({"llama-3.2-3b", shape(L, 3072, 28, 24, 8, 8192, 131072, 5e5f, 1e-5f), llama3, true, true});
     p.push_back({"llama-3.1-8b", shape(L, 4096, 32, 32, 8, 14336, 131072, 5e5f, 1e-5f), llama3, false, true});
     p.push_back({"qwen3-8b", shape(Q3, 4096, 36, 32, 8, 12288, 40960, 1e6f, 1e-6f, 128), qwen, false, false});
+    ModelConfig a3b = shape(Architecture::Qwen3Moe, 2048, 48, 32, 4, 6144, 40960, 1e6f, 1e-6f, 128);
+    a3b.n_experts = 128, a3b.n_experts_used = 8, a3b.expert_ffn_dim = 768;
+    p.push_back({"qwen3-30b-a3b", a3b, qwen, false, false});
     return p;
   }();
   return presets;
@@ -238,7 +284,10 @@ const SynthPreset& find_synth_preset(const std::string& name) {
 
 ModelConfig synth_preset(const std::string& name) { return find_synth_preset(name).config; }
 
-ModelConfig write_synth_model(const std::string& path, const SynthSpec& spec) {
+ModelConfig write_synth_model(const std::string& path, const SynthSpec& given) {
+  SynthSpec spec = given;
+  // Gemma files have no output.weight: the classifier is always the token embedding.
+  if (spec.config.is_gemma()) spec.tied_output = true;
   Random rng(spec.seed);
   GgufWriter w;
   ModelConfig c = spec.config;
@@ -264,8 +313,21 @@ ModelConfig write_synth_model(const std::string& path, const SynthSpec& spec) {
     w.set_u32(key("attention.key_length"), uint32_t(c.key_length));
     w.set_u32(key("attention.value_length"), uint32_t(c.key_length));
   }
-  w.set_u32(key("rope.dimension_count"), uint32_t(c.head_dim()));
+  w.set_u32(key("rope.dimension_count"), uint32_t(c.rotated_dims()));
   w.set_f32(key("rope.freq_base"), c.rope_theta);
+  if (spec.longrope) {
+    w.set_f32(key("rope.scaling.attn_factor"), c.rope_attn_factor);
+    w.set_u32(key("rope.scaling.original_context_length"), uint32_t(c.rope_original_context));
+  }
+  if (c.is_gemma() || c.arch == Architecture::Phi3) w.set_u32(key("attention.sliding_window"), uint32_t(c.sliding_window));
+  if (c.attn_softcap > 0.0f) w.set_f32(key("attn_logit_softcapping"), c.attn_softcap);
+  if (c.final_softcap > 0.0f) w.set_f32(key("final_logit_softcapping"), c.final_softcap);
+  if (c.has_experts()) {
+    w.set_u32(key("expert_count"), uint32_t(c.n_experts));
+    w.set_u32(key("expert_used_count"), uint32_t(c.n_experts_used));
+    w.set_u32(key("expert_feed_forward_length"), uint32_t(c.moe_ffn_dim()));
+    if (c.has_shared_expert()) w.set_u32(key("expert_shared_feed_forward_length"), uint32_t(c.shared_ffn_dim));
+  }
   if (c.rope_freq_scale != 1.0f) {
     w.set_string(key("rope.scaling.type"), "linear");
     w.set_f32(key("rope.scaling.factor"), 1.0f / c.rope_freq_scale);

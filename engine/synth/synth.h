@@ -17,8 +17,11 @@ namespace pagoda {
 
 struct SynthSpec {
   // The shape and hyperparameters; arch picks the layout (qwen2: Q/K/V biases; qwen3: Q/K
-  // norms, and key_length when set) and the metadata prefix. rope_freq_scale != 1 is written as
-  // linear RoPE scaling (factor 1/rope_freq_scale).
+  // norms, and key_length when set; gemma2/gemma3: post-norms, tied embeddings; phi3: fused
+  // attn_qkv and gate|up ffn_up; n_experts > 0: router and 3-D expert tensors, qwen2moe's
+  // shared expert) and the metadata prefix. rope_freq_scale != 1 is written as linear RoPE
+  // scaling (factor 1/rope_freq_scale); rope_dim, the window, the soft-caps and the expert
+  // counts as their keys.
   ModelConfig config;
   uint64_t seed = 1;
   GgmlType type = GgmlType::F32;  // storage type of the matrices (norms and biases stay F32)
@@ -27,6 +30,9 @@ struct SynthSpec {
   std::optional<QuantPreset> quant;
   bool tied_output = false;       // no output.weight: the classifier reuses token_embd
   bool rope_freqs = false;        // write Llama 3.1-style rope_freqs.weight factors
+  // Write Phi-3 LongRoPE: rope_factors_long/short.weight, config.rope_attn_factor and
+  // config.rope_original_context (which picks the set: long when the context exceeds it).
+  bool longrope = false;
   // A GGUF (vocab-only is enough) whose tokenizer.* keys are copied; the vocabulary size is
   // then its token count. Empty: a synthetic SentencePiece vocabulary of config.vocab_size.
   std::string vocab_path;

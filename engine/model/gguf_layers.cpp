@@ -1,0 +1,137 @@
+// One transformer block from a GGUF file, by llama.cpp's tensor names: attention (separate
+// Q/K/V or phi3's fused attn_qkv, qwen2's biases, Q/K norms), Gemma's post-norms, and a dense
+// gated FFN (phi3's gate|up fused in ffn_up) or a mixture of experts (3-D expert tensors, one
+// view per expert, and qwen2moe's shared expert).
+
+#include "engine/model/gguf_layers.h"
+
+#include "pagoda/error.h"
+
+namespace pagoda {
+
+namespace {
+
+std::string shape_string(const std::vector<uint64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// Rows [first, first + count) of a matrix view: rows hold whole blocks, so a row range is a
+// byte range.
+WeightTensor row_range(const WeightTensor& m, int64_t first, int64_t count) {
+  WeightTensor part = m;
+  part.data = m.data + uint64_t(first) * m.row_bytes();
+  part.rows = count;
+  return part;
+}
+
+// The experts of a 3-D tensor {cols, rows, n_experts}: expert e's [rows][cols] matrix follows
+// expert e-1's in the file.
+std::vector<WeightTensor> view_experts(const GgufFile& f, const std::string& name, uint64_t rows, uint64_t cols,
+                                       uint64_t n_experts) {
+  const GgufTensorInfo& t = find_checked(f, name, {cols, rows, n_experts});
+  const WeightTensor all{t.type, f.tensor_bytes(t).data(), int64_t(rows * n_experts), int64_t(cols), f.file().maps_file()};
+  std::vector<WeightTensor> experts;
+  for (uint64_t e = 0; e < n_experts; ++e) experts.push_back(row_range(all, int64_t(e * rows), int64_t(rows)));
+  return experts;
+}
+
+void read_attention(const GgufFile& f, const ModelConfig& c, const std::string& p, LayerWeights& lw) {
+  const uint64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), head_dim = c.head_dim();
+  if (f.find_tensor(p + "attn_qkv.weight")) {
+    const WeightTensor qkv = view_matrix(f, p + "attn_qkv.weight", q_dim + 2 * kv_dim, dim);
+    lw.attn_q = row_range(qkv, 0, int64_t(q_dim));
+    lw.attn_k = row_range(qkv, int64_t(q_dim), int64_t(kv_dim));
+    lw.attn_v = row_range(qkv, int64_t(q_dim + kv_dim), int64_t(kv_dim));
+  } else {
+    lw.attn_q = view_matrix(f, p + "attn_q.weight", q_dim, dim);
+    lw.attn_k = view_matrix(f, p + "attn_k.weight", kv_dim, dim);
+    lw.attn_v = view_matrix(f, p + "attn_v.weight", kv_dim, dim);
+  }
+  if (c.has_qkv_bias()) {
+    lw.attn_q_bias = read_vector(f, p + "attn_q.bias", q_dim);
+    lw.attn_k_bias = read_vector(f, p + "attn_k.bias", kv_dim);
+    lw.attn_v_bias = read_vector(f, p + "attn_v.bias", kv_dim);
+  }
+  if (c.has_qk_norm()) {
+    lw.attn_q_norm = read_vector(f, p + "attn_q_norm.weight", head_dim);
+    lw.attn_k_norm = read_vector(f, p + "attn_k_norm.weight", head_dim);
+  }
+  lw.attn_output = view_matrix(f, p + "attn_output.weight", dim, q_dim);
+}
+
+void read_dense_ffn(const GgufFile& f, const ModelConfig& c, const std::string& p, LayerWeights& lw) {
+  const uint64_t dim = c.dim, ffn = c.ffn_dim;
+  if (!f.find_tensor(p + "ffn_gate.weight") && f.find_tensor(p + "ffn_up.weight")) {
+    // phi3: the gate's rows, then the up projection's, in one tensor.
+    const WeightTensor gate_up = view_matrix(f, p + "ffn_up.weight", 2 * ffn, dim);
+    lw.ffn_gate = row_range(gate_up, 0, int64_t(ffn));
+    lw.ffn_up = row_range(gate_up, int64_t(ffn), int64_t(ffn));
+  } else {
+    lw.ffn_gate = view_matrix(f, p + "ffn_gate.weight", ffn, dim);
+    lw.ffn_up = view_matrix(f, p + "ffn_up.weight", ffn, dim);
+  }
+  lw.ffn_down = view_matrix(f, p + "ffn_down.weight", dim, ffn);
+}
+
+void read_experts(const GgufFile& f, const ModelConfig& c, const std::string& p, LayerWeights& lw) {
+  const uint64_t dim = c.dim, ffn = c.moe_ffn_dim(), n = c.n_experts;
+  if (!f.find_tensor(p + "ffn_gate_inp.weight")) {
+    throw Error(f.path() + ": tensor '" + p + "ffn_gate_inp.weight' (the expert router) is missing; " +
+                std::to_string(n) + " experts need it");
+  }
+  lw.ffn_gate_inp = view_matrix(f, p + "ffn_gate_inp.weight", n, dim);
+  const auto gate = view_experts(f, p + "ffn_gate_exps.weight", ffn, dim, n);
+  const auto up = view_experts(f, p + "ffn_up_exps.weight", ffn, dim, n);
+  const auto down = view_experts(f, p + "ffn_down_exps.weight", dim, ffn, n);
+  for (uint64_t e = 0; e < n; ++e) lw.experts.push_back({gate[e], up[e], down[e]});
+  if (c.has_shared_expert()) {
+    const uint64_t shared = c.shared_ffn_dim;
+    lw.shared_expert_gate = read_vector(f, p + "ffn_gate_inp_shexp.weight", dim);
+    lw.shared_expert = {view_matrix(f, p + "ffn_gate_shexp.weight", shared, dim),
+                        view_matrix(f, p + "ffn_up_shexp.weight", shared, dim),
+                        view_matrix(f, p + "ffn_down_shexp.weight", dim, shared)};
+  }
+}
+
+}  // namespace
+
+const GgufTensorInfo& find_checked(const GgufFile& f, const std::string& name, const std::vector<uint64_t>& shape) {
+  const GgufTensorInfo* t = f.find_tensor(name);
+  if (!t) throw Error(f.path() + ": tensor '" + name + "' is missing");
+  if (t->shape != shape) {
+    throw Error(f.path() + ": tensor '" + name + "' has shape " + shape_string(t->shape) + ", expected " + shape_string(shape));
+  }
+  return *t;
+}
+
+std::vector<float> read_vector(const GgufFile& f, const std::string& name, uint64_t n) {
+  return f.read_f32(find_checked(f, name, {n}));
+}
+
+WeightTensor view_matrix(const GgufFile& f, const std::string& name, uint64_t rows, uint64_t cols) {
+  const GgufTensorInfo& t = find_checked(f, name, {cols, rows});
+  return WeightTensor{t.type, f.tensor_bytes(t).data(), int64_t(rows), int64_t(cols), f.file().maps_file()};
+}
+
+LayerWeights read_layer(const GgufFile& f, const ModelConfig& c, int32_t layer) {
+  const std::string p = "blk." + std::to_string(layer) + ".";
+  const uint64_t dim = c.dim;
+  LayerWeights lw;
+  lw.attn_norm = read_vector(f, p + "attn_norm.weight", dim);
+  read_attention(f, c, p, lw);
+  lw.ffn_norm = read_vector(f, p + "ffn_norm.weight", dim);
+  if (c.has_post_norms()) {
+    lw.attn_post_norm = read_vector(f, p + "post_attention_norm.weight", dim);
+    lw.ffn_post_norm = read_vector(f, p + "post_ffw_norm.weight", dim);
+  }
+  if (c.has_experts()) {
+    read_experts(f, c, p, lw);
+  } else {
+    read_dense_ffn(f, c, p, lw);
+  }
+  return lw;
+}
+
+}  // namespace pagoda

@@ -1,0 +1,28 @@
+#pragma once
+// Internal to the GGUF loader: reading tensors by llama.cpp's names with their shapes checked,
+// and one transformer block of any supported architecture.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/gguf/gguf.h"
+#include "engine/model/model.h"
+
+namespace pagoda {
+
+// The tensor named `name` after checking its shape, given GGUF-style (innermost first);
+// throws pagoda::Error naming the file and the tensor when it is missing or shaped otherwise.
+const GgufTensorInfo& find_checked(const GgufFile& f, const std::string& name, const std::vector<uint64_t>& shape);
+
+// A small tensor (a norm, a bias), decoded to f32.
+std::vector<float> read_vector(const GgufFile& f, const std::string& name, uint64_t n);
+
+// A [rows][cols] matrix as a view into the mapping (GgufFile::open has checked that its bytes
+// lie inside the file).
+WeightTensor view_matrix(const GgufFile& f, const std::string& name, uint64_t rows, uint64_t cols);
+
+// Block `layer`'s weights as `c` describes them.
+LayerWeights read_layer(const GgufFile& f, const ModelConfig& c, int32_t layer);
+
+}  // namespace pagoda
