@@ -7,6 +7,8 @@
 #include <tbb/parallel_for.h>
 
 #include "engine/request/logprobs.h"
+#include "engine/speculation/proposer.h"
+#include "engine/speculation/verifier.h"
 
 namespace pagoda {
 
@@ -68,6 +70,10 @@ void DecodeScheduler::step() {
     batch_.entries.clear();
     for (const Planned& p : planned) {
       Sequence& s = *p.seq;
+      if (!s.spec.rows.empty()) {  // a speculating decode: a logits row for every guess too
+        batch_.entries.push_back({s.spec.rows, s.n_cached, &s.table, true, s.lora.get(), true});
+        continue;
+      }
       const bool last_chunk = s.n_cached + p.n_tokens == int32_t(s.tokens.size());
       const bool scoring = s.prompt_logprobs >= 0 && s.n_cached < s.prompt_len;
       batch_.entries.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_cached, p.n_tokens), s.n_cached,
@@ -92,6 +98,7 @@ void DecodeScheduler::step() {
 }
 
 bool DecodeScheduler::plan(std::vector<Planned>& planned) {
+  bool speculate = true;
   for (;;) {
     planned.clear();
     if (running_.empty()) return false;
@@ -106,6 +113,7 @@ bool DecodeScheduler::plan(std::vector<Planned>& planned) {
       planned.push_back({seq.get(), 1});
       --budget;
     }
+    const size_t decodes = planned.size();
     // Then prefill chunks, in admission order, cut to what is left of the budget.
     for (SequencePtr& seq : running_) {
       if (seq->status != SequenceStatus::Prefilling || excluded(*seq)) continue;
@@ -115,6 +123,16 @@ bool DecodeScheduler::plan(std::vector<Planned>& planned) {
       budget -= n;
     }
     if (planned.empty()) return false;
+    // Then guesses for speculating decodes, from what is left: speculation never displaces a
+    // decode or a prefill chunk, and steps aside when many sequences decode.
+    for (Planned& p : planned) p.seq->spec.rows.clear();
+    if (speculate && int32_t(decodes) <= config_.speculative_max_batch) {
+      for (size_t i = 0; i < decodes && budget > 0; ++i) {
+        const int32_t guesses = speculation::propose(*planned[i].seq, budget);
+        planned[i].n_tokens += guesses;
+        budget -= guesses;
+      }
+    }
 
     int32_t need = 0;
     for (const Planned& p : planned) need += p.seq->table.pages_needed(p.seq->n_cached + p.n_tokens);
@@ -127,7 +145,12 @@ bool DecodeScheduler::plan(std::vector<Planned>& planned) {
       }
       return true;
     }
-    // The pool is dry: the most recently admitted sequence makes room, then plan again.
+    // The pool is dry: speculation steps aside first, then the most recently admitted sequence
+    // makes room, and the step is planned again.
+    if (std::any_of(planned.begin(), planned.end(), [](const Planned& p) { return !p.seq->spec.rows.empty(); })) {
+      speculate = false;
+      continue;
+    }
     SequencePtr victim = std::move(running_.back());
     running_.pop_back();
     preempt(std::move(victim));
@@ -164,6 +187,12 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
   for (size_t i = 0; i < planned.size(); ++i) {
     Sequence& seq = *planned[i].seq;
     const BatchEntry& entry = batch_.entries[i];
+    if (seq.status == SequenceStatus::Decoding) {
+      // Its rows are verified below; n_cached moves past what they accept.
+      sampling_.push_back({&seq, row, true, false});
+      row += entry.all_logits ? entry.tokens.size() : 1;
+      continue;
+    }
     const int32_t first = seq.n_cached;
     seq.n_cached += planned[i].n_tokens;
     if (entry.all_logits) {
@@ -180,15 +209,11 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
     } else if (entry.needs_logits) {
       ++row;
     }
-    if (seq.prefix_cache) {
-      seq.prefix.collect_full(seq.tokens, seq.n_cached, seq.table.pages(), kv_.layout.tokens_per_page, filled_);
-    }
+    collect_filled(seq);
     if (seq.n_cached < int32_t(seq.tokens.size())) continue;  // more prompt to come
     seq.status = SequenceStatus::Decoding;
-    sampling_.push_back({&seq, -1, std::nullopt, row - 1, seq.max_new_tokens == 0});
+    sampling_.push_back({&seq, row - 1, false, seq.max_new_tokens == 0});
   }
-  // Named before any of these sequences can finish and release its pages.
-  pool_.register_pages(std::exchange(filled_, {}));
   // Each sequence samples with its own generator, so the rows are sampled side by side on the
   // compute threads; streaming and stop rules then run here, in order.
   runner_.arena().execute([&] {
@@ -200,26 +225,58 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
         s.seq->prompt_logprobs_out[size_t(s.index)] = token_logprobs(row, next, s.seq->prompt_logprobs);
         return;
       }
-      Sampled& s = sampling_[i];
+      const Sampled& s = sampling_[i];
       if (s.score_only) return;
-      const std::span<const float> row(logits.data() + s.row * vocab, vocab);
-      Sequence& seq = *s.seq;
-      if (seq.grammar) seq.grammar->set_budget(seq.max_new_tokens - seq.generated());
-      grammar::GrammarConstraint* constraint = seq.grammar && seq.grammar->active() ? seq.grammar.get() : nullptr;
-      s.token = seq.sampler.sample(row, seq.tokens, size_t(seq.prompt_len), seq.ending_ids, constraint);
-      if (s.token < 0) return;  // the grammar allows nothing more
-      if (seq.grammar) seq.grammar->accept(s.token);
-      if (seq.logprobs >= 0) s.logprobs = token_logprobs(row, s.token, seq.logprobs);
+      const size_t rows = s.seq->spec.guesses().size() + 1;
+      speculation::verify(*s.seq, std::span<const float>(logits).subspan(s.row * vocab, rows * vocab), vocab);
     });
   });
-  for (Sampled& s : sampling_) {
+  for (const Sampled& s : sampling_) {
+    if (s.decode) keep_accepted(*s.seq);
+  }
+  // Named before any of these sequences can finish and release its pages.
+  pool_.register_pages(std::exchange(filled_, {}));
+  for (const Sampled& s : sampling_) {
+    Sequence& seq = *s.seq;
     if (s.score_only) {
-      retire(*s.seq, FinishReason::Length);
-    } else if (s.token < 0) {
-      retire(*s.seq, FinishReason::Stop);  // its grammar is complete and cannot end otherwise
-    } else {
-      append_token(*s.seq, s.token, std::move(s.logprobs));
+      retire(seq, FinishReason::Length);
+      continue;
     }
+    // Emitted one by one as plain decoding would, so a stop rule ends the run where it ends
+    // plain decoding; what was sampled after it is dropped.
+    const size_t first = seq.tokens.size() - size_t(seq.spec.sampled);
+    const std::vector<int32_t> sampled(seq.tokens.begin() + ptrdiff_t(first), seq.tokens.end());
+    seq.tokens.resize(first);
+    for (size_t j = 0; j < sampled.size() && seq.status != SequenceStatus::Finished; ++j) {
+      if (sampled[j] < 0) {
+        retire(seq, FinishReason::Stop);  // its grammar is complete and cannot end otherwise
+        break;
+      }
+      std::optional<TokenLogprobs> logprobs;
+      if (seq.logprobs >= 0) logprobs = std::move(seq.spec.sampled_logprobs[j]);
+      append_token(seq, sampled[j], std::move(logprobs));
+    }
+  }
+}
+
+void DecodeScheduler::keep_accepted(Sequence& seq) {
+  speculation::SpeculationState& spec = seq.spec;
+  const auto guesses = int32_t(spec.guesses().size());
+  // The fed token and the accepted guesses keep their K/V; the pages only rejected guesses
+  // reached go back to the pool.
+  seq.n_cached += 1 + spec.accepted;
+  pool_.release(seq.table.take_pages_beyond(seq.n_cached));
+  if (guesses > 0) {
+    spec.length.record(guesses, spec.accepted);
+    metrics_.speculative_proposed.fetch_add(guesses, std::memory_order_relaxed);
+    metrics_.speculative_accepted.fetch_add(spec.accepted, std::memory_order_relaxed);
+  }
+  collect_filled(seq);
+}
+
+void DecodeScheduler::collect_filled(Sequence& seq) {
+  if (seq.prefix_cache) {
+    seq.prefix.collect_full(seq.tokens, seq.n_cached, seq.table.pages(), kv_.layout.tokens_per_page, filled_);
   }
 }
 

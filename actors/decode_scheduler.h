@@ -39,6 +39,11 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   bool plan(std::vector<Planned>& planned);
   void preempt(SequencePtr victim);
   void process_outputs(const std::vector<Planned>& planned, const std::vector<float>& logits);
+  // After a decode's rows were verified: n_cached past the accepted guesses, the pages beyond
+  // given back, the draft length and the counters told.
+  void keep_accepted(Sequence& seq);
+  // Adds the pages `seq` has filled to filled_, for the prefix cache.
+  void collect_filled(Sequence& seq);
   void append_token(Sequence& seq, int32_t token, std::optional<TokenLogprobs> logprobs);
   void retire(Sequence& seq, FinishReason reason, std::string error = {});
   void remove_finished();
@@ -57,12 +62,13 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   std::vector<Planned> planned_;  // this step's entries; reused so steps do not allocate
   struct Sampled {
     Sequence* seq;
-    int32_t token;
-    std::optional<TokenLogprobs> logprobs;  // when the request asked for them
-    size_t row = 0;                         // its row of the step's logits
-    bool score_only = false;                // max_new_tokens 0: the prompt was scored, nothing more
+    size_t row = 0;           // its first row of the step's logits
+    bool decode = false;      // the entry was a decode (with or without guesses), not a prompt's end
+    bool score_only = false;  // max_new_tokens 0: the prompt was scored, nothing more
   };
-  std::vector<Sampled> sampling_;  // the sequences whose next token this step's logits give
+  // The sequences whose next tokens this step's logits give; what was sampled is in each
+  // one's Sequence::spec (speculation/verifier.h).
+  std::vector<Sampled> sampling_;
   struct Scored {
     Sequence* seq;
     int32_t index;  // into seq->prompt_logprobs_out: prompt token index + 1's

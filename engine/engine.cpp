@@ -38,6 +38,8 @@ void validate_config(const EngineConfig& c) {
   if (c.prefill_chunk <= 0) fail("prefill_chunk must be positive");
   if (c.max_resident_adapters <= 0) fail("max_resident_adapters must be positive");
   if (c.adapter_run_cap <= 0) fail("adapter_run_cap must be positive");
+  if (c.speculative_max_batch < 0) fail("speculative_max_batch must be >= 0");
+  c.speculative.validate();
 }
 
 int32_t kv_page_count(const EngineConfig& c, const KvLayout& layout) {
@@ -179,6 +181,7 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
            std::to_string(pool.capacity()) + "; it could never run");
   }
   r.sampling.validate();
+  if (r.speculative) r.speculative->validate();
   if (!r.grammar.empty() && !r.json_schema.empty()) refuse("give a grammar or a json_schema, not both");
   if (r.grammar.empty() && r.json_schema.empty() && !r.grammar_triggers.empty()) {
     refuse("grammar_triggers need a grammar or a json_schema");
@@ -247,6 +250,7 @@ RequestHandle Engine::submit(Request request) {
     if (auto d = decode.lock()) d->post(Wake{});
   };
   std::future<Completion> future = state->promise.get_future();
+  if (!request.speculative) request.speculative = m.config.speculative;
   auto seq = std::make_unique<Sequence>(state, request, std::move(prompt), m.model.tokenizer, m.config.tokens_per_page);
   seq->prefix_cache = seq->prefix_cache && m.config.prefix_caching;
   seq->grammar = std::move(constraint);
@@ -280,6 +284,10 @@ EngineMetrics Engine::metrics() const {
   e.adapters_resident = b.adapters_resident.load(std::memory_order_relaxed);
   e.adapter_swaps = b.adapter_swaps.load(std::memory_order_relaxed);
   e.adapter_swap_seconds = double(b.adapter_swap_ns.load(std::memory_order_relaxed)) * 1e-9;
+  e.speculative_proposed = b.speculative_proposed.load(std::memory_order_relaxed);
+  e.speculative_accepted = b.speculative_accepted.load(std::memory_order_relaxed);
+  e.speculative_acceptance =
+      e.speculative_proposed > 0 ? double(e.speculative_accepted) / double(e.speculative_proposed) : 0.0;
   return e;
 }
 

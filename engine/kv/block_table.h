@@ -3,6 +3,7 @@
 // pages()[p / tokens_per_page] at slot p % tokens_per_page. Growing takes whole pages from
 // the pool, so the waste is at most one partly filled page per sequence.
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -35,6 +36,16 @@ class BlockTable {
 
   // Hands the pages over (to be released by their new owner) and empties the table.
   std::vector<int32_t> take_pages() { return std::exchange(pages_, {}); }
+
+  // Hands over the pages beyond those the first `n_tokens` positions need (positions written
+  // for guesses that were rejected), keeping the rest.
+  std::vector<int32_t> take_pages_beyond(int32_t n_tokens) {
+    const size_t keep = size_t((n_tokens + tokens_per_page_ - 1) / tokens_per_page_);
+    if (keep >= pages_.size()) return {};
+    std::vector<int32_t> beyond(pages_.begin() + ptrdiff_t(keep), pages_.end());
+    pages_.resize(keep);
+    return beyond;
+  }
 
   int32_t capacity_tokens() const { return int32_t(pages_.size()) * tokens_per_page_; }
   int32_t tokens_per_page() const { return tokens_per_page_; }

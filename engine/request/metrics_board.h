@@ -22,6 +22,8 @@ struct MetricsBoard {
   std::atomic<int64_t> adapter_swaps{0};
   std::atomic<int64_t> adapter_swap_ns{0};
   std::atomic<int64_t> adapters_resident{0};
+  std::atomic<int64_t> speculative_proposed{0};  // guesses verified
+  std::atomic<int64_t> speculative_accepted{0};  // of them, equal to the sampled token
 };
 
 }  // namespace pagoda

@@ -16,6 +16,7 @@
 #include "engine/request/output_text.h"
 #include "engine/request/request_state.h"
 #include "engine/request/sampler.h"
+#include "engine/speculation/speculation_state.h"
 
 namespace pagoda {
 
@@ -40,6 +41,7 @@ struct Sequence {
         prompt_len(int32_t(tokens.size())),
         table(tokens_per_page),
         sampler(request.sampling),
+        spec(request.speculative.value_or(SpeculativeParams{})),
         output(tokenizer, request.stop_strings) {
     if (request.sampling.min_tokens > 0) {
       ending_ids = stop_token_ids;
@@ -83,6 +85,7 @@ struct Sequence {
   BlockTable table;
   PrefixHashes prefix;          // its full pages' prefix-cache hashes
   Sampler sampler;
+  speculation::SpeculationState spec;  // Request::speculative (or the engine's default)
   std::unique_ptr<grammar::GrammarConstraint> grammar;  // Request::grammar or json_schema, compiled
   OutputText output;
   std::vector<TokenLogprobs> logprobs_out;         // one per generated token, with logprobs >= 0

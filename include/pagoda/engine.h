@@ -39,6 +39,9 @@ struct EngineMetrics {
   int64_t adapters_resident = 0;
   int64_t adapter_swaps = 0;       // adapters made resident (packed) so far
   double adapter_swap_seconds = 0.0;
+  int64_t speculative_proposed = 0;   // guessed tokens verified (Request::speculative)
+  int64_t speculative_accepted = 0;   // of them, equal to the token sampled at their row
+  double speculative_acceptance = 0.0;  // accepted / proposed; 0 before any guess
 };
 
 class Engine {

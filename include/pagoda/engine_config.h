@@ -8,6 +8,7 @@
 #include <string>
 
 #include "pagoda/kv_cache_type.h"
+#include "pagoda/speculative.h"
 
 namespace pagoda {
 
@@ -52,6 +53,12 @@ struct EngineConfig {
   // load), and its resident size does not creep up while the prefix cache, which keeps freed
   // pages and takes never-used ones first, spreads over the arena. Off: engines start at once.
   bool kv_prefault = false;
+  // Speculative decoding for requests that do not choose (Request::speculative). Outputs are
+  // bit-identical with and without it.
+  SpeculativeParams speculative;
+  // Speculation steps aside in steps with more decoding sequences than this: it trades compute
+  // for latency, which pays while a step is bound by reading the weights, not in a full batch.
+  int32_t speculative_max_batch = 8;
 };
 
 }  // namespace pagoda

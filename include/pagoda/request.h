@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pagoda/sampling.h"
+#include "pagoda/speculative.h"
 
 namespace pagoda {
 
@@ -80,6 +81,9 @@ struct Request {
   // prefix_caching is on). Outputs are bit-identical either way; false opts this request out
   // of reading the cache and of adding its pages to it.
   bool prefix_cache = true;
+  // Speculative decoding for this request; nullopt: EngineConfig::speculative. The output is
+  // the same with and without it, bit for bit (pagoda/speculative.h).
+  std::optional<SpeculativeParams> speculative;
 };
 
 enum class FinishReason { Eos, Length, Stop, Cancelled, Error };

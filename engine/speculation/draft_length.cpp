@@ -1,0 +1,28 @@
+#include "engine/speculation/draft_length.h"
+
+#include <algorithm>
+
+namespace pagoda::speculation {
+
+int32_t DraftLength::next() {
+  if (pause_ > 0) {
+    --pause_;
+    return 0;
+  }
+  return current_;
+}
+
+void DraftLength::record(int32_t proposed, int32_t accepted) {
+  if (proposed <= 0) return;
+  if (accepted == 0) {
+    ++misses_;
+    pause_ = std::min((1 << std::min(misses_, 4)) - 1, kMaxPause);
+    current_ = std::max(min_, 1);
+    return;
+  }
+  misses_ = 0;
+  current_ = accepted == proposed ? std::min(max_, 2 * current_) : std::max({min_, accepted + 1, 1});
+  current_ = std::min(current_, max_);
+}
+
+}  // namespace pagoda::speculation

@@ -1,0 +1,34 @@
+#pragma once
+// How many guesses a speculating sequence asks for, following the acceptance measured on it:
+// a run fully accepted lengthens the next draft, a partial one shortens it to just past what
+// was accepted, and verifications that accept nothing make the sequence decode plainly for a
+// doubling number of steps (up to kMaxPause) before trying again, so that text the proposer
+// cannot guess costs at most one wasted verification every kMaxPause + 1 steps.
+
+#include <cstdint>
+
+#include "pagoda/speculative.h"
+
+namespace pagoda::speculation {
+
+class DraftLength {
+ public:
+  static constexpr int32_t kMaxPause = 15;
+
+  explicit DraftLength(const SpeculativeParams& params)
+      : min_(params.draft_min), max_(params.draft_max), current_(params.draft_max) {}
+
+  // Guesses to ask for in this step; 0 while pausing after rejections. Counts the pause down.
+  int32_t next();
+  // The outcome of a verification: `accepted` of `proposed` guesses equalled the samples.
+  void record(int32_t proposed, int32_t accepted);
+
+  int32_t min() const { return min_; }
+
+ private:
+  int32_t min_, max_, current_;
+  int32_t misses_ = 0;  // verifications in a row that accepted nothing
+  int32_t pause_ = 0;   // steps left to decode plainly
+};
+
+}  // namespace pagoda::speculation

@@ -1,0 +1,33 @@
+#include "engine/speculation/proposer.h"
+
+#include <algorithm>
+
+#include "engine/speculation/ngram_proposer.h"
+
+namespace pagoda::speculation {
+
+int32_t propose(Sequence& seq, int32_t limit) {
+  SpeculationState& spec = seq.spec;
+  spec.rows.clear();
+  if (!spec.enabled() || limit <= 0) return 0;
+  // The last sampled token is fed either way, and the bonus token after an accepted run
+  // counts against max_new_tokens like the guesses.
+  const int32_t k = std::min({spec.length.next(), limit, seq.max_new_tokens - seq.generated() - 1});
+  if (k <= 0) return 0;
+  spec.rows.push_back(seq.tokens.back());
+  switch (spec.params.mode) {
+    case SpeculativeMode::Ngram:
+      propose_ngram(seq.tokens, spec.params.ngram_max, spec.params.ngram_min, k, spec.rows);
+      break;
+    case SpeculativeMode::None:
+      break;
+  }
+  const auto guesses = int32_t(spec.rows.size()) - 1;
+  if (guesses < std::max(spec.params.draft_min, 1)) {
+    spec.rows.clear();
+    return 0;
+  }
+  return guesses;
+}
+
+}  // namespace pagoda::speculation

@@ -1,0 +1,31 @@
+#pragma once
+// What one sequence carries for speculative decoding: its settings, the adaptive draft
+// length, this step's rows and what verification sampled from them, and its counts.
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/speculation/draft_length.h"
+#include "pagoda/request.h"
+#include "pagoda/speculative.h"
+
+namespace pagoda::speculation {
+
+struct SpeculationState {
+  explicit SpeculationState(const SpeculativeParams& p) : params(p), length(p) {}
+
+  bool enabled() const { return params.mode != SpeculativeMode::None; }
+  // The guesses of this step's entry (empty when it decodes plainly).
+  std::span<const int32_t> guesses() const {
+    return rows.empty() ? std::span<const int32_t>() : std::span<const int32_t>(rows).subspan(1);
+  }
+
+  SpeculativeParams params;
+  DraftLength length;
+  std::vector<int32_t> rows;  // this step's entry when it speculates: the last token, then the guesses
+  std::vector<TokenLogprobs> sampled_logprobs;  // one per token verification sampled, with logprobs
+  int32_t sampled = 0;                          // tokens verification appended to Sequence::tokens
+  int32_t accepted = 0;                         // of this step's guesses
+};
+
+}  // namespace pagoda::speculation

@@ -1,0 +1,37 @@
+#pragma once
+// Speculative decoding: cheap guesses of the next few tokens, checked in one forward pass that
+// reads the weights once. A speculating sequence feeds its last token and the k guesses as
+// one entry of the step, with logits for every row; each row's token is then sampled exactly
+// as plain decoding would sample it (same history, same random stream), and the guesses are
+// kept while they equal what was sampled. So speculation never changes an output: the tokens,
+// logprobs and finish reason are those of plain decoding, bit for bit, greedy or seeded.
+// See docs/architecture.md, "Speculative decoding".
+
+#include <cstdint>
+
+namespace pagoda {
+
+enum class SpeculativeMode {
+  None,   // plain decoding
+  Ngram,  // prompt lookup: the tokens that followed the latest match of the output's tail
+};
+
+struct SpeculativeParams {
+  SpeculativeMode mode = SpeculativeMode::None;
+  // Guesses per step: at most draft_max; a proposal shorter than draft_min is not verified
+  // (llama-server's --draft-max, --draft-min). The length adapts between them to the
+  // acceptance measured on this request.
+  int32_t draft_max = 8;
+  int32_t draft_min = 1;
+  // The longest and shortest tail of the text (in tokens) the n-gram proposer looks up; the
+  // longest that matches earlier in the prompt or output wins, its latest occurrence.
+  int32_t ngram_max = 3;
+  int32_t ngram_min = 1;
+
+  // Throws pagoda::Error naming the first value out of range.
+  void validate() const;
+};
+
+const char* speculative_mode_name(SpeculativeMode mode);
+
+}  // namespace pagoda

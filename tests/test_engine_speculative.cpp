@@ -1,0 +1,342 @@
+// Speculative decoding (n-gram proposer) gives plain decoding's output bit for bit: the same
+// tokens, logprobs, text and finish reason, greedy and seeded, alone and batched, with
+// penalties, min_tokens, stop rules, grammars, LoRA adapters, prefix-cache hits, preemption
+// (recompute and swap) and cancel; and every KV page comes back. Each comparison also checks
+// that guesses were made and accepted, so it cannot pass by never speculating.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "engine/kv/block_table.h"
+#include "engine/speculation/draft_length.h"
+#include "engine/speculation/ngram_proposer.h"
+#include "engine/synth/lora_synth.h"
+#include "pagoda/engine.h"
+#include "pagoda/error.h"
+#include "support/test_support.h"
+
+namespace pagoda {
+namespace {
+
+using test::await;
+
+SpeculativeParams ngram(int32_t draft_max = 6) {
+  SpeculativeParams p;
+  p.mode = SpeculativeMode::Ngram;
+  p.draft_max = draft_max;
+  return p;
+}
+
+// Runs `requests` all at once, each with `speculative`, and returns their completions.
+std::vector<Completion> run(Engine& engine, std::vector<Request> requests, const SpeculativeParams& speculative) {
+  std::vector<RequestHandle> handles;
+  for (Request& r : requests) {
+    r.speculative = speculative;
+    handles.push_back(engine.submit(r));
+  }
+  std::vector<Completion> out;
+  for (RequestHandle& h : handles) out.push_back(await(h));
+  return out;
+}
+
+// Tokens, text, finish reason and every logprob bit for bit.
+void expect_same(const std::vector<Completion>& got, const std::vector<Completion>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    EXPECT_EQ(got[i].token_ids, want[i].token_ids);
+    EXPECT_EQ(got[i].text, want[i].text);
+    EXPECT_EQ(got[i].finish_reason, want[i].finish_reason);
+    ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size());
+    for (size_t t = 0; t < got[i].logprobs.size(); ++t) {
+      EXPECT_EQ(got[i].logprobs[t].logprob, want[i].logprobs[t].logprob) << "token " << t;
+      ASSERT_EQ(got[i].logprobs[t].top.size(), want[i].logprobs[t].top.size());
+      for (size_t k = 0; k < got[i].logprobs[t].top.size(); ++k) {
+        EXPECT_EQ(got[i].logprobs[t].top[k].token, want[i].logprobs[t].top[k].token);
+        EXPECT_EQ(got[i].logprobs[t].top[k].logprob, want[i].logprobs[t].top[k].logprob);
+      }
+    }
+  }
+}
+
+// Plain decoding, then speculation, on the same engine: the same completions, guesses
+// accepted, and every page back.
+void expect_speculation_changes_nothing(Engine& engine, const std::vector<Request>& requests,
+                                        const SpeculativeParams& speculative = ngram()) {
+  const EngineMetrics start = engine.metrics();
+  const std::vector<Completion> plain = run(engine, requests, SpeculativeParams{});
+  const EngineMetrics before = engine.metrics();
+  EXPECT_EQ(before.speculative_proposed, start.speculative_proposed) << "plain decoding guessed";
+  const std::vector<Completion> speculated = run(engine, requests, speculative);
+  expect_same(speculated, plain);
+  const EngineMetrics after = engine.metrics();
+  const int64_t proposed = after.speculative_proposed - before.speculative_proposed;
+  const int64_t accepted = after.speculative_accepted - before.speculative_accepted;
+  EXPECT_GT(proposed, 0) << "nothing was guessed: the test proves nothing";
+  EXPECT_GT(accepted, 0) << "no guess was accepted: the test proves nothing";
+  EXPECT_LE(accepted, proposed);
+  test::expect_engine_idle(engine);
+}
+
+TEST(NgramProposer, ProposesWhatFollowedTheLatestLongestMatch) {
+  const std::vector<int32_t> tokens = {5, 1, 2, 3, 9, 9, 7, 2, 3, 4, 8, 6, 1, 2, 3};
+  std::vector<int32_t> out;
+  // "1 2 3" occurred at 1 (followed by 9 9 7 …); "2 3" later at 7 (4 8 …) loses to the longer match.
+  speculation::propose_ngram(tokens, 3, 1, 4, out);
+  EXPECT_EQ(out, (std::vector<int32_t>{9, 9, 7, 2}));
+  out.clear();
+  speculation::propose_ngram(tokens, 2, 1, 3, out);  // only bigrams: the latest "2 3" wins
+  EXPECT_EQ(out, (std::vector<int32_t>{4, 8, 6}));
+  out = {42};
+  speculation::propose_ngram(tokens, 3, 1, 100, out);  // appends, and stops at the text's end
+  EXPECT_EQ(out, (std::vector<int32_t>{42, 9, 9, 7, 2, 3, 4, 8, 6, 1, 2, 3}));
+}
+
+TEST(NgramProposer, NothingWithoutAMatchOfTheShortestLength) {
+  std::vector<int32_t> out;
+  speculation::propose_ngram(std::vector<int32_t>{1, 2, 3, 4}, 3, 1, 4, out);
+  EXPECT_TRUE(out.empty());
+  speculation::propose_ngram(std::vector<int32_t>{1, 2, 9, 1, 3, 2}, 3, 2, 4, out);  // only unigrams match
+  EXPECT_TRUE(out.empty());
+  speculation::propose_ngram(std::vector<int32_t>{7}, 3, 1, 4, out);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(DraftLength, FollowsTheMeasuredAcceptance) {
+  SpeculativeParams p = ngram(8);
+  p.draft_min = 2;
+  speculation::DraftLength length(p);
+  EXPECT_EQ(length.next(), 8);
+  length.record(8, 3);  // partial: just past what was accepted
+  EXPECT_EQ(length.next(), 4);
+  length.record(4, 4);  // all: longer, up to draft_max
+  EXPECT_EQ(length.next(), 8);
+  length.record(8, 0);  // nothing: draft_min, after a pause that doubles with each miss
+  EXPECT_EQ(length.next(), 0);
+  EXPECT_EQ(length.next(), 2);
+  length.record(2, 0);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(length.next(), 0);
+  EXPECT_EQ(length.next(), 2);
+  for (int miss = 0; miss < 6; ++miss) {
+    length.record(2, 0);
+    int paused = 0;
+    while (length.next() == 0) ++paused;
+    EXPECT_LE(paused, speculation::DraftLength::kMaxPause);
+  }
+  length.record(2, 1);  // an acceptance ends the pauses
+  EXPECT_EQ(length.next(), 2);
+}
+
+TEST(BlockTableRollback, GivesBackOnlyThePagesBeyondTheKeptPositions) {
+  BlockTable table(4);
+  table.append({10, 11, 12, 13});
+  EXPECT_EQ(table.take_pages_beyond(9), (std::vector<int32_t>{13}));  // 9 positions need 3 pages
+  EXPECT_EQ(table.take_pages_beyond(12), std::vector<int32_t>{});
+  EXPECT_EQ(table.take_pages_beyond(8), (std::vector<int32_t>{12}));
+  EXPECT_EQ(table.pages(), (std::vector<int32_t>{10, 11}));
+}
+
+TEST(SpeculativeParams, BadValuesAreRefusedByName) {
+  Engine engine({.model_path = test::tiny_gqa_model(), .threads = 1});
+  Request r = test::greedy_request({1, 2, 3}, 4);
+  r.speculative = ngram(4);
+  r.speculative->draft_min = 5;
+  try {
+    engine.submit(r);
+    FAIL() << "draft_min > draft_max was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("draft_min"), std::string::npos) << e.what();
+  }
+  r.speculative = ngram(0);
+  EXPECT_THROW(engine.submit(r), Error);
+  r.speculative = ngram();
+  r.speculative->ngram_min = 0;
+  EXPECT_THROW(engine.submit(r), Error);
+  EngineConfig bad{.model_path = test::tiny_gqa_model(), .threads = 1};
+  bad.speculative.ngram_max = 0;
+  EXPECT_THROW(Engine{bad}, Error);
+}
+
+class EngineSpeculative : public test::StoriesTest {
+ protected:
+  // A story, then its opening again: the model retells it, and the n-gram proposer can guess.
+  std::vector<int32_t> retelling(const test::GoldenCase& c, size_t told = 80) const {
+    std::vector<int32_t> p = c.prompt_ids;
+    p.insert(p.end(), c.greedy_ids.begin(), c.greedy_ids.begin() + ptrdiff_t(std::min(told, c.greedy_ids.size())));
+    p.insert(p.end(), c.prompt_ids.begin() + 1, c.prompt_ids.end());
+    return p;
+  }
+
+  std::vector<Request> retellings(int32_t n, int32_t logprobs = -1) const {
+    std::vector<Request> rs;
+    for (const test::GoldenCase& c : cases_) {
+      Request r = test::greedy_request(retelling(c), n);
+      r.ignore_eos = false;
+      r.logprobs = logprobs;
+      rs.push_back(r);
+    }
+    return rs;
+  }
+};
+
+TEST_F(EngineSpeculative, GreedyGivesPlainTokensAndLogprobsBitForBit) {
+  Engine engine({.model_path = model_, .threads = 2});
+  for (Request& r : retellings(120, 3)) {  // one at a time: the single-stream case
+    SCOPED_TRACE(r.prompt_ids.size());
+    expect_speculation_changes_nothing(engine, {r});
+  }
+  expect_speculation_changes_nothing(engine, retellings(120, 3));  // all at once
+  const EngineMetrics m = engine.metrics();
+  EXPECT_GT(m.speculative_acceptance, 0.0);
+  EXPECT_EQ(m.speculative_acceptance, double(m.speculative_accepted) / double(m.speculative_proposed));
+}
+
+TEST_F(EngineSpeculative, SeededSamplingWithPenaltiesAndMinTokensGivesPlainTokens) {
+  Engine engine({.model_path = model_, .threads = 2});
+  std::vector<Request> rs = retellings(100, 2);
+  for (size_t i = 0; i < rs.size(); ++i) {
+    SamplingParams& s = rs[i].sampling;
+    s.seed = 1000 + i;
+    s.temperature = i % 2 ? 0.3f : 0.8f;
+    s.top_k = i % 3 == 0 ? 0 : 40;
+    s.top_p = 0.95f;
+    s.min_p = i % 2 ? 0.05f : 0.0f;
+    s.repetition_penalty = i % 2 ? 1.05f : 1.0f;
+    s.presence_penalty = i == 1 ? 0.2f : 0.0f;
+    s.frequency_penalty = i == 2 ? 0.1f : 0.0f;
+    s.min_tokens = 30;
+  }
+  expect_speculation_changes_nothing(engine, rs);
+}
+
+TEST_F(EngineSpeculative, StopRulesEndAnAcceptedRunWherePlainDecodingEnds) {
+  Engine engine({.model_path = model_, .threads = 2});
+  Request base = test::greedy_request(retelling(cases_.front()), 100);
+  base.speculative = SpeculativeParams{};
+  const Completion plain = [&] { RequestHandle h = engine.submit(base); return await(h); }();
+  ASSERT_GE(plain.token_ids.size(), 60u);
+  std::vector<Request> rs;
+  for (size_t at : {5, 17, 41}) {  // a stop id met inside a run
+    Request r = base;
+    r.stop_token_ids = {plain.token_ids[at]};
+    rs.push_back(r);
+  }
+  for (int32_t n : {1, 2, 7, 33}) {  // max_new_tokens inside a run
+    Request r = base;
+    r.max_new_tokens = n;
+    rs.push_back(r);
+  }
+  // A stop string from the middle of the output.
+  Request s = base;
+  s.stop_strings = {engine.detokenize({plain.token_ids.begin() + 30, plain.token_ids.begin() + 33})};
+  rs.push_back(s);
+  Request eos = base;  // EOS ends it (or max_new_tokens, as in plain decoding)
+  eos.ignore_eos = false;
+  eos.max_new_tokens = 300;
+  rs.push_back(eos);
+  expect_speculation_changes_nothing(engine, rs);
+}
+
+TEST_F(EngineSpeculative, GrammarMasksAreAppliedRowByRow) {
+  Engine engine({.model_path = model_, .threads = 2});
+  std::vector<Request> rs = retellings(60);
+  for (size_t i = 0; i < rs.size(); ++i) {
+    // Any words the story model writes, up to a full stop: the mask refuses some of its tokens.
+    rs[i].grammar = R"(root ::= [a-zA-Z ,]{1,200} "." [a-zA-Z ,.]*)";
+    rs[i].sampling.temperature = i % 2 ? 0.5f : 0.0f;
+    rs[i].sampling.seed = 7 + i;
+  }
+  expect_speculation_changes_nothing(engine, rs);
+}
+
+TEST_F(EngineSpeculative, PrefixCacheHitsGivePlainTokens) {
+  Engine engine({.model_path = model_, .threads = 2, .tokens_per_page = 8});
+  const std::vector<Request> rs = retellings(80);
+  expect_speculation_changes_nothing(engine, rs);
+  const int64_t hits = engine.metrics().prefix_hit_tokens;
+  EXPECT_GT(hits, 0) << "the second pass found nothing cached";
+  // Speculated pages were named: a third pass, speculating, reads them and still agrees.
+  expect_speculation_changes_nothing(engine, rs);
+  EXPECT_GT(engine.metrics().prefix_hit_tokens, hits);
+}
+
+TEST_F(EngineSpeculative, PreemptionInTheMiddleOfSpeculationGivesPlainTokens) {
+  for (PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
+    SCOPED_TRACE(mode == PreemptionMode::Swap ? "swap" : "recompute");
+    // Room for about two of the five sequences at once: the others are preempted mid-run.
+    EngineConfig c{.model_path = model_, .threads = 2, .kv_pages = 40, .tokens_per_page = 8};
+    c.preemption = mode;
+    c.prefix_caching = false;
+    Engine engine(c);
+    std::vector<Request> rs = retellings(120, 1);
+    for (size_t i = 0; i < rs.size(); ++i) {
+      rs[i].sampling.temperature = i % 2 ? 0.7f : 0.0f;
+      rs[i].sampling.seed = 99 + i;
+    }
+    const int64_t before = engine.metrics().preempted;
+    expect_speculation_changes_nothing(engine, rs);
+    EXPECT_GT(engine.metrics().preempted, before) << "nothing was preempted";
+  }
+}
+
+TEST_F(EngineSpeculative, CancelInTheMiddleOfSpeculationReturnsEveryPage) {
+  Engine engine({.model_path = model_, .threads = 2});
+  Request r = test::greedy_request(retelling(cases_.front()), 150);
+  r.speculative = ngram();
+  const Completion plain = [&] {
+    Request p = r;
+    p.speculative = SpeculativeParams{};
+    RequestHandle h = engine.submit(p);
+    return await(h);
+  }();
+  std::atomic<int> seen{0};
+  std::atomic<RequestHandle*> self{nullptr};
+  r.on_token = [&](const StreamEvent&) {
+    if (++seen != 20) return;
+    while (!self.load()) std::this_thread::yield();  // the handle is on its way back from submit
+    self.load()->cancel();
+  };
+  RequestHandle h = engine.submit(r);
+  self = &h;
+  const Completion c = await(h);
+  ASSERT_EQ(c.finish_reason, FinishReason::Cancelled);
+  ASSERT_LE(c.token_ids.size(), plain.token_ids.size());
+  EXPECT_TRUE(std::equal(c.token_ids.begin(), c.token_ids.end(), plain.token_ids.begin()));
+  EXPECT_GT(engine.metrics().speculative_accepted, 0);
+  test::expect_engine_idle(engine);
+}
+
+// A random model whose prompt is a random run repeated: LoRA adapters (one per request, and
+// the base) and seeded sampling, several speculating at once.
+TEST(EngineSpeculativeRandom, LoraAdaptersAndRepeatedPromptsGivePlainTokens) {
+  Engine engine({.model_path = test::tiny_gqa_model(), .threads = 2, .kv_cache_type = KvCacheType::F32});
+  for (int k = 0; k < 2; ++k) {
+    LoraSynthSpec spec;
+    spec.rank = 4;
+    spec.alpha = 8.0f;
+    spec.seed = uint64_t(70 + k);
+    const std::string path = test::scratch_path("spec-adapter" + std::to_string(k) + ".gguf");
+    write_synth_lora(path, test::tiny_gqa_config(), spec);
+    engine.load_adapter("a" + std::to_string(k), path);
+  }
+  std::vector<Request> rs;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<int32_t> run;
+    for (int t = 0; t < 12; ++t) run.push_back(1 + (t * 37 + i * 101) % 999);
+    std::vector<int32_t> prompt;
+    for (int rep = 0; rep < 4; ++rep) prompt.insert(prompt.end(), run.begin(), run.end());
+    Request r = test::greedy_request(prompt, 60, i % 3 == 2 ? "" : "a" + std::to_string(i % 3));
+    r.sampling.temperature = i < 3 ? 0.0f : 0.6f;
+    r.sampling.seed = uint64_t(i);
+    r.logprobs = 2;
+    rs.push_back(r);
+  }
+  expect_speculation_changes_nothing(engine, rs);
+}
+
+}  // namespace
+}  // namespace pagoda
