@@ -26,6 +26,7 @@
 #include "examples/common/chat_template_flag.h"
 #include "examples/common/lora_flag.h"
 #include "examples/common/sampling_flags.h"
+#include "examples/common/speculative_flags.h"
 #include "examples/common/default_model.h"
 #include "pagoda/engine.h"
 
@@ -108,6 +109,7 @@ struct Options {
   int threads = 0;
   bool use_mmap = true;
   pagoda::KvCacheType kv_type = pagoda::KvCacheType::F16;
+  pagoda::SpeculativeParams speculative;
   pagoda::SamplingParams sampling;
   std::optional<pagoda::cli::LoraFlag> lora;
   std::string chat_template;  // "" = the model's
@@ -126,6 +128,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   if (o.ctx_size < 0) throw pagoda::Error("-c must be 0 (the model's context) or a token count");
   o.threads = args.number("--threads", 0);
   o.kv_type = pagoda::cli::cache_type_flag(args);
+  o.speculative = pagoda::cli::speculative_from_flags(args);
   o.use_mmap = !args.has("--no-mmap");
   o.chat_template = pagoda::cli::chat_template_flag(args);
   if (const auto loras = args.all("--lora"); loras.size() > 1) {
@@ -168,6 +171,7 @@ pagoda::EngineConfig engine_config(const Options& o, const std::string& model) {
   c.tokens_per_page = kTokensPerPage;
   c.use_mmap = o.use_mmap;
   c.chat_template = o.chat_template;
+  c.speculative = o.speculative;
   if (o.ctx_size > 0) {
     const int32_t pages = (o.ctx_size + kTokensPerPage - 1) / kTokensPerPage;
     c.kv_pages = pages + pages / 50 + 2;  // and the 1% the engine keeps free at admission
@@ -431,12 +435,13 @@ int main(int argc, char** argv) {
                                  {"--model", "--tokenizer", "--prompt", "--n-predict", "--ctx-size", "--temp", "--top-k",
                                   "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
                                   "--presence-penalty", "--frequency-penalty", "--logit-bias", "--min-tokens", "--seed",
-                                  "--threads", "--cache-type", "--lora", "--chat-template-file"},
-                                 {"--help", "--no-mmap"},
+                                  "--threads", "--cache-type", "--lora", "--chat-template-file", "--draft-max",
+                                  "--draft-min", "--spec-ngram-max", "--spec-ngram-min"},
+                                 {"--help", "--no-mmap", "--spec-ngram"},
                                  {{"-m", "--model"}, {"-p", "--prompt"}, {"-n", "--n-predict"}, {"-c", "--ctx-size"},
-                                  {"-t", "--threads"}, {"-h", "--help"}});
+                                  {"-t", "--threads"}, {"-h", "--help"}, {"--lookup", "--spec-ngram"}});
     if (args.has("--help")) {
-      std::cout << kUsage << "\nIn the chat:\n" << kCommands << kNotes;
+      std::cout << kUsage << pagoda::cli::kSpeculativeUsage << "\nIn the chat:\n" << kCommands << kNotes;
       return 0;
     }
     const Options opt = parse_options(args);

@@ -12,6 +12,7 @@
 #include "examples/common/cache_type_flag.h"
 #include "examples/common/lora_flag.h"
 #include "examples/common/resource_usage.h"
+#include "examples/common/speculative_flags.h"
 #include "examples/common/grammar_flags.h"
 #include "examples/common/sampling_flags.h"
 #include "pagoda/engine.h"
@@ -85,11 +86,12 @@ int main(int argc, char** argv) {
                             "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
                             "--presence-penalty", "--frequency-penalty", "--logit-bias", "--min-tokens",
                             "--seed", "--stop-id", "--threads", "--cache-type", "--lora", "--adapter", "--grammar",
-                            "--grammar-file", "--json-schema", "--json-schema-file"},
-                           {"--help", "--no-mmap"},
-                           {{"-m", "--model"}, {"-n", "--max-tokens"}, {"-t", "--threads"}, {"-h", "--help"}, {"-j", "--json-schema"}});
+                            "--grammar-file", "--json-schema", "--json-schema-file", "--draft-max", "--draft-min",
+                            "--spec-ngram-max", "--spec-ngram-min"},
+                           {"--help", "--no-mmap", "--spec-ngram"},
+                           {{"-m", "--model"}, {"-n", "--max-tokens"}, {"-t", "--threads"}, {"-h", "--help"}, {"-j", "--json-schema"}, {"--lookup", "--spec-ngram"}});
     if (args.has("--help")) {
-      std::cout << kUsage << pagoda::cli::kGrammarUsage;
+      std::cout << kUsage << pagoda::cli::kGrammarUsage << pagoda::cli::kSpeculativeUsage;
       return 0;
     }
     auto model_path = args.get("--model");
@@ -108,7 +110,8 @@ int main(int argc, char** argv) {
                            .tokenizer_path = args.get("--tokenizer", ""),
                            .use_mmap = !args.has("--no-mmap"),
                            .threads = args.number("--threads", 0),
-                           .kv_cache_type = pagoda::cli::cache_type_flag(args)});
+                           .kv_cache_type = pagoda::cli::cache_type_flag(args),
+                           .speculative = pagoda::cli::speculative_from_flags(args)});
     load_timer.report(stderr, "pagoda-generate: ", "loaded the model");
     for (const std::string& text : args.all("--lora")) {
       const pagoda::cli::LoraFlag lora = pagoda::cli::parse_lora(text);

@@ -18,6 +18,7 @@
 #include "examples/common/chat_template_flag.h"
 #include "examples/common/default_model.h"
 #include "examples/common/lora_flag.h"
+#include "examples/common/speculative_flags.h"
 #include "examples/server/access_log.h"
 #include "examples/server/listen_backlog.h"
 #include "examples/server/model_names.h"
@@ -89,6 +90,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   o.engine.kv_cache_type = pagoda::cli::cache_type_flag(args);
   o.engine.kv_prefault = true;  // a server claims its KV cache at start, as llama-server does
   o.engine.max_running = args.number<int32_t>("--max-running", o.engine.max_running);
+  o.engine.speculative = pagoda::cli::speculative_from_flags(args);
   if (const int64_t ctx = args.number<int64_t>("--ctx-size", 0); ctx < 0) {
     throw pagoda::Error("-c must be a token count");
   } else if (ctx > 0) {
@@ -132,11 +134,12 @@ int main(int argc, char** argv) {
     const pagoda::cli::Args args(argc, argv,
                                  {"--model", "--tokenizer", "--served-model-name", "--ctx-size", "--threads", "--max-running",
                                   "--cache-type", "--lora", "--host", "--port", "--api-key", "--max-body", "--http-threads",
-                                  "--chat-template-file"},
-                                 {"--help", "--no-mmap", "--no-webui"},
-                                 {{"-m", "--model"}, {"-c", "--ctx-size"}, {"-t", "--threads"}, {"-h", "--help"}});
+                                  "--chat-template-file", "--draft-max", "--draft-min", "--spec-ngram-max", "--spec-ngram-min"},
+                                 {"--help", "--no-mmap", "--no-webui", "--spec-ngram"},
+                                 {{"-m", "--model"}, {"-c", "--ctx-size"}, {"-t", "--threads"}, {"-h", "--help"},
+                                  {"--lookup", "--spec-ngram"}});
     if (args.has("--help")) {
-      std::cout << kUsage;
+      std::cout << kUsage << pagoda::cli::kSpeculativeUsage;
       return 0;
     }
     const Options opt = parse_options(args);

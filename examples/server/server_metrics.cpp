@@ -109,6 +109,12 @@ std::string ServerMetrics::exposition(const EngineMetrics& e) const {
   sample(out, "pagoda_lora_adapters_resident", double(e.adapters_resident), "gauge", "LoRA adapters packed for the kernels");
   sample(out, "pagoda_lora_adapter_swaps_total", double(e.adapter_swaps), "counter", "adapters made resident so far");
   sample(out, "pagoda_lora_adapter_swap_seconds_total", e.adapter_swap_seconds, "counter", "time spent packing adapters");
+  sample(out, "pagoda_speculative_proposed_tokens_total", double(e.speculative_proposed), "counter",
+         "guessed tokens verified by speculative decoding");
+  sample(out, "pagoda_speculative_accepted_tokens_total", double(e.speculative_accepted), "counter",
+         "guessed tokens equal to the token sampled in their place");
+  sample(out, "pagoda_speculative_acceptance_rate", e.speculative_acceptance, "gauge",
+         "accepted over proposed guesses");
   return out;
 }
 
