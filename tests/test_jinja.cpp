@@ -121,6 +121,10 @@ const std::vector<std::string> kSnippets = {
     "{% macro rec(k) %}{{ k }}{% if k > 0 %}{{ rec(k - 1) }}{% endif %}{% endmacro %}{{ rec(5) }}",
     "{% macro shout(t) %}{{ t | upper }}{% endmacro %}{{ shout('a') ~ shout('b') }} {{ shout('x') | length }}",
     "{% filter upper %}some {{ 'text' }}{% endfilter %}",
+    "{% macro f(a) %}{{ a }}{% endmacro %}{{ f(1, 2) }}",
+    "{% macro f(a) %}{{ a }}{% endmacro %}{{ f(1, k=2) }}",
+    "{% macro f(a) %}{{ a }}{% endmacro %}{% call f(1) %}x{% endcall %}",
+    "{% macro f(a) %}{% macro g() %}{{ varargs }}{% endmacro %}{{ a }}{% endmacro %}{{ f(1, 2) }}",
     // errors jinja2 raises
     "{{ raise_exception('custom failure') }}",
     "{% if %}{% endif %}",

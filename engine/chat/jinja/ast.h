@@ -83,6 +83,11 @@ struct Stmt {
   std::vector<ExprPtr> exprs;
   std::vector<Param> params;
   std::vector<Body> bodies;
+  // Macro and CallBlock: whether the body (or a macro nested in it) names varargs, kwargs or
+  // caller; jinja2 refuses extra arguments, keywords or a call block otherwise.
+  bool uses_varargs = false;
+  bool uses_kwargs = false;
+  bool uses_caller = false;
 };
 
 }  // namespace pagoda::jinja

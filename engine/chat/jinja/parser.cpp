@@ -261,11 +261,18 @@ class Parser {
     s.name = expect_name();
     parse_params(s.params);
     end_tag();
+    parse_macro_body(s, "endmacro");
+  }
+
+  // A macro's (or call block's) body, noting which of its special names it uses.
+  void parse_macro_body(Stmt& s, const char* end) {
     const int saved = loop_depth_;
     loop_depth_ = 0;
-    s.bodies.push_back(parse_body({"endmacro"}));
+    open_macros_.push_back(&s);
+    s.bodies.push_back(parse_body({end}));
+    open_macros_.pop_back();
     loop_depth_ = saved;
-    close("endmacro");
+    close(end);
   }
 
   void parse_call_block(Stmt& s) {
@@ -275,11 +282,7 @@ class Parser {
     if (call->kind != ExprKind::Call) fail("expected a call");
     s.exprs.push_back(std::move(call));
     end_tag();
-    const int saved = loop_depth_;
-    loop_depth_ = 0;
-    s.bodies.push_back(parse_body({"endcall"}));
-    loop_depth_ = saved;
-    close("endcall");
+    parse_macro_body(s, "endcall");
   }
 
   void parse_with(Stmt& s, bool block) {
@@ -507,6 +510,11 @@ class Parser {
         } else {
           e->kind = ExprKind::Name;
           e->name = tok.text;
+          for (Stmt* m : open_macros_) {
+            m->uses_varargs |= tok.text == "varargs";
+            m->uses_kwargs |= tok.text == "kwargs";
+            m->uses_caller |= tok.text == "caller";
+          }
         }
         next();
         return e;
@@ -725,6 +733,7 @@ class Parser {
   size_t pos_ = 0;
   int depth_ = 0;
   int loop_depth_ = 0;
+  std::vector<Stmt*> open_macros_;  // the macros and call blocks being parsed, outermost first
 };
 
 }  // namespace

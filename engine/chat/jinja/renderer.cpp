@@ -190,10 +190,9 @@ void Renderer::exec_for(const Stmt& s, std::string& out) {
 
 void Renderer::exec_macro_definition(const Stmt& s) {
   const Stmt* macro = &s;
-  const std::shared_ptr<Scope> closure = scope_;
-  // The closure holds its defining scope, which holds the macro: a cycle the render's end
-  // breaks by dropping the scopes' variables (see render's callers: the Renderer is per render).
-  std::weak_ptr<Scope> weak = closure;
+  // Only a weak reference to the defining scope: that scope holds the macro, so a strong one
+  // would be a cycle that outlives the render.
+  std::weak_ptr<Scope> weak = scope_;
   scope_->vars[s.name] = make_function(s.name, [this, macro, weak](Arguments& args) {
     return call_macro(*macro, weak.lock(), args);
   });
@@ -201,10 +200,6 @@ void Renderer::exec_macro_definition(const Stmt& s) {
 
 Value Renderer::call_macro(const Stmt& m, const std::shared_ptr<Scope>& closure, Arguments& args) {
   if (!closure) throw Error("macro '" + m.name + "' called after its scope ended");
-  if (++call_depth_ > budget_.limits().max_call_depth) {
-    --call_depth_;
-    throw Error("macro calls nested deeper than " + std::to_string(budget_.limits().max_call_depth));
-  }
   auto scope = std::make_shared<Scope>();
   scope->parent = closure;
   std::vector<Value> extra_positional;
@@ -223,14 +218,26 @@ Value Renderer::call_macro(const Stmt& m, const std::shared_ptr<Scope>& closure,
       if (i < args.positional.size()) throw Error("macro '" + m.name + "' got multiple values for argument '" + k + "'");
       is_param = true;
     }
+    if (k == "caller" && !m.uses_caller) {
+      throw Error("macro '" + m.name + "' was invoked with two values for the special caller argument");
+    }
     if (is_param || k == "caller") {
       scope->vars[k] = v;
+    } else if (!m.uses_kwargs) {
+      throw Error("macro '" + m.name + "' takes no keyword argument '" + k + "'");
     } else {
       extra_keywords.set(Value(k), v);
     }
   }
+  if (!extra_positional.empty() && !m.uses_varargs) {
+    throw Error("macro '" + m.name + "' takes not more than " + std::to_string(m.params.size()) + " argument(s)");
+  }
   scope->vars["varargs"] = make_list(std::move(extra_positional), true);
   scope->vars["kwargs"] = make_dict(std::move(extra_keywords));
+  if (++call_depth_ > budget_.limits().max_call_depth) {
+    --call_depth_;
+    throw Error("macro calls nested deeper than " + std::to_string(budget_.limits().max_call_depth));
+  }
   std::shared_ptr<Scope> saved = scope_;
   const Flow saved_flow = flow_;
   const int saved_line = line_;
