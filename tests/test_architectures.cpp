@@ -471,6 +471,61 @@ TEST(ArchitectureErrors, Qwen3MissingAQkNorm) {
                     "tensor 'blk.0.attn_q_norm.weight' is missing");
 }
 
+const Variant& variant_named(const std::string& name) {
+  for (const Variant& v : kVariants)
+    if (v.name == name) return v;
+  throw std::runtime_error("no variant " + name);
+}
+
+TEST(ArchitectureErrors, BadExpertMetadata) {
+  const std::string path = synth_variant(variant_named("qwen3moe"));  // 8 experts, 3 used
+  auto with = [&](const std::string& name, const char* key, uint32_t value) {
+    return rewrite(path, name, {{{key, GgufValue(value)}}});
+  };
+  expect_load_error(with("experts0.gguf", "qwen3moe.expert_count", 0), "qwen3moe needs an expert count above 0");
+  expect_load_error(with("used9.gguf", "qwen3moe.expert_used_count", 9),
+                    "experts used per token 9 must be between 1 and the expert count 8");
+  expect_load_error(with("used0.gguf", "qwen3moe.expert_used_count", 0),
+                    "experts used per token 0 must be between 1 and the expert count 8");
+  expect_load_error(with("experts7.gguf", "qwen3moe.expert_count", 7),
+                    "tensor 'blk.0.ffn_gate_inp.weight' has shape [64, 8], expected [64, 7]");
+  expect_load_error(rewrite(path, "no-router.gguf", {{}, "blk.1.ffn_gate_inp.weight"}),
+                    "tensor 'blk.1.ffn_gate_inp.weight' (the expert router) is missing; 8 experts need it");
+  expect_load_error(rewrite(path, "no-experts.gguf", {{}, "blk.0.ffn_down_exps.weight"}),
+                    "tensor 'blk.0.ffn_down_exps.weight' is missing");
+  const std::string llama = synth_variant(variant_named("llama"));
+  expect_load_error(rewrite(llama, "used-without.gguf", {{{"llama.expert_used_count", GgufValue(uint32_t(2))}}}),
+                    "experts used per token 2 without experts");
+  // A dense llama told it has experts looks for them.
+  expect_load_error(rewrite(llama, "dense-as-moe.gguf",
+                            {{{"llama.expert_count", GgufValue(uint32_t(4))}, {"llama.expert_used_count", GgufValue(uint32_t(2))}}}),
+                    "tensor 'blk.0.ffn_gate_inp.weight' (the expert router) is missing");
+}
+
+TEST(ArchitectureErrors, Qwen2MoeMissingTheSharedExpertGate) {
+  expect_load_error(rewrite(synth_variant(variant_named("qwen2moe")), "no-shexp.gguf", {{}, "blk.0.ffn_gate_inp_shexp.weight"}),
+                    "tensor 'blk.0.ffn_gate_inp_shexp.weight' is missing");
+}
+
+TEST(ArchitectureErrors, GemmaMissingAPostNorm) {
+  expect_load_error(rewrite(synth_variant(variant_named("gemma2")), "no-post.gguf", {{}, "blk.2.post_ffw_norm.weight"}),
+                    "tensor 'blk.2.post_ffw_norm.weight' is missing");
+}
+
+TEST(ArchitectureErrors, PartialRotaryOutOfRange) {
+  const std::string path = synth_variant(kVariants[0]);  // head dimension 16
+  expect_load_error(rewrite(path, "rope-odd.gguf", {{{"llama.rope.dimension_count", GgufValue(uint32_t(7))}}}),
+                    "llama.rope.dimension_count = 7 is not an even number of dimensions up to the head dimension 16");
+  expect_load_error(rewrite(path, "rope-wide.gguf", {{{"llama.rope.dimension_count", GgufValue(uint32_t(32))}}}),
+                    "llama.rope.dimension_count = 32 is not an even number");
+  EXPECT_EQ(load_model(rewrite(path, "rope-8.gguf", {{{"llama.rope.dimension_count", GgufValue(uint32_t(8))}}})).config.rotated_dims(), 8);
+}
+
+TEST(ArchitectureErrors, Phi3LongRopeWithoutItsFactors) {
+  expect_load_error(rewrite(synth_variant(variant_named("phi3")), "no-long.gguf", {{}, "rope_factors_long.weight"}),
+                    "tensor 'rope_factors_long.weight' is missing");
+}
+
 TEST(ArchitectureErrors, RopeFreqsOfTheWrongLength) {
   expect_load_error(rewrite(synth_variant(kVariants[1]), "short-freqs.gguf", {{}, "", "rope_freqs.weight"}),
                     "tensor 'rope_freqs.weight' has shape [7], expected [8]");
@@ -483,6 +538,7 @@ TEST(ArchitectureErrors, RopeScalingTypes) {
   };
   expect_load_error(with_type("dynamic"), "llama.rope.scaling.type = 'dynamic' is not a known RoPE scaling type");
   expect_load_error(with_type("yarn"), "llama.rope.scaling.type = 'yarn' is not supported");
+  EXPECT_EQ(load_model(with_type("longrope")).config.rope_freq_scale, 1.0f);
   EXPECT_EQ(load_model(with_type("none")).config.rope_freq_scale, 1.0f);
   const std::string linear = rewrite(path, "scaling-linear4.gguf",
                                      {{{"llama.rope.scaling.type", GgufValue(std::string("linear"))},
