@@ -88,6 +88,32 @@ std::string differences(const TokenTrie& trie, const std::vector<uint64_t>& fast
 
 // Random walks: at each step the fast mask must equal brute force; then a random allowed token
 // (often a one-byte one, so the walk reaches punctuation, not only long words) is accepted.
+void check_walks(const TokenMask& mask, int walks, int steps) {
+  const TokenTrie& trie = mask.trie();
+  std::mt19937 rng(1234);
+  std::vector<uint64_t> fast;
+  for (int walk = 0; walk < walks; ++walk) {
+    GrammarMatcher state(mask.grammar());
+    std::string text;
+    for (int step = 0; step < steps; ++step) {
+      mask.fill_mask(state, fast);
+      const std::vector<uint64_t> slow = brute_force_mask(trie, state);
+      ASSERT_EQ(fast, slow) << "after '" << text << "':" << differences(trie, fast, slow);
+      const std::vector<int32_t> allowed = ids_in(slow);
+      if (allowed.empty()) break;
+      std::vector<int32_t> short_ones;
+      for (const int32_t id : allowed) {
+        if (trie.token(id).size() == 1) short_ones.push_back(id);
+      }
+      const std::vector<int32_t>& pool = !short_ones.empty() && rng() % 2 == 0 ? short_ones : allowed;
+      const int32_t id = pool[rng() % pool.size()];
+      EXPECT_TRUE(mask.allows(state, id));
+      ASSERT_TRUE(state.accept_utf8(trie.token(id)));
+      text += trie.token(id);
+    }
+  }
+}
+
 // Walk and key depths: 1 and 1 sort tokens by the top position alone (most tokens dependent,
 // checked against the whole state); 1 and 2, 2 and 4 refine a shallow walk for deeper keys;
 // the defaults leave few tokens dependent.
@@ -97,33 +123,11 @@ const Depths kAllDepths = {{1, 1}, {1, 2}, {2, 4}, {TokenMask::kDefaultWalkDepth
 void check_walks(const std::shared_ptr<const TokenTrie>& trie, const std::string& vocab_name, int walks, int steps,
                  const Depths& depths) {
   for (const NamedGrammar& g : grammars()) {
-   for (const auto& [walk_depth, key_depth] : depths) {
-    SCOPED_TRACE(vocab_name + " / " + g.name + " / depths " + std::to_string(walk_depth) + ", " + std::to_string(key_depth));
     const auto grammar = std::make_shared<const Grammar>(parse_gbnf(g.text));
-    const TokenMask mask(grammar, trie, walk_depth, key_depth);
-    std::mt19937 rng(1234);
-    std::vector<uint64_t> fast;
-    for (int walk = 0; walk < walks; ++walk) {
-      GrammarMatcher state(grammar);
-      std::string text;
-      for (int step = 0; step < steps; ++step) {
-        mask.fill_mask(state, fast);
-        const std::vector<uint64_t> slow = brute_force_mask(*trie, state);
-        ASSERT_EQ(fast, slow) << "after '" << text << "':" << differences(*trie, fast, slow);
-        const std::vector<int32_t> allowed = ids_in(slow);
-        if (allowed.empty()) break;
-        std::vector<int32_t> short_ones;
-        for (const int32_t id : allowed) {
-          if (trie->token(id).size() == 1) short_ones.push_back(id);
-        }
-        const std::vector<int32_t>& pool = !short_ones.empty() && rng() % 2 == 0 ? short_ones : allowed;
-        const int32_t id = pool[rng() % pool.size()];
-        EXPECT_TRUE(mask.allows(state, id));
-        ASSERT_TRUE(state.accept_utf8(trie->token(id)));
-        text += trie->token(id);
-      }
+    for (const auto& [walk_depth, key_depth] : depths) {
+      SCOPED_TRACE(vocab_name + " / " + g.name + " / depths " + std::to_string(walk_depth) + ", " + std::to_string(key_depth));
+      check_walks(TokenMask(grammar, trie, walk_depth, key_depth), walks, steps);
     }
-   }
   }
 }
 
