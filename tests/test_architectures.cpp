@@ -75,6 +75,12 @@ const Variant kVariants[] = {
      [](SynthSpec& s) { s.config.n_experts = 8, s.config.n_experts_used = 3, s.config.expert_ffn_dim = 32; }},
 };
 
+const Variant& variant_named(const std::string& name) {
+  for (const Variant& v : kVariants)
+    if (v.name == name) return v;
+  throw std::runtime_error("no variant " + name);
+}
+
 std::string synth_variant(const Variant& v, uint64_t seed = 11) {
   SynthSpec spec;
   ModelConfig& c = spec.config;
@@ -268,6 +274,33 @@ TEST_P(Architectures, LoraMatchesMergedWeights) {
 
 INSTANTIATE_TEST_SUITE_P(Synth, Architectures, ::testing::ValuesIn(kVariants),
                          [](const ::testing::TestParamInfo<Variant>& info) { return std::string(info.param.name); });
+
+// Prefix caching with sliding-window layers: pages stay cached for every layer (the global
+// layers need them), and a cached position's keys and values are those a fresh run writes, so
+// requests that hit the cache give the oracle's greedy ids. Prompts span many windows of 8.
+TEST(SlidingWindowPrefixCache, CachedPrefixesGiveTheOraclesIds) {
+  for (const char* name : {"gemma2", "gemma3"}) {
+    SCOPED_TRACE(name);
+    const std::string path = synth_variant(variant_named(name));
+    const Model m = load_model(path);
+    const std::vector<int32_t> a = random_prompt(m.config.vocab_size, 90, 501);
+    std::vector<int32_t> b(a.begin(), a.begin() + 70);  // shares a's first 70 positions
+    const std::vector<int32_t> tail = random_prompt(m.config.vocab_size, 20, 502);
+    b.insert(b.end(), tail.begin(), tail.end());
+    Engine engine({.model_path = path, .threads = 2, .kv_cache_type = KvCacheType::F32});
+    auto generate = [&](const std::vector<int32_t>& prompt) {
+      Request r;
+      r.prompt_ids = prompt;
+      r.max_new_tokens = 12;
+      r.ignore_eos = true;
+      r.sampling.temperature = 0.0f;
+      RequestHandle handle = engine.submit(std::move(r));
+      return test::await(handle).token_ids;
+    };
+    for (const auto& prompt : {a, a, b}) EXPECT_EQ(generate(prompt), oracle_greedy(m, prompt, 12));
+    EXPECT_GT(engine.metrics().prefix_hit_tokens, 64);  // a again, then b's shared pages
+  }
+}
 
 // ---- pagoda-synth with a real vocabulary ----
 
@@ -469,12 +502,6 @@ TEST(ArchitectureErrors, Qwen2MissingABias) {
 TEST(ArchitectureErrors, Qwen3MissingAQkNorm) {
   expect_load_error(rewrite(synth_variant(kVariants[3]), "no-q-norm.gguf", {{}, "blk.0.attn_q_norm.weight"}),
                     "tensor 'blk.0.attn_q_norm.weight' is missing");
-}
-
-const Variant& variant_named(const std::string& name) {
-  for (const Variant& v : kVariants)
-    if (v.name == name) return v;
-  throw std::runtime_error("no variant " + name);
 }
 
 TEST(ArchitectureErrors, BadExpertMetadata) {
