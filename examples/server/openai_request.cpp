@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "engine/chat/openai_chat.h"
 #include "engine/grammar/json_schema.h"
 #include "examples/server/api_error.h"
-#include "examples/server/openai_tools.h"
 #include "pagoda/error.h"
 
 namespace pagoda::server {
@@ -177,108 +177,6 @@ std::vector<int32_t> completion_prompt(const json& body, const Engine& engine) {
   return ids;
 }
 
-// A message's content: a string, or a list of {"type": "text", "text": ...} parts.
-std::string message_content(const json& content, size_t index) {
-  const std::string where = "'messages[" + std::to_string(index) + "].content'";
-  if (content.is_null()) return {};
-  if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) throw bad_request(where + " must be a string or a list of text parts");
-  std::string text;
-  for (const json& part : content) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
-      throw bad_request(where + " may only hold text parts ({\"type\": \"text\", \"text\": ...})");
-    }
-    text += part["text"].get<std::string>();
-  }
-  return text;
-}
-
-// An assistant message's `tool_calls`: [{"id", "type": "function", "function": {"name", "arguments"}}],
-// the arguments a JSON string (as OpenAI sends them) or an object.
-std::vector<ToolCall> message_tool_calls(const json& calls, size_t index) {
-  const std::string where = "'messages[" + std::to_string(index) + "].tool_calls'";
-  if (!calls.is_array()) throw bad_request(where + " must be a list");
-  std::vector<ToolCall> out;
-  for (const json& c : calls) {
-    if (!c.is_object() || !c.contains("function") || !c["function"].is_object() || !c["function"].contains("name") ||
-        !c["function"]["name"].is_string()) {
-      throw bad_request(where + " entries must be {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
-    }
-    const json& f = c["function"];
-    ToolCall call{.id = c.contains("id") && c["id"].is_string() ? c["id"].get<std::string>() : std::string(),
-                  .name = f["name"].get<std::string>(),
-                  .arguments = "{}"};
-    if (f.contains("arguments") && !f["arguments"].is_null()) {
-      call.arguments = f["arguments"].is_string() ? f["arguments"].get<std::string>() : f["arguments"].dump();
-    }
-    out.push_back(std::move(call));
-  }
-  return out;
-}
-
-std::string optional_string(const json& msg, const char* name, size_t index) {
-  const json* v = field(msg, name);
-  if (!v) return {};
-  if (!v->is_string()) throw bad_request("'messages[" + std::to_string(index) + "]." + name + "' must be a string");
-  return v->get<std::string>();
-}
-
-std::vector<ChatMessage> chat_messages(const json& body) {
-  const json* m = field(body, "messages");
-  if (!m) throw bad_request("'messages' is required");
-  if (!m->is_array() || m->empty()) throw bad_request("'messages' must be a non-empty list");
-  std::vector<ChatMessage> out;
-  for (size_t i = 0; i < m->size(); ++i) {
-    const json& msg = (*m)[i];
-    if (!msg.is_object() || !msg.contains("role") || !msg["role"].is_string()) {
-      throw bad_request("'messages[" + std::to_string(i) + "]' must be an object with a string 'role'");
-    }
-    ChatMessage message{.role = msg["role"].get<std::string>(), .content = message_content(msg.value("content", json(nullptr)), i)};
-    if (const json* calls = field(msg, "tool_calls")) message.tool_calls = message_tool_calls(*calls, i);
-    message.tool_call_id = optional_string(msg, "tool_call_id", i);
-    message.name = optional_string(msg, "name", i);
-    message.reasoning_content = optional_string(msg, "reasoning_content", i);
-    out.push_back(std::move(message));
-  }
-  return out;
-}
-
-// The Generic tool layout's instructions, at the end of the system message (a new one first
-// when there is none).
-void add_generic_tool_prompt(std::vector<ChatMessage>& messages, const std::string& tools_json) {
-  const std::string prompt = chat::generic_tool_prompt(tools_json);
-  if (!messages.empty() && (messages[0].role == "system" || messages[0].role == "developer")) {
-    messages[0].content += "\n\n" + prompt;
-  } else {
-    messages.insert(messages.begin(), ChatMessage{.role = "system", .content = prompt});
-  }
-}
-
-// llama-server's and vLLM's `chat_template_kwargs`: extra variables for the template
-// ({"enable_thinking": false}).
-std::string template_kwargs(const json& body) {
-  const json* k = field(body, "chat_template_kwargs");
-  if (!k) return {};
-  if (!k->is_object()) throw bad_request("'chat_template_kwargs' must be an object");
-  return k->dump();
-}
-
-// Whether the reply needs splitting: a template that thinks in <think> blocks (and whether the
-// prompt already opened one), or tools the reply may call.
-std::optional<chat::ReplyShape> reply_shape(const Engine& engine, const std::string& prompt, const std::optional<ToolRequest>& tools) {
-  chat::ReplyShape shape;
-  const std::optional<std::string> chat_template = engine.chat_template();
-  shape.reasoning = chat_template && chat_template->find("<think>") != std::string::npos;
-  if (shape.reasoning) {
-    const size_t end = prompt.find_last_not_of(" \n\r\t");
-    const std::string_view trimmed = std::string_view(prompt).substr(0, end == std::string::npos ? 0 : end + 1);
-    shape.starts_in_reasoning = trimmed.size() >= 7 && trimmed.substr(trimmed.size() - 7) == "<think>";
-  }
-  if (tools) shape.tools = tools->tools;
-  if (!shape.reasoning && !shape.tools) return std::nullopt;
-  return shape;
-}
-
 // Structured output: OpenAI's `response_format` (json_object, json_schema) and llama-server's
 // `grammar` (GBNF) and `json_schema` body fields, at most one of them.
 void output_constraint(const json& body, Request& r) {
@@ -315,6 +213,25 @@ void output_constraint(const json& body, Request& r) {
     }
   }
   if (given > 1) throw bad_request("give one of 'response_format', 'grammar' and 'json_schema'");
+}
+
+// The grammar of the calls a chat request's tools allow.
+void constrain_tool_calls(const chat::ToolRequest& tools, const Engine& engine, Request& r) {
+  if (!r.grammar.empty() || !r.json_schema.empty()) {
+    throw bad_request("'response_format', 'grammar' and 'json_schema' cannot be combined with 'tools'");
+  }
+  // One control token of the vocabulary: one token with parse_special, several as text.
+  auto is_control_token = [&](std::string_view text) {
+    const std::string t(text);
+    return engine.tokenize(t, false, true).size() == 1 && engine.tokenize(t, false, false).size() > 1;
+  };
+  try {
+    const chat::ToolGrammar g = chat::tool_request_grammar(tools, is_control_token);
+    r.grammar = g.gbnf;
+    r.grammar_triggers = g.triggers;
+  } catch (const Error& e) {
+    throw bad_request(std::string("'tools': ") + e.what());
+  }
 }
 
 std::string requested_model(const json& body) {
@@ -379,19 +296,18 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const E
       if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) a.prompt_text = (*p)[0].get<std::string>();
     } else {
       const ChatFormat format = engine.chat_format();
-      std::vector<ChatMessage> messages = chat_messages(body);
-      const std::optional<ToolRequest> tools = parse_tool_request(body, engine);
+      const json* messages_json = field(body, "messages");
+      if (!messages_json) throw bad_request("'messages' is required");
+      std::vector<ChatMessage> messages = chat::parse_messages(*messages_json);
+      const std::optional<std::string> chat_template = engine.chat_template();
+      const std::optional<chat::ToolRequest> tools = chat::parse_tool_request(body, chat_template);
       ChatTemplateOptions options;
-      options.kwargs = template_kwargs(body);
-      if (tools && tools->tools.format == chat::ToolCallFormat::Generic) {
-        add_generic_tool_prompt(messages, tools->tools_json);
-      } else if (tools) {
-        options.tools = tools->tools_json;
-      }
+      options.kwargs = chat::template_kwargs(body);
+      if (tools) chat::offer_tools(*tools, messages, options);
       const std::string prompt = engine.apply_chat_template(messages, options);
       r.prompt_ids = engine.tokenize(prompt, engine.add_bos(), true);
       if (tools) constrain_tool_calls(*tools, engine, r);
-      a.reply = reply_shape(engine, prompt, tools);
+      a.reply = chat::reply_shape(chat_template, prompt, tools);
       r.stop_token_ids = format.stop_token_ids;
       r.stop_strings.insert(r.stop_strings.end(), format.stop_strings.begin(), format.stop_strings.end());
     }
