@@ -1,5 +1,7 @@
 #include "engine/chat/chat_renderer.h"
 
+#include <algorithm>
+
 #include "pagoda/error.h"
 
 namespace pagoda::chat {
@@ -22,9 +24,11 @@ json arguments_value(const std::string& arguments) {
   return arguments;
 }
 
-json message_object(const ChatMessage& m) {
+bool has_null_content(const ChatMessage& m) { return m.content.empty() && !m.tool_calls.empty(); }
+
+json message_object(const ChatMessage& m, bool null_content) {
   json o{{"role", m.role}};
-  if (m.content.empty() && !m.tool_calls.empty()) {
+  if (null_content && has_null_content(m)) {
     o["content"] = nullptr;
   } else {
     o["content"] = m.content;
@@ -45,7 +49,7 @@ json message_object(const ChatMessage& m) {
 }  // namespace
 
 json template_context(const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options,
-                      const std::string& bos_token, const std::string& eos_token) {
+                      const std::string& bos_token, const std::string& eos_token, bool null_content) {
   json context = json::object();
   if (!options.kwargs.empty()) {
     json kwargs = parse_json(options.kwargs, "chat template kwargs");
@@ -53,7 +57,7 @@ json template_context(const std::vector<ChatMessage>& messages, const ChatTempla
     context = std::move(kwargs);
   }
   json list = json::array();
-  for (const ChatMessage& m : messages) list.push_back(message_object(m));
+  for (const ChatMessage& m : messages) list.push_back(message_object(m, null_content));
   context["messages"] = std::move(list);
   if (!options.tools.empty()) {
     json tools = parse_json(options.tools, "tools");
@@ -68,7 +72,14 @@ json template_context(const std::vector<ChatMessage>& messages, const ChatTempla
 
 std::string render_chat(const jinja::Template& t, const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options,
                         const std::string& bos_token, const std::string& eos_token) {
-  return t.render(template_context(messages, options, bos_token, eos_token));
+  try {
+    return t.render(template_context(messages, options, bos_token, eos_token, true));
+  } catch (const Error&) {
+    // Templates written before OpenAI's null content (Qwen3's first one tests
+    // `'</think>' in message.content`) fail on it; as llama.cpp does, give them "" instead.
+    if (std::none_of(messages.begin(), messages.end(), has_null_content)) throw;
+    return t.render(template_context(messages, options, bos_token, eos_token, false));
+  }
 }
 
 }  // namespace pagoda::chat
