@@ -59,12 +59,12 @@ void MoeFfn::route(const float* x, int ld_x, int n, MoeScratch& s) const {
   s.expert_begin.assign(size_t(E) + 1, 0);
   for (int32_t e : s.chosen) ++s.expert_begin[size_t(e) + 1];
   for (int e = 0; e < E; ++e) s.expert_begin[size_t(e) + 1] += s.expert_begin[size_t(e)];
-  std::vector<int32_t> next(s.expert_begin.begin(), s.expert_begin.end() - 1);
+  s.next.assign(s.expert_begin.begin(), s.expert_begin.end() - 1);
   s.slot.resize(size_t(n) * K);
   s.pair_row.resize(size_t(n) * K);
   for (int row = 0; row < n; ++row) {
     for (int k = 0; k < K; ++k) {
-      const int32_t at = next[size_t(s.chosen[size_t(row) * K + k])]++;
+      const int32_t at = s.next[size_t(s.chosen[size_t(row) * K + k])]++;
       s.slot[size_t(row) * K + k] = at;
       s.pair_row[size_t(at)] = row;
     }
@@ -95,11 +95,11 @@ void MoeFfn::forward(const float* x, int ld_x, int n, float* out, int ld_out, Mo
       std::copy_n(x + size_t(s.pair_row[p]) * ld_x, dim_, s.in.data() + p * dim_);
   });
   // Every chosen expert once over its rows; experts run side by side, each GEMM in parallel too.
-  std::vector<int32_t> active;
+  s.active.clear();
   for (int e = 0; e < n_experts_; ++e)
-    if (s.expert_begin[size_t(e) + 1] > s.expert_begin[size_t(e)]) active.push_back(e);
-  tbb::parallel_for(0, int(active.size()), [&](int i) {
-    const int e = active[size_t(i)];
+    if (s.expert_begin[size_t(e) + 1] > s.expert_begin[size_t(e)]) s.active.push_back(e);
+  tbb::parallel_for(0, int(s.active.size()), [&](int i) {
+    const int e = s.active[size_t(i)];
     const int begin = s.expert_begin[size_t(e)];
     run_expert(experts_[size_t(e)], ffn_, begin, s.expert_begin[size_t(e) + 1] - begin, s);
   });
