@@ -1,5 +1,6 @@
 #include "examples/bench/model_facts.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -71,14 +72,19 @@ void read_shape(const GgufFile& f, ModelFacts& m) {
 
 // A decode step reads every weight once, except the embedding table, of which it reads the
 // token's row, unless the model ties it to the classifier (no output.weight), which reads it
-// whole.
+// whole, and a mixture of experts' expert tensors (`*_exps`), of which one token reads the
+// expert_used_count experts it is routed to: the active bytes.
 void count_tensors(const GgufFile& f, ModelFacts& m) {
   const bool tied = f.find_tensor("output.weight") == nullptr;
+  const std::string arch = f.get_string("general.architecture");
+  const uint64_t experts = f.get_uint_opt(arch + ".expert_count").value_or(0);
+  const uint64_t used = f.get_uint_opt(arch + ".expert_used_count").value_or(0);
   for (const GgufTensorInfo& t : f.tensors()) {
     m.size_bytes += t.n_bytes;
     m.n_params += t.n_elements;
     const bool embedding = t.name == "token_embd.weight";
-    m.decode_bytes += embedding && !tied ? t.n_bytes / t.shape.back() : t.n_bytes;
+    const bool expert = experts > 0 && t.shape.size() == 3 && t.name.find("_exps.") != std::string::npos;
+    m.decode_bytes += embedding && !tied ? t.n_bytes / t.shape.back() : expert ? t.n_bytes / experts * std::min(used, experts) : t.n_bytes;
     if (t.name.starts_with("blk.") && t.shape.size() == 2) m.matrix_params += t.n_elements;
   }
 }
