@@ -21,6 +21,10 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "engine/chat/chat_reply.h"
+#include "engine/chat/openai_chat.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 
@@ -267,6 +271,46 @@ class PyEngine {
   std::shared_ptr<pagoda::Engine> engine_;
 };
 
+// A chat reply's shape, held opaque by Python between prepare_chat and split_reply.
+struct ReplyShapeHandle {
+  pagoda::chat::ReplyShape shape;
+};
+
+// An OpenAI chat body (messages, tools, tool_choice, parallel_tool_calls, chat_template_kwargs)
+// as pagoda-server reads it: the prompt, the grammar of the tool calls (with `constrain`), and
+// the reply's shape.
+struct PreparedChat {
+  std::string prompt;
+  std::string grammar;
+  std::vector<std::string> triggers;
+  std::optional<pagoda::chat::ReplyShape> shape;
+};
+
+PreparedChat prepare_chat(const pagoda::Engine& engine, const std::string& text, bool add_generation_prompt, bool constrain) {
+  const nlohmann::json body = nlohmann::json::parse(text, nullptr, false);
+  if (!body.is_object() || !body.contains("messages")) throw pagoda::Error("a chat needs messages");
+  std::vector<pagoda::ChatMessage> messages = pagoda::chat::parse_messages(body["messages"]);
+  const std::optional<std::string> chat_template = engine.chat_template();
+  const std::optional<pagoda::chat::ToolRequest> tools = pagoda::chat::parse_tool_request(body, chat_template);
+  pagoda::ChatTemplateOptions options;
+  options.add_generation_prompt = add_generation_prompt;
+  options.kwargs = pagoda::chat::template_kwargs(body);
+  if (tools) pagoda::chat::offer_tools(*tools, messages, options);
+  PreparedChat p;
+  p.prompt = engine.apply_chat_template(messages, options);
+  if (tools && constrain) {
+    auto is_control_token = [&](std::string_view t) {
+      const std::string text(t);
+      return engine.tokenize(text, false, true).size() == 1 && engine.tokenize(text, false, false).size() > 1;
+    };
+    const pagoda::chat::ToolGrammar g = pagoda::chat::tool_request_grammar(*tools, is_control_token);
+    p.grammar = g.gbnf;
+    p.triggers = g.triggers;
+  }
+  p.shape = pagoda::chat::reply_shape(chat_template, p.prompt, tools);
+  return p;
+}
+
 pagoda::KvCacheType kv_cache_type(const std::string& name) {
   if (auto t = pagoda::parse_kv_cache_type(name)) return *t;
   throw pagoda::Error("kv_cache_type must be f32, f16, bf16 or q8_0, got '" + name + "'");
@@ -411,7 +455,8 @@ PYBIND11_MODULE(_core, m) {
            [](PyEngine& self, std::string prompt, std::vector<int32_t> prompt_ids, const pagoda::SamplingParams& sampling,
               int32_t max_tokens, std::vector<std::string> stop, std::vector<int32_t> stop_token_ids, bool ignore_eos,
               int32_t logprobs, int32_t prompt_logprobs, std::string adapter, int32_t priority, bool prefix_cache,
-              bool parse_special, bool stream, std::optional<py::object> on_token) {
+              bool parse_special, bool stream, std::optional<py::object> on_token, std::string grammar,
+              std::string json_schema, std::vector<std::string> grammar_triggers) {
              pagoda::Request r;
              r.prompt = std::move(prompt);
              r.prompt_ids = std::move(prompt_ids);
@@ -427,12 +472,16 @@ PYBIND11_MODULE(_core, m) {
              r.priority = priority;
              r.prefix_cache = prefix_cache;
              r.stream = stream;
+             r.grammar = std::move(grammar);
+             r.json_schema = std::move(json_schema);
+             r.grammar_triggers = std::move(grammar_triggers);
              return self.submit(std::move(r), std::move(on_token));
            },
            py::kw_only(), py::arg("prompt"), py::arg("prompt_ids"), py::arg("sampling"), py::arg("max_tokens"),
            py::arg("stop"), py::arg("stop_token_ids"), py::arg("ignore_eos"), py::arg("logprobs"),
            py::arg("prompt_logprobs"), py::arg("adapter"), py::arg("priority"),
-           py::arg("prefix_cache"), py::arg("parse_special"), py::arg("stream"), py::arg("on_token"))
+           py::arg("prefix_cache"), py::arg("parse_special"), py::arg("stream"), py::arg("on_token"),
+           py::arg("grammar") = "", py::arg("json_schema") = "", py::arg("grammar_triggers") = std::vector<std::string>{})
       .def("metrics", [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.metrics(); }); })
       .def("model_lost", [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.model_lost(); }); })
       .def("load_adapter",
@@ -468,15 +517,30 @@ PYBIND11_MODULE(_core, m) {
              for (const auto& t : self.call([](pagoda::Engine& e) { return e.special_tokens(); })) out[utf8(t.piece)] = t.id;
              return out;
            })
-      .def("apply_chat_template",
-           [](PyEngine& self, const std::vector<std::pair<std::string, std::string>>& messages, bool add_generation_prompt) {
-             std::vector<pagoda::ChatMessage> turns;
-             for (const auto& [role, content] : messages) turns.push_back({role, content});
-             return utf8(self.call([&](pagoda::Engine& e) { return e.apply_chat_template(turns, add_generation_prompt); }));
-           },
-           py::arg("messages"), py::arg("add_generation_prompt"))
       .def("chat_format", [](PyEngine& self) {
         const pagoda::ChatFormat f = self.call([](pagoda::Engine& e) { return e.chat_format(); });
         return py::make_tuple(f.family, f.stop_token_ids, f.stop_strings);
-      });
+      })
+      .def("prepare_chat",
+           [](PyEngine& self, const std::string& body, bool add_generation_prompt, bool constrain) {
+             const PreparedChat p =
+                 self.call([&](pagoda::Engine& e) { return prepare_chat(e, body, add_generation_prompt, constrain); });
+             std::optional<ReplyShapeHandle> shape;
+             if (p.shape) shape = ReplyShapeHandle{*p.shape};
+             return py::make_tuple(utf8(p.prompt), p.grammar, p.triggers, shape);
+           },
+           py::arg("body"), py::arg("add_generation_prompt"), py::arg("constrain"));
+
+  py::class_<ReplyShapeHandle>(m, "ReplyShape", "What a chat reply may hold besides text (thinking, tool calls).");
+  m.def(
+      "split_reply",
+      [](const ReplyShapeHandle& shape, const std::string& reply) {
+        pagoda::chat::ChatReplySplitter splitter(shape.shape);
+        pagoda::chat::ChatReplySplitter::Delta d = splitter.feed(reply);
+        const pagoda::chat::ChatReplySplitter::Delta rest = splitter.finish();
+        py::list calls;
+        for (const pagoda::chat::ParsedToolCall& c : splitter.calls()) calls.append(py::make_tuple(c.id, c.name, c.arguments));
+        return py::make_tuple(utf8(d.content + rest.content), utf8(d.reasoning + rest.reasoning), calls);
+      },
+      py::arg("shape"), py::arg("reply"));
 }

@@ -13,12 +13,13 @@ Every refused request raises :class:`pagoda.Error`; every blocking call releases
 import atexit
 
 from ._async_engine import AsyncEngine, AsyncHandle
+from ._chat import ChatCompletion, ToolCall
 from ._core import Completion, Delta, Error, Handle, Metrics, TokenLogprob, TokenLogprobs
 from ._engine import Engine, close_all
 from ._params import SamplingParams
 
-__all__ = ["AsyncEngine", "AsyncHandle", "Completion", "Delta", "Engine", "Error", "Handle", "Metrics",
-           "SamplingParams", "TokenLogprob", "TokenLogprobs"]
+__all__ = ["AsyncEngine", "AsyncHandle", "ChatCompletion", "Completion", "Delta", "Engine", "Error", "Handle", "Metrics",
+           "SamplingParams", "TokenLogprob", "TokenLogprobs", "ToolCall"]
 
 # Engines still open at exit are closed while the interpreter can still run their callbacks'
 # clean-up (the engine's threads take the GIL to drop Python objects).

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from typing import Any, AsyncIterator, Iterable, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Iterable, Mapping, Optional, Sequence, Union
 
-from ._chat import Message, chat_prompt
+from ._chat import ChatCompletion, Message, chat_completion, prepare_chat, reply_text
 from ._core import Completion, Delta, Handle, Metrics
 from ._engine import Engine, Prompt, _is_one_prompt
 from ._params import SamplingParams
@@ -122,13 +122,35 @@ class AsyncEngine:
             handle.cancel()
 
     async def chat(self, messages: Sequence[Message], params: Optional[SamplingParams] = None, *,
-                   tools: Optional[Sequence[object]] = None, adapter: Optional[str] = None) -> Completion:
+                   tools: Optional[Sequence[object]] = None, tool_choice: Optional[object] = None,
+                   parallel_tool_calls: Optional[bool] = None,
+                   chat_template_kwargs: Optional[Mapping[str, object]] = None,
+                   adapter: Optional[str] = None) -> ChatCompletion:
         """:meth:`Engine.chat`, awaited."""
-        prompt, chat_params = chat_prompt(self.engine, messages, params, tools)
-        return await self.submit(prompt, chat_params, adapter=adapter, parse_special=True).result()
+        prepared = prepare_chat(self.engine, messages, params, tools=tools, tool_choice=tool_choice,
+                                parallel_tool_calls=parallel_tool_calls, chat_template_kwargs=chat_template_kwargs)
+        loop = asyncio.get_running_loop()
+        handle = self.engine._submit(prepared.prompt, prepared.params, adapter=adapter, priority=0, prefix_cache=True,
+                                     parse_special=True, stream=prepared.shape is not None, on_token=None,
+                                     grammar=prepared.grammar, grammar_triggers=prepared.triggers)
+        try:
+            if prepared.shape is None:
+                return chat_completion(prepared, await AsyncHandle(handle, loop).result(), None)
+            deltas: asyncio.Queue[Optional[list[Delta]]] = asyncio.Queue()
+            handle.forward_to(loop, deltas.put_nowait)
+            received: list[Delta] = []
+            while (batch := await deltas.get()) is not None:
+                received.extend(batch)
+            completion = handle.result()
+            return chat_completion(prepared, completion, reply_text(self.engine, received, prepared.params.stop_token_ids))
+        finally:
+            handle.cancel()
 
-    def apply_chat_template(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
-        return self.engine.apply_chat_template(messages, add_generation_prompt)
+    def apply_chat_template(self, messages: Sequence[Message], add_generation_prompt: bool = True, *,
+                            tools: Optional[Sequence[object]] = None,
+                            chat_template_kwargs: Optional[Mapping[str, object]] = None) -> str:
+        return self.engine.apply_chat_template(messages, add_generation_prompt, tools=tools,
+                                               chat_template_kwargs=chat_template_kwargs)
 
     def tokenize(self, text: str, add_bos: Optional[bool] = None, parse_special: bool = False) -> list[int]:
         return self.engine.tokenize(text, add_bos, parse_special)

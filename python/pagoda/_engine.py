@@ -7,7 +7,7 @@ import weakref
 from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _core
-from ._chat import Message, chat_prompt
+from ._chat import ChatCompletion, Message, chat_completion, prepare_chat, reply_text
 from ._core import Completion, Delta, Error, Handle, Metrics
 from ._params import SamplingParams
 
@@ -148,20 +148,38 @@ class Engine:
         return _deltas(handle)
 
     def chat(self, messages: Sequence[Message], params: Optional[SamplingParams] = None, *,
-             tools: Optional[Sequence[object]] = None, adapter: Optional[str] = None) -> Completion:
-        """Replies to a conversation (``[{"role": "user", "content": "..."}]``) in the model's chat
-        format, stopping at its end of turn.
+             tools: Optional[Sequence[object]] = None, tool_choice: Optional[object] = None,
+             parallel_tool_calls: Optional[bool] = None, chat_template_kwargs: Optional[Mapping[str, object]] = None,
+             adapter: Optional[str] = None) -> ChatCompletion:
+        """Replies to a conversation in OpenAI's message shape (``[{"role": "user", "content":
+        "..."}]``, assistant ``tool_calls`` and ``tool`` turns too), laid out by the model's chat
+        template and stopping at its end of turn.
+
+        ``tools``, ``tool_choice`` (``"auto"``, ``"none"``, ``"required"`` or ``{"type":
+        "function", "function": {"name": ...}}``) and ``parallel_tool_calls`` are OpenAI's: the
+        template is shown the tools, and a call is constrained to the layout the model writes
+        calls in with arguments valid against the tool's ``parameters`` (the whole reply with
+        "required" or a named function; from the layout's opening tag with "auto").
+        ``chat_template_kwargs`` are extra template variables (``{"enable_thinking": False}``).
 
         Raises:
-            pagoda.Error: tools were given (pagoda's chat templates lay out text turns only), or a
-                role is not system, user, assistant or developer.
+            pagoda.Error: a malformed message or tool, a template that fails on the conversation,
+                or tools together with a grammar or json_schema in ``params``.
         """
-        prompt, chat_params = chat_prompt(self, messages, params, tools)
-        return self.submit(prompt, chat_params, adapter=adapter, parse_special=True).result()
+        prepared = prepare_chat(self, messages, params, tools=tools, tool_choice=tool_choice,
+                                parallel_tool_calls=parallel_tool_calls, chat_template_kwargs=chat_template_kwargs)
+        handle = self._submit(prepared.prompt, prepared.params, adapter=adapter, priority=0, prefix_cache=True,
+                              parse_special=True, stream=prepared.shape is not None, on_token=None,
+                              grammar=prepared.grammar, grammar_triggers=prepared.triggers)
+        if prepared.shape is None:
+            return chat_completion(prepared, handle.result(), None)
+        deltas = list(_deltas(handle))
+        return chat_completion(prepared, handle.result(), reply_text(self, deltas, prepared.params.stop_token_ids))
 
     def _submit(self, prompt: Prompt, params: Optional[SamplingParams], *, adapter: Optional[str], priority: int,
                 prefix_cache: bool, parse_special: bool, stream: bool,
-                on_token: Optional[Callable[[Delta], None]]) -> Handle:
+                on_token: Optional[Callable[[Delta], None]], grammar: str = "",
+                grammar_triggers: Sequence[str] = ()) -> Handle:
         params = SamplingParams() if params is None else params
         if not isinstance(params, SamplingParams):
             raise Error(f"params must be a pagoda.SamplingParams, got {type(params).__name__}")
@@ -184,7 +202,8 @@ class Engine:
             stop=list(params.stop), stop_token_ids=list(params.stop_token_ids), ignore_eos=params.ignore_eos,
             logprobs=_off_is_minus_one(params.logprobs), prompt_logprobs=_off_is_minus_one(params.prompt_logprobs),
             adapter=adapter or "", priority=priority, prefix_cache=prefix_cache, parse_special=parse_special,
-            stream=stream, on_token=on_token)
+            stream=stream, on_token=on_token, grammar=grammar or (params.grammar or ""),
+            json_schema=params.json_schema or "", grammar_triggers=list(grammar_triggers))
 
     # ---- adapters, tokenizer, chat layout, metrics ----
 
@@ -210,11 +229,14 @@ class Engine:
         """The text of ``ids`` (an incomplete UTF-8 character at the end becomes U+FFFD)."""
         return self._core.detokenize(list(ids))
 
-    def apply_chat_template(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
-        """The conversation laid out in the model's chat format (``chat_format``), ending where the
-        assistant's reply begins. Tokenize it with ``parse_special=True``."""
-        prompt, _ = chat_prompt(self, messages, None, None, add_generation_prompt)
-        return prompt
+    def apply_chat_template(self, messages: Sequence[Message], add_generation_prompt: bool = True, *,
+                            tools: Optional[Sequence[object]] = None,
+                            chat_template_kwargs: Optional[Mapping[str, object]] = None) -> str:
+        """The conversation laid out by the model's chat template (as transformers renders it), with
+        ``tools`` shown to it, ending where the assistant's reply begins. Tokenize it with
+        ``parse_special=True``."""
+        return prepare_chat(self, messages, None, tools=tools, chat_template_kwargs=chat_template_kwargs,
+                            add_generation_prompt=add_generation_prompt, constrain=False).prompt
 
     @property
     def chat_format(self) -> Tuple[str, list[int], list[str]]:

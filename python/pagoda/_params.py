@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping, Optional, Sequence, Tuple, Union
+import json
+from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _core
 from ._core import Error
@@ -40,6 +41,10 @@ class SamplingParams:
     ignore_eos: bool = False  #: go on past end-of-generation tokens
     logprobs: Optional[int] = None  #: each generated token's log-probability and this many top ones (<= 20)
     prompt_logprobs: Optional[int] = None  #: the same for the prompt's tokens (scoring a text)
+    #: constrain the output to this grammar (llama.cpp's GBNF, start rule ``root``)
+    grammar: Optional[str] = None
+    #: or to JSON valid against this JSON Schema (a dict, or its JSON text)
+    json_schema: Optional[Union[str, Mapping[str, Any]]] = None
 
     def __post_init__(self) -> None:
         for name in _FLOATS:
@@ -72,6 +77,17 @@ class SamplingParams:
         if not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], int) and not isinstance(p[0], bool)
                    and 0 <= p[0] < 2**31 and isinstance(p[1], (int, float)) for p in pairs):
             raise Error(f"SamplingParams.logit_bias must map token ids to numbers, got {self.logit_bias!r}")
+        if self.grammar is not None and not isinstance(self.grammar, str):
+            raise Error(f"SamplingParams.grammar must be GBNF text, got {self.grammar!r}")
+        if self.json_schema is not None and not isinstance(self.json_schema, str):
+            if not isinstance(self.json_schema, (Mapping, bool)):
+                raise Error(f"SamplingParams.json_schema must be a JSON Schema (a dict or its text), got {self.json_schema!r}")
+            try:
+                object.__setattr__(self, "json_schema", json.dumps(self.json_schema, ensure_ascii=False))
+            except (TypeError, ValueError) as e:
+                raise Error(f"SamplingParams.json_schema is not JSON-serialisable: {e}") from None
+        if self.grammar is not None and self.json_schema is not None:
+            raise Error("SamplingParams: give a grammar or a json_schema, not both")
         object.__setattr__(self, "logit_bias", pairs)
         object.__setattr__(self, "stop", stop)
         object.__setattr__(self, "stop_token_ids", ids)

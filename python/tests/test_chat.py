@@ -1,4 +1,5 @@
-"""chat() and apply_chat_template(): the model's format, its end of turn, and no tools."""
+"""chat() and apply_chat_template() on stories260K (no chat template): the family layout, its end
+of turn, and the errors. Templates, tools and structured output: test_structured.py."""
 
 import pytest
 
@@ -17,9 +18,9 @@ def test_chat_continues_the_laid_out_conversation(engine):
     assert reply.token_ids == engine.submit(prompt, greedy, parse_special=True).result().token_ids
 
 
-def test_chat_refuses_tools_and_bad_messages(engine):
+def test_chat_refuses_bad_messages_and_tools(engine):
     with pytest.raises(pagoda.Error, match="tools"):
-        engine.chat(MESSAGES, tools=[{"type": "function", "function": {"name": "f"}}])
+        engine.chat(MESSAGES, tools=[{"type": "function", "function": {"name": "bad name"}}])
     with pytest.raises(pagoda.Error, match="role"):
         engine.chat([{"role": "narrator", "content": "x"}])
     with pytest.raises(pagoda.Error, match="message 0"):
