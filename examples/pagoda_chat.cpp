@@ -25,6 +25,7 @@
 #include "examples/common/cache_type_flag.h"
 #include "examples/common/chat_template_flag.h"
 #include "examples/common/lora_flag.h"
+#include "examples/common/grammar_flags.h"
 #include "examples/common/sampling_flags.h"
 #include "examples/common/speculative_flags.h"
 #include "examples/common/default_model.h"
@@ -113,6 +114,7 @@ struct Options {
   pagoda::SamplingParams sampling;
   std::optional<pagoda::cli::LoraFlag> lora;
   std::string chat_template;  // "" = the model's
+  pagoda::Request constraint;  // its grammar or json_schema, for every reply
 };
 
 // llama.cpp's flags and defaults.
@@ -131,6 +133,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   o.speculative = pagoda::cli::speculative_from_flags(args);
   o.use_mmap = !args.has("--no-mmap");
   o.chat_template = pagoda::cli::chat_template_flag(args);
+  pagoda::cli::constraint_from_flags(args, o.constraint);
   if (const auto loras = args.all("--lora"); loras.size() > 1) {
     throw pagoda::Error("give --lora once: a chat runs on one adapter");
   } else if (loras.size() == 1) {
@@ -230,7 +233,9 @@ class Chat {
         format_(engine.chat_format()),
         templated_(format_.family != "plain"),
         bos_id_(engine.tokenize("", true).front()),
-        adapter_(o.lora ? o.lora->name : std::string()) {}
+        adapter_(o.lora ? o.lora->name : std::string()),
+        grammar_(o.constraint.grammar),
+        json_schema_(o.constraint.json_schema) {}
 
   std::string mode() const {
     return templated_ ? "chat template " + format_.family : "plain continuation";
@@ -314,6 +319,8 @@ class Chat {
     r.sampling = sampling_;
     r.sampling.seed += turns_++;  // a fixed --seed makes the session repeatable, not each reply alike
     r.adapter = adapter_;
+    r.grammar = grammar_;
+    r.json_schema = json_schema_;
     if (templated_) {
       r.stop_token_ids = format_.stop_token_ids;
       r.stop_strings = format_.stop_strings;
@@ -331,6 +338,8 @@ class Chat {
   bool templated_;
   int32_t bos_id_;
   std::string adapter_;  // the --lora adapter replies use; empty = the base model
+  std::string grammar_;      // --grammar / --grammar-file: every reply is a sentence of it
+  std::string json_schema_;  // --json-schema / --json-schema-file: every reply validates
   std::vector<pagoda::ChatMessage> messages_;
   uint64_t turns_ = 0;
   std::optional<pagoda::Completion> last_;
@@ -436,12 +445,14 @@ int main(int argc, char** argv) {
                                   "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
                                   "--presence-penalty", "--frequency-penalty", "--logit-bias", "--min-tokens", "--seed",
                                   "--threads", "--cache-type", "--lora", "--chat-template-file", "--draft-max",
-                                  "--draft-min", "--spec-ngram-max", "--spec-ngram-min"},
+                                  "--draft-min", "--spec-ngram-max", "--spec-ngram-min", "--grammar", "--grammar-file",
+                                  "--json-schema", "--json-schema-file"},
                                  {"--help", "--no-mmap", "--spec-ngram"},
                                  {{"-m", "--model"}, {"-p", "--prompt"}, {"-n", "--n-predict"}, {"-c", "--ctx-size"},
-                                  {"-t", "--threads"}, {"-h", "--help"}, {"--lookup", "--spec-ngram"}});
+                                  {"-t", "--threads"}, {"-h", "--help"}, {"--lookup", "--spec-ngram"}, {"-j", "--json-schema"}});
     if (args.has("--help")) {
-      std::cout << kUsage << pagoda::cli::kSpeculativeUsage << "\nIn the chat:\n" << kCommands << kNotes;
+      std::cout << kUsage << pagoda::cli::kSpeculativeUsage << pagoda::cli::kGrammarUsage << "\nIn the chat:\n" << kCommands
+                << kNotes;
       return 0;
     }
     const Options opt = parse_options(args);
