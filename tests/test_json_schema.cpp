@@ -476,7 +476,7 @@ TEST(JsonSchema, RefusalsNameTheSchemaPath) {
   EXPECT_EQ(schema_error(R"({"enum": [1, 2], "type": "string"})"), "json schema: /enum: no value of the schema's type");
   EXPECT_EQ(schema_error(R"({"allOf": [{"type": "string"}, {"type": "integer"}]})"), "json schema: /allOf: the parts' types have nothing in common");
   EXPECT_EQ(schema_error(R"({"allOf": [{"$ref": "#"}]})"), "json schema: /allOf/0/$ref: '#' is merged into itself (a $ref cycle through allOf)");
-  EXPECT_EQ(schema_error(R"({"type": "array", "uniqueItems": true})"), "json schema: /uniqueItems: not supported for generation");
+  EXPECT_EQ(schema_error(R"({"type": "array", "uniqueItems": 1})"), "json schema: /uniqueItems: must be a boolean");
   EXPECT_EQ(schema_error(R"({"properties": {"a": false}, "required": ["a"]})"), "json schema: /properties/a: the schema false admits no value");
   EXPECT_EQ(schema_error(R"({"type": "number", "minimum": 0.25, "maximum": 0.75})"),
             "json schema: /: no number pagoda can write satisfies the bounds (number bounds are kept at integer granularity)");

@@ -26,11 +26,13 @@
 // ends), format (date, time, date-time, uuid, email, ipv4), minimum, maximum,
 // exclusiveMinimum, exclusiveMaximum, anyOf, oneOf, allOf (merged), $ref to local pointers
 // (`#`, `#/$defs/...`, `#/definitions/...`; recursion must pass through an object or array).
-// Annotations (title, description, default, examples, ...) are ignored.
+// Annotations (title, description, default, examples, ...) are ignored. The one validation
+// keyword read but not enforced is uniqueItems (no context-free rule says it; refusing it would
+// refuse every set-valued field, as pydantic writes them): an array may repeat an item.
 //
 // Refused with pagoda::Error naming the schema path (`json schema: /properties/age/minimum:
 // ...`): malformed schemas, validation keywords it cannot honour (not, if, patternProperties,
-// uniqueItems, multipleOf, ...), a pattern together with a length or format, counts
+// multipleOf, ...), a pattern together with a length or format, counts
 // (minLength, maxLength, minItems, maxItems, regex repetitions) above kSchemaMaxRepetition or
 // adding up to more than 40000, schemas nested deeper than kSchemaMaxDepth or needing more
 // than kSchemaMaxSubschemas compiled subschemas (an allOf over $refs can otherwise grow

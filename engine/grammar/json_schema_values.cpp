@@ -120,9 +120,9 @@ std::string JsonSchemaCompiler::array_body(const json& s, const std::string& loc
   size_t lo = count(s, "minItems", path, 0), hi = count(s, "maxItems", path, kUnbounded);
   if (!rest) hi = std::min(hi, k);
   if (hi != kUnbounded && lo > hi) fail(path, "no array length satisfies minItems, maxItems and the items allowed");
-  if (s.contains("uniqueItems") && !(s["uniqueItems"].is_boolean() && (!s["uniqueItems"].get<bool>() || hi <= 1))) {
-    fail(child_path(path, "uniqueItems"), "not supported for generation");
-  }
+  // uniqueItems cannot be written as a context-free rule; it is read but not enforced (as
+  // llama.cpp does), since refusing it would refuse every schema of a set-valued field.
+  if (s.contains("uniqueItems") && !s["uniqueItems"].is_boolean()) fail(child_path(path, "uniqueItems"), "must be a boolean");
   const std::string sp = space(), sep = sp + " \",\" " + sp;
   // From the end: what follows element i (i elements written so far).
   std::string tail;

@@ -33,6 +33,24 @@ const schemas = [
   { $defs: { node: { type: 'object', properties: { v: { type: 'integer' }, kids: { type: 'array', items: { $ref: '#/$defs/node' }, maxItems: 2 } }, required: ['v'] } }, $ref: '#/$defs/node' },
   { type: 'object', properties: { point: { type: 'object', properties: { x: { type: 'number' }, y: { type: 'number' } }, required: ['x', 'y'] }, label: { type: ['string', 'null'], maxLength: 8 } }, required: ['point', 'label'] },
   { type: 'string', minLength: 3, maxLength: 12 },
+  // As pydantic writes a model: titles, $defs, Optional as anyOf with null, a set as uniqueItems
+  // (read, not enforced: the items here are strings, which a model rarely repeats).
+  {
+    $defs: {
+      Color: { enum: ['red', 'green'], title: 'Color', type: 'string' },
+      Item: { properties: { name: { title: 'Name', type: 'string', maxLength: 10 }, price: { title: 'Price', type: 'number', exclusiveMinimum: 0 } }, required: ['name', 'price'], title: 'Item', type: 'object' },
+    },
+    properties: {
+      id: { title: 'Id', type: 'integer' },
+      color: { $ref: '#/$defs/Color' },
+      nick: { anyOf: [{ type: 'string', maxLength: 8 }, { type: 'null' }], default: null, title: 'Nick' },
+      items: { items: { $ref: '#/$defs/Item' }, title: 'Items', type: 'array', maxItems: 2 },
+      when: { format: 'date-time', title: 'When', type: 'string' },
+    },
+    required: ['id', 'color', 'items', 'when'],
+    title: 'Order',
+    type: 'object',
+  },
 ];
 
 const tools = [
