@@ -14,7 +14,8 @@ namespace pagoda {
 
 DecodeScheduler::DecodeScheduler(std::shared_ptr<Mailbox<DecodeMessage>> mailbox, ModelRunner& runner, KvView kv,
                                  PagePoolActor& pool, std::shared_ptr<Mailbox<PrefillMessage>> prefill,
-                                 const EngineConfig& config, MetricsBoard& metrics)
+                                 const EngineConfig& config, MetricsBoard& metrics,
+                                 speculation::DraftProposer* draft)
     : Actor(std::move(mailbox)),
       runner_(runner),
       kv_(kv),
@@ -22,6 +23,7 @@ DecodeScheduler::DecodeScheduler(std::shared_ptr<Mailbox<DecodeMessage>> mailbox
       prefill_(std::move(prefill)),
       config_(config),
       metrics_(metrics),
+      draft_(draft),
       tokenizer_(runner.model().tokenizer) {}
 
 void DecodeScheduler::run() {
@@ -127,11 +129,15 @@ bool DecodeScheduler::plan(std::vector<Planned>& planned) {
     // decode or a prefill chunk, and steps aside when many sequences decode.
     for (Planned& p : planned) p.seq->spec.rows.clear();
     if (speculate && int32_t(decodes) <= config_.speculative_max_batch) {
+      drafting_.clear();
       for (size_t i = 0; i < decodes && budget > 0; ++i) {
-        const int32_t guesses = speculation::propose(*planned[i].seq, budget);
-        planned[i].n_tokens += guesses;
-        budget -= guesses;
+        budget -= speculation::propose(*planned[i].seq, budget);
+        if (planned[i].seq->spec.draft_wanted > 0) drafting_.push_back(planned[i].seq);
       }
+      // The draft model guesses for all its sequences in the same passes (the engine refuses
+      // Draft-mode requests without one).
+      if (!drafting_.empty()) draft_->propose(drafting_);
+      for (size_t i = 0; i < decodes; ++i) planned[i].n_tokens = 1 + int32_t(planned[i].seq->spec.guesses().size());
     }
 
     int32_t need = 0;
@@ -171,6 +177,7 @@ void DecodeScheduler::preempt(SequencePtr victim) {
     seq.n_cached = 0;  // recompute: every token is fed again
   }
   pool_.release(seq.table.take_pages());
+  if (draft_) draft_->release(seq);  // recomputed when it drafts again
   seq.requeued = true;
   ++seq.preemptions;
   metrics_.preempted.fetch_add(1, std::memory_order_relaxed);
@@ -256,6 +263,8 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
       if (seq.logprobs >= 0) logprobs = std::move(seq.spec.sampled_logprobs[j]);
       append_token(seq, sampled[j], std::move(logprobs));
     }
+    // The draft forgets the guesses it was fed that were rejected (or dropped by a stop rule).
+    if (draft_ && seq.status != SequenceStatus::Finished && !seq.spec.draft_tokens.empty()) draft_->rollback(seq);
   }
 }
 
@@ -305,6 +314,7 @@ void DecodeScheduler::append_token(Sequence& seq, int32_t token, std::optional<T
 
 void DecodeScheduler::retire(Sequence& seq, FinishReason reason, std::string error) {
   pool_.release(seq.table.take_pages());
+  if (draft_) draft_->release(seq);
   ++slots_to_return_;
   // Counted before the future resolves, so a caller who saw it resolve sees the counts too.
   metrics_.running.fetch_sub(1, std::memory_order_relaxed);

@@ -2,7 +2,8 @@
 // The decode scheduler actor: owns the running sequences and the step loop. Each step it
 // builds the batch — every decoding sequence first, then prefill chunks until the token
 // budget or the entry cap (a chunk may be cut to fit) — runs the forward pass, samples,
-// streams, finishes and frees. When the page pool runs dry it preempts the most recently
+// streams, finishes and frees. Speculating decodes get their guesses from their proposer after
+// that, the draft model's for all of them at once (`draft`, null without one). When the page pool runs dry it preempts the most recently
 // admitted sequences (recompute or swap). With nothing to run it blocks on its mailbox. Pages a
 // step fills are named for the prefix cache before anything else can release them.
 
@@ -14,6 +15,7 @@
 #include "actors/page_pool_actor.h"
 #include "engine/request/metrics_board.h"
 #include "engine/forward/model_runner.h"
+#include "engine/speculation/draft_proposer.h"
 #include "pagoda/engine_config.h"
 
 namespace pagoda {
@@ -22,7 +24,7 @@ class DecodeScheduler : public Actor<DecodeMessage> {
  public:
   DecodeScheduler(std::shared_ptr<Mailbox<DecodeMessage>> mailbox, ModelRunner& runner, KvView kv, PagePoolActor& pool,
                   std::shared_ptr<Mailbox<PrefillMessage>> prefill, const EngineConfig& config,
-                  MetricsBoard& metrics);
+                  MetricsBoard& metrics, speculation::DraftProposer* draft = nullptr);
 
   // Cancels what is left in the mailbox after the actor stopped (shutdown).
   void drain();
@@ -54,6 +56,8 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   std::shared_ptr<Mailbox<PrefillMessage>> prefill_;
   EngineConfig config_;
   MetricsBoard& metrics_;
+  speculation::DraftProposer* draft_;
+  std::vector<Sequence*> drafting_;  // this step's decodes that ask the draft model for guesses
   const Tokenizer& tokenizer_;  // its end-of-generation set ends sequences
 
   std::vector<SequencePtr> running_;  // in admission order

@@ -20,6 +20,7 @@
 #include "engine/lora/lora_adapter.h"
 #include "engine/model/model.h"
 #include "engine/request/logprobs.h"
+#include "engine/speculation/draft_proposer.h"
 #include "engine/forward/model_runner.h"
 #include "pagoda/error.h"
 
@@ -40,6 +41,10 @@ void validate_config(const EngineConfig& c) {
   if (c.adapter_run_cap <= 0) fail("adapter_run_cap must be positive");
   if (c.speculative_max_batch < 0) fail("speculative_max_batch must be >= 0");
   c.speculative.validate();
+  if (c.draft_kv_pages < 0) fail("draft_kv_pages must be >= 0");
+  if (c.speculative.mode == SpeculativeMode::Draft && c.draft_model_path.empty()) {
+    fail("speculative mode draft needs a draft model (draft_model_path, --model-draft)");
+  }
 }
 
 int32_t kv_page_count(const EngineConfig& c, const KvLayout& layout) {
@@ -95,10 +100,14 @@ struct Engine::Impl {
         runner(model, c.threads, true),
         pool(KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type),
              kv_page_count(c, KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type)), c.kv_prefault),
+        draft(c.draft_model_path.empty()
+                  ? nullptr
+                  : std::make_unique<speculation::DraftProposer>(
+                        c, model, int64_t(pool.capacity()) * c.tokens_per_page, metrics)),
         pool_actor(pool, metrics),
         // A new admission leaves 1% of the pages free so running sequences can still grow.
         prefill(prefill_mailbox, pool_actor, decode_mailbox, c.max_running, std::max(1, pool.capacity() / 100), metrics),
-        decode(decode_mailbox, runner, pool.view(), pool_actor, prefill_mailbox, c, metrics),
+        decode(decode_mailbox, runner, pool.view(), pool_actor, prefill_mailbox, c, metrics, draft.get()),
         router(prefill_mailbox, c.max_resident_adapters, c.adapter_run_cap, metrics) {
     pool_actor.set_prefill_mailbox(prefill_mailbox);
     pool_actor.start();
@@ -122,6 +131,7 @@ struct Engine::Impl {
   ModelRunner runner;
   PagePool pool;
   MetricsBoard metrics;
+  std::unique_ptr<speculation::DraftProposer> draft;  // with EngineConfig::draft_model_path
   // The schedulers post to each other, so their mailboxes exist before either of them.
   std::shared_ptr<Mailbox<PrefillMessage>> prefill_mailbox = std::make_shared<Mailbox<PrefillMessage>>();
   std::shared_ptr<Mailbox<DecodeMessage>> decode_mailbox = std::make_shared<Mailbox<DecodeMessage>>();
@@ -181,7 +191,12 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
            std::to_string(pool.capacity()) + "; it could never run");
   }
   r.sampling.validate();
-  if (r.speculative) r.speculative->validate();
+  if (r.speculative) {
+    r.speculative->validate();
+    if (r.speculative->mode == SpeculativeMode::Draft && !draft) {
+      refuse("speculative mode draft needs a draft model, and the engine has none (draft_model_path, --model-draft)");
+    }
+  }
   if (!r.grammar.empty() && !r.json_schema.empty()) refuse("give a grammar or a json_schema, not both");
   if (r.grammar.empty() && r.json_schema.empty() && !r.grammar_triggers.empty()) {
     refuse("grammar_triggers need a grammar or a json_schema");
@@ -288,6 +303,8 @@ EngineMetrics Engine::metrics() const {
   e.speculative_accepted = b.speculative_accepted.load(std::memory_order_relaxed);
   e.speculative_acceptance =
       e.speculative_proposed > 0 ? double(e.speculative_accepted) / double(e.speculative_proposed) : 0.0;
+  e.draft_kv_pages_used = b.draft_pages_used.load(std::memory_order_relaxed);
+  e.draft_kv_pages_total = b.draft_pages_total.load(std::memory_order_relaxed);
   return e;
 }
 

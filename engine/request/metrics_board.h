@@ -24,6 +24,8 @@ struct MetricsBoard {
   std::atomic<int64_t> adapters_resident{0};
   std::atomic<int64_t> speculative_proposed{0};  // guesses verified
   std::atomic<int64_t> speculative_accepted{0};  // of them, equal to the sampled token
+  std::atomic<int64_t> draft_pages_used{0};      // the draft model's KV pool (EngineConfig::draft_model_path)
+  std::atomic<int64_t> draft_pages_total{0};
 };
 
 }  // namespace pagoda

@@ -9,6 +9,7 @@ namespace pagoda::speculation {
 int32_t propose(Sequence& seq, int32_t limit) {
   SpeculationState& spec = seq.spec;
   spec.rows.clear();
+  spec.draft_wanted = 0;
   if (!spec.enabled() || limit <= 0) return 0;
   // The last sampled token is fed either way, and the bonus token after an accepted run
   // counts against max_new_tokens like the guesses.
@@ -19,15 +20,18 @@ int32_t propose(Sequence& seq, int32_t limit) {
     case SpeculativeMode::Ngram:
       propose_ngram(seq.tokens, spec.params.ngram_max, spec.params.ngram_min, k, spec.rows);
       break;
+    case SpeculativeMode::Draft:
+      spec.draft_wanted = k;
+      return k;
     case SpeculativeMode::None:
       break;
   }
-  const auto guesses = int32_t(spec.rows.size()) - 1;
-  if (guesses < std::max(spec.params.draft_min, 1)) {
-    spec.rows.clear();
-    return 0;
-  }
-  return guesses;
+  drop_short_guess(spec);
+  return int32_t(spec.guesses().size());
+}
+
+void drop_short_guess(SpeculationState& spec) {
+  if (int32_t(spec.guesses().size()) < std::max(spec.params.draft_min, 1)) spec.rows.clear();
 }
 
 }  // namespace pagoda::speculation

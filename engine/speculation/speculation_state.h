@@ -3,7 +3,10 @@
 // length, this step's rows and what verification sampled from them, and its counts.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
+
+#include "engine/kv/block_table.h"
 
 #include "engine/speculation/draft_length.h"
 #include "pagoda/request.h"
@@ -26,6 +29,13 @@ struct SpeculationState {
   std::vector<TokenLogprobs> sampled_logprobs;  // one per token verification sampled, with logprobs
   int32_t sampled = 0;                          // tokens verification appended to Sequence::tokens
   int32_t accepted = 0;                         // of this step's guesses
+  int32_t draft_wanted = 0;  // guesses asked of the draft model in this step (Draft mode)
+
+  // The draft model's cache of this sequence (Draft mode): the tokens whose K/V it holds,
+  // position by position, and their pages in the draft's pool (draft_proposer.h). Made on
+  // the first draft; emptied when the sequence ends or is preempted.
+  std::vector<int32_t> draft_tokens;
+  std::optional<BlockTable> draft_table;
 };
 
 }  // namespace pagoda::speculation

@@ -15,12 +15,14 @@ void SpeculativeParams::validate() const {
   if (ngram_max < ngram_min) {
     fail("ngram_max must be >= ngram_min = " + std::to_string(ngram_min) + ", got " + std::to_string(ngram_max));
   }
+  if (!(draft_p_min >= 0.0f && draft_p_min <= 1.0f)) fail("draft_p_min must be in [0, 1], got " + std::to_string(draft_p_min));
 }
 
 const char* speculative_mode_name(SpeculativeMode mode) {
   switch (mode) {
     case SpeculativeMode::None: return "none";
     case SpeculativeMode::Ngram: return "ngram";
+    case SpeculativeMode::Draft: return "draft";
   }
   return "unknown";
 }

@@ -42,6 +42,8 @@ struct EngineMetrics {
   int64_t speculative_proposed = 0;   // guessed tokens verified (Request::speculative)
   int64_t speculative_accepted = 0;   // of them, equal to the token sampled at their row
   double speculative_acceptance = 0.0;  // accepted / proposed; 0 before any guess
+  int64_t draft_kv_pages_used = 0;   // the draft model's own KV pool; 0 and 0 without a draft model
+  int64_t draft_kv_pages_total = 0;
 };
 
 class Engine {

@@ -59,6 +59,13 @@ struct EngineConfig {
   // Speculation steps aside in steps with more decoding sequences than this: it trades compute
   // for latency, which pays while a step is bound by reading the weights, not in a full batch.
   int32_t speculative_max_batch = 8;
+  // A smaller GGUF with the same vocabulary (llama-server's --model-draft), for requests whose
+  // SpeculativeParams::mode is Draft; empty: none (such requests are refused). It runs beside
+  // the model with its own KV pages in a pool of its own, which only the decode scheduler
+  // touches and which has no prefix cache: draft_kv_pages pages, or 0 for as many token
+  // positions as the model's cache holds (the draft's layout decides their bytes).
+  std::string draft_model_path;
+  int32_t draft_kv_pages = 0;
 };
 
 }  // namespace pagoda

@@ -14,6 +14,7 @@ namespace pagoda {
 enum class SpeculativeMode {
   None,   // plain decoding
   Ngram,  // prompt lookup: the tokens that followed the latest match of the output's tail
+  Draft,  // a smaller model with the same vocabulary (EngineConfig::draft_model_path) guesses greedily
 };
 
 struct SpeculativeParams {
@@ -27,6 +28,10 @@ struct SpeculativeParams {
   // longest that matches earlier in the prompt or output wins, its latest occurrence.
   int32_t ngram_max = 3;
   int32_t ngram_min = 1;
+  // The draft model stops guessing at a token whose probability (its softmax's largest) is
+  // below this (llama-server's --draft-p-min; llama.cpp's default is 0.75). 0: it guesses
+  // up to the draft length. The n-gram proposer has no probabilities and ignores it.
+  float draft_p_min = 0.0f;
 
   // Throws pagoda::Error naming the first value out of range.
   void validate() const;
