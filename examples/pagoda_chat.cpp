@@ -111,6 +111,7 @@ struct Options {
   bool use_mmap = true;
   pagoda::KvCacheType kv_type = pagoda::KvCacheType::F16;
   pagoda::SpeculativeParams speculative;
+  std::string draft_model;  // --model-draft; "" = none
   pagoda::SamplingParams sampling;
   std::optional<pagoda::cli::LoraFlag> lora;
   std::string chat_template;  // "" = the model's
@@ -131,6 +132,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   o.threads = args.number("--threads", 0);
   o.kv_type = pagoda::cli::cache_type_flag(args);
   o.speculative = pagoda::cli::speculative_from_flags(args);
+  o.draft_model = pagoda::cli::draft_model_from_flags(args);
   o.use_mmap = !args.has("--no-mmap");
   o.chat_template = pagoda::cli::chat_template_flag(args);
   pagoda::cli::constraint_from_flags(args, o.constraint);
@@ -175,6 +177,7 @@ pagoda::EngineConfig engine_config(const Options& o, const std::string& model) {
   c.use_mmap = o.use_mmap;
   c.chat_template = o.chat_template;
   c.speculative = o.speculative;
+  c.draft_model_path = o.draft_model;
   if (o.ctx_size > 0) {
     const int32_t pages = (o.ctx_size + kTokensPerPage - 1) / kTokensPerPage;
     c.kv_pages = pages + pages / 50 + 2;  // and the 1% the engine keeps free at admission
@@ -445,11 +448,11 @@ int main(int argc, char** argv) {
                                   "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
                                   "--presence-penalty", "--frequency-penalty", "--logit-bias", "--min-tokens", "--seed",
                                   "--threads", "--cache-type", "--lora", "--chat-template-file", "--draft-max",
-                                  "--draft-min", "--spec-ngram-max", "--spec-ngram-min", "--grammar", "--grammar-file",
+                                  "--draft-min", "--spec-ngram-max", "--spec-ngram-min", "--model-draft", "--draft-p-min", "--grammar", "--grammar-file",
                                   "--json-schema", "--json-schema-file"},
                                  {"--help", "--no-mmap", "--spec-ngram"},
                                  {{"-m", "--model"}, {"-p", "--prompt"}, {"-n", "--n-predict"}, {"-c", "--ctx-size"},
-                                  {"-t", "--threads"}, {"-h", "--help"}, {"--lookup", "--spec-ngram"}, {"-j", "--json-schema"}});
+                                  {"-t", "--threads"}, {"-h", "--help"}, {"--lookup", "--spec-ngram"}, {"-md", "--model-draft"}, {"-j", "--json-schema"}});
     if (args.has("--help")) {
       std::cout << kUsage << pagoda::cli::kSpeculativeUsage << pagoda::cli::kGrammarUsage << "\nIn the chat:\n" << kCommands
                 << kNotes;

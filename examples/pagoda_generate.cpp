@@ -87,9 +87,9 @@ int main(int argc, char** argv) {
                             "--presence-penalty", "--frequency-penalty", "--logit-bias", "--min-tokens",
                             "--seed", "--stop-id", "--threads", "--cache-type", "--lora", "--adapter", "--grammar",
                             "--grammar-file", "--json-schema", "--json-schema-file", "--draft-max", "--draft-min",
-                            "--spec-ngram-max", "--spec-ngram-min"},
+                            "--spec-ngram-max", "--spec-ngram-min", "--model-draft", "--draft-p-min"},
                            {"--help", "--no-mmap", "--spec-ngram"},
-                           {{"-m", "--model"}, {"-n", "--max-tokens"}, {"-t", "--threads"}, {"-h", "--help"}, {"-j", "--json-schema"}, {"--lookup", "--spec-ngram"}});
+                           {{"-m", "--model"}, {"-n", "--max-tokens"}, {"-t", "--threads"}, {"-h", "--help"}, {"-j", "--json-schema"}, {"--lookup", "--spec-ngram"}, {"-md", "--model-draft"}});
     if (args.has("--help")) {
       std::cout << kUsage << pagoda::cli::kGrammarUsage << pagoda::cli::kSpeculativeUsage;
       return 0;
@@ -111,7 +111,8 @@ int main(int argc, char** argv) {
                            .use_mmap = !args.has("--no-mmap"),
                            .threads = args.number("--threads", 0),
                            .kv_cache_type = pagoda::cli::cache_type_flag(args),
-                           .speculative = pagoda::cli::speculative_from_flags(args)});
+                           .speculative = pagoda::cli::speculative_from_flags(args),
+                           .draft_model_path = pagoda::cli::draft_model_from_flags(args)});
     load_timer.report(stderr, "pagoda-generate: ", "loaded the model");
     for (const std::string& text : args.all("--lora")) {
       const pagoda::cli::LoraFlag lora = pagoda::cli::parse_lora(text);

@@ -91,6 +91,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   o.engine.kv_prefault = true;  // a server claims its KV cache at start, as llama-server does
   o.engine.max_running = args.number<int32_t>("--max-running", o.engine.max_running);
   o.engine.speculative = pagoda::cli::speculative_from_flags(args);
+  o.engine.draft_model_path = pagoda::cli::draft_model_from_flags(args);
   if (const int64_t ctx = args.number<int64_t>("--ctx-size", 0); ctx < 0) {
     throw pagoda::Error("-c must be a token count");
   } else if (ctx > 0) {
@@ -134,10 +135,10 @@ int main(int argc, char** argv) {
     const pagoda::cli::Args args(argc, argv,
                                  {"--model", "--tokenizer", "--served-model-name", "--ctx-size", "--threads", "--max-running",
                                   "--cache-type", "--lora", "--host", "--port", "--api-key", "--max-body", "--http-threads",
-                                  "--chat-template-file", "--draft-max", "--draft-min", "--spec-ngram-max", "--spec-ngram-min"},
+                                  "--chat-template-file", "--draft-max", "--draft-min", "--spec-ngram-max", "--spec-ngram-min", "--model-draft", "--draft-p-min"},
                                  {"--help", "--no-mmap", "--no-webui", "--spec-ngram"},
                                  {{"-m", "--model"}, {"-c", "--ctx-size"}, {"-t", "--threads"}, {"-h", "--help"},
-                                  {"--lookup", "--spec-ngram"}});
+                                  {"--lookup", "--spec-ngram"}, {"-md", "--model-draft"}});
     if (args.has("--help")) {
       std::cout << kUsage << pagoda::cli::kSpeculativeUsage;
       return 0;

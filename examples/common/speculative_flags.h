@@ -1,7 +1,9 @@
 #pragma once
 // The speculative-decoding flags the example programs share: the n-gram (prompt lookup)
 // switch --spec-ngram (alias --lookup, as llama.cpp's example), and llama-server's
-// --draft-max / --draft-min.
+// --model-draft (-md), --draft-max, --draft-min and --draft-p-min.
+
+#include <string>
 
 #include "examples/common/args.h"
 #include "pagoda/speculative.h"
@@ -11,15 +13,23 @@ namespace pagoda::cli {
 inline constexpr const char* kSpeculativeUsage = R"(speculative decoding (outputs are the same with and without it, bit for bit):
   --spec-ngram, --lookup  guess the next tokens from earlier text (prompt lookup) and verify
                           them in one step
+  -md, --model-draft F    a smaller GGUF with the same vocabulary guesses the next tokens
+                          (the default proposer when given, unless --spec-ngram)
   --draft-max N           guesses per step at most (default 8)
   --draft-min N           a shorter guess is not verified (default 1)
+  --draft-p-min P         the draft model stops at a guess less likely than P (default 0)
   --spec-ngram-max N  --spec-ngram-min N   the longest and shortest tail looked up (3, 1)
 )";
 
 // Throws pagoda::Error for values out of range.
 inline SpeculativeParams speculative_from_flags(const Args& args) {
   SpeculativeParams p;
-  if (args.has("--spec-ngram")) p.mode = SpeculativeMode::Ngram;
+  if (args.has("--spec-ngram")) {
+    p.mode = SpeculativeMode::Ngram;
+  } else if (args.has("--model-draft")) {
+    p.mode = SpeculativeMode::Draft;
+  }
+  p.draft_p_min = args.number("--draft-p-min", p.draft_p_min);
   p.draft_max = args.number("--draft-max", p.draft_max);
   p.draft_min = args.number("--draft-min", p.draft_min);
   p.ngram_max = args.number("--spec-ngram-max", p.ngram_max);
@@ -27,5 +37,8 @@ inline SpeculativeParams speculative_from_flags(const Args& args) {
   p.validate();
   return p;
 }
+
+// The draft model's path (--model-draft, -md); "" without one.
+inline std::string draft_model_from_flags(const Args& args) { return args.get("--model-draft", ""); }
 
 }  // namespace pagoda::cli
