@@ -1,15 +1,17 @@
 // Single-stream speed of speculative decoding against plain decoding, on one model:
 //
 //   bench_speculative MODEL [--task retell|repeat|novel] [--tokens N] [--reps N] [--threads N]
-//                     [--draft-max N]
+//                     [--draft-max N] [--draft MODEL] [--draft-p-min P]
 //
 // retell: the model's own greedy story, then its opening again (an input-grounded task: the
 //   model retells what it was given); repeat: a random run of tokens repeated four times (a
 //   random model copies little, but its greedy output falls into loops the proposer finds);
 //   novel: random tokens, nothing repeated (the cost when guesses are mostly rejected).
+// With --draft, a draft model (same vocabulary) guesses instead of the n-gram proposer: the
+// model itself for the upper bound, or a smaller quantization of it.
 // Prints decode tokens/s (the tokens after the first, over the time between them, so the
 // prompt's prefill is left out), the speed-up, the acceptance, and whether the outputs agree
-// (they must: a difference exits with status 1).
+// (they must: a difference exits with status 1), and the load average at the end.
 
 #include <algorithm>
 #include <cstdio>
@@ -70,9 +72,11 @@ std::vector<int32_t> prompt_for(pagoda::Engine& engine, const std::string& task,
 
 int main(int argc, char** argv) {
   try {
-    if (argc < 2) throw pagoda::Error("usage: bench_speculative MODEL [--task retell|repeat|novel] [--tokens N] [--reps N] [--threads N] [--draft-max N]");
+    if (argc < 2) throw pagoda::Error("usage: bench_speculative MODEL [--task retell|repeat|novel] [--tokens N] [--reps N] [--threads N] [--draft-max N] [--draft MODEL] [--draft-p-min P]");
     std::string task = "retell";
+    std::string draft;
     int32_t n = 128, reps = 3, threads = 0, draft_max = 8;
+    float draft_p_min = 0.0f;
     for (int i = 2; i + 1 < argc; i += 2) {
       const std::string flag = argv[i], value = argv[i + 1];
       if (flag == "--task") task = value;
@@ -80,14 +84,17 @@ int main(int argc, char** argv) {
       else if (flag == "--reps") reps = std::stoi(value);
       else if (flag == "--threads") threads = std::stoi(value);
       else if (flag == "--draft-max") draft_max = std::stoi(value);
+      else if (flag == "--draft") draft = value;
+      else if (flag == "--draft-p-min") draft_p_min = std::stof(value);
       else throw pagoda::Error("unknown argument " + flag);
     }
-    pagoda::Engine engine({.model_path = argv[1], .threads = threads});
+    pagoda::Engine engine({.model_path = argv[1], .threads = threads, .draft_model_path = draft});
     const std::vector<int32_t> prompt = prompt_for(engine, task, n);
     n = std::min(n, engine.context_length() - int32_t(prompt.size()));
     pagoda::SpeculativeParams spec;
-    spec.mode = pagoda::SpeculativeMode::Ngram;
+    spec.mode = draft.empty() ? pagoda::SpeculativeMode::Ngram : pagoda::SpeculativeMode::Draft;
     spec.draft_max = draft_max;
+    spec.draft_p_min = draft_p_min;
 
     // Alternating, best of `reps` each: the machine's other load hits both alike.
     double plain_best = 0.0, spec_best = 0.0;
@@ -103,14 +110,16 @@ int main(int argc, char** argv) {
     const pagoda::EngineMetrics after = engine.metrics();
     const int64_t proposed = after.speculative_proposed - before.speculative_proposed;
     const int64_t accepted = after.speculative_accepted - before.speculative_accepted;
-    std::printf("task %s, prompt %zu tokens, %d new, draft-max %d, %d threads\n", task.c_str(), prompt.size(), n,
-                draft_max, threads);
-    std::printf("plain   %8.1f tok/s\nngram   %8.1f tok/s   speed-up %.2fx\n", plain_best, spec_best,
-                plain_best > 0.0 ? spec_best / plain_best : 0.0);
+    std::printf("task %s, prompt %zu tokens, %d new, draft-max %d, %d threads%s%s\n", task.c_str(), prompt.size(), n,
+                draft_max, threads, draft.empty() ? "" : ", draft ", draft.c_str());
+    std::printf("plain   %8.1f tok/s\n%-7s %8.1f tok/s   speed-up %.2fx\n", plain_best,
+                pagoda::speculative_mode_name(spec.mode), spec_best, plain_best > 0.0 ? spec_best / plain_best : 0.0);
     std::printf("guesses %lld, accepted %lld (%.1f%%), %.2f guesses per token\n", (long long)proposed,
                 (long long)accepted, proposed > 0 ? 100.0 * double(accepted) / double(proposed) : 0.0,
                 double(proposed) / double(reps * n));
     std::printf("outputs %s\n", same ? "identical" : "DIFFER");
+    double load[3] = {0, 0, 0};
+    if (getloadavg(load, 3) == 3) std::printf("load average %.2f %.2f %.2f\n", load[0], load[1], load[2]);
     return same ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_speculative: %s\n", e.what());
