@@ -387,7 +387,8 @@ TEST_F(EngineSpeculativeDraft, ADifferentVocabularyIsRefusedNamingBothFiles) {
 }
 
 TEST_F(EngineSpeculativeDraft, TheModelAsItsOwnDraftIsRightOnEveryGreedyGuess) {
-  EngineConfig c{.model_path = model_, .threads = 2};
+  // Short prefill chunks: the draft catches up with each prompt over several steps too.
+  EngineConfig c{.model_path = model_, .threads = 2, .prefill_chunk = 32};
   c.draft_model_path = model_;
   Engine engine(c);
   EXPECT_GT(engine.metrics().draft_kv_pages_total, 0);
@@ -444,6 +445,7 @@ TEST_F(EngineSpeculativeDraft, PreemptionAndATightDraftPoolGivePlainTokens) {
     c.prefix_caching = false;
     c.draft_model_path = model_;
     c.draft_kv_pages = 40;
+    c.prefill_chunk = 24;
     Engine engine(c);
     EXPECT_EQ(engine.metrics().draft_kv_pages_total, 40);
     const int64_t before = engine.metrics().preempted;

@@ -74,24 +74,27 @@ void DraftProposer::propose(std::span<Sequence* const> seqs) {
   }
   publish();
   try {
-    // Catching up (a new sequence's prompt, or what was decoded while it did not draft), in
-    // chunks, without logits.
-    for (;;) {
-      batch_.entries.clear();
-      going_.clear();
-      for (Sequence* s : active_) {
-        const auto fed = int32_t(s->spec.draft_tokens.size());
-        if (int32_t(s->tokens.size()) - fed <= chunk_) continue;
-        batch_.entries.push_back({std::span<const int32_t>(s->tokens).subspan(size_t(fed), size_t(chunk_)), fed,
-                                  &*s->spec.draft_table, false, nullptr, false});
-        going_.push_back(s);
-      }
-      if (going_.empty()) break;
+    // Catching up (a new sequence's prompt, or what was decoded while it did not draft): one
+    // chunk per step without logits, as a prompt is prefilled, so that a long prompt does not
+    // stall the step; such a sequence decodes plainly until the rest fits in the first pass.
+    batch_.entries.clear();
+    going_.clear();
+    for (Sequence* s : active_) {
+      const auto fed = int32_t(s->spec.draft_tokens.size());
+      if (int32_t(s->tokens.size()) - fed <= chunk_) continue;
+      batch_.entries.push_back({std::span<const int32_t>(s->tokens).subspan(size_t(fed), size_t(chunk_)), fed,
+                                &*s->spec.draft_table, false, nullptr, false});
+      going_.push_back(s);
+    }
+    if (!going_.empty()) {
       runner_.forward(batch_, pool_.view(), logits_);
       for (size_t i = 0; i < going_.size(); ++i) {
-        const auto fed = batch_.entries[i].tokens;
-        going_[i]->spec.draft_tokens.insert(going_[i]->spec.draft_tokens.end(), fed.begin(), fed.end());
+        SpeculationState& spec = going_[i]->spec;
+        const std::span<const int32_t> fed = batch_.entries[i].tokens;
+        spec.draft_tokens.insert(spec.draft_tokens.end(), fed.begin(), fed.end());
+        spec.rows.clear();
       }
+      std::erase_if(active_, [](const Sequence* s) { return s->spec.rows.empty(); });
     }
     // Then one pass per guess: each sequence feeds the rest of its tokens, then its latest
     // guess, and takes the draft's most likely next token as the next guess.

@@ -32,8 +32,9 @@ class DraftProposer {
   // Asks the draft for the guesses of `seqs` (each in Draft mode, with its rows holding its
   // last token and spec.draft_wanted > 0), appending them to each one's rows; the draft stops
   // early at a token less likely than draft_p_min. A sequence whose draft cache cannot get its
-  // pages (or is beyond the draft's context), or whose guess is shorter than draft_min, is left
-  // with empty rows: it decodes plainly in this step.
+  // pages (or is beyond the draft's context), is more than one prefill_chunk behind its tokens
+  // (it is fed one chunk in this step), or whose guess is shorter than draft_min, is left with
+  // empty rows: it decodes plainly in this step.
   void propose(std::span<Sequence* const> seqs);
   // After verification: forgets the draft K/V of positions where `seq`'s tokens no longer
   // agree with what the draft was fed (rejected guesses), releasing pages beyond the rest.
