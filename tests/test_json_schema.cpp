@@ -20,6 +20,7 @@
 #include "engine/grammar/gbnf_parser.h"
 #include "engine/grammar/grammar_matcher.h"
 #include "engine/grammar/json_schema.h"
+#include "engine/tokenizer/utf8.h"
 #include "pagoda/error.h"
 
 namespace pagoda::grammar {
@@ -43,24 +44,6 @@ std::string schema_error(const std::string& schema) {
     return e.what();
   }
   return "(compiled)";
-}
-
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out += char(c);
-  } else if (c < 0x800) {
-    out += char(0xC0 | (c >> 6));
-    out += char(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += char(0xE0 | (c >> 12));
-    out += char(0x80 | ((c >> 6) & 0x3F));
-    out += char(0x80 | (c & 0x3F));
-  } else {
-    out += char(0xF0 | (c >> 18));
-    out += char(0x80 | ((c >> 12) & 0x3F));
-    out += char(0x80 | ((c >> 6) & 0x3F));
-    out += char(0x80 | (c & 0x3F));
-  }
 }
 
 // The code points a walk may choose from: printable ASCII, newline, tab and a few non-ASCII
@@ -89,7 +72,7 @@ std::string random_walk(const std::shared_ptr<const Grammar>& g, std::mt19937& r
     bool moved = false;
     for (const char32_t c : order) {
       if (m.accept(c)) {
-        append_utf8(out, c);
+        append_utf8(c, out);
         moved = true;
         break;
       }

@@ -5,26 +5,10 @@
 
 #include <cstdio>
 
+#include "engine/tokenizer/utf8.h"
+
 namespace pagoda::grammar {
 namespace {
-
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out += char(c);
-  } else if (c < 0x800) {
-    out += char(0xC0 | (c >> 6));
-    out += char(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += char(0xE0 | (c >> 12));
-    out += char(0x80 | ((c >> 6) & 0x3F));
-    out += char(0x80 | (c & 0x3F));
-  } else {
-    out += char(0xF0 | (c >> 18));
-    out += char(0x80 | ((c >> 12) & 0x3F));
-    out += char(0x80 | ((c >> 6) & 0x3F));
-    out += char(0x80 | (c & 0x3F));
-  }
-}
 
 // One code point inside a literal or class; `special` are the ASCII characters that need a
 // backslash there.
@@ -43,7 +27,7 @@ void append_escaped(std::string& out, char32_t c, std::string_view special) {
     out += '\\';
     out += char(c);
   } else {
-    append_utf8(out, c);
+    append_utf8(c, out);
   }
 }
 

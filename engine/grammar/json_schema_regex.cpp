@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/grammar/gbnf_text.h"
+#include "engine/tokenizer/utf8.h"
 #include "pagoda/error.h"
 
 namespace pagoda::grammar {
@@ -80,21 +81,7 @@ std::vector<char32_t> decode_utf8(std::string_view s) {
 
 std::string utf8(char32_t c) {
   std::string s;
-  if (c < 0x80) {
-    s += char(c);
-  } else if (c < 0x800) {
-    s += char(0xC0 | (c >> 6));
-    s += char(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    s += char(0xE0 | (c >> 12));
-    s += char(0x80 | ((c >> 6) & 0x3F));
-    s += char(0x80 | (c & 0x3F));
-  } else {
-    s += char(0xF0 | (c >> 18));
-    s += char(0x80 | ((c >> 12) & 0x3F));
-    s += char(0x80 | ((c >> 6) & 0x3F));
-    s += char(0x80 | (c & 0x3F));
-  }
+  append_utf8(c, s);
   return s;
 }
 

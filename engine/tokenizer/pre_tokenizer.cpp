@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "engine/tokenizer/utf8.h"
 #include "pagoda/error.h"
 
 namespace pagoda {
@@ -80,24 +81,6 @@ const std::initializer_list<Family> kFamilies = {
     {{"poro-chat", "bloom", "gpt3-finnish"}, {kPoro}},
     {{"viking"}, {kPoro, "\\p{N}"}},
 };
-
-void append_utf8(uint32_t cpt, std::string& out) {
-  if (cpt < 0x80) {
-    out += char(cpt);
-  } else if (cpt < 0x800) {
-    out += char(0xC0 | (cpt >> 6));
-    out += char(0x80 | (cpt & 0x3F));
-  } else if (cpt < 0x10000) {
-    out += char(0xE0 | (cpt >> 12));
-    out += char(0x80 | ((cpt >> 6) & 0x3F));
-    out += char(0x80 | (cpt & 0x3F));
-  } else {
-    out += char(0xF0 | (cpt >> 18));
-    out += char(0x80 | ((cpt >> 12) & 0x3F));
-    out += char(0x80 | ((cpt >> 6) & 0x3F));
-    out += char(0x80 | (cpt & 0x3F));
-  }
-}
 
 // Per-thread PCRE2 match state: the match data and a JIT stack big enough for long pieces.
 struct MatchState {

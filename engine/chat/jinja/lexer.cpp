@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "engine/chat/jinja/utf8.h"
+#include "engine/tokenizer/utf8.h"
 #include "pagoda/error.h"
 
 namespace pagoda::jinja {
@@ -192,7 +193,7 @@ std::string unescape(std::string_view body, int line) {
           cp = cp * 16 + static_cast<char32_t>(h);
         }
         if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) fail(line, "invalid code point escape in a string literal");
-        utf8::append(out, cp);
+        append_utf8(cp, out);
         i += digits;
         break;
       }
@@ -204,7 +205,7 @@ std::string unescape(std::string_view body, int line) {
             cp = cp * 8 + static_cast<char32_t>(body[i + k] - '0');
             ++k;
           }
-          utf8::append(out, cp);
+          append_utf8(cp, out);
           i += k - 1;
         } else {
           out.push_back('\\');  // unknown escapes stay as written

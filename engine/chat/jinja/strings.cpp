@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/chat/jinja/utf8.h"
+#include "engine/tokenizer/utf8.h"
 #include "pagoda/error.h"
 
 namespace pagoda::jinja::strings {
@@ -119,7 +120,7 @@ std::string replace(const std::string& s, const std::string& old, const std::str
         ++done;
       }
       std::string ch;
-      utf8::append(ch, c);
+      append_utf8(c, ch);
       append(ch);
     }
     if (count < 0 || done < count) append(replacement);

@@ -1,6 +1,7 @@
 // UTF-8 decoding and the few Unicode character properties Python's str methods need.
-
 #include "engine/chat/jinja/utf8.h"
+
+#include "engine/tokenizer/utf8.h"
 
 namespace pagoda::jinja::utf8 {
 
@@ -51,28 +52,10 @@ std::u32string decode(std::string_view s) {
   return out;
 }
 
-void append(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out.push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
-}
-
 std::string encode(std::u32string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (char32_t c : s) append(out, c);
+  for (char32_t c : s) append_utf8(c, out);
   return out;
 }
 

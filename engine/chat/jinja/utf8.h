@@ -12,7 +12,6 @@ bool valid(std::string_view s);
 // The code points of valid UTF-8 text.
 std::u32string decode(std::string_view s);
 std::string encode(std::u32string_view s);
-void append(std::string& out, char32_t c);
 size_t length(std::string_view s);
 
 // Python's str.isspace() for one character.

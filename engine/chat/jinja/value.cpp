@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "engine/chat/jinja/utf8.h"
+#include "engine/tokenizer/utf8.h"
 #include "pagoda/error.h"
 
 namespace pagoda::jinja {
@@ -47,7 +48,7 @@ void repr_string(std::string& out, const std::string& s) {
       std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
       out += buf;
     } else {
-      utf8::append(out, c);
+      append_utf8(c, out);
     }
   }
   out.push_back(quote);
@@ -399,7 +400,7 @@ std::vector<Value> iterate(const Value& v) {
     std::vector<Value> chars;
     for (char32_t c : utf8::decode(v.str())) {
       std::string s;
-      utf8::append(s, c);
+      append_utf8(c, s);
       chars.emplace_back(std::move(s));
     }
     return chars;
