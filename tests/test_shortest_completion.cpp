@@ -93,6 +93,7 @@ TEST(ShortestCompletion, RandomWalksThroughJsonAlwaysClose) {
     }
     const std::optional<std::string> rest = completion.of(m);
     ASSERT_TRUE(rest);
+    EXPECT_EQ(completion.length(m), rest->size());
     ASSERT_TRUE(m.accept_utf8(*rest)) << *rest;
     EXPECT_TRUE(m.can_end());
   }

@@ -34,9 +34,9 @@ void GrammarConstraint::update_closing() {
   const bool was_closing = closing_;
   closing_ = false;
   if (active_ && !dead_) {
-    std::optional<std::string> rest = completion_.of(matcher_);
-    if (rest && !rest->empty() && int64_t(budget_) <= int64_t(rest->size())) {
-      closing_text_ = std::move(*rest);
+    const std::optional<size_t> rest = completion_.length(matcher_);
+    if (rest && *rest > 0 && int64_t(budget_) <= int64_t(*rest)) {
+      closing_text_ = *completion_.of(matcher_);
       closing_ = true;
       // Without a token for its first byte the completion cannot be written: constrain as usual.
       const TokenTrie& trie = mask_->trie();

@@ -84,22 +84,36 @@ void ShortestCompletion::write_rest(uint32_t position, std::string& out) const {
   }
 }
 
-std::optional<std::string> ShortestCompletion::of(const GrammarMatcher& state) const {
-  if (state.has_partial_char()) return std::nullopt;
+size_t ShortestCompletion::best_stack(const GrammarMatcher& state, uint64_t& cost) const {
   const std::span<const uint32_t> positions = state.stack_positions();
   const std::span<const uint32_t> ends = state.stack_ends();
-  uint64_t best_cost = kNever;
+  cost = kNever;
   size_t best = ends.size();
+  if (state.has_partial_char()) return best;
   for (size_t i = 0; i < ends.size(); ++i) {
     const uint32_t begin = i == 0 ? 0 : ends[i - 1];
-    uint64_t cost = 0;
-    for (uint32_t k = begin; k < ends[i] && cost < kNever; ++k) cost += rest_cost(positions[k]);
-    if (cost < best_cost) {
-      best_cost = cost;
+    uint64_t c = 0;
+    for (uint32_t k = begin; k < ends[i] && c < kNever; ++k) c += rest_cost(positions[k]);
+    if (c < cost) {
+      cost = c;
       best = i;
     }
   }
-  if (best == ends.size() || best_cost > kMaxBytes) return std::nullopt;
+  return best;
+}
+
+std::optional<size_t> ShortestCompletion::length(const GrammarMatcher& state) const {
+  uint64_t cost = 0;
+  if (best_stack(state, cost) == state.stack_ends().size() || cost > kMaxBytes) return std::nullopt;
+  return size_t(cost);
+}
+
+std::optional<std::string> ShortestCompletion::of(const GrammarMatcher& state) const {
+  uint64_t cost = 0;
+  const size_t best = best_stack(state, cost);
+  const std::span<const uint32_t> positions = state.stack_positions();
+  const std::span<const uint32_t> ends = state.stack_ends();
+  if (best == ends.size() || cost > kMaxBytes) return std::nullopt;
   std::string out;
   const uint32_t begin = best == 0 ? 0 : ends[best - 1];
   for (uint32_t k = ends[best]; k > begin; --k) write_rest(positions[k - 1], out);

@@ -9,6 +9,7 @@
 // character (printable ASCII where the class has one). A state's completion is then the
 // cheapest of its stacks': each stack position's rest of its alternative, top first.
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -30,10 +31,14 @@ class ShortestCompletion {
   // is; nullopt when no completion is known (a partial UTF-8 character pending, no live stack,
   // or a completion longer than kMaxBytes). `state` must run this grammar.
   std::optional<std::string> of(const GrammarMatcher& state) const;
+  // The byte length of of(state), without writing it (what a decode step asks each time).
+  std::optional<size_t> length(const GrammarMatcher& state) const;
 
  private:
   static constexpr uint64_t kNever = UINT64_MAX / 4;
 
+  // The stack with the cheapest completion and its cost in bytes; stack_ends().size() when none.
+  size_t best_stack(const GrammarMatcher& state, uint64_t& cost) const;
   // Bytes from element `position` to the end of its alternative, choosing each rule's cheapest.
   uint64_t rest_cost(uint32_t position) const;
   void write_rest(uint32_t position, std::string& out) const;
