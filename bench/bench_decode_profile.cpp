@@ -153,6 +153,26 @@ void BM_AllMatrices(benchmark::State& state) {
   bandwidth_counters(state, p->weight_bytes());
 }
 
+// Every weight matrix at M = range(0) activation rows: what verifying a speculation of M − 1
+// guesses (or a step of M sequences) spends on weights. Bandwidth-bound, it costs what M = 1
+// does; the rows beyond the first are the kernel's compute.
+void BM_AllMatricesRows(benchmark::State& state) {
+  Profiled* p = profiled(state);
+  if (!p) return;
+  const int rows = int(state.range(0));
+  const size_t width = std::max<size_t>(size_t(p->model.config.ffn_dim) + p->model.config.q_dim(), p->model.config.vocab_size);
+  std::vector<float> a(width * rows, 0.01f), c(width * rows);
+  for (auto _ : state) {
+    p->arena.execute([&] {
+      for (const auto& layer : p->layer_matrices)
+        for (const kernels::WeightMatrix* m : layer) kernels::matmul(a.data(), rows, m->cols(), *m, c.data(), m->rows());
+    });
+    benchmark::DoNotOptimize(c.data());
+  }
+  bandwidth_counters(state, p->weight_bytes());
+  state.counters["rows/s"] = benchmark::Counter(double(state.iterations()) * rows, benchmark::Counter::kIsRate);
+}
+
 // The whole forward step of one sequence with range(0) positions already cached: weights plus
 // that context's K/V (f16) streamed per token.
 void BM_Step(benchmark::State& state) {
@@ -242,6 +262,7 @@ void BM_Sample(benchmark::State& state) {
 BENCHMARK(BM_ReadBandwidth)->Iterations(1);
 BENCHMARK(BM_Projection)->DenseRange(0, 7)->ArgName("kind")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AllMatrices)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AllMatricesRows)->ArgName("rows")->DenseRange(1, 9)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Step)->ArgName("depth")->Arg(1)->Arg(512)->Arg(8192)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Attention)->ArgNames({"depth", "one_layer"})->ArgsProduct({{512, 8192}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Sample)->DenseRange(0, 1)->ArgName("sampling")->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -1,10 +1,11 @@
 // Single-stream speed of speculative decoding against plain decoding, on one model:
 //
-//   bench_speculative MODEL [--task retell|repeat|novel] [--tokens N] [--reps N] [--threads N]
+//   bench_speculative MODEL [--task retell|repeat|novel] [--gaps N] [--tokens N] [--reps N] [--threads N]
 //                     [--draft-max N] [--draft MODEL] [--draft-p-min P]
 //
 // retell: the model's own greedy story, then its opening again (an input-grounded task: the
-//   model retells what it was given); repeat: a random run of tokens repeated four times (a
+//   model retells what it was given); with --gaps N the story in the prompt misses every N-th
+//   token, which the model puts back as it retells (an edit: guesses fail at each gap); repeat: a random run of tokens repeated four times (a
 //   random model copies little, but its greedy output falls into loops the proposer finds);
 //   novel: random tokens, nothing repeated (the cost when guesses are mostly rejected).
 // With --draft, a draft model (same vocabulary) guesses instead of the n-gram proposer: the
@@ -42,7 +43,7 @@ Run generate(pagoda::Engine& engine, const std::vector<int32_t>& prompt, int32_t
   return {c.token_ids, c.time_per_output_token_s > 0.0 ? 1.0 / c.time_per_output_token_s : 0.0};
 }
 
-std::vector<int32_t> prompt_for(pagoda::Engine& engine, const std::string& task, int32_t n) {
+std::vector<int32_t> prompt_for(pagoda::Engine& engine, const std::string& task, int32_t n, int32_t gaps) {
   const int32_t vocab = engine.vocab_size();
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> token(3, vocab - 1);
@@ -52,7 +53,8 @@ std::vector<int32_t> prompt_for(pagoda::Engine& engine, const std::string& task,
     const int32_t told = std::min(2 * n, engine.context_length() / 2 - int32_t(opening.size()));
     const Run story = generate(engine, opening, told, {});
     prompt = opening;
-    prompt.insert(prompt.end(), story.tokens.begin(), story.tokens.end());
+    for (size_t i = 0; i < story.tokens.size(); ++i)
+      if (gaps <= 0 || (i + 1) % size_t(gaps) != 0) prompt.push_back(story.tokens[i]);
     const std::vector<int32_t> again = engine.tokenize(" Once upon a time", false);
     prompt.insert(prompt.end(), again.begin(), again.end());
   } else if (task == "repeat") {
@@ -72,15 +74,16 @@ std::vector<int32_t> prompt_for(pagoda::Engine& engine, const std::string& task,
 
 int main(int argc, char** argv) {
   try {
-    if (argc < 2) throw pagoda::Error("usage: bench_speculative MODEL [--task retell|repeat|novel] [--tokens N] [--reps N] [--threads N] [--draft-max N] [--draft MODEL] [--draft-p-min P]");
+    if (argc < 2) throw pagoda::Error("usage: bench_speculative MODEL [--task retell|repeat|novel] [--gaps N] [--tokens N] [--reps N] [--threads N] [--draft-max N] [--draft MODEL] [--draft-p-min P]");
     std::string task = "retell";
     std::string draft;
-    int32_t n = 128, reps = 3, threads = 0, draft_max = 8;
+    int32_t n = 128, reps = 3, threads = 0, draft_max = 8, gaps = 0;
     float draft_p_min = 0.0f;
     for (int i = 2; i + 1 < argc; i += 2) {
       const std::string flag = argv[i], value = argv[i + 1];
       if (flag == "--task") task = value;
       else if (flag == "--tokens") n = std::stoi(value);
+      else if (flag == "--gaps") gaps = std::stoi(value);
       else if (flag == "--reps") reps = std::stoi(value);
       else if (flag == "--threads") threads = std::stoi(value);
       else if (flag == "--draft-max") draft_max = std::stoi(value);
@@ -89,7 +92,7 @@ int main(int argc, char** argv) {
       else throw pagoda::Error("unknown argument " + flag);
     }
     pagoda::Engine engine({.model_path = argv[1], .threads = threads, .draft_model_path = draft});
-    const std::vector<int32_t> prompt = prompt_for(engine, task, n);
+    const std::vector<int32_t> prompt = prompt_for(engine, task, n, gaps);
     n = std::min(n, engine.context_length() - int32_t(prompt.size()));
     pagoda::SpeculativeParams spec;
     spec.mode = draft.empty() ? pagoda::SpeculativeMode::Ngram : pagoda::SpeculativeMode::Draft;
@@ -110,6 +113,7 @@ int main(int argc, char** argv) {
     const pagoda::EngineMetrics after = engine.metrics();
     const int64_t proposed = after.speculative_proposed - before.speculative_proposed;
     const int64_t accepted = after.speculative_accepted - before.speculative_accepted;
+    if (gaps > 0) std::printf("every %d-th token of the story left out of the prompt\n", gaps);
     std::printf("task %s, prompt %zu tokens, %d new, draft-max %d, %d threads%s%s\n", task.c_str(), prompt.size(), n,
                 draft_max, threads, draft.empty() ? "" : ", draft ", draft.c_str());
     std::printf("plain   %8.1f tok/s\n%-7s %8.1f tok/s   speed-up %.2fx\n", plain_best,

@@ -63,6 +63,10 @@ every attention and FFN projection of every block of BASE.
   --tied              no output.weight: the classifier reuses token_embd (the preset's choice
                       otherwise)
   --seed N            random seed (1)
+  --attn-output-scale X
+                      multiply every attn_output.weight by X: 0 makes the next token depend
+                      on the current one alone, so the model retells its own text word for
+                      word (for measuring speculative decoding at high acceptance)
   --lora-for BASE     write a LoRA adapter shaped for the model BASE (GGUF or llama2.c)
   --rank N            the adapter's rank (8)
   --alpha X           adapter.lora.alpha (the rank, so scale 1); the scale is alpha / rank
@@ -73,7 +77,8 @@ constexpr const char* kModelOnly[] = {"--preset", "--arch", "--dim", "--layers",
                                       "--vocab", "--vocab-dir", "--head-dim", "--context", "--rope-theta",
                                       "--rope-scale", "--rope-freqs", "--tied", "--rope-dim", "--sliding-window",
                                       "--attn-softcap", "--final-softcap", "--longrope", "--rope-attn-factor",
-                                      "--experts", "--experts-used", "--expert-ffn", "--shared-ffn"};
+                                      "--experts", "--experts-used", "--expert-ffn", "--shared-ffn",
+                                      "--attn-output-scale"};
 constexpr const char* kAdapterOnly[] = {"--rank", "--alpha"};
 
 pagoda::GgmlType parse_adapter_type(const std::string& name) {
@@ -134,6 +139,7 @@ void write_model(const pagoda::cli::Args& args, const std::string& output) {
   c.shared_ffn_dim = args.number("--shared-ffn", c.shared_ffn_dim);
   spec.tied_output = args.has("--tied") || preset.tied_output;
   spec.seed = args.number<uint64_t>("--seed", 1);
+  spec.attn_output_scale = args.number("--attn-output-scale", 1.0f);
 
   const std::string type = args.get("--type", "f32");
   if (type != "f32") spec.quant = pagoda::parse_quant_preset(type);
@@ -168,7 +174,7 @@ int main(int argc, char** argv) {
                             "--vocab", "--vocab-dir", "--head-dim", "--context", "--rope-theta", "--rope-scale", "--type", "--seed",
                             "--lora-for", "--rank", "--alpha", "--rope-dim", "--sliding-window", "--attn-softcap",
                             "--final-softcap", "--longrope", "--rope-attn-factor", "--experts", "--experts-used",
-                            "--expert-ffn", "--shared-ffn"},
+                            "--expert-ffn", "--shared-ffn", "--attn-output-scale"},
                            {"--tied", "--rope-freqs", "--help"}, {{"-o", "--output"}, {"-h", "--help"}});
     if (args.has("--help")) {
       std::cout << kUsage;

@@ -344,7 +344,9 @@ ModelConfig write_synth_model(const std::string& path, const SynthSpec& given) {
   for (size_t i : choose_types(c, spec, tensors, types)) w.declare_tensor(tensors[i].name, tensors[i].shape, types[i]);
   GgufTensorStream stream = w.open_stream(path);
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const std::vector<float> values = tensor_values(tensors[i], rng);
+    std::vector<float> values = tensor_values(tensors[i], rng);
+    if (spec.attn_output_scale != 1.0f && tensors[i].name.ends_with("attn_output.weight"))
+      for (float& x : values) x *= spec.attn_output_scale;
     if (types[i] == GgmlType::F32) {
       stream.write(tensors[i].name, std::as_bytes(std::span(values)));
     } else {

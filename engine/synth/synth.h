@@ -33,6 +33,11 @@ struct SynthSpec {
   // Write Phi-3 LongRoPE: rope_factors_long/short.weight, config.rope_attn_factor and
   // config.rope_original_context (which picks the set: long when the context exceeds it).
   bool longrope = false;
+  // Scales every attn_output.weight. 0 leaves attention out of the residual stream, so the next
+  // token depends on the current one alone and the model repeats a text it has produced, word
+  // for word; every matrix is still read and multiplied. An instrument for measuring speculative
+  // decoding at high acceptance on a model of real size (bench/bench_speculative).
+  float attn_output_scale = 1.0f;
   // A GGUF (vocab-only is enough) whose tokenizer.* keys are copied; the vocabulary size is
   // then its token count. Empty: a synthetic SentencePiece vocabulary of config.vocab_size.
   std::string vocab_path;
