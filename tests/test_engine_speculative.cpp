@@ -153,7 +153,7 @@ TEST(DraftLength, FollowsTheMeasuredAcceptance) {
 
 TEST(BlockTableRollback, GivesBackOnlyThePagesBeyondTheKeptPositions) {
   BlockTable table(4);
-  table.append({10, 11, 12, 13});
+  table.grow(0, 16, std::vector<int32_t>{10, 11, 12, 13});
   EXPECT_EQ(table.take_pages_beyond(9), (std::vector<int32_t>{13}));  // 9 positions need 3 pages
   EXPECT_EQ(table.take_pages_beyond(12), std::vector<int32_t>{});
   EXPECT_EQ(table.take_pages_beyond(8), (std::vector<int32_t>{12}));
@@ -499,19 +499,9 @@ TEST_F(EngineSpeculativeDraft, NgramAndDraftRequestsShareSteps) {
   expect_draft_idle(engine);
 }
 
-// A random model whose prompt is a random run repeated: LoRA adapters (one per request, and
-// the base) and seeded sampling, several speculating at once.
-TEST(EngineSpeculativeRandom, LoraAdaptersAndRepeatedPromptsGivePlainTokens) {
-  Engine engine({.model_path = test::tiny_gqa_model(), .threads = 2, .kv_cache_type = KvCacheType::F32});
-  for (int k = 0; k < 2; ++k) {
-    LoraSynthSpec spec;
-    spec.rank = 4;
-    spec.alpha = 8.0f;
-    spec.seed = uint64_t(70 + k);
-    const std::string path = test::scratch_path("spec-adapter" + std::to_string(k) + ".gguf");
-    write_synth_lora(path, test::tiny_gqa_config(), spec);
-    engine.load_adapter("a" + std::to_string(k), path);
-  }
+// Requests on `engine`'s adapters "a0", "a1" and the base, greedy and seeded sampling, each a
+// random run repeated four times.
+std::vector<Request> adapter_requests() {
   std::vector<Request> rs;
   for (int i = 0; i < 6; ++i) {
     std::vector<int32_t> run;
@@ -524,8 +514,39 @@ TEST(EngineSpeculativeRandom, LoraAdaptersAndRepeatedPromptsGivePlainTokens) {
     r.logprobs = 2;
     rs.push_back(r);
   }
-  expect_speculation_changes_nothing(engine, rs);
+  return rs;
 }
+
+void load_two_adapters(Engine& engine) {
+  for (int k = 0; k < 2; ++k) {
+    LoraSynthSpec spec;
+    spec.rank = 4;
+    spec.alpha = 8.0f;
+    spec.seed = uint64_t(70 + k);
+    const std::string path = test::scratch_path("spec-adapter" + std::to_string(k) + ".gguf");
+    write_synth_lora(path, test::tiny_gqa_config(), spec);
+    engine.load_adapter("a" + std::to_string(k), path);
+  }
+}
+
+// A random model whose prompt is a random run repeated: LoRA adapters (one per request, and
+// the base) and seeded sampling, several speculating at once.
+TEST(EngineSpeculativeRandom, LoraAdaptersAndRepeatedPromptsGivePlainTokens) {
+  Engine engine({.model_path = test::tiny_gqa_model(), .threads = 2, .kv_cache_type = KvCacheType::F32});
+  load_two_adapters(engine);
+  expect_speculation_changes_nothing(engine, adapter_requests());
+}
+
+// The draft model runs without the request's adapter (it is another model), so on adapter
+// requests its guesses are those of the base: verification by the adapted model keeps the
+// answer exactly that of plain decoding.
+TEST(EngineSpeculativeRandom, ADraftModelOnLoraRequestsGivesPlainTokens) {
+  Engine engine({.model_path = test::tiny_gqa_model(), .threads = 2, .kv_cache_type = KvCacheType::F32,
+                 .draft_model_path = test::tiny_gqa_model()});
+  load_two_adapters(engine);
+  expect_speculation_changes_nothing(engine, adapter_requests(), drafted(4));
+}
+
 
 }  // namespace
 }  // namespace pagoda
