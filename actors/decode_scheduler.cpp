@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 #include <utility>
 
 #include <tbb/parallel_for.h>
@@ -42,10 +43,11 @@ void DecodeScheduler::handle(DecodeMessage message) {
   if (auto* a = std::get_if<Admitted>(&message)) {
     Sequence& seq = *a->seq;
     if (!seq.swapped_kv.empty()) {
-      // Swap in: the pages' contents come back from host memory, page for page.
+      // Swap in: the live pages' contents come back from host memory, page for page.
       const size_t page_bytes = kv_.layout.bytes_per_page();
-      for (size_t i = 0; i * page_bytes < seq.swapped_kv.size(); ++i) {
-        std::memcpy(kv_.page(seq.table.pages()[i]), seq.swapped_kv.data() + i * page_bytes, page_bytes);
+      const std::vector<int32_t> live = seq.table.live_pages(seq.n_cached);
+      for (size_t i = 0; i < live.size(); ++i) {
+        std::memcpy(kv_.page(live[i]), seq.swapped_kv.data() + i * page_bytes, page_bytes);
       }
       seq.swapped_kv = {};
     }
@@ -141,13 +143,14 @@ bool DecodeScheduler::plan(std::vector<Planned>& planned) {
     }
 
     int32_t need = 0;
-    for (const Planned& p : planned) need += p.seq->table.pages_needed(p.seq->n_cached + p.n_tokens);
+    for (const Planned& p : planned) need += p.seq->table.pages_needed(p.seq->n_cached, p.seq->n_cached + p.n_tokens);
     if (auto pages = pool_.allocate(need, 0, PageRequester::Decode)) {
-      auto next = pages->begin();
+      std::span<const int32_t> next(*pages);
       for (const Planned& p : planned) {
-        const int32_t k = p.seq->table.pages_needed(p.seq->n_cached + p.n_tokens);
-        p.seq->table.append(std::vector<int32_t>(next, next + k));
-        next += k;
+        const int32_t from = p.seq->n_cached, to = from + p.n_tokens;
+        const auto k = size_t(p.seq->table.pages_needed(from, to));
+        p.seq->table.grow(from, to, next.first(k));
+        next = next.subspan(k);
       }
       return true;
     }
@@ -166,12 +169,13 @@ bool DecodeScheduler::plan(std::vector<Planned>& planned) {
 void DecodeScheduler::preempt(SequencePtr victim) {
   Sequence& seq = *victim;
   if (config_.preemption == PreemptionMode::Swap && seq.n_cached > 0) {
-    // Pages are copied as bytes of the layout's size, whatever the cache's element type.
+    // Pages are copied as bytes of the layout's size, whatever the cache's element type; only
+    // the live ones (a sliding group's holes come back as holes).
     const size_t page_bytes = kv_.layout.bytes_per_page();
-    const int32_t used = (seq.n_cached + kv_.layout.tokens_per_page - 1) / kv_.layout.tokens_per_page;
-    seq.swapped_kv.resize(size_t(used) * page_bytes);
-    for (int32_t i = 0; i < used; ++i) {
-      std::memcpy(seq.swapped_kv.data() + size_t(i) * page_bytes, kv_.page(seq.table.pages()[i]), page_bytes);
+    const std::vector<int32_t> live = seq.table.live_pages(seq.n_cached);
+    seq.swapped_kv.resize(live.size() * page_bytes);
+    for (size_t i = 0; i < live.size(); ++i) {
+      std::memcpy(seq.swapped_kv.data() + i * page_bytes, kv_.page(live[i]), page_bytes);
     }
   } else {
     seq.n_cached = 0;  // recompute: every token is fed again
@@ -266,6 +270,10 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
     // The draft forgets the guesses it was fed that were rejected (or dropped by a stop rule).
     if (draft_ && seq.status != SequenceStatus::Finished && !seq.spec.draft_tokens.empty()) draft_->rollback(seq);
   }
+  // Sliding-window groups give back the pages no later query sees (after they were named).
+  for (const Planned& p : planned) {
+    if (p.seq->status != SequenceStatus::Finished) pool_.release(p.seq->table.take_dead_pages(p.seq->n_cached));
+  }
 }
 
 void DecodeScheduler::keep_accepted(Sequence& seq) {
@@ -285,7 +293,7 @@ void DecodeScheduler::keep_accepted(Sequence& seq) {
 
 void DecodeScheduler::collect_filled(Sequence& seq) {
   if (seq.prefix_cache) {
-    seq.prefix.collect_full(seq.tokens, seq.n_cached, seq.table.pages(), kv_.layout.tokens_per_page, filled_);
+    seq.prefix.collect_full(seq.tokens, seq.n_cached, seq.table, filled_);
   }
 }
 

@@ -26,7 +26,7 @@ struct NewRequest {
   SequencePtr seq;
 };
 struct Admitted {
-  SequencePtr seq;  // holds pages for every token it still has to feed
+  SequencePtr seq;  // holds pages for every token it still has to feed (sliding groups: their first window)
 };
 struct Requeue {
   SequencePtr seq;  // preempted: its slot is free again, it waits ahead of new work
@@ -61,17 +61,19 @@ struct AllocatePages {
   std::shared_ptr<Reply<std::optional<std::vector<int32_t>>>> reply;
 };
 struct ReleasePages {
-  std::vector<int32_t> pages;  // one block table's, in order (released last first)
+  std::vector<int32_t> pages;  // one block table's, group after group in order (released last first)
 };
-// An admission's pages: the longest cached run of `prefix` (the hashes of the full pages
-// before the prompt's last token), then fresh pages up to `count` in all.
+// An admission's pages, group after group (BlockTable::grow with Reach::Admission from the
+// first position to compute): in each group the pages of the longest prefix-cache hit of
+// `prefix` (the hashes of the token blocks before the prompt's last token), then fresh ones.
 struct PageGrant {
   std::vector<int32_t> pages;
-  int32_t cached = 0;  // leading pages that came from the prefix cache, already written
+  int32_t cached_blocks = 0;  // token blocks the hit covers, already written
 };
 struct AdmitPages {
   std::vector<PageHash> prefix;
-  int32_t count = 0;
+  int32_t from = 0;       // the first position to compute, without a hit (a swapped-out sequence's n_cached)
+  int32_t to = 0;         // positions to hold in all
   int32_t keep_free = 0;  // refuse unless this many pages stay available afterwards
   std::shared_ptr<Reply<std::optional<PageGrant>>> reply;
 };

@@ -1,5 +1,9 @@
 #include "actors/page_pool_actor.h"
 
+#include <algorithm>
+
+#include "engine/kv/block_table.h"
+
 namespace pagoda {
 
 std::optional<std::vector<int32_t>> PagePoolActor::allocate(int32_t count, int32_t keep_free,
@@ -10,9 +14,10 @@ std::optional<std::vector<int32_t>> PagePoolActor::allocate(int32_t count, int32
   return reply->wait();
 }
 
-std::optional<PageGrant> PagePoolActor::admit(std::vector<PageHash> prefix, int32_t count, int32_t keep_free) {
+std::optional<PageGrant> PagePoolActor::admit(std::vector<PageHash> prefix, int32_t from, int32_t to,
+                                              int32_t keep_free) {
   auto reply = Reply<std::optional<PageGrant>>::make();
-  post(AdmitPages{std::move(prefix), count, keep_free, reply});
+  post(AdmitPages{std::move(prefix), from, to, keep_free, reply});
   return reply->wait();
 }
 
@@ -29,7 +34,7 @@ void PagePoolActor::handle(PageMessage message) {
   } else if (auto* admit = std::get_if<AdmitPages>(&message)) {
     grant(*admit);
   } else if (auto* named = std::get_if<RegisterPages>(&message)) {
-    for (const NamedPage& p : named->pages) pool_.register_page(p.page, p.hash);
+    for (const NamedPage& p : named->pages) pool_.register_page(p.page, p.hash, p.group);
   } else if (auto* r = std::get_if<ReleasePages>(&message)) {
     pool_.release(r->pages);
     publish();
@@ -45,15 +50,27 @@ void PagePoolActor::handle(PageMessage message) {
 void PagePoolActor::grant(AdmitPages& request) {
   // Cached pages nobody holds count as available, so taking them uses some of that up.
   const PagePool::PrefixMatch match = pool_.match(request.prefix);
-  const int32_t fresh = request.count - match.pages;
+  const int32_t from = std::max(request.from, match.blocks * pool_.layout().tokens_per_page);
+  const BlockTable shape(pool_.layout());
+  constexpr auto reach = BlockTable::Reach::Admission;
+  const int32_t fresh = shape.pages_needed(from, request.to, reach) - match.pages;
   if (pool_.available_pages() - match.idle - fresh < request.keep_free) {
     prefill_waiting_ = true;
     request.reply->set(std::nullopt);
     return;
   }
+  // Every group's hit is taken before any fresh page, which may evict a cached one.
+  std::vector<std::vector<int32_t>> cached(size_t(shape.groups()));
+  for (int32_t group = 0; group < shape.groups(); ++group) {
+    pool_.take_prefix(group, request.prefix, match.blocks, cached[size_t(group)]);
+  }
   PageGrant g;
-  g.cached = pool_.take_prefix(std::span(request.prefix).first(size_t(match.pages)), g.pages);
-  pool_.allocate(fresh, g.pages);
+  g.cached_blocks = match.blocks;
+  for (int32_t group = 0; group < shape.groups(); ++group) {
+    const std::vector<int32_t>& hit = cached[size_t(group)];
+    g.pages.insert(g.pages.end(), hit.begin(), hit.end());
+    pool_.allocate(shape.group_pages_needed(group, from, request.to, reach) - int32_t(hit.size()), g.pages);
+  }
   publish();
   request.reply->set(std::move(g));
 }
@@ -65,7 +82,7 @@ void PagePoolActor::drain() {
     } else if (auto* admit = std::get_if<AdmitPages>(&*m)) {
       admit->reply->set(std::nullopt);
     } else if (auto* named = std::get_if<RegisterPages>(&*m)) {
-      for (const NamedPage& p : named->pages) pool_.register_page(p.page, p.hash);
+      for (const NamedPage& p : named->pages) pool_.register_page(p.page, p.hash, p.group);
     } else if (auto* r = std::get_if<ReleasePages>(&*m)) {
       pool_.release(r->pages);
     }

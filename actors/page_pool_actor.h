@@ -25,10 +25,11 @@ class PagePoolActor : public Actor<PageMessage> {
   // Called from the schedulers' threads.
   std::optional<std::vector<int32_t>> allocate(int32_t count, int32_t keep_free, PageRequester requester);
 
-  // An admission's `count` pages, the leading ones taken from the prefix cache where `prefix`
-  // names cached pages; nullopt (and the prefill scheduler is told when pages come back) when
-  // fewer than `count` + `keep_free` are available. Blocks for the answer.
-  std::optional<PageGrant> admit(std::vector<PageHash> prefix, int32_t count, int32_t keep_free);
+  // An admission's pages for positions up to `to`, computing from `from` on or past the
+  // longest hit of `prefix` in the prefix cache (messages.h: PageGrant); nullopt (and the
+  // prefill scheduler is told when pages come back) when fewer than they + `keep_free` are
+  // available. Blocks for the answer.
+  std::optional<PageGrant> admit(std::vector<PageHash> prefix, int32_t from, int32_t to, int32_t keep_free);
 
   void release(std::vector<int32_t> pages) {
     if (!pages.empty()) post(ReleasePages{std::move(pages)});

@@ -52,11 +52,11 @@ void PrefillScheduler::drop_cancelled() {
 void PrefillScheduler::admit() {
   while (credits_ > 0 && !waiting_.empty()) {
     Sequence& seq = *waiting_.front();
-    const int32_t need = seq.table.pages_needed(int32_t(seq.tokens.size()));
-    auto grant = pool_.admit(prefix_keys(seq), need, seq.requeued ? 0 : keep_free_);
+    const auto len = int32_t(seq.tokens.size());
+    auto grant = pool_.admit(prefix_keys(seq), seq.n_cached, len, seq.requeued ? 0 : keep_free_);
     if (!grant) return;  // the pool says PagesFreed when some come back
-    seq.table.append(grant->pages);
-    if (seq.prefix_cache) took_prefix(seq, grant->cached);
+    if (seq.prefix_cache) took_prefix(seq, grant->cached_blocks);
+    seq.table.grow(seq.n_cached, len, grant->pages, BlockTable::Reach::Admission);
     seq.status = SequenceStatus::Prefilling;
     seq.requeued = false;
     seq.admit_order = next_admit_order_++;
@@ -76,12 +76,12 @@ std::vector<PageHash> PrefillScheduler::prefix_keys(Sequence& seq) {
   return {keys.begin(), keys.end()};
 }
 
-void PrefillScheduler::took_prefix(Sequence& seq, int32_t cached_pages) {
+void PrefillScheduler::took_prefix(Sequence& seq, int32_t cached_blocks) {
   // The cached pages are already named; the pages after them are offered as they fill (a
   // swapped-in sequence's fresh copies too, which the pool names unless their hash is taken).
-  seq.prefix.set_offered(cached_pages);
+  seq.prefix.set_offered(cached_blocks);
   if (!seq.swapped_kv.empty()) return;
-  seq.n_cached = cached_pages * seq.table.tokens_per_page();
+  seq.n_cached = cached_blocks * seq.table.tokens_per_page();
   metrics_.prefix_hit_tokens.fetch_add(seq.n_cached, std::memory_order_relaxed);
   metrics_.prefix_queried_tokens.fetch_add(int64_t(seq.tokens.size()), std::memory_order_relaxed);
 }

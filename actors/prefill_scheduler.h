@@ -1,10 +1,11 @@
 #pragma once
 // The prefill scheduler actor: the waiting requests. It admits them, highest priority first
 // and preempted ones ahead of all new work, when the page pool grants pages for every token
-// they still have to feed and the decode scheduler has room (slot credits), then hands them
+// they still have to feed (sliding-window groups: their first window; the steps grant the rest
+// as old pages go back) and the decode scheduler has room (slot credits), then hands them
 // to the decode scheduler, which cuts their prompts into prefill chunks. An admission takes
-// the longest cached run of its prompt's full pages from the prefix cache and feeds only the
-// rest (always the last token, so its step has logits).
+// the longest cached run of its prompt's full token blocks from the prefix cache and feeds
+// only the rest (always the last token, so its step has logits).
 
 #include <vector>
 
@@ -35,7 +36,7 @@ class PrefillScheduler : public Actor<PrefillMessage> {
   // The prefix-cache hashes an admission looks up (none when the sequence does not use the
   // cache or is swapped out), and what it does with the cached pages it got.
   std::vector<PageHash> prefix_keys(Sequence& seq);
-  void took_prefix(Sequence& seq, int32_t cached_pages);
+  void took_prefix(Sequence& seq, int32_t cached_blocks);
   void cancel(Sequence& seq);
 
   PagePoolActor& pool_;

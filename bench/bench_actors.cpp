@@ -193,7 +193,7 @@ class PlanBench {
     Request r;
     r.max_new_tokens = kGenerated;
     auto seq = std::make_unique<Sequence>(std::make_shared<detail::RequestState>(), r,
-                                          std::vector<int32_t>(kPromptLen, 3), tokenizer_, kTokensPerPage);
+                                          std::vector<int32_t>(kPromptLen, 3), tokenizer_, actor_.layout());
     seq->status = SequenceStatus::Prefilling;
     return seq;
   }
@@ -218,13 +218,14 @@ class PlanBench {
       budget -= n;
     }
     int32_t need = 0;
-    for (const Planned& p : planned_) need += p.seq->table.pages_needed(p.seq->n_cached + p.n_tokens);
+    for (const Planned& p : planned_) need += p.seq->table.pages_needed(p.seq->n_cached, p.seq->n_cached + p.n_tokens);
     auto pages = actor_.allocate(need, 0, PageRequester::Decode);
-    auto next = pages->begin();
+    std::span<const int32_t> next(*pages);
     for (const Planned& p : planned_) {
-      const int32_t k = p.seq->table.pages_needed(p.seq->n_cached + p.n_tokens);
-      p.seq->table.append(std::vector<int32_t>(next, next + k));
-      next += k;
+      const int32_t from = p.seq->n_cached, to = from + p.n_tokens;
+      const auto k = size_t(p.seq->table.pages_needed(from, to));
+      p.seq->table.grow(from, to, next.first(k));
+      next = next.subspan(k);
     }
   }
 

@@ -185,7 +185,8 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
     refuse("prompt (" + std::to_string(ids.size()) + " tokens) + max_new_tokens (" + std::to_string(r.max_new_tokens) +
            ") exceeds the context length " + std::to_string(model.config.context_length));
   }
-  const int64_t pages = (total + config.tokens_per_page - 1) / config.tokens_per_page;
+  // Sliding-window groups hold only their window's pages at a time (kv_layout.h).
+  const int64_t pages = pool.layout().peak_pages(total, config.max_tokens_per_step);
   if (pages > pool.capacity()) {
     refuse("prompt + max_new_tokens needs " + std::to_string(pages) + " KV pages but the whole cache has " +
            std::to_string(pool.capacity()) + "; it could never run");
@@ -266,7 +267,7 @@ RequestHandle Engine::submit(Request request) {
   };
   std::future<Completion> future = state->promise.get_future();
   if (!request.speculative) request.speculative = m.config.speculative;
-  auto seq = std::make_unique<Sequence>(state, request, std::move(prompt), m.model.tokenizer, m.config.tokens_per_page);
+  auto seq = std::make_unique<Sequence>(state, request, std::move(prompt), m.model.tokenizer, m.pool.layout());
   seq->prefix_cache = seq->prefix_cache && m.config.prefix_caching;
   seq->grammar = std::move(constraint);
   if (auto lost = weights_lost(m.model)) {

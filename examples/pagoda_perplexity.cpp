@@ -191,14 +191,16 @@ int main(int argc, char** argv) {
                  seqs.size(), longest, steps.size(), runner.threads(), pagoda::kv_cache_type_name(cache_type));
 
     constexpr int32_t kTokensPerPage = 16;
-    auto pages_for = [&](size_t tokens) { return int32_t((tokens + kTokensPerPage - 1) / kTokensPerPage); };
+    const pagoda::KvLayout layout = pagoda::KvLayout::for_model(config, kTokensPerPage, cache_type);
+    // A sequence is scored in one step, so each KV group holds all of its pages.
+    auto pages_for = [&](size_t tokens) { return int32_t((tokens + kTokensPerPage - 1) / kTokensPerPage) * layout.n_groups(); };
     int32_t pool_pages = 0;
     for (const auto& [begin, end] : steps) {
       int32_t pages = 0;
       for (size_t i = begin; i < end; ++i) pages += pages_for(seqs[i].tokens.size());
       pool_pages = std::max(pool_pages, pages);
     }
-    pagoda::PagePool pool(pagoda::KvLayout::for_model(config, kTokensPerPage, cache_type), pool_pages);
+    pagoda::PagePool pool(layout, pool_pages);
 
     const auto t1 = std::chrono::steady_clock::now();
     std::vector<Scores> scores(seqs.size());
@@ -206,7 +208,7 @@ int main(int argc, char** argv) {
     std::vector<float> logits;
     int64_t tokens_run = 0;
     for (const auto& [begin, end] : steps) {
-      std::vector<pagoda::BlockTable> tables(end - begin, pagoda::BlockTable(kTokensPerPage));
+      std::vector<pagoda::BlockTable> tables(end - begin, pagoda::BlockTable(pool.layout()));
       pagoda::Batch step;
       for (size_t i = begin; i < end; ++i) {
         pagoda::BlockTable& table = tables[i - begin];

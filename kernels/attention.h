@@ -33,7 +33,8 @@ void paged_attention(KvCacheType type, const float* q, int group, int head_dim, 
 // n_ctx0 + t positions (a prefill chunk): q + t·q_stride and out + t·out_stride are token t's
 // [group][head_dim]. Each output has the bits paged_attention gives that token alone; the
 // tokens share each block of keys and values (read, and widened to floats, once). With a
-// `variant` window, pages wholly before every token's window are never read.
+// `variant` window, no position before the first token's window is read, so the page pointers
+// of pages wholly before it may be null.
 void paged_attention_tokens(KvCacheType type, const float* q, size_t q_stride, int tokens, int group,
                             int head_dim, int n_ctx0, const std::byte* const* k_pages,
                             const std::byte* const* v_pages, int tokens_per_page, float scale, float* out,

@@ -32,7 +32,9 @@
 // the softmax, in plain scalar code shared by every ISA (std::tanh, -inf for the positions
 // before the window), so they change no bit of the policy's arithmetic. A window only moves
 // where a row's blocks start (the block holding its first visible position, still aligned to
-// absolute position): a row's bits stay a function of its own q and positions.
+// absolute position): a row's bits stay a function of its own q and positions. The masked rows
+// of that block are never read from their pages (they repeat the first visible row, and their
+// weight is exactly 0), so pages wholly before the first token's window may be holes.
 
 #include <algorithm>
 #include <cmath>
@@ -101,13 +103,14 @@ inline void prefetch_row(const std::byte* row, size_t row_bytes) {
   for (size_t offset = 0; offset < row_bytes; offset += 64) __builtin_prefetch(row + offset, 0, 2);
 }
 
-// The row pointers of positions p0 … p0 + count_all − 1 (from page, slot on) into k and v, the
-// rest (up to B) repeating the first; page and slot move past them.
+// The row pointers of positions p0 + first … p0 + count_all − 1 (from page, slot on) into k
+// and v; the others (up to B) repeat a gathered row, so that rows before a window (first > 0)
+// never touch their pages, which may have gone back to the pool. page and slot move past them.
 template <int B>
-inline void gather_rows(const std::byte* const* k_pages, const std::byte* const* v_pages, int count_all,
+inline void gather_rows(const std::byte* const* k_pages, const std::byte* const* v_pages, int first, int count_all,
                         int tokens_per_page, size_t row_bytes, int& page, int& slot, const std::byte** k,
                         const std::byte** v) {
-  for (int i = 0; i < count_all;) {  // runs of consecutive rows within a page
+  for (int i = first; i < count_all;) {  // runs of consecutive rows within a page
     const int left = tokens_per_page - slot;
     const int run = count_all - i < left ? count_all - i : left;
     const std::byte* kr = k_pages[page] + slot * row_bytes;
@@ -116,7 +119,8 @@ inline void gather_rows(const std::byte* const* k_pages, const std::byte* const*
     slot += run;
     if (slot == tokens_per_page) slot = 0, ++page;
   }
-  for (int i = count_all; i < B; ++i) k[i] = k[0], v[i] = v[0];  // readable; masked out
+  for (int i = 0; i < first; ++i) k[i] = k[first], v[i] = v[first];  // readable; masked out
+  for (int i = count_all; i < B; ++i) k[i] = k[0], v[i] = v[0];     // readable; masked out
 }
 
 // `tokens` query tokens of one sequence at consecutive positions (token t sees the first
@@ -151,12 +155,15 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
     const int lo = n_ctx0 + t - variant.window;
     return variant.window > 0 && lo > 0 ? lo : 0;
   };
-  const int b_first = first_visible(0) / B;
-  int page = b_first * B / tokens_per_page, slot = b_first * B % tokens_per_page, gathered = b_first;
+  // Reading starts at the first token's first visible position: the pages before it may be
+  // holes (block_table.h), and that block's earlier rows are masked out anyway.
+  const int lo0 = first_visible(0);
+  const int b_first = lo0 / B;
+  int page = lo0 / tokens_per_page, slot = lo0 % tokens_per_page, gathered = b_first;
   auto gather_next = [&] {
     const int p0 = gathered * B, at = gathered % (kPrefetchAhead + 1);
-    gather_rows<B>(k_pages, v_pages, n_last - p0 < B ? n_last - p0 : B, tokens_per_page, row_bytes, page, slot,
-                   ring_k[at], ring_v[at]);
+    gather_rows<B>(k_pages, v_pages, gathered == b_first ? lo0 - p0 : 0, n_last - p0 < B ? n_last - p0 : B,
+                   tokens_per_page, row_bytes, page, slot, ring_k[at], ring_v[at]);
     ++gathered;
   };
   auto prefetch_block = [&](int b) {

@@ -386,7 +386,7 @@ void swap_out_and_in(DrivenSequence& s, PagePool& pool) {
   for (int32_t p : squatter.pages()) std::memset(pool.page_data(p), 0x5a, page_bytes);
   squatter.release(pool);
   for (size_t i = 0; i < n_pages; ++i) std::memcpy(pool.page_data(fresh[i]), host.data() + i * page_bytes, page_bytes);
-  s.table.append(fresh);
+  s.table.grow(0, int32_t(n_pages) * s.table.tokens_per_page(), fresh);
 }
 
 // A target sequence's logits, bit for bit, under every batch composition, chunk size, thread

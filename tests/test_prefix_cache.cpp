@@ -70,8 +70,9 @@ Outcome run(ModelRunner& runner, PagePool& pool, const std::vector<int32_t>& pro
   hashes.reset(seed);
   BlockTable table(tpp);
   std::vector<int32_t> pages;
-  const int32_t taken = use_cache ? pool.take_prefix(hashes.lookup_keys(tokens, tpp), pages) : 0;
-  table.append(pages);
+  const auto keys = hashes.lookup_keys(tokens, tpp);
+  const int32_t taken = use_cache ? pool.take_prefix(0, keys, pool.match(keys).blocks, pages) : 0;
+  table.grow(taken * tpp, taken * tpp, pages);
   hashes.set_offered(taken);
   int32_t n_cached = taken * tpp;
   Outcome out;
@@ -88,8 +89,8 @@ Outcome run(ModelRunner& runner, PagePool& pool, const std::vector<int32_t>& pro
     n_cached += n;
     if (use_cache) {
       std::vector<NamedPage> named;
-      hashes.collect_full(tokens, n_cached, table.pages(), tpp, named);
-      for (const NamedPage& p : named) pool.register_page(p.page, p.hash);
+      hashes.collect_full(tokens, n_cached, table, named);
+      for (const NamedPage& p : named) pool.register_page(p.page, p.hash, p.group);
     }
     if (!last) continue;
     out.logits.emplace_back(logits.begin(), logits.begin() + ptrdiff_t(vocab));

@@ -44,13 +44,13 @@ struct Holder {
   int32_t admit(PagePool& pool) {
     const auto keys = hashes.lookup_keys(tokens, 4);
     std::vector<int32_t> pages;
-    const int32_t taken = pool.take_prefix(keys, pages);
+    const int32_t taken = pool.take_prefix(0, keys, pool.match(keys).blocks, pages);
     EXPECT_TRUE(pool.allocate(int32_t((tokens.size() + 3) / 4) - taken, pages));
-    table.append(pages);
+    table.grow(taken * 4, int32_t(tokens.size()), pages);
     hashes.set_offered(taken);
     std::vector<NamedPage> named;
-    hashes.collect_full(tokens, int32_t(tokens.size()), table.pages(), 4, named);
-    for (const NamedPage& n : named) pool.register_page(n.page, n.hash);
+    hashes.collect_full(tokens, int32_t(tokens.size()), table, named);
+    for (const NamedPage& n : named) pool.register_page(n.page, n.hash, n.group);
     return taken;
   }
   void release(PagePool& pool) { pool.release(table.take_pages()); }
@@ -187,8 +187,8 @@ TEST(PrefixPool, DuplicatePagesStayUnnamedAndAreFreed) {
   // Both computed before either was named (side by side in one step).
   std::vector<int32_t> pages;
   ASSERT_TRUE(pool.allocate(2, pages));
-  a.table.append({pages[0]});
-  b.table.append({pages[1]});
+  a.table.grow(0, 4, std::span(pages).first(1));
+  b.table.grow(0, 4, std::span(pages).subspan(1));
   const PageHash h = a.hashes.lookup_keys(a.tokens, 4)[0];
   pool.register_page(pages[0], h);
   pool.register_page(pages[1], h);

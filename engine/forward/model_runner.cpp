@@ -120,13 +120,26 @@ void ModelRunner::validate(const Batch& batch, const KvView& kv) const {
   if (kv.layout.n_layers != c.n_layers || kv.layout.n_kv_heads != c.n_kv_heads || kv.layout.head_dim != c.head_dim()) {
     throw Error("forward: the KV cache layout does not match the model");
   }
+  const int32_t tpp = kv.layout.tokens_per_page;
   for (const BatchEntry& e : batch.entries) {
     const int64_t end = int64_t(e.n_cached) + int64_t(e.tokens.size());
     if (e.tokens.empty() || e.n_cached < 0 || !e.block_table) throw Error("forward: an empty or malformed batch entry");
     if (end > c.context_length) {
       throw Error("forward: position " + std::to_string(end - 1) + " is past the context length " + std::to_string(c.context_length));
     }
-    if (end > e.block_table->capacity_tokens()) throw Error("forward: the block table has no page for position " + std::to_string(end - 1));
+    const BlockTable& table = *e.block_table;
+    if (table.groups() != kv.layout.n_groups() || table.tokens_per_page() != tpp) {
+      throw Error("forward: the block table does not match the KV cache layout");
+    }
+    if (end > table.capacity_tokens()) throw Error("forward: the block table has no page for position " + std::to_string(end - 1));
+    // Attention reads each group's pages from the first one the entry's first token sees.
+    for (int32_t g = 0; g < table.groups(); ++g) {
+      for (auto i = size_t(table.first_live_page(g, e.n_cached)); i * tpp < size_t(end); ++i) {
+        if (table.pages(g)[i] == BlockTable::kHole) {
+          throw Error("forward: position " + std::to_string(i * tpp) + " is needed but its page was given back");
+        }
+      }
+    }
     if (e.lora && c.has_experts()) throw Error("forward: LoRA adapters on mixture-of-experts models are not supported");
     for (int32_t t : e.tokens) {
       if (t < 0 || t >= c.vocab_size) throw Error("forward: token id " + std::to_string(t) + " is outside the vocabulary");
@@ -285,6 +298,7 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
   const LayerWeights& w = model_.weights.layers[layer];
   const std::vector<float>& bias = layers_[layer].qkv_bias;
   const kernels::RopeTable& rope = ropes_[size_t(layer_rope_[size_t(layer)])];
+  const int32_t kv_group = kv.layout.group_of(layer);
 
   // Per token: the Q/K/V biases (after the LoRA deltas, as llama.cpp adds them), the per-head
   // Q/K norms, RoPE on Q and K, then K and V straight into their page slots.
@@ -302,7 +316,7 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
       rope.apply(q, c.n_heads, ref.position);
       rope.apply(k, c.n_kv_heads, ref.position);
       const BlockTable& bt = *batch.entries[ref.entry].block_table;
-      const int32_t page = bt.pages()[ref.position / tpp];
+      const int32_t page = bt.pages(kv_group)[ref.position / tpp];
       const size_t slot = size_t(ref.position % tpp) * kv.layout.row_bytes();
       for (int32_t h = 0; h < c.n_kv_heads; ++h) {  // converted to the cache's element type
         kernels::store_kv_row(kv.layout.dtype, k + h * head_dim, head_dim, kv.block(page, layer, 0, h) + slot);
@@ -325,12 +339,14 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
       const AttentionChunk chunk = attention_chunks_[item / c.n_kv_heads];
       const int32_t h = item % c.n_kv_heads;
       const BatchEntry& entry = batch.entries[tokens_[chunk.begin].entry];
+      const std::vector<int32_t>& pages = entry.block_table->pages(kv_group);
       const int32_t n_pages = tokens_[chunk.end - 1].position / tpp + 1;
       pointers.k.resize(n_pages);
       pointers.v.resize(n_pages);
+      // Holes (pages given back, wholly before the chunk's windows) are never read.
       for (int32_t i = 0; i < n_pages; ++i) {
-        pointers.k[i] = kv.block(entry.block_table->pages()[i], layer, 0, h);
-        pointers.v[i] = kv.block(entry.block_table->pages()[i], layer, 1, h);
+        pointers.k[i] = pages[i] == BlockTable::kHole ? nullptr : kv.block(pages[i], layer, 0, h);
+        pointers.v[i] = pages[i] == BlockTable::kHole ? nullptr : kv.block(pages[i], layer, 1, h);
       }
       const float* q = qkv_.data() + size_t(chunk.begin) * row + size_t(h) * group * head_dim;
       float* out = att_.data() + size_t(chunk.begin) * q_dim + size_t(h) * group * head_dim;

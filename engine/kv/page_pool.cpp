@@ -79,23 +79,52 @@ void PagePool::release(std::span<const int32_t> pages) {
   for (auto it = pages.rbegin(); it != pages.rend(); ++it) release(*it);
 }
 
+int32_t PagePool::named_page(const PageHash& hash, int32_t group) const {
+  auto it = index_.find({hash, group});
+  return it == index_.end() ? -1 : it->second;
+}
+
 PagePool::PrefixMatch PagePool::match(std::span<const PageHash> hashes) const {
+  const int32_t groups = layout_.n_groups(), tpp = layout_.tokens_per_page;
+  // Full-attention groups bound the hit by their named leading run; for a sliding group,
+  // run[b] counts the named blocks ending at block b, so a hit of k blocks has all it needs
+  // when run[k - 1] reaches back to the group's first live page.
+  int32_t limit = int32_t(hashes.size());
+  std::vector<std::vector<int32_t>> runs;
+  for (int32_t g = 0; g < groups; ++g) {
+    if (layout_.window(g) == 0) {
+      int32_t n = 0;
+      while (n < limit && named_page(hashes[size_t(n)], g) >= 0) ++n;
+      limit = n;
+    } else {
+      std::vector<int32_t>& run = runs.emplace_back(hashes.size());
+      for (size_t b = 0; b < hashes.size(); ++b) run[b] = named_page(hashes[b], g) >= 0 ? (b ? run[b - 1] : 0) + 1 : 0;
+    }
+  }
+  auto hit = [&](int32_t k) {
+    for (int32_t g = 0, s = 0; g < groups; ++g) {
+      if (layout_.window(g) == 0) continue;
+      if (runs[size_t(s++)][size_t(k - 1)] < k - layout_.first_live_page(g, k * tpp)) return false;
+    }
+    return true;
+  };
   PrefixMatch m;
-  for (const PageHash& h : hashes) {
-    auto it = index_.find(h);
-    if (it == index_.end()) break;
-    ++m.pages;
-    m.idle += ref_counts_[it->second] == 0;
+  for (m.blocks = limit; m.blocks > 0 && !hit(m.blocks); --m.blocks) {
+  }
+  for (int32_t g = 0; g < groups; ++g) {
+    for (int32_t b = layout_.first_live_page(g, m.blocks * tpp); b < m.blocks; ++b) {
+      ++m.pages;
+      m.idle += ref_counts_[named_page(hashes[size_t(b)], g)] == 0;
+    }
   }
   return m;
 }
 
-int32_t PagePool::take_prefix(std::span<const PageHash> hashes, std::vector<int32_t>& out) {
+int32_t PagePool::take_prefix(int32_t group, std::span<const PageHash> hashes, int32_t blocks, std::vector<int32_t>& out) {
   int32_t taken = 0;
-  for (const PageHash& h : hashes) {
-    auto it = index_.find(h);
-    if (it == index_.end()) break;
-    const int32_t page = it->second;
+  for (int32_t b = layout_.first_live_page(group, blocks * layout_.tokens_per_page); b < blocks; ++b) {
+    const int32_t page = named_page(hashes[size_t(b)], group);
+    if (page < 0) throw Error("KV cache: a prefix hit takes a block that is not cached");
     if (ref_counts_[page]++ == 0) lru_remove(page);
     out.push_back(page);
     ++taken;
@@ -103,11 +132,11 @@ int32_t PagePool::take_prefix(std::span<const PageHash> hashes, std::vector<int3
   return taken;
 }
 
-void PagePool::register_page(int32_t page, const PageHash& hash) {
+void PagePool::register_page(int32_t page, const PageHash& hash, int32_t group) {
   check_page(page, "naming");
   if (named_[size_t(page)]) return;
-  if (!index_.try_emplace(hash, page).second) return;
-  names_[size_t(page)] = hash;
+  if (!index_.try_emplace({hash, group}, page).second) return;
+  names_[size_t(page)] = {hash, group};
   named_[size_t(page)] = true;
 }
 

@@ -9,10 +9,13 @@
 //   cached  — no holder, but named by a prefix hash in the index, so a later request with the
 //             same prefix can take it back; kept in least-recently-released order and evicted,
 //             oldest first, only when a page is wanted and none is free.
-// A full page is named once it is written (register_page); it stays named while in use, so
-// running sequences share it too. Leaves of a prefix are evicted before their parents: a
-// holder of a page holds every page before it, so a parent never loses its last holder before
-// its child does, and a block table is released last page first.
+// A full page is named once it is written (register_page), by its token block's prefix hash
+// and its KV group (kv_groups.h: each group's pages hold other layers); it stays named while
+// in use, so running sequences share it too. In a full-attention group leaves of a prefix are
+// evicted before their parents: a holder of a page holds every page before it, so a parent
+// never loses its last holder before its child does, and a block table is released last page
+// first. A sliding group lets go of its oldest pages first (they fall out of its window), so
+// there a parent may go before its children; a hit never needs those (see match).
 //
 // Not thread-safe by design: exactly one owner (the page-pool actor, or a test) calls it.
 // Kernels read and write page memory directly through block tables.
@@ -51,19 +54,25 @@ class PagePool {
   // Releases a block table's pages, last first (so a prefix's leaves are evicted first).
   void release(std::span<const int32_t> pages);
 
-  // The prefix cache. How many of the leading `hashes` name pages, and how many of those have
-  // no holder (taking them uses up as many available pages).
+  // The prefix cache. A hit of the first `blocks` token blocks of `hashes` (one hash per
+  // block of tokens_per_page tokens) lets the next step compute from position blocks ·
+  // tokens_per_page on: it needs, in each full-attention group, every one of those blocks
+  // named, and in each sliding group those the window of that position sees (the earlier ones
+  // stay holes). `pages` is how many pages the hit takes, `idle` how many of them have no
+  // holder (taking them uses up as many available pages).
   struct PrefixMatch {
+    int32_t blocks = 0;
     int32_t pages = 0;
     int32_t idle = 0;
   };
+  // The longest hit.
   PrefixMatch match(std::span<const PageHash> hashes) const;
-  // Appends the pages of the longest named run of leading `hashes` to `out`, each with one
-  // more holder; returns how many.
-  int32_t take_prefix(std::span<const PageHash> hashes, std::vector<int32_t>& out);
-  // Names a full page in use. Ignored when the hash already names a page (a duplicate computed
-  // side by side stays unnamed and is freed as usual) or the page is named already.
-  void register_page(int32_t page, const PageHash& hash);
+  // Appends group g's pages of a hit of the first `blocks` of `hashes` (from the group's first
+  // live page on) to `out`, each with one more holder; returns how many.
+  int32_t take_prefix(int32_t group, std::span<const PageHash> hashes, int32_t blocks, std::vector<int32_t>& out);
+  // Names a full page of `group` in use. Ignored when the name is taken already (a duplicate
+  // computed side by side stays unnamed and is freed as usual) or the page is named already.
+  void register_page(int32_t page, const PageHash& hash, int32_t group = 0);
 
   int32_t capacity() const { return capacity_; }
   int32_t free_pages() const { return int32_t(free_list_.size()); }
@@ -93,8 +102,19 @@ class PagePool {
   kernels::HugePageMemory arena_;
   std::vector<int32_t> free_list_;  // a stack: the most recently freed page is reused first
   std::vector<int32_t> ref_counts_;
-  std::unordered_map<PageHash, int32_t, PageHashHasher> index_;  // hash → page
-  std::vector<PageHash> names_;     // names_[page] is its hash while named_[page]
+  struct Name {
+    PageHash hash;
+    int32_t group = 0;
+    friend bool operator==(const Name&, const Name&) = default;
+  };
+  struct NameHasher {
+    size_t operator()(const Name& n) const { return size_t(n.hash.low) ^ (size_t(n.group) * 0x9e3779b97f4a7c15ull); }
+  };
+  // The page named (hash, group), -1 when none is.
+  int32_t named_page(const PageHash& hash, int32_t group) const;
+
+  std::unordered_map<Name, int32_t, NameHasher> index_;  // (hash, group) → page
+  std::vector<Name> names_;         // names_[page] is its name while named_[page]
   std::vector<bool> named_;
   std::vector<int32_t> lru_prev_, lru_next_;
   int32_t lru_head_ = -1, lru_tail_ = -1;

@@ -1,5 +1,7 @@
 #include "engine/kv/prefix_cache.h"
 
+#include "engine/kv/block_table.h"
+
 #include <xxhash.h>
 
 #include <cstring>
@@ -16,7 +18,8 @@ PageHash prefix_seed(const KvLayout& layout, std::string_view adapter, uint64_t 
   // Fixed-width fields, then the adapter's name: every input reads back unambiguously. Any
   // KvLayout field that changes a page's bytes (a KV cache dtype) belongs in this list.
   const int64_t fields[] = {layout.n_layers, layout.n_kv_heads, layout.head_dim, layout.tokens_per_page,
-                            int64_t(layout.dtype), int64_t(adapter_generation), int64_t(adapter.size())};
+                            int64_t(layout.dtype), layout.slots(), layout.n_groups(),
+                            int64_t(adapter_generation), int64_t(adapter.size())};
   std::vector<unsigned char> bytes(sizeof(fields) + adapter.size());
   std::memcpy(bytes.data(), fields, sizeof(fields));
   std::memcpy(bytes.data() + sizeof(fields), adapter.data(), adapter.size());
@@ -60,12 +63,18 @@ std::span<const PageHash> PrefixHashes::lookup_keys(std::span<const int32_t> tok
   return std::span<const PageHash>(hashes_).first(size_t(n_pages));
 }
 
-void PrefixHashes::collect_full(std::span<const int32_t> tokens, int32_t n_cached, std::span<const int32_t> pages,
-                                int32_t tokens_per_page, std::vector<NamedPage>& out) {
+void PrefixHashes::collect_full(std::span<const int32_t> tokens, int32_t n_cached, const BlockTable& table,
+                                std::vector<NamedPage>& out) {
+  const int32_t tokens_per_page = table.tokens_per_page();
   const int32_t n_full = n_cached / tokens_per_page;
   if (n_full <= offered_) return;
   extend(tokens, n_full, tokens_per_page);
-  for (int32_t i = offered_; i < n_full; ++i) out.push_back({pages[size_t(i)], hashes_[size_t(i)]});
+  for (int32_t g = 0; g < table.groups(); ++g) {
+    for (int32_t i = offered_; i < n_full; ++i) {
+      const int32_t page = table.pages(g)[size_t(i)];
+      if (page != BlockTable::kHole) out.push_back({page, hashes_[size_t(i)], g});
+    }
+  }
   offered_ = n_full;
 }
 

@@ -1,12 +1,13 @@
 #pragma once
-// Prefix-cache keys. Every full KV page of a sequence is named by a 128-bit XXH3 hash chained
-// from the previous page's hash and the page's token ids, starting from a seed that covers
+// Prefix-cache keys. Every full block of tokens_per_page tokens of a sequence is named by a
+// 128-bit XXH3 hash chained from the previous block's hash and the block's token ids (the same
+// for every KV group: the pool tells the groups' pages apart), starting from a seed that covers
 // everything else that changes the keys and values: the KV layout and the LoRA adapter (by
 // name and load generation, so a reloaded adapter of the same name never meets old pages).
 // Pages computed bit-identically however a prompt is batched or chunked, so two pages with the
 // same hash hold the same bits and one may stand for the other.
 //
-// PrefixHashes is one sequence's bookkeeping: the hashes of its full pages, computed as the
+// PrefixHashes is one sequence's bookkeeping: the hashes of its full blocks, computed as the
 // pages fill, and how many of them the page pool has already been offered.
 
 #include <cstdint>
@@ -40,7 +41,10 @@ PageHash chain_page_hash(const PageHash& previous, std::span<const int32_t> page
 struct NamedPage {
   int32_t page;
   PageHash hash;
+  int32_t group = 0;  // its KV group
 };
+
+class BlockTable;
 
 class PrefixHashes {
  public:
@@ -54,13 +58,14 @@ class PrefixHashes {
   // than copy a shared page the sequence would have to write into).
   std::span<const PageHash> lookup_keys(std::span<const int32_t> tokens, int32_t tokens_per_page);
 
-  // The pool holds the first `n_pages` of them already (taken from the cache at admission).
-  void set_offered(int32_t n_pages) { offered_ = n_pages; }
+  // The pool holds the first `n_blocks` of them already (taken from the cache at admission).
+  void set_offered(int32_t n_blocks) { offered_ = n_blocks; }
 
-  // Appends the pages that became full since the last call — positions below `n_cached` are
-  // written — with their hashes, for the pool to index.
-  void collect_full(std::span<const int32_t> tokens, int32_t n_cached, std::span<const int32_t> pages,
-                    int32_t tokens_per_page, std::vector<NamedPage>& out);
+  // Appends the pages of every group of `table` that became full since the last call —
+  // positions below `n_cached` are written — with their hashes, for the pool to index (holes,
+  // whose pages went back unwritten by this sequence, are skipped).
+  void collect_full(std::span<const int32_t> tokens, int32_t n_cached, const BlockTable& table,
+                    std::vector<NamedPage>& out);
 
  private:
   // Extends the chain to cover the first `n_pages` full pages of `tokens`.
@@ -68,7 +73,7 @@ class PrefixHashes {
 
   PageHash seed_;
   bool seeded_ = false;
-  std::vector<PageHash> hashes_;  // hashes_[i] names page i of the sequence
+  std::vector<PageHash> hashes_;  // hashes_[i] names token block i of the sequence
   int32_t offered_ = 0;
 };
 

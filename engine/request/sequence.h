@@ -26,7 +26,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Sequence {
   Sequence(std::shared_ptr<detail::RequestState> state, const Request& request, std::vector<int32_t> prompt,
-           const Tokenizer& tokenizer, int32_t tokens_per_page)
+           const Tokenizer& tokenizer, const KvLayout& kv_layout)
       : state(std::move(state)),
         max_new_tokens(request.max_new_tokens),
         stop_token_ids(request.stop_token_ids),
@@ -39,7 +39,7 @@ struct Sequence {
         on_token(request.on_token),
         tokens(std::move(prompt)),
         prompt_len(int32_t(tokens.size())),
-        table(tokens_per_page),
+        table(kv_layout),
         sampler(request.sampling),
         spec(request.speculative.value_or(SpeculativeParams{})),
         output(tokenizer, request.stop_strings) {
@@ -82,8 +82,8 @@ struct Sequence {
   std::vector<int32_t> tokens;  // the prompt, then what was generated
   int32_t prompt_len;
   int32_t n_cached = 0;         // positions whose K/V are in the cache
-  BlockTable table;
-  PrefixHashes prefix;          // its full pages' prefix-cache hashes
+  BlockTable table;             // a page list per KV group; sliding groups' old pages are holes
+  PrefixHashes prefix;          // its full blocks' prefix-cache hashes
   Sampler sampler;
   speculation::SpeculationState spec;  // Request::speculative (or the engine's default)
   std::unique_ptr<grammar::GrammarConstraint> grammar;  // Request::grammar or json_schema, compiled
@@ -94,7 +94,7 @@ struct Sequence {
   SequenceStatus status = SequenceStatus::Waiting;
   uint64_t admit_order = 0;     // later admissions are preempted first
   bool requeued = false;        // preempted and waiting to come back, ahead of new work
-  std::vector<std::byte> swapped_kv;  // host copy of its pages (raw bytes) while swapped out
+  std::vector<std::byte> swapped_kv;  // host copy of its live pages (raw bytes, BlockTable::live_pages) while swapped out
   int32_t preemptions = 0;
 
   Clock::time_point submitted = Clock::now();

@@ -37,7 +37,7 @@ Model load_draft(const EngineConfig& c, const Model& target) {
 
 int32_t draft_pages(const EngineConfig& c, const KvLayout& layout, int64_t target_positions) {
   if (c.draft_kv_pages > 0) return c.draft_kv_pages;
-  return int32_t((target_positions + layout.tokens_per_page - 1) / layout.tokens_per_page);
+  return int32_t((target_positions + layout.tokens_per_page - 1) / layout.tokens_per_page * layout.n_groups());
 }
 
 }  // namespace
@@ -58,7 +58,7 @@ void DraftProposer::propose(std::span<Sequence* const> seqs) {
   active_.clear();
   for (Sequence* s : seqs) {
     SpeculationState& spec = s->spec;
-    if (!spec.draft_table) spec.draft_table.emplace(pool_.layout().tokens_per_page);
+    if (!spec.draft_table) spec.draft_table.emplace(pool_.layout());
     const auto len = int32_t(s->tokens.size());
     // What the cache agrees with stays, less the last token, which is fed again for its logits.
     const auto agree = int32_t(std::mismatch(spec.draft_tokens.begin(), spec.draft_tokens.end(), s->tokens.begin(),

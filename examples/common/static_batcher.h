@@ -112,7 +112,7 @@ class StaticBatcher {
       pad_to = std::max(pad_to, int32_t(r.prompt.size()));
       steps = std::max(steps, r.max_new_tokens);
       std::vector<int32_t> history = r.prompt;
-      members.push_back({std::move(r), std::move(history), BlockTable(pool_.layout().tokens_per_page), Sampler(sampling_), 0, {}, false});
+      members.push_back({std::move(r), std::move(history), BlockTable(pool_.layout()), Sampler(sampling_), 0, {}, false});
     }
     try {
       reserve(members, pad_to + steps);
@@ -128,7 +128,7 @@ class StaticBatcher {
   }
 
   void reserve(std::vector<Member>& members, int32_t positions) {
-    const int32_t per_member = members.front().table.pages_needed(positions);
+    const int32_t per_member = members.front().table.pages_needed(0, positions);
     if (int64_t(per_member) * int64_t(members.size()) > pool_.free_pages()) {
       throw Error("a static batch of " + std::to_string(members.size()) + " needs " +
                   std::to_string(per_member * int64_t(members.size())) + " KV pages; the cache has " +

@@ -1,25 +1,26 @@
 #include "support/batch_driver.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "engine/request/sampler.h"
 
 namespace pagoda::test {
 
-// Runs every sequence to its end, all in the same steps: each step holds a chunk of at most
-// `chunk` tokens of every unfinished sequence (prefill chunks and decodes mixed). Logits come
-// for each chunk's last token, only at the sequence's end unless `logits_everywhere`.
-// Pages are released at the end unless `release_pages` is false (the caller then owns them).
-void run_together(ModelRunner& runner, PagePool& pool, std::vector<DrivenSequence>& seqs, int32_t chunk,
-                  bool logits_everywhere, bool release_pages) {
+int32_t run_together(ModelRunner& runner, PagePool& pool, std::vector<DrivenSequence>& seqs, int32_t chunk,
+                     bool logits_everywhere, bool release_pages) {
   std::vector<float> logits;
+  int32_t peak = pool.used_pages();
+  for (DrivenSequence& s : seqs) {
+    if (s.table.capacity_tokens() == 0) s.table = BlockTable(pool.layout());
+  }
   for (;;) {
     Batch batch;
     std::vector<DrivenSequence*> in_batch;
     for (DrivenSequence& s : seqs) {
       if (s.done) continue;
       const int32_t n_new = std::min<int32_t>(chunk, int32_t(s.tokens.size()) - s.n_cached);
-      if (!s.table.reserve(s.n_cached + n_new, pool)) throw std::runtime_error("the test's KV pool is too small");
+      if (!s.table.reserve(s.n_cached, s.n_cached + n_new, pool)) throw std::runtime_error("the test's KV pool is too small");
       BatchEntry e;
       e.tokens = std::span<const int32_t>(s.tokens).subspan(s.n_cached, n_new);
       e.n_cached = s.n_cached;
@@ -30,12 +31,14 @@ void run_together(ModelRunner& runner, PagePool& pool, std::vector<DrivenSequenc
       in_batch.push_back(&s);
     }
     if (batch.entries.empty()) break;
+    peak = std::max(peak, pool.used_pages());
     runner.forward(batch, pool.view(), logits);
     const int32_t vocab = runner.config().vocab_size;
     size_t row = 0;
     for (size_t i = 0; i < in_batch.size(); ++i) {
       DrivenSequence& s = *in_batch[i];
       s.n_cached += int32_t(batch.entries[i].tokens.size());
+      pool.release(s.table.take_dead_pages(s.n_cached));
       if (!batch.entries[i].needs_logits) continue;
       std::span<const float> r(logits.data() + row++ * vocab, vocab);
       s.logits.emplace_back(r.begin(), r.end());
@@ -45,8 +48,10 @@ void run_together(ModelRunner& runner, PagePool& pool, std::vector<DrivenSequenc
       s.done = next == s.stop_id || s.n_cached >= s.max_positions;
     }
   }
-  if (!release_pages) return;
-  for (DrivenSequence& s : seqs) s.table.release(pool);
+  if (release_pages) {
+    for (DrivenSequence& s : seqs) s.table.release(pool);
+  }
+  return peak;
 }
 
 }  // namespace pagoda::test

@@ -16,7 +16,7 @@ struct DrivenSequence {
   int32_t max_positions = 0;    // positions fed at most
   int32_t stop_id = -1;
   int32_t n_cached = 0;
-  BlockTable table{16};
+  BlockTable table{16};  // made for the pool's layout (its KV groups) when the sequence starts
   const LoraWeights* lora = nullptr;  // its adapter, if any
   std::vector<std::vector<float>> logits;  // one row each time logits were produced
   bool done = false;
@@ -29,9 +29,11 @@ struct DrivenSequence {
 
 // Runs every sequence to its end, all in the same steps: each step holds a chunk of at most
 // `chunk` tokens of every unfinished sequence (prefill chunks and decodes mixed). Logits come
-// for each chunk's last token, only at the sequence's end unless `logits_everywhere`. Pages
-// are released at the end unless `release_pages` is false (the caller then releases them).
-void run_together(ModelRunner& runner, PagePool& pool, std::vector<DrivenSequence>& seqs, int32_t chunk,
-                  bool logits_everywhere = false, bool release_pages = true);
+// for each chunk's last token, only at the sequence's end unless `logits_everywhere`. After
+// each step, sliding-window groups give back the pages no later query sees, as the engine
+// does. Pages are released at the end unless `release_pages` is false (the caller then
+// releases them). Returns the most pages in use at once.
+int32_t run_together(ModelRunner& runner, PagePool& pool, std::vector<DrivenSequence>& seqs, int32_t chunk,
+                     bool logits_everywhere = false, bool release_pages = true);
 
 }  // namespace pagoda::test
