@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 
 #include "engine/tokenizer/tokenizer.h"
 
@@ -37,6 +40,9 @@ constexpr std::array<std::string_view, 22> kEndOfGenerationTexts = {
 // gpt-oss renders these, whatever their type.
 constexpr std::array<std::string_view, 4> kAlwaysRenderedTexts = {"<|channel|>", "<|message|>", "<|start|>",
                                                                   "<|constrain|>"};
+
+// C's isspace in the "C" locale, as llama.cpp strips with.
+bool is_ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 template <size_t N>
 bool among(std::string_view text, const std::array<std::string_view, N>& texts) {
@@ -102,11 +108,32 @@ std::vector<int32_t> end_of_generation_ids(const TokenizerVocab& v) {
 }
 
 SpecialTokenSplitter::SpecialTokenSplitter(const TokenizerVocab& v) {
+  // llama.cpp's "set attributes by model/tokenizer/architecture name" (llama-vocab.cpp).
+  std::string name = v.model_name;
+  for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+  auto contains_any = [](std::string_view s, std::initializer_list<std::string_view> parts) {
+    return std::any_of(parts.begin(), parts.end(), [&](std::string_view p) { return s.find(p) != s.npos; });
+  };
+  std::string_view lstrip_mask;  // the one token that drops the whitespace before it
+  bool phi3 = false;
+  if (contains_any(v.pre, {"jina-v2-de", "jina-v2-es", "jina-v2-code"}) ||
+      contains_any(v.architecture, {"nomic-bert-moe", "jina-bert-v3"})) {
+    lstrip_mask = "<mask>";
+  } else if (contains_any(name, {"phi-3", "phi3"})) {
+    phi3 = true;
+  } else if (contains_any(name, {"modern-bert"})) {
+    lstrip_mask = "[MASK]";
+  }
+
   for (size_t id = 0; id < v.tokens.size(); ++id) {
     const TokenType type = v.types[id];
-    if (v.tokens[id].empty()) continue;
+    const std::string& t = v.tokens[id];
+    if (t.empty()) continue;
     if (type == TokenType::Control || type == TokenType::UserDefined || type == TokenType::Unknown) {
-      candidates_.push_back({int32_t(id), v.tokens[id], type == TokenType::UserDefined});
+      Candidate c{int32_t(id), t, type == TokenType::UserDefined};
+      c.lstrip = !lstrip_mask.empty() && t == lstrip_mask;
+      c.rstrip = phi3 && t != "<unk>" && t != "<s>" && t != "<|endoftext|>";
+      candidates_.push_back(std::move(c));
       any_user_defined_ = any_user_defined_ || type == TokenType::UserDefined;
     }
   }
@@ -131,9 +158,16 @@ std::vector<Fragment> SpecialTokenSplitter::split(std::string_view text, bool pa
       }
       std::string_view rest = f.text;
       for (size_t hit; (hit = rest.find(c.text)) != std::string_view::npos;) {
-        if (hit > 0) next.push_back({-1, rest.substr(0, hit)});
+        std::string_view left = rest.substr(0, hit);
+        if (c.lstrip) {
+          while (!left.empty() && is_ascii_space(left.back())) left.remove_suffix(1);
+        }
+        if (!left.empty()) next.push_back({-1, left});
         next.push_back({c.id, {}});
         rest.remove_prefix(hit + c.text.size());
+        if (c.rstrip) {
+          while (!rest.empty() && is_ascii_space(rest.front())) rest.remove_prefix(1);
+        }
       }
       if (!rest.empty()) next.push_back({-1, rest});
     }

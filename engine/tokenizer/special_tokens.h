@@ -33,6 +33,11 @@ struct Fragment {
 // the candidate tokens, longest text first, each cut every occurrence out of the text left
 // by the ones before. Control and Unknown tokens take part only with parse_special;
 // UserDefined tokens always do (as Hugging Face and llama.cpp match added tokens whole).
+// Some tokens also drop the ASCII whitespace next to them in their fragment, which llama.cpp
+// decides by name, not from the file (its LSTRIP/RSTRIP attributes): a model named "phi-3" or
+// "phi3" (any case) — every candidate but <unk>, <s> and <|endoftext|> drops the whitespace
+// after it; jina-v2 pre-tokenizers and the nomic-bert-moe / jina-bert-v3 architectures —
+// <mask> drops the whitespace before it; a model named "modern-bert" — [MASK] does.
 class SpecialTokenSplitter {
  public:
   SpecialTokenSplitter() = default;
@@ -46,6 +51,7 @@ class SpecialTokenSplitter {
     int32_t id;
     std::string text;
     bool user_defined;
+    bool lstrip = false, rstrip = false;  // drop the whitespace before / after it
   };
   std::vector<Candidate> candidates_;  // longest first, then by id
   bool any_user_defined_ = false;

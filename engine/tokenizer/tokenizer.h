@@ -67,6 +67,9 @@ struct TokenizerVocab {
   int32_t eot_id = -1, eom_id = -1, fim_pad_id = -1, fim_rep_id = -1, fim_sep_id = -1;
   bool add_bos = true, add_space_prefix = true;
   SpaceMarker space_marker = SpaceMarker::Auto;  // resolved (never Auto) in Tokenizer::vocab()
+  // GGUF general.name and general.architecture: llama.cpp makes some special tokens eat the
+  // whitespace around them by these names (phi-3's, see SpecialTokenSplitter).
+  std::string model_name, architecture;
 };
 
 class Tokenizer {

@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "engine/gguf/gguf.h"
@@ -185,6 +186,14 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
   v.add_bos = gguf.get_bool_opt("tokenizer.ggml.add_bos_token").value_or(bpe ? PreTokenizer::adds_bos_by_default(v.pre) : true);
   v.add_space_prefix = !bpe && gguf.get_bool_opt("tokenizer.ggml.add_space_prefix").value_or(true);
   v.space_marker = SpaceMarker::Escaped;
+  // Names only steer llama.cpp's whitespace rules; a name that is not a string is no name.
+  auto name = [&](const char* key) {
+    const GgufValue* value = gguf.find(key);
+    const std::string* s = value ? std::get_if<std::string>(&value->data) : nullptr;
+    return s ? *s : std::string();
+  };
+  v.model_name = name("general.name");
+  v.architecture = name("general.architecture");
 
   // What is left to check is per token (types spelled right) or, for BPE, names its key
   // (tokenizer.ggml.pre, tokenizer.ggml.merges[i]).
