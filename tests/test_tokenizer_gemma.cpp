@@ -342,6 +342,39 @@ TEST(GemmaVocab, WhitespaceStrippingByModelName) {
   EXPECT_EQ(with_name("other", {"[MASK]"}).encode("a [MASK]", false, true).size(), 3u);  // "a", "▁", [MASK]
 }
 
+// Where llama.cpp takes a token back out of the end-of-generation set it also retypes it:
+// gpt-oss's <|end|> (beside <|return|> and <|call|>) becomes user-defined, matched and printed
+// as text; gemma4's </s> (beside <|tool_response>) becomes ordinary text.
+TEST(GemmaVocab, TokensTakenOutOfTheEogSetAreRetyped) {
+  GEMMA_OR_SKIP();
+  auto with = [](std::vector<std::string> extra) {
+    TokenizerVocab v = gemma().vocab();
+    for (std::string& t : extra) {
+      v.tokens.push_back(std::move(t));
+      v.scores.push_back(-1000.0f);
+      v.types.push_back(TokenType::Control);
+    }
+    return Tokenizer(std::move(v));
+  };
+  const Tokenizer oss = with({"<|return|>", "<|call|>", "<|end|>"});
+  const int32_t end = oss.find_piece("<|end|>");
+  EXPECT_EQ(oss.vocab().types[size_t(end)], TokenType::UserDefined);
+  EXPECT_FALSE(oss.is_eog(end));
+  EXPECT_EQ(oss.encode("a<|end|>", false, false).back(), end);
+  EXPECT_EQ(oss.decode(oss.encode("a<|end|>", false, false)), "a<|end|>");
+  const Tokenizer plain_end = with({"<|end|>"});
+  EXPECT_EQ(plain_end.vocab().types[size_t(plain_end.find_piece("<|end|>"))], TokenType::Control);
+  EXPECT_TRUE(plain_end.is_eog(plain_end.find_piece("<|end|>")));
+
+  const Tokenizer g4 = with({"</s>", "<|tool_response>"});
+  const int32_t s = g4.find_piece("</s>");
+  EXPECT_EQ(g4.vocab().types[size_t(s)], TokenType::Normal);
+  EXPECT_FALSE(g4.is_eog(s));
+  EXPECT_EQ(g4.decode(std::vector<int32_t>{s}), "</s>");
+  const Tokenizer plain_s = with({"</s>"});
+  EXPECT_EQ(plain_s.vocab().types[size_t(plain_s.find_piece("</s>"))], TokenType::Control);
+}
+
 // Vocabulary types pagoda does not implement are refused, naming the type.
 TEST(GemmaVocab, UnknownTokenizerModelsAreRefusedByName) {
   for (const char* model : {"rwkv", "t5", "ugm", "bert", "wpm", "plamo2", "none"}) {

@@ -77,6 +77,20 @@ void apply_special_token_overrides(TokenizerVocab& v) {
                                  among(t, kEndOfGenerationTexts);
     if (control_looking) v.types[id] = TokenType::Control;
   }
+  // llama.cpp's two exceptions to the end-of-generation set (see end_of_generation_ids) retype
+  // the token they take out: gpt-oss's (and solar-open's) <|end|> becomes user-defined,
+  // gemma4's </s> ordinary text.
+  auto has = [&](std::string_view text) { return std::find(v.tokens.begin(), v.tokens.end(), text) != v.tokens.end(); };
+  auto retype = [&](std::string_view text, TokenType type) {
+    for (size_t id = 0; id < v.tokens.size(); ++id) {
+      if (v.tokens[id] == text) v.types[id] = type;
+    }
+  };
+  const bool has_call = has("<|call|>") || has("<|calls|>");
+  if (has("<|end|>") && ((has("<|return|>") && has_call) || (has_call && has("<|flush|>")))) {
+    retype("<|end|>", TokenType::UserDefined);
+  }
+  if (has("</s>") && has("<|tool_response>")) retype("</s>", TokenType::Normal);
 }
 
 std::vector<int32_t> end_of_generation_ids(const TokenizerVocab& v) {
