@@ -366,7 +366,12 @@ std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages
   const Impl& m = *impl_;
   if (!m.jinja_template) return chat::apply_template(m.chat_format, messages, options.add_generation_prompt);
   const Tokenizer& t = m.model.tokenizer;
-  return chat::render_chat(*m.jinja_template, messages, options, token_spelling(t, t.bos_id()), token_spelling(t, t.eos_id()));
+  const std::string bos = token_spelling(t, t.bos_id());
+  std::string prompt = chat::render_chat(*m.jinja_template, messages, options, bos, token_spelling(t, t.eos_id()));
+  // Templates that write {{ bos_token }} themselves (Llama 3, Gemma) would get a second BOS from
+  // tokenize(prompt, add_bos(), true); as llama.cpp does, the leading one is left to the tokenizer.
+  if (t.add_bos() && !bos.empty() && prompt.starts_with(bos)) prompt.erase(0, bos.size());
+  return prompt;
 }
 
 std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "pagoda/engine.h"
@@ -65,7 +67,27 @@ TEST(EngineChatJinja, VariablesReachTheTemplateAsTransformersPassesThem) {
   ASSERT_TRUE(with_tokens.contains("bos_token") && with_tokens.contains("eos_token"));
   const auto expected = test::run_jinja_oracle(json::array({json{{"template", kEchoTemplate}, {"context", with_tokens}}}));
   ASSERT_TRUE(expected[0].ok) << expected[0].output;
-  EXPECT_EQ(prompt, expected[0].output);
+  // The tokenizer adds the BOS, so the template's own is left out.
+  ASSERT_TRUE(engine.add_bos());
+  const std::string bos = with_tokens["bos_token"].get<std::string>();
+  ASSERT_EQ(expected[0].output.substr(0, bos.size()), bos);
+  EXPECT_EQ(prompt, expected[0].output.substr(bos.size()));
+}
+
+// Llama 3's and Gemma's templates begin with {{ bos_token }}: the prompt still starts with one
+// BOS, not two; a BOS elsewhere in the text stays.
+TEST(EngineChatJinja, ATemplatesOwnBosIsNotDoubled) {
+  const std::string path = test::tiny_model_with_template(
+      "engine-jinja-bos.gguf", "{{ bos_token }}{% for m in messages %}{{ m.content }}{{ bos_token }}{% endfor %}", false);
+  Engine engine({.model_path = path, .threads = 1, .kv_pages = 64});
+  ASSERT_TRUE(engine.add_bos());
+  const std::string prompt = engine.apply_chat_template({{"user", "hi"}});
+  const std::vector<int32_t> ids = engine.tokenize(prompt, engine.add_bos(), true);
+  ASSERT_GE(ids.size(), 3u);
+  EXPECT_EQ(ids[0], 1);
+  EXPECT_NE(ids[1], 1);
+  EXPECT_EQ(ids.back(), 1);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 1), 2);
 }
 
 TEST(EngineChatJinja, ConfigTemplateOverridesTheModels) {

@@ -121,7 +121,8 @@ class Engine {
   // tokenizer.chat_template) it is rendered as Python's jinja2 renders it for transformers'
   // apply_chat_template: with `messages`, `tools` (options.tools, when given),
   // `add_generation_prompt`, `bos_token` and `eos_token` as the vocabulary spells them, and
-  // options.kwargs' members. A template that raises (raise_exception, a type error) or runs
+  // options.kwargs' members; when the tokenizer adds a BOS itself, a BOS the template wrote at
+  // the front is left out (as llama.cpp does), so the prompt tokenizes to one. A template that raises (raise_exception, a type error) or runs
   // away is a pagoda::Error naming its line, as is malformed tools/kwargs JSON. Without a
   // template, or with one pagoda could not parse at load (a warning on stderr names the line),
   // the built-in layout of chat_format()'s family is used, which refuses roles other than
