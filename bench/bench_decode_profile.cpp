@@ -198,6 +198,48 @@ void BM_Step(benchmark::State& state) {
   state.counters["tok/s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
+// A decode step of range(0) sequences, each with 64 positions cached: tokens/s against the
+// roofline of the weight bytes the step actually read (ModelRunner::last_step_weight_bytes:
+// for a mixture of experts, the experts the batch's rows chose, each once) plus the K/V.
+void BM_StepBatch(benchmark::State& state) {
+  Profiled* p = profiled(state);
+  if (!p) return;
+  constexpr int32_t kDepth = 64;
+  const int32_t batch_size = int32_t(state.range(0));
+  const ModelConfig& c = p->model.config;
+  const KvLayout layout = KvLayout::for_model(c, kTokensPerPage, KvCacheType::F16);
+  PagePool pool(layout, batch_size * layout.n_groups() * ((kDepth + kTokensPerPage) / kTokensPerPage), true);
+  std::vector<BlockTable> tables(size_t(batch_size), BlockTable{layout});
+  std::vector<std::vector<int32_t>> tokens(static_cast<size_t>(batch_size));
+  Batch batch;
+  std::mt19937 rng(5);
+  for (int32_t b = 0; b < batch_size; ++b) {
+    tables[size_t(b)].reserve(kDepth + 1, pool);
+    tokens[size_t(b)] = {int32_t(rng() % uint32_t(c.vocab_size))};
+    batch.entries.push_back({tokens[size_t(b)], kDepth, &tables[size_t(b)], true});
+  }
+  std::vector<float> logits;
+  p->runner.forward(batch, pool.view(), logits);
+  double weight_bytes = 0.0;
+  for (auto _ : state) {
+    p->runner.forward(batch, pool.view(), logits);
+    weight_bytes += p->runner.last_step_weight_bytes();
+    benchmark::DoNotOptimize(logits.data());
+    // Each sequence's next token is its own greedy pick, so the rows route as a generation's would.
+    for (int32_t b = 0; b < batch_size; ++b) {
+      const float* row = logits.data() + size_t(b) * c.vocab_size;
+      tokens[size_t(b)][0] = int32_t(std::max_element(row, row + c.vocab_size) - row);
+    }
+  }
+  const double steps = double(state.iterations());
+  const double kv_bytes = double(batch_size) * kDepth * c.n_layers * 2.0 * c.kv_dim() * 2.0;
+  const double step_bytes = weight_bytes / steps + kv_bytes;
+  state.counters["tok/s"] = benchmark::Counter(steps * batch_size, benchmark::Counter::kIsRate);
+  state.counters["weight_MB/step"] = weight_bytes / steps * 1e-6;
+  state.counters["roofline_tok/s"] = bench::read_bandwidth() / step_bytes * batch_size;
+  state.counters["of_roofline"] = benchmark::Counter(step_bytes * steps / bench::read_bandwidth(), benchmark::Counter::kIsRate);
+}
+
 // Decode attention alone: one query token over range(0) cached positions (f16), every layer's
 // KV heads in parallel as the runner runs them. range(1) = 1 reads one layer's K/V for every
 // layer (it stays in L3 at 8k): the kernel's own ceiling beside the memory-bound pass.
@@ -264,6 +306,7 @@ BENCHMARK(BM_Projection)->DenseRange(0, 7)->ArgName("kind")->UseRealTime()->Unit
 BENCHMARK(BM_AllMatrices)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AllMatricesRows)->ArgName("rows")->DenseRange(1, 9)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Step)->ArgName("depth")->Arg(1)->Arg(512)->Arg(8192)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StepBatch)->ArgName("seqs")->Arg(1)->Arg(4)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Attention)->ArgNames({"depth", "one_layer"})->ArgsProduct({{512, 8192}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Sample)->DenseRange(0, 1)->ArgName("sampling")->UseRealTime()->Unit(benchmark::kMicrosecond);
 

@@ -218,6 +218,7 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
   const int32_t n = int32_t(tokens_.size());
   const int32_t dim = c.dim, ffn = c.ffn_dim, q_dim = c.q_dim();
 
+  double weight_bytes = logit_rows_.empty() ? 0.0 : double(classifier_.encoded_bytes());
   arena_.execute([&] {
     for (int32_t e = 0; e < int32_t(batch.entries.size()); ++e) {
       const auto& tokens = batch.entries[e].tokens;
@@ -229,6 +230,7 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
       const LayerWeights& w = model_.weights.layers[l];
       const PackedLayer& p = layers_[l];
       kernels::rmsnorm_rows(x_.data(), dim, w.attn_norm.data(), xb_.data(), dim, n, dim, c.norm_eps);
+      weight_bytes += double(p.qkv.encoded_bytes() + p.output.encoded_bytes());
       kernels::matmul(xb_.data(), n, dim, p.qkv, qkv_.data(), p.qkv.rows());
       apply_lora(l,
                  {{LoraProjection::Q, qkv_.data()},
@@ -251,9 +253,11 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
       kernels::rmsnorm_rows(x_.data(), dim, w.ffn_norm.data(), xb_.data(), dim, n, dim, c.norm_eps);
       if (p.moe) {
         p.moe->forward(xb_.data(), dim, n, sublayer_.data(), dim, moe_scratch_);
+        weight_bytes += p.moe->bytes_read(moe_scratch_);
         add_rows(x_.data(), sublayer_.data(), n, dim);
         continue;
       }
+      weight_bytes += double(p.gate_up.encoded_bytes() + p.down.encoded_bytes());
       kernels::matmul(xb_.data(), n, dim, p.gate_up, ffn_.data(), 2 * ffn);
       apply_lora(l, {{LoraProjection::Gate, ffn_.data()}, {LoraProjection::Up, ffn_.data() + ffn}}, xb_.data(), dim,
                  2 * ffn);
@@ -285,6 +289,7 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
       for (float& z : logits) z = c.final_softcap * std::tanh(z / c.final_softcap);
     }
   });
+  last_step_weight_bytes_ = weight_bytes;
   // The file may have been truncated during the step: then it computed on zeros.
   if (auto lost = weights_lost(model_)) throw Error(*lost);
 }

@@ -49,6 +49,10 @@ class ModelRunner {
 
   // Floating-point operations of one step over `batch` (matmuls and attention), for benchmarks.
   double flops(const Batch& batch) const;
+  // Weight bytes the last forward read, as the file encodes them: every dense matrix once and,
+  // of a mixture-of-experts layer, only the experts some row chose (MoeFfn::bytes_read). The
+  // roofline of a step is the read bandwidth over this; for benchmarks.
+  double last_step_weight_bytes() const { return last_step_weight_bytes_; }
 
  private:
   struct PackedLayer {
@@ -116,6 +120,7 @@ class ModelRunner {
   std::vector<float> x_, xb_, qkv_, att_, ffn_, hidden_, final_;
   std::vector<float> sublayer_;  // [n][dim]: an attention or FFN output before its post-norm (Gemma) or an MoE's
   MoeScratch moe_scratch_;
+  double last_step_weight_bytes_ = 0.0;
 };
 
 }  // namespace pagoda

@@ -136,6 +136,13 @@ void MoeFfn::forward(const float* x, int ld_x, int n, float* out, int ld_out, Mo
   });
 }
 
+double MoeFfn::bytes_read(const MoeScratch& s) const {
+  double total = double(router_.encoded_bytes());
+  for (const int e : s.active) total += double(experts_[size_t(e)].gate_up.encoded_bytes() + experts_[size_t(e)].down.encoded_bytes());
+  if (shared_ffn_ > 0) total += double(shared_.gate_up.encoded_bytes() + shared_.down.encoded_bytes());
+  return total;
+}
+
 double MoeFfn::row_flops() const {
   return 2.0 * dim_ * (n_experts_ + 3.0 * ffn_ * n_used_ + 3.0 * shared_ffn_ + (shared_ffn_ > 0 ? 1.0 : 0.0));
 }

@@ -44,6 +44,9 @@ class MoeFfn {
 
   // Multiply-adds of one row (router, the used experts, the shared expert), for flop counts.
   double row_flops() const;
+  // Weight bytes the last forward with `s` read: the router, each expert some row chose (once,
+  // however many rows chose it) and the shared expert.
+  double bytes_read(const MoeScratch& s) const;
 
  private:
   struct Expert {

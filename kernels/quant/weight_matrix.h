@@ -63,6 +63,13 @@ class WeightMatrix {
 
   };
   const std::vector<Part>& parts() const { return parts_; }
+  // The weights' bytes as the file encodes them: what one pass over the matrix reads from
+  // memory (bandwidth rooflines count these).
+  std::size_t encoded_bytes() const {
+    std::size_t total = 0;
+    for (const Part& p : parts_) total += std::size_t(p.rows) * p.row_bytes;
+    return total;
+  }
 
  private:
   Isa isa_ = Isa::Portable;
