@@ -275,9 +275,11 @@ TEST_P(Architectures, LoraMatchesMergedWeights) {
 INSTANTIATE_TEST_SUITE_P(Synth, Architectures, ::testing::ValuesIn(kVariants),
                          [](const ::testing::TestParamInfo<Variant>& info) { return std::string(info.param.name); });
 
-// Prefix caching with sliding-window layers: pages stay cached for every layer (the global
-// layers need them), and a cached position's keys and values are those a fresh run writes, so
-// requests that hit the cache give the oracle's greedy ids. Prompts span many windows of 8.
+// Prefix caching with sliding-window layers: the sliding layers' KV groups give back the pages
+// that fall out of their window, which stay cached; a hit takes every page of the global
+// layers and the window's pages of the sliding ones, and a cached position's keys and values
+// are those a fresh run writes, so requests that hit the cache give the oracle's greedy ids.
+// Prompts span many windows of 8 (tests/test_kv_groups.cpp tests the groups in detail).
 TEST(SlidingWindowPrefixCache, CachedPrefixesGiveTheOraclesIds) {
   for (const char* name : {"gemma2", "gemma3"}) {
     SCOPED_TRACE(name);

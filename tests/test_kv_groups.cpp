@@ -248,6 +248,8 @@ TEST(KvGroupsPrefix, TheOldestSlidingPagesAreEvictedFirstAndLongHitsSurviveThem)
   ASSERT_TRUE(pool.allocate(pool.free_pages() + 8, squat));
   pool.release(std::span(squat).last(2));  // room for b's last pages (unnamed: freed)
   squat.resize(squat.size() - 2);
+  Holder short_prefix(24, seed);  // its window needed sliding blocks 3–4: gone
+  EXPECT_EQ(pool.match(short_prefix.hashes.lookup_keys(short_prefix.tokens, kTokensPerPage)).blocks, 0);
   Holder b(41, seed);
   b.run(pool);
   EXPECT_EQ(b.hit, 10) << "the whole prefix still hits: its window's sliding blocks are cached";
