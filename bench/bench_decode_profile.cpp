@@ -43,7 +43,8 @@ int threads() {
   return t ? std::atoi(t) : tbb::info::default_concurrency();
 }
 
-// The model under test, loaded once, with its matrices packed as ModelRunner packs them.
+// The model under test, loaded once, and (for the per-kind benchmarks) its matrices packed
+// again kind by kind as ModelRunner packs them.
 struct Profiled {
   Model model;
   ModelRunner runner;
@@ -57,7 +58,12 @@ struct Profiled {
   // Each layer's matrices (then the classifier) in the order a step runs them.
   std::vector<std::vector<const kernels::WeightMatrix*>> layer_matrices;
 
-  explicit Profiled(const std::string& path) : model(load_model(path)), runner(model, threads()), arena(threads()) {
+  explicit Profiled(const std::string& path) : model(load_model(path)), runner(model, threads()), arena(threads()) {}
+
+  // The per-kind copies of the matrices, made on first use (the whole-step benchmarks need only
+  // the runner, so a model as large as memory can still be stepped). Dense models only.
+  void build_kinds() {
+    if (!kinds.empty()) return;
     auto matrix = [](std::initializer_list<const WeightTensor*> parts) {
       std::vector<kernels::WeightPart> views;
       for (const WeightTensor* p : parts) views.push_back({p->type, p->data, int(p->rows)});
@@ -105,6 +111,18 @@ Profiled* profiled(benchmark::State& state) {
   return p.get();
 }
 
+// The model with its per-kind matrices; null (the benchmark skipped) without a model or for a
+// mixture of experts.
+Profiled* profiled_kinds(benchmark::State& state) {
+  Profiled* p = profiled(state);
+  if (p && p->model.config.has_experts()) {
+    state.SkipWithError("per-kind matrices are for dense models");
+    return nullptr;
+  }
+  if (p) p->build_kinds();
+  return p;
+}
+
 void bandwidth_counters(benchmark::State& state, double bytes_per_iteration) {
   const double bytes = bytes_per_iteration * double(state.iterations());
   state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsRate);
@@ -119,7 +137,7 @@ void BM_ReadBandwidth(benchmark::State& state) {
 
 // One kind of projection, every layer's in turn, at M = 1: what a decode step spends on it.
 void BM_Projection(benchmark::State& state) {
-  Profiled* p = profiled(state);
+  Profiled* p = profiled_kinds(state);
   if (!p) return;
   if (size_t(state.range(0)) >= p->kinds.size()) {
     state.SkipWithError("the model has fewer kinds of matrix");
@@ -140,7 +158,7 @@ void BM_Projection(benchmark::State& state) {
 
 // Every weight matrix of a token back to back: the step's matrices with nothing between them.
 void BM_AllMatrices(benchmark::State& state) {
-  Profiled* p = profiled(state);
+  Profiled* p = profiled_kinds(state);
   if (!p) return;
   std::vector<float> a(size_t(p->model.config.ffn_dim) + p->model.config.q_dim(), 0.01f), c(p->model.config.vocab_size);
   for (auto _ : state) {
@@ -157,7 +175,7 @@ void BM_AllMatrices(benchmark::State& state) {
 // guesses (or a step of M sequences) spends on weights. Bandwidth-bound, it costs what M = 1
 // does; the rows beyond the first are the kernel's compute.
 void BM_AllMatricesRows(benchmark::State& state) {
-  Profiled* p = profiled(state);
+  Profiled* p = profiled_kinds(state);
   if (!p) return;
   const int rows = int(state.range(0));
   const size_t width = std::max<size_t>(size_t(p->model.config.ffn_dim) + p->model.config.q_dim(), p->model.config.vocab_size);
@@ -181,8 +199,8 @@ void BM_Step(benchmark::State& state) {
   const int32_t depth = int32_t(state.range(0));
   const ModelConfig& c = p->model.config;
   const KvLayout layout = KvLayout::for_model(c, kTokensPerPage, KvCacheType::F16);
-  PagePool pool(layout, (depth + 1 + kTokensPerPage - 1) / kTokensPerPage, true);
-  BlockTable table(kTokensPerPage);
+  PagePool pool(layout, (depth + 1 + kTokensPerPage - 1) / kTokensPerPage * layout.n_groups(), true);
+  BlockTable table(layout);
   table.reserve(depth + 1, pool);
   const std::vector<int32_t> token{42};
   Batch batch;
@@ -194,7 +212,7 @@ void BM_Step(benchmark::State& state) {
     benchmark::DoNotOptimize(logits.data());
   }
   const double kv_bytes = double(depth) * c.n_layers * 2.0 * c.kv_dim() * 2.0;
-  bandwidth_counters(state, p->weight_bytes() + kv_bytes);
+  bandwidth_counters(state, p->runner.last_step_weight_bytes() + kv_bytes);
   state.counters["tok/s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
