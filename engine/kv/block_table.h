@@ -71,7 +71,7 @@ class BlockTable {
       pages = pages.subspan(k);
     }
   }
-  // Grows every group to hold positions [0, n_tokens), holes included nowhere; false (and
+  // Grows every group to hold every position before `n_tokens` (no holes); false (and
   // unchanged) when the pool has too few pages.
   bool reserve(int32_t n_tokens, PagePool& pool) { return reserve(0, n_tokens, pool); }
   // Grows as for a step computing positions [from, to); false (and unchanged) when the pool

@@ -27,8 +27,9 @@ struct KvGroups {
   // The groups of `c`'s layers; empty when no layer slides. Groups hold min(full, sliding)
   // layers each, so Gemma 2 gets two groups of L/2, Gemma 3 one group of its global layers and
   // ceil(sliding / globals) sliding groups, phi3 with a window a single sliding group. The last
-  // group of a kind may have unused slots (Gemma 3 26B-like: 22 sliding layers in 6 groups of
-  // 4); they cost their bytes in that group's pages only, which a sliding group holds few of.
+  // group of a kind may have unused slots (Gemma 3 1B: 4 global layers, 22 sliding in 6 groups
+  // of 4, the last using 2); they cost their bytes in that group's pages only, and a sliding
+  // group holds few pages.
   static KvGroups of(const ModelConfig& c) {
     KvGroups g;
     std::vector<int32_t> full, sliding;
