@@ -287,6 +287,8 @@ void DecodeScheduler::keep_accepted(Sequence& seq) {
     spec.length.record(guesses, spec.accepted);
     metrics_.speculative_proposed.fetch_add(guesses, std::memory_order_relaxed);
     metrics_.speculative_accepted.fetch_add(spec.accepted, std::memory_order_relaxed);
+    // A draft that gave up reads no more of this sequence: its cache goes back now.
+    if (spec.length.gave_up() && draft_) draft_->release(seq);
   }
   collect_filled(seq);
 }

@@ -149,6 +149,24 @@ TEST(DraftLength, FollowsTheMeasuredAcceptance) {
   }
   length.record(2, 1);  // an acceptance ends the pauses
   EXPECT_EQ(length.next(), 2);
+  EXPECT_FALSE(length.gave_up()) << "the n-gram proposer never gives up";
+}
+
+TEST(DraftLength, ADraftModelStepsAsideAfterMissingInARow) {
+  speculation::DraftLength length(drafted(4));
+  auto guess_and_miss = [&] {
+    int32_t k = 0;
+    for (int step = 0; step <= speculation::DraftLength::kMaxPause && k == 0; ++step) k = length.next();
+    ASSERT_GT(k, 0) << "no guess after the longest pause";
+    length.record(k, 0);
+  };
+  for (int miss = 1; miss < speculation::DraftLength::kDraftGiveUp; ++miss) guess_and_miss();
+  length.record(1, 1);  // an acceptance starts the count again
+  for (int miss = 1; miss < speculation::DraftLength::kDraftGiveUp; ++miss) guess_and_miss();
+  EXPECT_FALSE(length.gave_up());
+  guess_and_miss();
+  EXPECT_TRUE(length.gave_up());
+  for (int step = 0; step < 100; ++step) EXPECT_EQ(length.next(), 0);
 }
 
 TEST(BlockTableRollback, GivesBackOnlyThePagesBeyondTheKeptPositions) {

@@ -5,6 +5,7 @@
 namespace pagoda::speculation {
 
 int32_t DraftLength::next() {
+  if (gave_up_) return 0;
   if (pause_ > 0) {
     --pause_;
     return 0;
@@ -16,6 +17,7 @@ void DraftLength::record(int32_t proposed, int32_t accepted) {
   if (proposed <= 0) return;
   if (accepted == 0) {
     ++misses_;
+    gave_up_ = may_give_up_ && misses_ >= kDraftGiveUp;
     pause_ = std::min((1 << std::min(misses_, 4)) - 1, kMaxPause);
     current_ = std::max(min_, 1);
     return;

@@ -3,7 +3,11 @@
 // a run fully accepted lengthens the next draft, a partial one shortens it to just past what
 // was accepted, and verifications that accept nothing make the sequence decode plainly for a
 // doubling number of steps (up to kMaxPause) before trying again, so that text the proposer
-// cannot guess costs at most one wasted verification every kMaxPause + 1 steps.
+// cannot guess costs at most one wasted verification every kMaxPause + 1 steps. A draft model
+// is different: to guess at all it must have read every token, which costs it a pass per
+// token whether it guesses or not, so after kDraftGiveUp fruitless verifications in a row it
+// steps aside for the rest of the request (the n-gram proposer's guesses cost nothing to make,
+// and a quote may come later).
 
 #include <cstdint>
 
@@ -14,19 +18,28 @@ namespace pagoda::speculation {
 class DraftLength {
  public:
   static constexpr int32_t kMaxPause = 15;
+  static constexpr int32_t kDraftGiveUp = 4;
 
   explicit DraftLength(const SpeculativeParams& params)
-      : min_(params.draft_min), max_(params.draft_max), current_(params.draft_max) {}
+      : min_(params.draft_min),
+        max_(params.draft_max),
+        current_(params.draft_max),
+        may_give_up_(params.mode == SpeculativeMode::Draft) {}
 
-  // Guesses to ask for in this step; 0 while pausing after rejections. Counts the pause down.
+  // Guesses to ask for in this step; 0 while pausing after rejections, and for good once a
+  // draft model gave up. Counts the pause down.
   int32_t next();
   // The outcome of a verification: `accepted` of `proposed` guesses equalled the samples.
   void record(int32_t proposed, int32_t accepted);
 
   int32_t min() const { return min_; }
+  // A draft model missed kDraftGiveUp times in a row: no more guesses for this request.
+  bool gave_up() const { return gave_up_; }
 
  private:
   int32_t min_, max_, current_;
+  bool may_give_up_;
+  bool gave_up_ = false;
   int32_t misses_ = 0;  // verifications in a row that accepted nothing
   int32_t pause_ = 0;   // steps left to decode plainly
 };
