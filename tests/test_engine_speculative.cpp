@@ -456,6 +456,29 @@ TEST_F(EngineSpeculativeDraft, DraftPMinStopsUnsureGuesses) {
   EXPECT_LT(fewer, all) << "a draft_p_min of 0.9 stopped no guess";
 }
 
+// A draft never sure enough to guess (draft_p_min 1) steps aside after its misses: it stops
+// reading the sequence and its pages are back while the request still runs.
+TEST_F(EngineSpeculativeDraft, ADraftThatNeverGuessesStepsAsideAndGivesItsPagesBack) {
+  EngineConfig c{.model_path = model_, .threads = 2};
+  c.draft_model_path = model_;
+  Engine engine(c);
+  Request r = retellings(150)[0];
+  r.ignore_eos = true;
+  r.speculative = drafted();
+  r.speculative->draft_p_min = 1.0f;
+  std::atomic<int> seen{0};
+  std::atomic<int64_t> draft_pages_late{-1};
+  r.on_token = [&](const StreamEvent&) {
+    if (++seen == 140) draft_pages_late = engine.metrics().draft_kv_pages_used;
+  };
+  const Completion done = engine.submit(r).get();
+  ASSERT_EQ(done.token_ids.size(), 150u);
+  EXPECT_EQ(engine.metrics().speculative_proposed, 0);
+  EXPECT_EQ(draft_pages_late.load(), 0) << "the draft still held the sequence's cache";
+  test::expect_engine_idle(engine);
+  expect_draft_idle(engine);
+}
+
 TEST_F(EngineSpeculativeDraft, PreemptionAndATightDraftPoolGivePlainTokens) {
   for (PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
     SCOPED_TRACE(mode == PreemptionMode::Swap ? "swap" : "recompute");

@@ -138,7 +138,15 @@ void DraftProposer::propose(std::span<Sequence* const> seqs) {
     }
     active_.clear();
   }
-  for (Sequence* s : active_) drop_short_guess(s->spec);
+  for (Sequence* s : active_) {
+    drop_short_guess(s->spec);
+    // Drafted but too unsure to guess (draft_p_min, draft_min): as fruitless as a rejected
+    // guess, so it counts toward the pauses and the giving up.
+    if (s->spec.guesses().empty()) {
+      s->spec.length.record(s->spec.draft_wanted, 0);
+      if (s->spec.length.gave_up()) release(*s);
+    }
+  }
 }
 
 void DraftProposer::rollback(Sequence& seq) {

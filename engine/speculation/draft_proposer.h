@@ -34,7 +34,8 @@ class DraftProposer {
   // early at a token less likely than draft_p_min. A sequence whose draft cache cannot get its
   // pages (or is beyond the draft's context), is more than one prefill_chunk behind its tokens
   // (it is fed one chunk in this step), or whose guess is shorter than draft_min, is left with
-  // empty rows: it decodes plainly in this step.
+  // empty rows: it decodes plainly in this step; the last case counts as a miss in its
+  // DraftLength.
   void propose(std::span<Sequence* const> seqs);
   // After verification: forgets the draft K/V of positions where `seq`'s tokens no longer
   // agree with what the draft was fed (rejected guesses), releasing pages beyond the rest.
