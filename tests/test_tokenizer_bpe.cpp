@@ -36,27 +36,10 @@ namespace fs = std::filesystem;
 const std::string kVocabDir = std::string(PAGODA_SHARED_DIR) + "/vocab";
 const std::string kQuantDir = std::string(PAGODA_SHARED_DIR) + "/models/llamacpp-quant";
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// llama.cpp's .inp cases: each followed by "\n__ggml_vocab_test__\n".
-std::vector<std::string> read_cases(const std::string& path) {
-  const std::string text = read_all(path), sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> cases;
-  size_t from = 0;
-  for (size_t hit; (hit = text.find(sep, from)) != std::string::npos; from = hit + sep.size()) {
-    cases.push_back(text.substr(from, hit - from));
-  }
-  return cases;
-}
 
 std::vector<std::vector<int32_t>> read_ids(const std::string& path) {
   std::vector<std::vector<int32_t>> out;
-  std::istringstream in(read_all(path));
+  std::istringstream in(test::read_file(path));
   for (std::string line; std::getline(in, line);) {
     std::istringstream ids(line);
     out.emplace_back();
@@ -84,7 +67,7 @@ class VocabCases : public ::testing::TestWithParam<std::string> {
 
 TEST_P(VocabCases, EncodesLikeLlamaCpp) {
   const std::string f = vocab_file(GetParam());
-  const auto cases = read_cases(f + ".inp");
+  const auto cases = test::read_vocab_cases(f + ".inp");
   const auto want = read_ids(f + ".out");
   ASSERT_EQ(cases.size(), 46u);
   ASSERT_EQ(want.size(), cases.size());
@@ -101,13 +84,13 @@ TEST_P(VocabCases, PagodaTokenizePrintsTheOutFile) {
   const std::string out = test::scratch_path("tokenize-" + GetParam() + ".out");
   const std::string cmd = "'" + exe + "' -m '" + f + "' --inp '" + f + ".inp' > '" + out + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  EXPECT_EQ(read_all(out), read_all(f + ".out"));
+  EXPECT_EQ(test::read_file(out), test::read_file(f + ".out"));
 }
 
 TEST_P(VocabCases, DecodingGivesTheTextBack) {
   const Tokenizer& tok = vocab(GetParam());
   const bool spm = tok.model() == TokenizerModel::Spm;
-  for (const std::string& text : read_cases(vocab_file(GetParam()) + ".inp")) {
+  for (const std::string& text : test::read_vocab_cases(vocab_file(GetParam()) + ".inp")) {
     // SentencePiece drops the dummy prefix again, which eats a space the text itself began with.
     if (spm && text.starts_with(' ')) continue;
     EXPECT_EQ(tok.decode(tok.encode(text, false)), text) << GetParam() << ": \"" << text << "\"";

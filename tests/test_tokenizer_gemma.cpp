@@ -41,23 +41,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// llama.cpp's .inp cases: each followed by "\n__ggml_vocab_test__\n".
-std::vector<std::string> read_cases(const std::string& path) {
-  const std::string text = read_all(path), sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> cases;
-  size_t from = 0;
-  for (size_t hit; (hit = text.find(sep, from)) != std::string::npos; from = hit + sep.size()) {
-    cases.push_back(text.substr(from, hit - from));
-  }
-  return cases;
-}
 
 // The tokens appended after the llama pieces, in order, with their GGUF token types.
 std::vector<std::pair<std::string, TokenType>> gemma_extra_tokens() {
@@ -136,7 +119,7 @@ const std::string& gemma_vocab_path() {
   static const std::string path = [] {
     const std::string src = test::shared_file(kLlamaSpm);
     const std::string tmpl_file = test::shared_file(kGemmaTemplate);
-    const std::string tmpl = tmpl_file.empty() ? "" : read_all(tmpl_file);
+    const std::string tmpl = tmpl_file.empty() ? "" : test::read_file(tmpl_file);
     const std::string p = test::scratch_path("gemma-flavoured.gguf");
     write_gemma_vocab(src, p, tmpl);
     if (const char* out = std::getenv("PAGODA_WRITE_GEMMA_VOCAB")) write_gemma_vocab(src, out, tmpl);
@@ -151,14 +134,14 @@ const Tokenizer& gemma() {
 }
 
 const json& oracle() {
-  static const json j = json::parse(read_all(std::string(PAGODA_SOURCE_DIR) + "/tests/data/tokenizer_gemma.json"));
+  static const json j = json::parse(test::read_file(std::string(PAGODA_SOURCE_DIR) + "/tests/data/tokenizer_gemma.json"));
   return j;
 }
 
 // A case's text: its own, or that llama-spm .inp case.
 std::string case_text(const json& c) {
   if (c.contains("text")) return c["text"].get<std::string>();
-  static const std::vector<std::string> inp = read_cases(test::shared_file(kLlamaSpm) + ".inp");
+  static const std::vector<std::string> inp = test::read_vocab_cases(test::shared_file(kLlamaSpm) + ".inp");
   return inp.at(c["inp"].get<size_t>());
 }
 
@@ -262,7 +245,7 @@ TEST(GemmaVocab, ChatPromptsTokenizeToTheControlIds) {
     EXPECT_EQ(std::count(c["ids_unparsed"].begin(), c["ids_unparsed"].end(), start), 0);
 
     if (tmpl_file.empty() || messages.front().role == "system") continue;  // the template refuses a system turn
-    const jinja::Template t(read_all(tmpl_file));
+    const jinja::Template t(test::read_file(tmpl_file));
     ChatTemplateOptions options;
     const std::string jinja_prompt = chat::render_chat(t, messages, options, "<bos>", "<eos>");
     EXPECT_EQ(jinja_prompt, "<bos>" + rendered);  // the template writes bos_token itself

@@ -1,5 +1,6 @@
 #include "support/test_support.h"
 
+#include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,6 +133,23 @@ const std::string& tiny_gqa_model() {
     return p;
   }();
   return path;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> read_vocab_cases(const std::string& path) {
+  const std::string text = read_file(path), sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> cases;
+  size_t from = 0;
+  for (size_t hit; (hit = text.find(sep, from)) != std::string::npos; from = hit + sep.size()) {
+    cases.push_back(text.substr(from, hit - from));
+  }
+  return cases;
 }
 
 }  // namespace pagoda::test

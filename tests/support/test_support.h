@@ -71,6 +71,12 @@ ProgramRun run_program(const std::string& name, const std::string& args);
 // A fresh path in this test program's scratch folder (removed at exit).
 std::string scratch_path(const std::string& name);
 
+// A file's whole contents ("" when it cannot be read).
+std::string read_file(const std::string& path);
+// llama.cpp's tokenizer cases (a vocabulary's .inp file): each case followed by
+// "\n__ggml_vocab_test__\n".
+std::vector<std::string> read_vocab_cases(const std::string& path);
+
 // A small random Llama with grouped-query attention (written once per program and reused).
 const std::string& tiny_gqa_model();
 ModelConfig tiny_gqa_config();
