@@ -46,26 +46,6 @@ std::vector<Completion> run(Engine& engine, std::vector<Request> requests, const
   return out;
 }
 
-// Tokens, text, finish reason and every logprob bit for bit.
-void expect_same(const std::vector<Completion>& got, const std::vector<Completion>& want) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    SCOPED_TRACE("request " + std::to_string(i));
-    EXPECT_EQ(got[i].token_ids, want[i].token_ids);
-    EXPECT_EQ(got[i].text, want[i].text);
-    EXPECT_EQ(got[i].finish_reason, want[i].finish_reason);
-    ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size());
-    for (size_t t = 0; t < got[i].logprobs.size(); ++t) {
-      EXPECT_EQ(got[i].logprobs[t].logprob, want[i].logprobs[t].logprob) << "token " << t;
-      ASSERT_EQ(got[i].logprobs[t].top.size(), want[i].logprobs[t].top.size());
-      for (size_t k = 0; k < got[i].logprobs[t].top.size(); ++k) {
-        EXPECT_EQ(got[i].logprobs[t].top[k].token, want[i].logprobs[t].top[k].token);
-        EXPECT_EQ(got[i].logprobs[t].top[k].logprob, want[i].logprobs[t].top[k].logprob);
-      }
-    }
-  }
-}
-
 SpeculativeParams drafted(int32_t draft_max = 6) {
   SpeculativeParams p = ngram(draft_max);
   p.mode = SpeculativeMode::Draft;
@@ -91,7 +71,7 @@ void expect_speculation_changes_nothing(Engine& engine, const std::vector<Reques
   const EngineMetrics before = engine.metrics();
   EXPECT_EQ(before.speculative_proposed, start.speculative_proposed) << "plain decoding guessed";
   const std::vector<Completion> speculated = run(engine, requests, speculative);
-  expect_same(speculated, plain);
+  test::expect_same_completions(speculated, plain);
   const EngineMetrics after = engine.metrics();
   const int64_t proposed = after.speculative_proposed - before.speculative_proposed;
   const int64_t accepted = after.speculative_accepted - before.speculative_accepted;
@@ -537,7 +517,7 @@ TEST_F(EngineSpeculativeDraft, NgramAndDraftRequestsShareSteps) {
   }
   std::vector<Completion> mixed;
   for (RequestHandle& h : handles) mixed.push_back(await(h));
-  expect_same(mixed, plain);
+  test::expect_same_completions(mixed, plain);
   EXPECT_GT(engine.metrics().speculative_accepted, 0);
   test::expect_engine_idle(engine);
   expect_draft_idle(engine);

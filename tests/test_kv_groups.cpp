@@ -402,31 +402,6 @@ Request greedy(const std::vector<int32_t>& prompt, int32_t n) {
   return r;
 }
 
-std::vector<Completion> run_all(Engine& engine, const std::vector<Request>& requests) {
-  std::vector<RequestHandle> handles;
-  for (const Request& r : requests) handles.push_back(engine.submit(r));
-  std::vector<Completion> out;
-  for (RequestHandle& h : handles) out.push_back(test::await(h));
-  return out;
-}
-
-// Tokens and every logprob bit for bit.
-void expect_same(const std::vector<Completion>& got, const std::vector<Completion>& want) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    SCOPED_TRACE("request " + std::to_string(i));
-    EXPECT_EQ(got[i].token_ids, want[i].token_ids);
-    ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size());
-    for (size_t t = 0; t < got[i].logprobs.size(); ++t) {
-      EXPECT_EQ(got[i].logprobs[t].logprob, want[i].logprobs[t].logprob) << "token " << t;
-      ASSERT_EQ(got[i].logprobs[t].top.size(), want[i].logprobs[t].top.size());
-      for (size_t k = 0; k < got[i].logprobs[t].top.size(); ++k) {
-        EXPECT_EQ(got[i].logprobs[t].top[k].logprob, want[i].logprobs[t].top[k].logprob);
-      }
-    }
-  }
-}
-
 EngineConfig engine_config(const std::string& path) {
   return {.model_path = path, .threads = 2, .kv_pages = 4096, .tokens_per_page = kTokensPerPage,
           .kv_cache_type = KvCacheType::F32, .max_tokens_per_step = 16, .prefill_chunk = 16};
@@ -451,8 +426,8 @@ TEST_P(SlidingModels, PrefixCacheHitsGiveTheTokensOfNoCache) {
   const std::vector<Request> sequential = {greedy(a, 40), greedy(b, 40), greedy(a, 40)};
   const std::vector<Request> together = {greedy(b, 30), greedy(c, 30), greedy(a, 30)};
   std::vector<Completion> want_sequential;
-  for (const Request& r : sequential) want_sequential.push_back(run_all(plain, {r})[0]);
-  const std::vector<Completion> want_together = run_all(plain, together);
+  for (const Request& r : sequential) want_sequential.push_back(test::run_all(plain, {r})[0]);
+  const std::vector<Completion> want_together = test::run_all(plain, together);
   EXPECT_EQ(want_sequential[0].token_ids, oracle_greedy(model, a, 40));
   EXPECT_EQ(want_sequential[1].token_ids, oracle_greedy(model, b, 40));
 
@@ -461,13 +436,13 @@ TEST_P(SlidingModels, PrefixCacheHitsGiveTheTokensOfNoCache) {
   std::vector<int64_t> hits;
   for (const Request& r : sequential) {
     const int64_t before = cached.metrics().prefix_hit_tokens;
-    got_sequential.push_back(run_all(cached, {r})[0]);
+    got_sequential.push_back(test::run_all(cached, {r})[0]);
     hits.push_back(cached.metrics().prefix_hit_tokens - before);
   }
-  expect_same(got_sequential, want_sequential);
+  test::expect_same_completions(got_sequential, want_sequential);
   EXPECT_EQ(hits, (std::vector<int64_t>{0, 48, 56})) << "b: 12 of its blocks; a again: all before its last token";
   const int64_t before = cached.metrics().prefix_hit_tokens;
-  expect_same(run_all(cached, together), want_together);
+  test::expect_same_completions(test::run_all(cached, together), want_together);
   std::printf("[ %s ] prefix hit tokens: b %lld, a again %lld, then %lld in the crowd\n", GetParam().name,
               (long long)hits[1], (long long)hits[2], (long long)(cached.metrics().prefix_hit_tokens - before));
   test::expect_engine_idle(cached);
@@ -483,7 +458,7 @@ TEST_P(SlidingModels, PreemptionGivesTheTokensOfARoomyPool) {
   std::vector<Request> rs;
   for (uint32_t i = 0; i < 6; ++i) rs.push_back(greedy(random_prompt(model.config.vocab_size, 12 + 5 * i, 70 + i), 70));
   Engine roomy(engine_config(path));
-  const std::vector<Completion> want = run_all(roomy, rs);
+  const std::vector<Completion> want = test::run_all(roomy, rs);
   const KvLayout layout = KvLayout::for_model(model.config, kTokensPerPage);
   const EngineConfig roomy_config = engine_config(path);
   const auto one = int32_t(layout.peak_pages(int64_t(rs.back().prompt_ids.size()) + 70, roomy_config.max_tokens_per_step));
@@ -493,7 +468,7 @@ TEST_P(SlidingModels, PreemptionGivesTheTokensOfARoomyPool) {
     cfg.kv_pages = one + one / 2;  // the longest sequence fits; six at once do not
     cfg.preemption = mode;
     Engine tight(cfg);
-    expect_same(run_all(tight, rs), want);
+    test::expect_same_completions(test::run_all(tight, rs), want);
     EXPECT_GT(tight.metrics().preempted, 0) << "nothing was preempted";
     test::expect_engine_idle(tight);
   }
@@ -506,7 +481,7 @@ TEST_P(SlidingModels, CancelMidGenerationReturnsEveryPage) {
   const Model model = load_model(path);
   Engine engine(engine_config(path));
   const Request keep = greedy(random_prompt(model.config.vocab_size, 25, 81), 60);
-  const Completion want = run_all(engine, {keep})[0];
+  const Completion want = test::run_all(engine, {keep})[0];
   Request doomed = greedy(random_prompt(model.config.vocab_size, 25, 82), 150);
   std::atomic<int> seen{0};
   std::atomic<RequestHandle*> self{nullptr};
@@ -521,7 +496,7 @@ TEST_P(SlidingModels, CancelMidGenerationReturnsEveryPage) {
   const Completion cancelled = test::await(h);
   EXPECT_EQ(cancelled.finish_reason, FinishReason::Cancelled);
   EXPECT_LT(cancelled.token_ids.size(), 150u);
-  expect_same({test::await(k)}, {want});
+  test::expect_same_completions({test::await(k)}, {want});
   test::expect_engine_idle(engine);
 }
 
@@ -538,13 +513,13 @@ TEST_P(SlidingModels, SpeculationGivesPlainTokens) {
     for (int rep = 0; rep < 5; ++rep) prompt.insert(prompt.end(), run.begin(), run.end());
     rs.push_back(greedy(prompt, 80));
   }
-  const std::vector<Completion> plain = run_all(engine, rs);
+  const std::vector<Completion> plain = test::run_all(engine, rs);
   const EngineMetrics before = engine.metrics();
   SpeculativeParams ngram;
   ngram.mode = SpeculativeMode::Ngram;
   ngram.draft_max = 6;
   for (Request& r : rs) r.speculative = ngram;
-  expect_same(run_all(engine, rs), plain);
+  test::expect_same_completions(test::run_all(engine, rs), plain);
   const EngineMetrics after = engine.metrics();
   EXPECT_GT(after.speculative_proposed, before.speculative_proposed) << "nothing was guessed";
   EXPECT_GT(after.speculative_accepted, before.speculative_accepted) << "nothing was accepted";

@@ -1,6 +1,5 @@
 #include "support/test_support.h"
 
-#include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -150,6 +150,33 @@ std::vector<std::string> read_vocab_cases(const std::string& path) {
     cases.push_back(text.substr(from, hit - from));
   }
   return cases;
+}
+
+std::vector<Completion> run_all(Engine& engine, const std::vector<Request>& requests) {
+  std::vector<RequestHandle> handles;
+  for (const Request& r : requests) handles.push_back(engine.submit(r));
+  std::vector<Completion> out;
+  for (RequestHandle& h : handles) out.push_back(await(h));
+  return out;
+}
+
+void expect_same_completions(const std::vector<Completion>& got, const std::vector<Completion>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    EXPECT_EQ(got[i].token_ids, want[i].token_ids);
+    EXPECT_EQ(got[i].text, want[i].text);
+    EXPECT_EQ(got[i].finish_reason, want[i].finish_reason);
+    ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size());
+    for (size_t t = 0; t < got[i].logprobs.size(); ++t) {
+      EXPECT_EQ(got[i].logprobs[t].logprob, want[i].logprobs[t].logprob) << "token " << t;
+      ASSERT_EQ(got[i].logprobs[t].top.size(), want[i].logprobs[t].top.size());
+      for (size_t k = 0; k < got[i].logprobs[t].top.size(); ++k) {
+        EXPECT_EQ(got[i].logprobs[t].top[k].token, want[i].logprobs[t].top[k].token);
+        EXPECT_EQ(got[i].logprobs[t].top[k].logprob, want[i].logprobs[t].top[k].logprob);
+      }
+    }
+  }
 }
 
 }  // namespace pagoda::test

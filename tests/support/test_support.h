@@ -71,6 +71,11 @@ ProgramRun run_program(const std::string& name, const std::string& args);
 // A fresh path in this test program's scratch folder (removed at exit).
 std::string scratch_path(const std::string& name);
 
+// Submits every request at once and waits for all of them, in order.
+std::vector<Completion> run_all(Engine& engine, const std::vector<Request>& requests);
+// Tokens, text, finish reason and every logprob (and top alternative) bit for bit.
+void expect_same_completions(const std::vector<Completion>& got, const std::vector<Completion>& want);
+
 // A file's whole contents ("" when it cannot be read).
 std::string read_file(const std::string& path);
 // llama.cpp's tokenizer cases (a vocabulary's .inp file): each case followed by
