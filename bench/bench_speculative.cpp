@@ -1,7 +1,7 @@
 // Single-stream speed of speculative decoding against plain decoding, on one model:
 //
 //   bench_speculative MODEL [--task retell|repeat|novel] [--gaps N] [--tokens N] [--reps N] [--threads N]
-//                     [--draft-max N] [--draft MODEL] [--draft-p-min P]
+//                     [--draft-max N] [--draft MODEL] [--draft-p-min P] [--draft-probe N]
 //
 // retell: the model's own greedy story, then its opening again (an input-grounded task: the
 //   model retells what it was given); with --gaps N the story in the prompt misses every N-th
@@ -74,11 +74,12 @@ std::vector<int32_t> prompt_for(pagoda::Engine& engine, const std::string& task,
 
 int main(int argc, char** argv) {
   try {
-    if (argc < 2) throw pagoda::Error("usage: bench_speculative MODEL [--task retell|repeat|novel] [--gaps N] [--tokens N] [--reps N] [--threads N] [--draft-max N] [--draft MODEL] [--draft-p-min P]");
+    if (argc < 2) throw pagoda::Error("usage: bench_speculative MODEL [--task retell|repeat|novel] [--gaps N] [--tokens N] [--reps N] [--threads N] [--draft-max N] [--draft MODEL] [--draft-p-min P] [--draft-probe N]");
     std::string task = "retell";
     std::string draft;
     int32_t n = 128, reps = 3, threads = 0, draft_max = 8, gaps = 0;
     float draft_p_min = 0.0f;
+    int32_t draft_probe = pagoda::SpeculativeParams{}.draft_probe;
     for (int i = 2; i + 1 < argc; i += 2) {
       const std::string flag = argv[i], value = argv[i + 1];
       if (flag == "--task") task = value;
@@ -89,6 +90,7 @@ int main(int argc, char** argv) {
       else if (flag == "--draft-max") draft_max = std::stoi(value);
       else if (flag == "--draft") draft = value;
       else if (flag == "--draft-p-min") draft_p_min = std::stof(value);
+      else if (flag == "--draft-probe") draft_probe = std::stoi(value);
       else throw pagoda::Error("unknown argument " + flag);
     }
     pagoda::Engine engine({.model_path = argv[1], .threads = threads, .draft_model_path = draft});
@@ -98,6 +100,7 @@ int main(int argc, char** argv) {
     spec.mode = draft.empty() ? pagoda::SpeculativeMode::Ngram : pagoda::SpeculativeMode::Draft;
     spec.draft_max = draft_max;
     spec.draft_p_min = draft_p_min;
+    spec.draft_probe = draft_probe;
 
     // Alternating, best of `reps` each: the machine's other load hits both alike.
     double plain_best = 0.0, spec_best = 0.0;
@@ -116,6 +119,7 @@ int main(int argc, char** argv) {
     if (gaps > 0) std::printf("every %d-th token of the story left out of the prompt\n", gaps);
     std::printf("task %s, prompt %zu tokens, %d new, draft-max %d, %d threads%s%s\n", task.c_str(), prompt.size(), n,
                 draft_max, threads, draft.empty() ? "" : ", draft ", draft.c_str());
+    if (!draft.empty()) std::printf("draft-probe %d\n", draft_probe);
     std::printf("plain   %8.1f tok/s\n%-7s %8.1f tok/s   speed-up %.2fx\n", plain_best,
                 pagoda::speculative_mode_name(spec.mode), spec_best, plain_best > 0.0 ? spec_best / plain_best : 0.0);
     std::printf("guesses %lld, accepted %lld (%.1f%%), %.2f guesses per token\n", (long long)proposed,

@@ -448,7 +448,7 @@ int main(int argc, char** argv) {
                                   "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
                                   "--presence-penalty", "--frequency-penalty", "--logit-bias", "--min-tokens", "--seed",
                                   "--threads", "--cache-type", "--lora", "--chat-template-file", "--draft-max",
-                                  "--draft-min", "--spec-ngram-max", "--spec-ngram-min", "--model-draft", "--draft-p-min", "--grammar", "--grammar-file",
+                                  "--draft-min", "--spec-ngram-max", "--spec-ngram-min", "--model-draft", "--draft-p-min", "--draft-probe", "--grammar", "--grammar-file",
                                   "--json-schema", "--json-schema-file"},
                                  {"--help", "--no-mmap", "--spec-ngram"},
                                  {{"-m", "--model"}, {"-p", "--prompt"}, {"-n", "--n-predict"}, {"-c", "--ctx-size"},

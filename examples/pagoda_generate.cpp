@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
                             "--presence-penalty", "--frequency-penalty", "--logit-bias", "--min-tokens",
                             "--seed", "--stop-id", "--threads", "--cache-type", "--lora", "--adapter", "--grammar",
                             "--grammar-file", "--json-schema", "--json-schema-file", "--draft-max", "--draft-min",
-                            "--spec-ngram-max", "--spec-ngram-min", "--model-draft", "--draft-p-min"},
+                            "--spec-ngram-max", "--spec-ngram-min", "--model-draft", "--draft-p-min", "--draft-probe"},
                            {"--help", "--no-mmap", "--spec-ngram"},
                            {{"-m", "--model"}, {"-n", "--max-tokens"}, {"-t", "--threads"}, {"-h", "--help"}, {"-j", "--json-schema"}, {"--lookup", "--spec-ngram"}, {"-md", "--model-draft"}});
     if (args.has("--help")) {

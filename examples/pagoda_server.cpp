@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
     const pagoda::cli::Args args(argc, argv,
                                  {"--model", "--tokenizer", "--served-model-name", "--ctx-size", "--threads", "--max-running",
                                   "--cache-type", "--lora", "--host", "--port", "--api-key", "--max-body", "--http-threads",
-                                  "--chat-template-file", "--draft-max", "--draft-min", "--spec-ngram-max", "--spec-ngram-min", "--model-draft", "--draft-p-min"},
+                                  "--chat-template-file", "--draft-max", "--draft-min", "--spec-ngram-max", "--spec-ngram-min", "--model-draft", "--draft-p-min", "--draft-probe"},
                                  {"--help", "--no-mmap", "--no-webui", "--spec-ngram"},
                                  {{"-m", "--model"}, {"-c", "--ctx-size"}, {"-t", "--threads"}, {"-h", "--help"},
                                   {"--lookup", "--spec-ngram"}, {"-md", "--model-draft"}});

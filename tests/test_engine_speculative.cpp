@@ -149,6 +149,19 @@ TEST(DraftLength, ADraftModelStepsAsideAfterMissingInARow) {
   for (int step = 0; step < 100; ++step) EXPECT_EQ(length.next(), 0);
 }
 
+TEST(DraftLength, ADraftModelStartsWithOneGuessAndIsTrustedAfterItsGuessesAreAccepted) {
+  speculation::DraftLength length(drafted(8));
+  EXPECT_EQ(length.next(), 1);
+  for (int32_t accepted = 0; accepted < speculation::DraftLength::kDraftTrust; ++accepted) {
+    EXPECT_FALSE(length.trusted());
+    length.record(1, 1);  // one accepted guess at a time
+  }
+  EXPECT_TRUE(length.trusted());
+  EXPECT_EQ(length.next(), 8);  // doubled with each fully accepted run: 2, 4, 8
+  speculation::DraftLength ngram_length(ngram(8));
+  EXPECT_EQ(ngram_length.next(), 8) << "the n-gram proposer's guesses are free: it starts at draft_max";
+}
+
 TEST(BlockTableRollback, GivesBackOnlyThePagesBeyondTheKeptPositions) {
   BlockTable table(4);
   table.grow(0, 16, std::vector<int32_t>{10, 11, 12, 13});
@@ -180,7 +193,15 @@ TEST(SpeculativeParams, BadValuesAreRefusedByName) {
   r.speculative = drafted();
   r.speculative->draft_p_min = 1.5f;
   EXPECT_THROW(engine.submit(r), Error);
-  r.speculative->draft_p_min = 0.5f;  // a draft model is wanted and there is none
+  r.speculative->draft_p_min = 0.5f;
+  r.speculative->draft_probe = -1;
+  try {
+    engine.submit(r);
+    FAIL() << "a negative draft_probe was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("draft_probe"), std::string::npos) << e.what();
+  }
+  r.speculative->draft_probe = 0;  // a draft model is wanted and there is none
   try {
     engine.submit(r);
     FAIL() << "a draft-mode request was accepted without a draft model";
@@ -390,11 +411,12 @@ TEST_F(EngineSpeculativeDraft, TheModelAsItsOwnDraftIsRightOnEveryGreedyGuess) {
   c.draft_model_path = model_;
   Engine engine(c);
   EXPECT_GT(engine.metrics().draft_kv_pages_total, 0);
+  SpeculativeParams whole = drafted();
+  whole.draft_probe = 0;  // the draft reads all of the context from the start, as the model does
   for (Request& r : retellings(120, 3)) {  // one at a time, then all at once
-    r.speculative = drafted();
-    expect_speculation_changes_nothing(engine, {r}, drafted());
+    expect_speculation_changes_nothing(engine, {r}, whole);
   }
-  expect_speculation_changes_nothing(engine, retellings(120, 3), drafted());
+  expect_speculation_changes_nothing(engine, retellings(120, 3), whole);
   // The draft computes the model's own logits, so its greedy guess is the model's token,
   // unless its cache had gone wrong (a rollback that kept a rejected position, say).
   const EngineMetrics m = engine.metrics();
@@ -437,26 +459,70 @@ TEST_F(EngineSpeculativeDraft, DraftPMinStopsUnsureGuesses) {
 }
 
 // A draft never sure enough to guess (draft_p_min 1) steps aside after its misses: it stops
-// reading the sequence and its pages are back while the request still runs.
-TEST_F(EngineSpeculativeDraft, ADraftThatNeverGuessesStepsAsideAndGivesItsPagesBack) {
-  EngineConfig c{.model_path = model_, .threads = 2};
+// reading the sequence and its pages are back while the request still runs. It never read
+// more than the first token and the context's tail (draft_probe), not the whole prompt.
+TEST_F(EngineSpeculativeDraft, ADraftThatNeverGuessesReadsOnlyTheTailThenStepsAside) {
+  constexpr int32_t kPage = 8;
+  EngineConfig c{.model_path = model_, .threads = 2, .tokens_per_page = kPage};
   c.draft_model_path = model_;
   Engine engine(c);
   Request r = retellings(150)[0];
   r.ignore_eos = true;
   r.speculative = drafted();
   r.speculative->draft_p_min = 1.0f;
+  r.speculative->draft_probe = 16;
+  // The probe, what is decoded until the draft gives up (pauses of 1, 3 and 7 steps between
+  // its 4 tries) and its guesses, against the prompt that it never reads.
+  const int64_t probe_pages = (1 + 16 + 16 + r.speculative->draft_max + kPage - 1) / kPage;
+  ASSERT_GT(int64_t(r.prompt_ids.size()), 2 * probe_pages * kPage) << "the prompt is too short to tell";
   std::atomic<int> seen{0};
-  std::atomic<int64_t> draft_pages_late{-1};
+  std::atomic<int64_t> draft_pages_late{-1}, draft_pages_peak{0};
   r.on_token = [&](const StreamEvent&) {
+    draft_pages_peak = std::max(draft_pages_peak.load(), engine.metrics().draft_kv_pages_used);
     if (++seen == 140) draft_pages_late = engine.metrics().draft_kv_pages_used;
   };
   const Completion done = engine.submit(r).get();
   ASSERT_EQ(done.token_ids.size(), 150u);
   EXPECT_EQ(engine.metrics().speculative_proposed, 0);
+  EXPECT_GT(draft_pages_peak.load(), 0) << "the draft read nothing";
+  EXPECT_LE(draft_pages_peak.load(), probe_pages) << "the draft read more than the context's tail";
   EXPECT_EQ(draft_pages_late.load(), 0) << "the draft still held the sequence's cache";
   test::expect_engine_idle(engine);
   expect_draft_idle(engine);
+}
+
+// The model as its own draft probing on the context's tail: its guesses from the tail are
+// mostly right, so it earns trust and then reads the whole context; the tokens are plain
+// decoding's either way.
+TEST_F(EngineSpeculativeDraft, ADraftProbesOnTheTailThenReadsTheWholeContext) {
+  constexpr int32_t kPage = 8;
+  EngineConfig c{.model_path = model_, .threads = 2, .tokens_per_page = kPage};
+  c.draft_model_path = model_;
+  Engine engine(c);
+  SpeculativeParams probing = drafted();
+  probing.draft_probe = 8;
+  for (Request r : retellings(100)) {
+    const auto prompt_pages = int64_t(r.prompt_ids.size()) / kPage;
+    ASSERT_GT(prompt_pages, 4) << "the prompt is too short to tell";
+    const std::vector<Completion> plain = run(engine, {r}, SpeculativeParams{});
+    std::atomic<int> seen{0};
+    std::atomic<int64_t> pages_at_second{-1}, peak{0};
+    r.on_token = [&](const StreamEvent&) {
+      const int64_t pages = engine.metrics().draft_kv_pages_used;
+      peak = std::max(peak.load(), pages);
+      if (++seen == 2) pages_at_second = pages;
+    };
+    const EngineMetrics before = engine.metrics();
+    test::expect_same_completions(run(engine, {r}, probing), plain);
+    const EngineMetrics after = engine.metrics();
+    test::expect_engine_idle(engine);
+    expect_draft_idle(engine);
+    // The first guesses were drafted from the first token and the last 8 (one page, or two).
+    EXPECT_LE(pages_at_second.load(), 2);
+    EXPECT_GE(peak.load(), prompt_pages) << "the trusted draft never read the whole context";
+    EXPECT_GT(after.speculative_accepted - before.speculative_accepted,
+              (after.speculative_proposed - before.speculative_proposed) * 8 / 10);
+  }
 }
 
 TEST_F(EngineSpeculativeDraft, PreemptionAndATightDraftPoolGivePlainTokens) {

@@ -23,6 +23,7 @@ void DraftLength::record(int32_t proposed, int32_t accepted) {
     return;
   }
   misses_ = 0;
+  accepted_ += accepted;
   current_ = accepted == proposed ? std::min(max_, 2 * current_) : std::max({min_, accepted + 1, 1});
   current_ = std::min(current_, max_);
 }

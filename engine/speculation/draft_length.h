@@ -4,11 +4,14 @@
 // was accepted, and verifications that accept nothing make the sequence decode plainly for a
 // doubling number of steps (up to kMaxPause) before trying again, so that text the proposer
 // cannot guess costs at most one wasted verification every kMaxPause + 1 steps. A draft model
-// is different: to guess at all it must have read every token, which costs it a pass per
-// token whether it guesses or not, so after kDraftGiveUp fruitless verifications in a row it
-// steps aside for the rest of the request (the n-gram proposer's guesses cost nothing to make,
-// and a quote may come later).
+// is different: every guess costs it a pass, and to guess at all it must keep reading the
+// sequence, so it starts on probation with one guess at a time, after kDraftGiveUp fruitless
+// verifications in a row steps aside for the rest of the request (the n-gram proposer's
+// guesses cost nothing to make, and a quote may come later), and is trusted once kDraftTrust
+// of its guesses were accepted (the draft proposer then reads the whole context, see
+// SpeculativeParams::draft_probe).
 
+#include <algorithm>
 #include <cstdint>
 
 #include "pagoda/speculative.h"
@@ -19,11 +22,12 @@ class DraftLength {
  public:
   static constexpr int32_t kMaxPause = 15;
   static constexpr int32_t kDraftGiveUp = 4;
+  static constexpr int32_t kDraftTrust = 3;
 
   explicit DraftLength(const SpeculativeParams& params)
       : min_(params.draft_min),
         max_(params.draft_max),
-        current_(params.draft_max),
+        current_(params.mode == SpeculativeMode::Draft ? std::max(params.draft_min, 1) : params.draft_max),
         may_give_up_(params.mode == SpeculativeMode::Draft) {}
 
   // Guesses to ask for in this step; 0 while pausing after rejections, and for good once a
@@ -35,6 +39,8 @@ class DraftLength {
   int32_t min() const { return min_; }
   // A draft model missed kDraftGiveUp times in a row: no more guesses for this request.
   bool gave_up() const { return gave_up_; }
+  // kDraftTrust guesses were accepted so far: the proposer has earned the whole context.
+  bool trusted() const { return accepted_ >= kDraftTrust; }
 
  private:
   int32_t min_, max_, current_;
@@ -42,6 +48,7 @@ class DraftLength {
   bool gave_up_ = false;
   int32_t misses_ = 0;  // verifications in a row that accepted nothing
   int32_t pause_ = 0;   // steps left to decode plainly
+  int32_t accepted_ = 0;  // guesses accepted so far
 };
 
 }  // namespace pagoda::speculation

@@ -40,6 +40,35 @@ int32_t draft_pages(const EngineConfig& c, const KvLayout& layout, int64_t targe
   return int32_t((target_positions + layout.tokens_per_page - 1) / layout.tokens_per_page * layout.n_groups());
 }
 
+// Positions of `s`'s context in the draft: its tokens, less those skipped while probing.
+int32_t draft_length(const Sequence& s) { return int32_t(s.tokens.size()) - s.spec.draft_skipped; }
+
+// The sequence's token at draft position p.
+int32_t token_at(const Sequence& s, int32_t p) { return s.tokens[size_t(p == 0 ? 0 : p + s.spec.draft_skipped)]; }
+
+// How many of the draft's cached positions still hold the sequence's tokens.
+int32_t agreement(const Sequence& s) {
+  const std::vector<int32_t>& fed = s.spec.draft_tokens;
+  const int32_t n = std::min(int32_t(fed.size()), draft_length(s));
+  for (int32_t p = 0; p < n; ++p) {
+    if (fed[size_t(p)] != token_at(s, p)) return p;
+  }
+  return n;
+}
+
+// `n` of the sequence's tokens from draft position `from` on, as the draft reads them; a
+// probe's first feed joins the first token to the tail, in SpeculationState::draft_feed.
+std::span<const int32_t> feed_from(Sequence& s, int32_t from, int32_t n) {
+  SpeculationState& spec = s.spec;
+  if (from > 0 || spec.draft_skipped == 0) {
+    return std::span<const int32_t>(s.tokens).subspan(size_t(from + (from > 0 ? spec.draft_skipped : 0)), size_t(n));
+  }
+  const auto tail = s.tokens.begin() + 1 + spec.draft_skipped;
+  spec.draft_feed.assign(1, s.tokens.front());
+  spec.draft_feed.insert(spec.draft_feed.end(), tail, tail + (n - 1));
+  return spec.draft_feed;
+}
+
 }  // namespace
 
 DraftProposer::DraftProposer(const EngineConfig& config, const Model& target, int64_t target_positions,
@@ -59,11 +88,15 @@ void DraftProposer::propose(std::span<Sequence* const> seqs) {
   for (Sequence* s : seqs) {
     SpeculationState& spec = s->spec;
     if (!spec.draft_table) spec.draft_table.emplace(pool_.layout());
-    const auto len = int32_t(s->tokens.size());
+    // A draft that earned trust while probing reads the whole context from now on.
+    if (spec.length.trusted() && spec.draft_skipped > 0) release(*s);
+    if (spec.draft_tokens.empty()) {
+      const int32_t probe = spec.length.trusted() ? 0 : spec.params.draft_probe;
+      spec.draft_skipped = probe > 0 ? std::max(0, int32_t(s->tokens.size()) - 1 - probe) : 0;
+    }
+    const int32_t len = draft_length(*s);
     // What the cache agrees with stays, less the last token, which is fed again for its logits.
-    const auto agree = int32_t(std::mismatch(spec.draft_tokens.begin(), spec.draft_tokens.end(), s->tokens.begin(),
-                                             s->tokens.end()).first - spec.draft_tokens.begin());
-    truncate(*s, std::min(agree, len - 1));
+    truncate(*s, std::min(agreement(*s), len - 1));
     // The tokens, then every guess but the last, which is never fed.
     const int32_t positions = len + spec.draft_wanted - 1;
     if (positions > model_.config.context_length || !spec.draft_table->reserve(positions, pool_)) {
@@ -81,9 +114,8 @@ void DraftProposer::propose(std::span<Sequence* const> seqs) {
     going_.clear();
     for (Sequence* s : active_) {
       const auto fed = int32_t(s->spec.draft_tokens.size());
-      if (int32_t(s->tokens.size()) - fed <= chunk_) continue;
-      batch_.entries.push_back({std::span<const int32_t>(s->tokens).subspan(size_t(fed), size_t(chunk_)), fed,
-                                &*s->spec.draft_table, false, nullptr, false});
+      if (draft_length(*s) - fed <= chunk_) continue;
+      batch_.entries.push_back({feed_from(*s, fed, chunk_), fed, &*s->spec.draft_table, false, nullptr, false});
       going_.push_back(s);
     }
     if (!going_.empty()) {
@@ -105,9 +137,8 @@ void DraftProposer::propose(std::span<Sequence* const> seqs) {
       for (Sequence* s : going_) {
         SpeculationState& spec = s->spec;
         const auto fed = int32_t(spec.draft_tokens.size());
-        const std::span<const int32_t> feed = spec.rows.size() > 1
-                                                  ? std::span<const int32_t>(spec.rows).last(1)
-                                                  : std::span<const int32_t>(s->tokens).subspan(size_t(fed));
+        const std::span<const int32_t> feed = spec.rows.size() > 1 ? std::span<const int32_t>(spec.rows).last(1)
+                                                                   : feed_from(*s, fed, draft_length(*s) - fed);
         batch_.entries.push_back({feed, fed, &*spec.draft_table, true, nullptr, false});
       }
       runner_.forward(batch_, pool_.view(), logits_);
@@ -150,10 +181,7 @@ void DraftProposer::propose(std::span<Sequence* const> seqs) {
 }
 
 void DraftProposer::rollback(Sequence& seq) {
-  SpeculationState& spec = seq.spec;
-  const auto agree = std::mismatch(spec.draft_tokens.begin(), spec.draft_tokens.end(), seq.tokens.begin(),
-                                   seq.tokens.end()).first - spec.draft_tokens.begin();
-  truncate(seq, int32_t(agree));
+  truncate(seq, agreement(seq));
   publish();
 }
 

@@ -7,7 +7,9 @@
 // seen (SpeculationState::draft_tokens): after verification the positions of rejected guesses
 // are rolled back and the pages only they reached go back to its pool; a sequence that ends or
 // is preempted gives all of its draft pages back, and a preempted one's draft cache is simply
-// recomputed when it drafts again.
+// recomputed when it drafts again. Until the draft is trusted (DraftLength::trusted) it reads
+// only the first token and the last draft_probe tokens of a sequence; once trusted, its
+// cache is dropped and it reads the whole context, one prefill chunk per step.
 
 #include <memory>
 #include <span>

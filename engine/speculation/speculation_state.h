@@ -33,9 +33,13 @@ struct SpeculationState {
 
   // The draft model's cache of this sequence (Draft mode): the tokens whose K/V it holds,
   // position by position, and their pages in the draft's pool (draft_proposer.h). Made on
-  // the first draft; emptied when the sequence ends or is preempted.
+  // the first draft; emptied when the sequence ends or is preempted. While the draft probes
+  // (SpeculativeParams::draft_probe) it skips the `draft_skipped` tokens after the first:
+  // its position p holds token p + draft_skipped for p >= 1.
   std::vector<int32_t> draft_tokens;
   std::optional<BlockTable> draft_table;
+  int32_t draft_skipped = 0;
+  std::vector<int32_t> draft_feed;  // a probe's first feed: the first token, then the tail
 };
 
 }  // namespace pagoda::speculation

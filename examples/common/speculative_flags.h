@@ -1,7 +1,7 @@
 #pragma once
 // The speculative-decoding flags the example programs share: the n-gram (prompt lookup)
 // switch --spec-ngram (alias --lookup, as llama.cpp's example), and llama-server's
-// --model-draft (-md), --draft-max, --draft-min and --draft-p-min.
+// --model-draft (-md), --draft-max, --draft-min and --draft-p-min, and pagoda's --draft-probe.
 
 #include <string>
 
@@ -18,6 +18,8 @@ inline constexpr const char* kSpeculativeUsage = R"(speculative decoding (output
   --draft-max N           guesses per step at most (default 8)
   --draft-min N           a shorter guess is not verified (default 1)
   --draft-p-min P         the draft model stops at a guess less likely than P (default 0)
+  --draft-probe N         until some of its guesses are accepted, the draft model reads only
+                          the first token and the last N of the context (default 16; 0: all)
   --spec-ngram-max N  --spec-ngram-min N   the longest and shortest tail looked up (3, 1)
 )";
 
@@ -30,6 +32,7 @@ inline SpeculativeParams speculative_from_flags(const Args& args) {
     p.mode = SpeculativeMode::Draft;
   }
   p.draft_p_min = args.number("--draft-p-min", p.draft_p_min);
+  p.draft_probe = args.number("--draft-probe", p.draft_probe);
   p.draft_max = args.number("--draft-max", p.draft_max);
   p.draft_min = args.number("--draft-min", p.draft_min);
   p.ngram_max = args.number("--spec-ngram-max", p.ngram_max);
