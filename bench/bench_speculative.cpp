@@ -11,7 +11,8 @@
 // With --draft, a draft model (same vocabulary) guesses instead of the n-gram proposer: the
 // model itself for the upper bound, or a smaller quantization of it.
 // Prints decode tokens/s (the tokens after the first, over the time between them, so the
-// prompt's prefill is left out), the speed-up, the acceptance, and whether the outputs agree
+// prompt's prefill is left out) of the best runs, the speed-up, the median of the speed-ups of
+// runs side by side, the acceptance, and whether the outputs agree
 // (they must: a difference exits with status 1), and the load average at the end.
 
 #include <algorithm>
@@ -102,17 +103,28 @@ int main(int argc, char** argv) {
     spec.draft_p_min = draft_p_min;
     spec.draft_probe = draft_probe;
 
-    // Alternating, best of `reps` each: the machine's other load hits both alike.
+    // Alternating, best of `reps` each, and the ratio of each pair of runs side by side (which
+    // goes first alternates too): the machine's speed drifts by more than a few percent between
+    // minutes, so small costs show in the paired ratios' median rather than in the best runs.
     double plain_best = 0.0, spec_best = 0.0;
+    std::vector<double> ratios;
     const pagoda::EngineMetrics before = engine.metrics();
     bool same = true;
     for (int rep = 0; rep < reps; ++rep) {
-      const Run plain = generate(engine, prompt, n, {});
-      const Run speculated = generate(engine, prompt, n, spec);
+      Run plain, speculated;
+      if (rep % 2 == 0) {
+        plain = generate(engine, prompt, n, {});
+        speculated = generate(engine, prompt, n, spec);
+      } else {
+        speculated = generate(engine, prompt, n, spec);
+        plain = generate(engine, prompt, n, {});
+      }
       same = same && plain.tokens == speculated.tokens;
       plain_best = std::max(plain_best, plain.decode_tokens_per_s);
       spec_best = std::max(spec_best, speculated.decode_tokens_per_s);
+      if (plain.decode_tokens_per_s > 0.0) ratios.push_back(speculated.decode_tokens_per_s / plain.decode_tokens_per_s);
     }
+    std::sort(ratios.begin(), ratios.end());
     const pagoda::EngineMetrics after = engine.metrics();
     const int64_t proposed = after.speculative_proposed - before.speculative_proposed;
     const int64_t accepted = after.speculative_accepted - before.speculative_accepted;
@@ -122,6 +134,11 @@ int main(int argc, char** argv) {
     if (!draft.empty()) std::printf("draft-probe %d\n", draft_probe);
     std::printf("plain   %8.1f tok/s\n%-7s %8.1f tok/s   speed-up %.2fx\n", plain_best,
                 pagoda::speculative_mode_name(spec.mode), spec_best, plain_best > 0.0 ? spec_best / plain_best : 0.0);
+    if (!ratios.empty()) {
+      const size_t m = ratios.size();
+      const double median = m % 2 ? ratios[m / 2] : 0.5 * (ratios[m / 2 - 1] + ratios[m / 2]);
+      std::printf("paired   speed-up median %.3fx (%.3f .. %.3f over %zu pairs)\n", median, ratios.front(), ratios.back(), m);
+    }
     std::printf("guesses %lld, accepted %lld (%.1f%%), %.2f guesses per token\n", (long long)proposed,
                 (long long)accepted, proposed > 0 ? 100.0 * double(accepted) / double(proposed) : 0.0,
                 double(proposed) / double(reps * n));

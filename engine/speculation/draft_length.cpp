@@ -18,7 +18,10 @@ void DraftLength::record(int32_t proposed, int32_t accepted) {
   if (accepted == 0) {
     ++misses_;
     gave_up_ = may_give_up_ && misses_ >= kDraftGiveUp;
-    pause_ = std::min((1 << std::min(misses_, 4)) - 1, kMaxPause);
+    // A draft on probation tries again at once: a verdict in a few steps, each reading one
+    // new token, rather than one spread over pauses that it must then catch up with.
+    const bool on_probation = may_give_up_ && !trusted();
+    pause_ = on_probation ? 0 : std::min((1 << std::min(misses_, 4)) - 1, kMaxPause);
     current_ = std::max(min_, 1);
     return;
   }

@@ -3,13 +3,15 @@
 // a run fully accepted lengthens the next draft, a partial one shortens it to just past what
 // was accepted, and verifications that accept nothing make the sequence decode plainly for a
 // doubling number of steps (up to kMaxPause) before trying again, so that text the proposer
-// cannot guess costs at most one wasted verification every kMaxPause + 1 steps. A draft model
-// is different: every guess costs it a pass, and to guess at all it must keep reading the
-// sequence, so it starts on probation with one guess at a time, after kDraftGiveUp fruitless
-// verifications in a row steps aside for the rest of the request (the n-gram proposer's
-// guesses cost nothing to make, and a quote may come later), and is trusted once kDraftTrust
-// of its guesses were accepted (the draft proposer then reads the whole context, see
-// SpeculativeParams::draft_probe).
+// cannot guess costs at most one wasted verification every kMaxPause + 1 steps.
+//
+// A draft model is different: every guess costs it a pass, and to guess at all it must keep
+// reading the sequence. So it starts on probation: one guess at a time, tried again at once
+// after a miss (a verdict within a few steps, each reading one new token). After kDraftGiveUp
+// fruitless verifications in a row it steps aside for the rest of the request (the n-gram
+// proposer never does: its guesses cost nothing, and a quote may come later). Once
+// kDraftTrust of its guesses were accepted it is trusted, and the draft proposer reads the
+// whole context (SpeculativeParams::draft_probe).
 
 #include <algorithm>
 #include <cstdint>
