@@ -40,7 +40,8 @@ const std::vector<int32_t> kPrompt = {1, 5, 9, 33, 70, 101, 7};
 
 Request greedy(int32_t n = 24, const std::string& adapter = "") { return test::greedy_request(kPrompt, n, adapter); }
 
-// A fresh copy of a Q8_0 model (its matrices are read in place from the mapping, not packed).
+// A fresh copy of a Q8_0 model (its matrices are packed at load; each step still reads its
+// token-embedding rows from the file).
 std::string model_copy(const std::string& name) {
   static const std::string original = [] {
     std::string p = test::scratch_path("tiny-q8.gguf");
