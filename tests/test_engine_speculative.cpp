@@ -471,8 +471,9 @@ TEST_F(EngineSpeculativeDraft, ADraftThatNeverGuessesReadsOnlyTheTailThenStepsAs
   r.speculative = drafted();
   r.speculative->draft_p_min = 1.0f;
   r.speculative->draft_probe = 16;
-  // The probe, what is decoded until the draft gives up (pauses of 1, 3 and 7 steps between
-  // its 4 tries) and its guesses, against the prompt that it never reads.
+  // The probe, what is decoded until the draft gives up (4 tries in a row: a draft on
+  // probation does not pause; 16 tokens is a generous bound) and its guesses, against the
+  // prompt that it never reads.
   const int64_t probe_pages = (1 + 16 + 16 + r.speculative->draft_max + kPage - 1) / kPage;
   ASSERT_GT(int64_t(r.prompt_ids.size()), 2 * probe_pages * kPage) << "the prompt is too short to tell";
   std::atomic<int> seen{0};
