@@ -32,7 +32,7 @@ struct SpeculativeParams {
   // below this (llama-server's --draft-p-min; llama.cpp's default is 0.75). 0: it guesses
   // up to the draft length. The n-gram proposer has no probabilities and ignores it.
   float draft_p_min = 0.0f;
-  // Until a draft model has had a few guesses accepted (DraftLength::kDraftTrust), it reads
+  // Until 3 of a draft model's guesses for the request were accepted, it reads
   // only the context's first token (the BOS a model expects at position 0) and its last
   // draft_probe tokens, then guesses from those: a draft that guesses nothing has cost a short
   // read, not a prefill of the whole prompt. Once trusted it reads the whole context and
