@@ -8,11 +8,10 @@
 // A draft model is different: every guess costs it a pass, and to guess at all it must keep
 // reading the sequence. So it starts on probation: one guess (more once guesses are accepted),
 // tried again at once after a miss (a verdict within a few steps, each reading one new
-// token). After kDraftGiveUp
-// fruitless verifications in a row it steps aside for the rest of the request (the n-gram
-// proposer never does: its guesses cost nothing, and a quote may come later). Once
-// kDraftTrust of its guesses were accepted it is trusted, and the draft proposer reads the
-// whole context (SpeculativeParams::draft_probe).
+// token). After kDraftGiveUp fruitless verifications in a row it steps aside for the rest of
+// the request (the n-gram proposer never does: its guesses cost nothing, and a quote may come
+// later). Once kDraftTrust of its guesses were accepted it is trusted, and the draft proposer
+// reads the whole context (SpeculativeParams::draft_probe).
 
 #include <algorithm>
 #include <cstdint>

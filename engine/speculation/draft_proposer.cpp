@@ -61,7 +61,7 @@ int32_t agreement(const Sequence& s) {
 std::span<const int32_t> feed_from(Sequence& s, int32_t from, int32_t n) {
   SpeculationState& spec = s.spec;
   if (from > 0 || spec.draft_skipped == 0) {
-    return std::span<const int32_t>(s.tokens).subspan(size_t(from + (from > 0 ? spec.draft_skipped : 0)), size_t(n));
+    return std::span<const int32_t>(s.tokens).subspan(size_t(from == 0 ? 0 : from + spec.draft_skipped), size_t(n));
   }
   const auto tail = s.tokens.begin() + 1 + spec.draft_skipped;
   spec.draft_feed.assign(1, s.tokens.front());
