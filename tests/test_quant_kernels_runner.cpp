@@ -81,7 +81,9 @@ TEST_P(QuantizedRunner, MatchesOracleAndIsBatchInvariant) {
       const std::vector<std::vector<float>>& got = crowd[0].logits;
       ASSERT_FALSE(got.empty());
       EXPECT_EQ(got.back(), baseline.back()) << GetParam() << " threads " << threads << " chunk " << chunk;
-      if (chunk == 1) EXPECT_EQ(got, baseline) << GetParam() << " threads " << threads;
+      if (chunk == 1) {
+        EXPECT_EQ(got, baseline) << GetParam() << " threads " << threads;
+      }
     }
 }
 
