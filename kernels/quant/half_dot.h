@@ -5,8 +5,10 @@
 //
 // The arithmetic is fixed here, identically for every ISA, so an output's bits depend only on
 // its two rows (not on M, the tile, the thread count or even the ISA): 16 float lanes, lane l
-// accumulating the products of k ≡ l (mod 16) in k order (multiply, then add; the tail pads
-// with 0·0), then reduced 16 → 8 (l + l+8), then reduce8 below.
+// accumulating the products of k ≡ l (mod 16) in k order (each a fused multiply-add, one
+// rounding; the tail pads with 0·0), then reduced 16 → 8 (l + l+8), then reduce8 below.
+// Fused because the GEMM of a prefill is bound by these operations, and FMA does in one what a
+// multiply and an add do in two (1B F16 pp512 on Zen 4: 59.5 → 76.6 t/s).
 // reduce8(v) = ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)).
 
 #include <cstddef>

@@ -1,6 +1,7 @@
 // Portable dot products: the reference statement of the lane arithmetic in half_dot.h, which
 // the AVX2 and AVX-512 kernels reproduce bit for bit.
 
+#include <cmath>
 #include <cstring>
 
 #include "kernels/half.h"
@@ -24,7 +25,7 @@ float dot_half(const void* w, const void* act, int cols) {
       wk = kBf16 ? bf16_to_f32(bits) : f16_to_f32(bits);
       ak = a[k];
     }
-    acc[k % 16] = acc[k % 16] + ak * wk;
+    acc[k % 16] = std::fma(ak, wk, acc[k % 16]);  // exact: glibc's fmaf is the FMA instruction where there is one
   }
   float half[8];
   for (int l = 0; l < 8; ++l) half[l] = acc[l] + acc[l + 8];

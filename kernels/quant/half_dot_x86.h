@@ -41,8 +41,8 @@ void dot_half(const void* w, const void* act, std::size_t stride, int cols, floa
     const __m256 w0 = load_half8<kBf16>(h + 2 * k), w1 = load_half8<kBf16>(h + 2 * k + 16);
     for (int r = 0; r < NA; ++r) {
       const float* a = reinterpret_cast<const float*>(act_row(act, stride, r)) + k;
-      lo[r] = _mm256_add_ps(lo[r], _mm256_mul_ps(_mm256_loadu_ps(a), w0));
-      hi[r] = _mm256_add_ps(hi[r], _mm256_mul_ps(_mm256_loadu_ps(a + 8), w1));
+      lo[r] = _mm256_fmadd_ps(_mm256_loadu_ps(a), w0, lo[r]);
+      hi[r] = _mm256_fmadd_ps(_mm256_loadu_ps(a + 8), w1, hi[r]);
     }
   }
   if (k < cols) {  // zero-padded tail, as the portable kernel's 0·0 steps
@@ -53,8 +53,8 @@ void dot_half(const void* w, const void* act, std::size_t stride, int cols, floa
     for (int r = 0; r < NA; ++r) {
       alignas(32) float at[16] = {};
       std::memcpy(at, reinterpret_cast<const float*>(act_row(act, stride, r)) + k, 4 * std::size_t(cols - k));
-      lo[r] = _mm256_add_ps(lo[r], _mm256_mul_ps(_mm256_load_ps(at), w0));
-      hi[r] = _mm256_add_ps(hi[r], _mm256_mul_ps(_mm256_load_ps(at + 8), w1));
+      lo[r] = _mm256_fmadd_ps(_mm256_load_ps(at), w0, lo[r]);
+      hi[r] = _mm256_fmadd_ps(_mm256_load_ps(at + 8), w1, hi[r]);
     }
   }
   for (int r = 0; r < NA; ++r) out[r] = reduce8_ps(_mm256_add_ps(lo[r], hi[r]));

@@ -48,7 +48,7 @@ struct HalfPass {
         const __m256i raw = _mm256_maskz_loadu_epi16(mask, w + row_bytes * r + 2 * std::size_t(k));
         const __m512 wv = kBf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16)) : _mm512_cvtph_ps(raw);
         #pragma GCC unroll 8
-        for (int j = 0; j < NA; ++j) acc[r][j] = _mm512_add_ps(acc[r][j], _mm512_mul_ps(a[j], wv));
+        for (int j = 0; j < NA; ++j) acc[r][j] = _mm512_fmadd_ps(a[j], wv, acc[r][j]);
       }
     }
     #pragma GCC unroll 8
