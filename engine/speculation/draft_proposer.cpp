@@ -43,8 +43,12 @@ int32_t draft_pages(const EngineConfig& c, const KvLayout& layout, int64_t targe
 // Positions of `s`'s context in the draft: its tokens, less those skipped while probing.
 int32_t draft_length(const Sequence& s) { return int32_t(s.tokens.size()) - s.spec.draft_skipped; }
 
+// Where draft position p is in the sequence's tokens: the first token, then the tail read
+// past the skipped ones.
+size_t token_index(const Sequence& s, int32_t p) { return size_t(p == 0 ? 0 : p + s.spec.draft_skipped); }
+
 // The sequence's token at draft position p.
-int32_t token_at(const Sequence& s, int32_t p) { return s.tokens[size_t(p == 0 ? 0 : p + s.spec.draft_skipped)]; }
+int32_t token_at(const Sequence& s, int32_t p) { return s.tokens[token_index(s, p)]; }
 
 // How many of the draft's cached positions still hold the sequence's tokens.
 int32_t agreement(const Sequence& s) {
@@ -61,7 +65,7 @@ int32_t agreement(const Sequence& s) {
 std::span<const int32_t> feed_from(Sequence& s, int32_t from, int32_t n) {
   SpeculationState& spec = s.spec;
   if (from > 0 || spec.draft_skipped == 0) {
-    return std::span<const int32_t>(s.tokens).subspan(size_t(from == 0 ? 0 : from + spec.draft_skipped), size_t(n));
+    return std::span<const int32_t>(s.tokens).subspan(token_index(s, from), size_t(n));
   }
   const auto tail = s.tokens.begin() + 1 + spec.draft_skipped;
   spec.draft_feed.assign(1, s.tokens.front());
