@@ -2,6 +2,7 @@
 
 #include "engine/chat/openai_chat.h"
 #include "examples/server/api_error.h"
+#include "examples/server/json_body.h"
 #include "pagoda/error.h"
 
 namespace pagoda::server {
@@ -11,7 +12,7 @@ using nlohmann::json;
 json apply_template(const std::string& text, const Engine& engine) {
   json body;
   try {
-    body = json::parse(text);
+    body = parse_json_body(text);
   } catch (const json::exception& e) {
     throw bad_request(std::string("the body is not valid JSON: ") + e.what());
   }

@@ -16,6 +16,7 @@
 #include "engine/chat/openai_chat.h"
 #include "engine/grammar/json_schema.h"
 #include "examples/server/api_error.h"
+#include "examples/server/json_body.h"
 #include "pagoda/error.h"
 
 namespace pagoda::server {
@@ -246,7 +247,7 @@ std::string requested_model(const json& body) {
 ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const Engine& engine, const ModelNames& names) {
   json body;
   try {
-    body = json::parse(text);
+    body = parse_json_body(text);
   } catch (const json::exception& e) {
     throw bad_request(std::string("the body is not valid JSON: ") + e.what());
   }

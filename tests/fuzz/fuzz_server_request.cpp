@@ -1,15 +1,22 @@
 // pagoda-server's request mapping on arbitrary bytes: an OpenAI /v1/completions or
-// /v1/chat/completions body (the first byte picks which) → a pagoda::Request. Every input is
-// either a Request the engine accepts or an ApiError with an HTTP status and a message; the
-// Request it builds must then pass Engine::submit's own validation.
+// /v1/chat/completions body (the first byte's low bit picks which) → a pagoda::Request. Every
+// input is either a Request the engine accepts or an ApiError with an HTTP status and a
+// message; the Request it builds must then pass Engine::submit's own validation.
+// With the first byte's second bit, the rest is nested instead, structure-aware: the second
+// byte picks a field that takes JSON (a message's content, a schema, tool parameters, template
+// kwargs) and the third how deep (up to 65,280 levels); the rest of the bytes go innermost.
+// Past --max-json-depth the answer must be the depth 400, never a crash.
 
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <memory>
+#include <string>
 
 #include "engine/synth/synth.h"
 #include "examples/server/api_error.h"
+#include "examples/server/json_body.h"
 #include "examples/server/openai_request.h"
 #include "tests/fuzz/fuzz_input.h"
 
@@ -34,19 +41,45 @@ pagoda::Engine& engine() {
   return *e;
 }
 
+// A body with `inner` nested `depth` levels deep (arrays and objects by turns) in one field.
+std::string deep_body(uint8_t field, size_t depth, const std::string& inner) {
+  std::string open, close;
+  for (size_t i = 0; i < depth; ++i) {
+    open += i % 2 ? "{\"k\":" : "[";
+    close += i % 2 ? "}" : "]";
+  }
+  const std::string nest = open + (inner.empty() ? "0" : inner) + std::string(close.rbegin(), close.rend());
+  static const char* const kFields[] = {
+      R"({"messages":[{"role":"user","content":@}]})",
+      R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":@}}})",
+      R"({"prompt":"x","json_schema":@})",
+      R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":@}}]})",
+      R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":@})",
+      R"({"prompt":@})",
+  };
+  std::string body = kFields[field % std::size(kFields)];
+  return body.replace(body.find('@'), 1, nest);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   static pagoda::server::ModelNames names("tiny");
   const auto endpoint = data[0] & 1 ? pagoda::server::Endpoint::ChatCompletions : pagoda::server::Endpoint::Completions;
-  const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
+  std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
+  size_t depth = 0;
+  if ((data[0] & 2) && size >= 3) {
+    depth = size_t(data[2]) * 256;
+    body = deep_body(data[1], depth, std::string(reinterpret_cast<const char*>(data + 3), size - 3));
+  }
   try {
     pagoda::server::ApiRequest parsed = pagoda::server::parse_api_request(endpoint, body, engine(), names);
     // What the mapping accepted, the engine must accept too; then it is cancelled unrun.
     pagoda::RequestHandle handle = engine().submit(std::move(parsed.request));
     handle.cancel();
     (void)handle.get();
+    if (depth > size_t(pagoda::server::max_json_depth())) std::abort();  // accepted past the bound
   } catch (const pagoda::server::ApiError& e) {
     if (e.status() < 400 || e.status() > 599) std::abort();
   }
