@@ -5,13 +5,15 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <filesystem>
 #include <iostream>
 #include <string>
 #include <thread>
-
-#include <httplib.h>
 
 #include "examples/common/args.h"
 #include "examples/common/cache_type_flag.h"
@@ -19,12 +21,11 @@
 #include "examples/common/default_model.h"
 #include "examples/common/lora_flag.h"
 #include "examples/common/speculative_flags.h"
-#include "examples/server/access_log.h"
-#include "examples/server/listen_backlog.h"
+#include "examples/server/http_server.h"
+#include "examples/server/json_body.h"
 #include "examples/server/model_names.h"
 #include "examples/server/routes.h"
 #include "examples/server/server_metrics.h"
-#include "examples/server/worker_pool.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 
@@ -51,17 +52,38 @@ A request's "model" names the base model or a loaded LoRA adapter.
   --chat-template-file F  lay chats out with this Jinja chat template instead of the model's own
   --host ADDR             address to listen on (default 127.0.0.1)
   --port N                port (default 8080; 0 = any free port, printed on stderr)
-  --api-key KEY           require "Authorization: Bearer KEY" on /v1/ (also $PAGODA_API_KEY);
-                          /health and /metrics stay open
+  --api-key KEY           require the key on every route but /health, /metrics and the chat page
+                          at / (also $PAGODA_API_KEY), as "Authorization: Bearer KEY" or
+                          "x-api-key: KEY"
+  --metrics-key KEY       require this key on /metrics too (default: /metrics is open)
   --max-body BYTES        largest request body; larger ones get 413 (default 1048576)
+  --max-json-depth N      deepest nesting of a JSON body; deeper ones get 400 (default 128)
+  --header-timeout S      seconds a client has to send a whole request head (default 10)
+  --body-timeout S        seconds a client has to send a whole request body (default 30)
+  --idle-timeout S        seconds a kept-alive connection may wait between requests (default 5)
+  --write-timeout S       seconds each write to a client may take, a stream's chunks too;
+                          a client that stops reading longer is dropped (default 30)
+  --max-connections N     open connections at once; more get 503 and are closed (default 1024)
+  --max-connections-per-ip N  open connections from one address (default 512: half of the
+                          total, so one client cannot take them all; behind a reverse proxy,
+                          whose address every connection has, set it to --max-connections)
+  --http-threads N        most requests handled at once (each generation holds a worker thread,
+                          started for it and ended after it); more wait (default 512). Reading
+                          and writing connections takes 2 threads whatever their number
+  --shutdown-timeout S    on SIGINT or SIGTERM, seconds running requests get to finish
+                          (default 30); see below
   --no-webui              no chat page at / (it answers 404)
-  --http-threads N        most HTTP worker threads: each open connection holds one, started
-                          when it comes and ended after it; more connections wait (default 512)
   -h, --help              this text
-SIGINT or SIGTERM: new requests get 503, running ones get up to 10 s to finish, then stop.
+The server listens at once and loads the model meanwhile: /health answers 503 {"status":
+"loading"} until it can serve, then 200 {"status": "ok"}.
+SIGINT or SIGTERM: new requests (and /health) get 503 with Connection: close; running ones get
+--shutdown-timeout seconds to finish; then the rest are cancelled (an open stream ends with
+finish_reason "length" and data: [DONE]) and the server exits, at most 2 s later.
 )";
 
 constexpr int32_t kTokensPerPage = 16;
+// Threads reading and writing every connection: the work on them is parsing and copying.
+constexpr size_t kIoThreads = 2;
 
 struct Options {
   pagoda::EngineConfig engine;
@@ -70,8 +92,18 @@ struct Options {
   std::string host = "127.0.0.1";
   int port = 8080;
   pagoda::server::RouteOptions routes;
+  pagoda::server::HttpLimits limits;
   size_t http_threads = 512;
+  int max_json_depth = pagoda::server::kDefaultMaxJsonDepth;
+  std::chrono::milliseconds shutdown_timeout{30000};
 };
+
+// A positive number of seconds, as milliseconds.
+std::chrono::milliseconds seconds_flag(const pagoda::cli::Args& args, const std::string& flag, std::chrono::milliseconds fallback) {
+  const double seconds = args.number<double>(flag, double(fallback.count()) / 1000.0);
+  if (!(seconds > 0.0) || seconds > 86400.0) throw pagoda::Error(flag + " must be a number of seconds above 0");
+  return std::chrono::milliseconds(int64_t(seconds * 1000.0));
+}
 
 Options parse_options(const pagoda::cli::Args& args) {
   Options o;
@@ -104,28 +136,33 @@ Options parse_options(const pagoda::cli::Args& args) {
   if (o.port < 0 || o.port > 65535) throw pagoda::Error("--port must be 0..65535");
   const char* env_key = std::getenv("PAGODA_API_KEY");
   o.routes.api_key = args.get("--api-key", env_key ? env_key : "");
-  o.routes.max_body = args.number<size_t>("--max-body", 1 << 20);
-  if (o.routes.max_body == 0) throw pagoda::Error("--max-body must be positive");
+  o.routes.metrics_key = args.get("--metrics-key", "");
   o.routes.webui = !args.has("--no-webui");
+  pagoda::server::HttpLimits& l = o.limits;
+  l.max_body = args.number<size_t>("--max-body", l.max_body);
+  if (l.max_body == 0) throw pagoda::Error("--max-body must be positive");
+  l.header_timeout = seconds_flag(args, "--header-timeout", l.header_timeout);
+  l.body_timeout = seconds_flag(args, "--body-timeout", l.body_timeout);
+  l.idle_timeout = seconds_flag(args, "--idle-timeout", l.idle_timeout);
+  l.write_timeout = seconds_flag(args, "--write-timeout", l.write_timeout);
+  l.max_connections = args.number<size_t>("--max-connections", l.max_connections);
+  l.max_connections_per_ip = args.number<size_t>("--max-connections-per-ip", std::min(l.max_connections_per_ip, l.max_connections));
+  if (l.max_connections == 0 || l.max_connections_per_ip == 0) throw pagoda::Error("--max-connections* must be positive");
+  o.max_json_depth = args.number<int>("--max-json-depth", o.max_json_depth);
+  if (o.max_json_depth <= 0) throw pagoda::Error("--max-json-depth must be positive");
   o.http_threads = args.number<size_t>("--http-threads", o.http_threads);
   if (o.http_threads == 0) throw pagoda::Error("--http-threads must be positive");
+  o.shutdown_timeout = seconds_flag(args, "--shutdown-timeout", o.shutdown_timeout);
   return o;
 }
 
-// Waits for SIGINT or SIGTERM (blocked in every thread, so only this one takes them), then
-// refuses new work, gives running requests a grace period, cancels the rest and stops httplib.
-void shut_down_on_signal(httplib::Server& http, pagoda::server::Routes& routes, pagoda::Engine& engine, sigset_t signals) {
-  int signal = 0;
-  sigwait(&signals, &signal);
-  std::fprintf(stderr, "pagoda-server: %s, shutting down\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
-  routes.begin_shutdown();
-  for (int waited_ms = 0; waited_ms < 10000; waited_ms += 50) {
-    const pagoda::EngineMetrics m = engine.metrics();
-    if (m.queued == 0 && m.running == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+// Polls until nothing is in flight or `deadline` passes; whether nothing is.
+bool wait_idle(const pagoda::server::HttpServer& http, std::chrono::steady_clock::time_point deadline) {
+  while (http.in_flight() > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  engine.shutdown();
-  http.stop();
+  return true;
 }
 
 }  // namespace
@@ -134,7 +171,9 @@ int main(int argc, char** argv) {
   try {
     const pagoda::cli::Args args(argc, argv,
                                  {"--model", "--tokenizer", "--served-model-name", "--ctx-size", "--threads", "--max-running",
-                                  "--cache-type", "--lora", "--host", "--port", "--api-key", "--max-body", "--http-threads",
+                                  "--cache-type", "--lora", "--host", "--port", "--api-key", "--metrics-key", "--max-body",
+                                  "--max-json-depth", "--header-timeout", "--body-timeout", "--idle-timeout", "--write-timeout",
+                                  "--max-connections", "--max-connections-per-ip", "--http-threads", "--shutdown-timeout",
                                   "--chat-template-file", "--draft-max", "--draft-min", "--spec-ngram-max", "--spec-ngram-min", "--model-draft", "--draft-p-min", "--draft-probe"},
                                  {"--help", "--no-mmap", "--no-webui", "--spec-ngram"},
                                  {{"-m", "--model"}, {"-c", "--ctx-size"}, {"-t", "--threads"}, {"-h", "--help"},
@@ -144,8 +183,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     const Options opt = parse_options(args);
+    pagoda::server::set_max_json_depth(opt.max_json_depth);
 
-    // Before any thread starts, so every thread inherits the mask and only the waiter gets them.
+    // Before any thread starts, so every thread inherits the mask and only main gets them.
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
@@ -153,33 +193,55 @@ int main(int argc, char** argv) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     ::signal(SIGPIPE, SIG_IGN);  // a client that left is a failed write, not a dead server
 
-    pagoda::Engine engine(opt.engine);
     pagoda::server::ModelNames names(opt.served_name);
-    for (const pagoda::cli::LoraFlag& lora : opt.loras) {
-      engine.load_adapter(lora.name, lora.path, lora.scale);
-      names.add_adapter(lora.name, lora.path);
-    }
     pagoda::server::ServerMetrics metrics;
-    pagoda::server::Routes routes(engine, names, metrics, opt.routes);
+    pagoda::server::Routes routes(names, metrics, opt.routes);
+    pagoda::server::HttpServer http(
+        opt.limits, [&routes](const pagoda::server::HttpRequest& req) { return routes.handle(req); },
+        pagoda::server::Routes::blocks, opt.http_threads, kIoThreads);
+    const int port = http.listen(opt.host, opt.port);
+    http.start();
+    // Listening before the model loads: a balancer sees "loading" on /health, not a refusal.
+    std::fprintf(stderr, "pagoda-server: listening on http://%s:%d, loading %s\n", opt.host.c_str(), port,
+                 opt.engine.model_path.c_str());
 
-    httplib::Server http;
-    const size_t workers = opt.http_threads;
-    http.new_task_queue = [workers] { return new pagoda::server::WorkerPool(workers); };
-    http.set_logger(pagoda::server::log_access);
-    http.set_keep_alive_timeout(5);
-    routes.install(http);
+    std::unique_ptr<pagoda::Engine> engine;
+    std::thread loader([&] {
+      try {
+        engine = std::make_unique<pagoda::Engine>(opt.engine);
+        for (const pagoda::cli::LoraFlag& lora : opt.loras) {
+          engine->load_adapter(lora.name, lora.path, lora.scale);
+          names.add_adapter(lora.name, lora.path);
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "pagoda-server: %s\n", e.what());
+        std::_Exit(1);  // nothing was served; the HTTP threads need no goodbye
+      }
+      routes.set_engine(*engine);
+      std::fprintf(stderr, "pagoda-server: %s (chat format %s, %s KV cache) ready\n", opt.served_name.c_str(),
+                   engine->chat_format().family.c_str(), pagoda::kv_cache_type_name(opt.engine.kv_cache_type));
+    });
 
-    const pagoda::server::ListenBacklog backlog(http);
-    const int port = opt.port == 0 ? http.bind_to_any_port(opt.host) : (http.bind_to_port(opt.host, opt.port) ? opt.port : -1);
-    if (port < 0) throw pagoda::Error("cannot listen on " + opt.host + ":" + std::to_string(opt.port));
-    backlog.raise();
-    std::fprintf(stderr, "pagoda-server: %s (chat format %s, %s KV cache) listening on http://%s:%d\n",
-                 opt.served_name.c_str(), engine.chat_format().family.c_str(), pagoda::kv_cache_type_name(opt.engine.kv_cache_type),
-                 opt.host.c_str(), port);
-    std::thread waiter(shut_down_on_signal, std::ref(http), std::ref(routes), std::ref(engine), signals);
-    http.listen_after_bind();
-    pthread_kill(waiter.native_handle(), SIGTERM);  // wakes the waiter if httplib stopped on its own
-    waiter.join();
+    int signal = 0;
+    sigwait(&signals, &signal);
+    const auto stop_at = std::chrono::steady_clock::now() + opt.shutdown_timeout;
+    std::fprintf(stderr, "pagoda-server: %s, shutting down\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
+    routes.begin_shutdown();
+    http.begin_drain();
+    if (!wait_idle(http, stop_at)) {
+      std::fprintf(stderr, "pagoda-server: --shutdown-timeout passed, cancelling %zu requests\n", http.in_flight());
+      // Only once loaded: the loader hands `engine` over by set_engine, an atomic store.
+      if (routes.has_engine()) engine->shutdown();
+    }
+    // Cancelled streams write their last chunks within moments; a client that does not read
+    // them is not waited for past the bound.
+    const bool idle = wait_idle(http, stop_at + std::chrono::milliseconds(1500));
+    http.stop(idle);
+    if (!idle || !routes.has_engine()) {
+      std::fflush(nullptr);
+      std::_Exit(0);  // a worker or the loader still runs: no destructor may pull things from under it
+    }
+    loader.join();
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pagoda-server: %s\n", e.what());

@@ -7,7 +7,7 @@ apt-get install -y --no-install-recommends \
   g++ cmake ninja-build pkg-config \
   libtbb-dev libconcurrentqueue-dev libmimalloc-dev nlohmann-json3-dev libxxhash-dev \
   libgtest-dev libgmock-dev libbenchmark-dev libpcre2-dev \
-  libcpp-httplib-dev curl haproxy \
+  libcpp-httplib-dev libboost-dev curl haproxy \
   chromium chromium-driver \
   python3-dev pybind11-dev python3-pybind11 python3-pytest python3-pytest-asyncio python3-jinja2 python3-jsonschema \
   clang libclang-rt-dev

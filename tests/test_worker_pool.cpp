@@ -1,4 +1,4 @@
-// pagoda-server's WorkerPool (httplib's task queue): every connection runs, never more than the
+// pagoda-server's WorkerPool (the blocking handlers' threads): every task runs, never more than the
 // cap at once, shutdown waits for them all, and the worker threads end once idle.
 
 #include <gtest/gtest.h>

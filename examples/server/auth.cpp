@@ -19,7 +19,7 @@ bool equal_constant_time(std::string_view token, std::string_view key) {
 
 }  // namespace
 
-bool bearer_token_matches(const std::string& authorization, const std::string& key) {
+bool bearer_token_matches(std::string_view authorization, const std::string& key) {
   if (key.empty()) return true;
   constexpr std::string_view kScheme = "Bearer ";
   std::string_view value = authorization;
@@ -30,6 +30,12 @@ bool bearer_token_matches(const std::string& authorization, const std::string& k
   }
   value.remove_prefix(kScheme.size());
   return equal_constant_time(value, key);
+}
+
+bool api_key_matches(std::string_view authorization, std::string_view x_api_key, const std::string& key) {
+  if (key.empty()) return true;
+  if (!x_api_key.empty()) return equal_constant_time(x_api_key, key);
+  return bearer_token_matches(authorization, key);
 }
 
 }  // namespace pagoda::server

@@ -1,13 +1,14 @@
 #pragma once
-// The HTTP API on httplib: the OpenAI endpoints, vLLM's adapter endpoints, /health and
-// /metrics, the chat page at /; the bearer-token check in front of /v1/; errors in OpenAI's JSON.
+// The HTTP API: the OpenAI endpoints, vLLM's adapter endpoints, /apply-template, /health and
+// /metrics, the chat page at /; the API key in front of everything but an explicit open list;
+// errors in OpenAI's JSON. Answers 503 while the model loads and once shutdown begins.
 
 #include <atomic>
-#include <cstddef>
+#include <cstdint>
 #include <string>
 
-#include <httplib.h>
-
+#include "examples/server/http_request.h"
+#include "examples/server/http_response.h"
 #include "examples/server/model_names.h"
 #include "examples/server/server_metrics.h"
 #include "pagoda/engine.h"
@@ -15,29 +16,38 @@
 namespace pagoda::server {
 
 struct RouteOptions {
-  std::string api_key;    // empty: no authentication
-  size_t max_body = 0;    // bytes; larger bodies get 413
-  bool webui = true;      // the chat page at /
+  std::string api_key;      // empty: no authentication
+  std::string metrics_key;  // empty: /metrics is open
+  bool webui = true;        // the chat page at /
 };
 
 class Routes {
  public:
-  Routes(Engine& engine, ModelNames& names, ServerMetrics& metrics, RouteOptions options)
-      : engine_(engine), names_(names), metrics_(metrics), options_(std::move(options)) {}
+  Routes(ModelNames& names, ServerMetrics& metrics, RouteOptions options)
+      : names_(names), metrics_(metrics), options_(std::move(options)) {}
 
-  // Registers every route, the authentication check and the error pages on `server`.
-  void install(httplib::Server& server);
+  // Every request's answer (the HTTP layer's handler).
+  HttpResponse handle(const HttpRequest& req);
+  // Whether handle() may block on the engine or the disk: such requests run on a worker.
+  static bool blocks(const HttpRequest& req) { return req.method != "GET"; }
 
-  // From now on generation requests get 503 and /health reports the shutdown.
+  // The model is loaded: the routes that need it answer from now on.
+  void set_engine(Engine& engine) { loaded_.store(&engine); }
+  bool has_engine() const { return loaded_.load() != nullptr; }
+  // From now on every request but /health gets 503, and /health reports the shutdown.
   void begin_shutdown() { shutting_down_.store(true); }
 
  private:
-  void generate(int endpoint, const httplib::Request& req, httplib::Response& res);
-  void models(httplib::Response& res) const;
-  void load_adapter(const httplib::Request& req, httplib::Response& res);
-  void unload_adapter(const httplib::Request& req, httplib::Response& res);
+  bool authorized(const HttpRequest& req) const;
+  Engine& ready_engine() const;  // or ApiError 503 while the model loads
+  HttpResponse route(const HttpRequest& req);
+  HttpResponse health() const;
+  HttpResponse generate(int endpoint, const HttpRequest& req);
+  HttpResponse models() const;
+  HttpResponse load_adapter(const HttpRequest& req);
+  HttpResponse unload_adapter(const HttpRequest& req);
 
-  Engine& engine_;
+  std::atomic<Engine*> loaded_{nullptr};
   ModelNames& names_;
   ServerMetrics& metrics_;
   RouteOptions options_;

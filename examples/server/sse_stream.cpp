@@ -33,7 +33,7 @@ nlohmann::json delta_json(const chat::ChatReplySplitter::Delta& d) {
   return delta;
 }
 
-// One stream's state, shared by httplib's content provider and its releaser.
+// One stream's state, run by the worker that writes it.
 struct EventStream {
   std::vector<ChoiceStream> choices;
   ResponseHeader header;
@@ -43,7 +43,6 @@ struct EventStream {
   ServerMetrics& metrics;
   Clock::time_point start = Clock::now();
   size_t turn = 0;        // the choice looked at first next time, so none is starved
-  bool finished = false;  // the last event was written
   std::optional<ReplyText> reply_text;  // with the choices' splitters
 
   // The next event of any choice: its echo, or a token's chunk; empty when nothing came. With
@@ -94,24 +93,28 @@ struct EventStream {
   }
 
   // The events that end the stream, from the completions: each choice's finish reason, the
-  // usage of them all on the last, an optional usage-only chunk, [DONE].
+  // usage of them all on the last, an optional usage-only chunk, [DONE]. Choices the server
+  // cancelled (its shutdown) end as "length": cut short, not finished.
   std::string ending() {
     std::vector<Completion> done;
     for (ChoiceStream& c : choices) done.push_back(c.handle.get());
     int64_t completion_tokens = 0;
-    for (const Completion& c : done) {
-      if (c.finish_reason == FinishReason::Cancelled) {
-        metrics.count_request(Outcome::Cancelled);
-        return event(ApiError(503, "the request was cancelled: the server is shutting down", "server_error").body());
-      }
+    bool cancelled = false;
+    for (Completion& c : done) {
       if (c.finish_reason == FinishReason::Error) {
         metrics.count_request(Outcome::ServerError);
         return event(ApiError(500, c.error, "server_error").body());
       }
-      metrics.record(c, std::chrono::duration<double>(Clock::now() - start).count());
+      if (c.finish_reason == FinishReason::Cancelled) {
+        cancelled = true;
+        c.finish_reason = FinishReason::Length;
+      } else {
+        metrics.record(c, std::chrono::duration<double>(Clock::now() - start).count());
+      }
       completion_tokens += int64_t(c.token_ids.size());
     }
-    metrics.count_request(done[0].finish_reason == FinishReason::Length ? Outcome::Length : Outcome::Stop);
+    metrics.count_request(cancelled ? Outcome::Cancelled
+                                    : done[0].finish_reason == FinishReason::Length ? Outcome::Length : Outcome::Stop);
     std::string out;
     for (size_t i = 0; i < done.size(); ++i) {
       ChoiceStream& c = choices[i];
@@ -133,12 +136,31 @@ struct EventStream {
     if (include_usage) out += event(usage_chunk_json(header, done[0].prompt_tokens, completion_tokens));
     return out + "data: [DONE]\n\n";
   }
+
+  // Writes events as the choices make them until the last; a client that leaves (or stops
+  // reading past the write deadline) cancels the requests instead.
+  void run(ResponseStream& out) {
+    for (;;) {
+      std::string chunk = next_event(false);
+      if (chunk.empty() && !out.client_gone()) chunk = next_event(true);
+      if (out.client_gone()) break;
+      if (!chunk.empty()) {
+        if (!out.write(chunk)) break;
+        continue;
+      }
+      if (!ended()) continue;
+      out.write(ending());
+      return;
+    }
+    for (ChoiceStream& c : choices) c.handle.cancel();
+    metrics.count_request(Outcome::Cancelled);
+  }
 };
 
 }  // namespace
 
-void stream_events(httplib::Response& res, std::vector<RequestHandle> handles, const ApiRequest& request,
-                   ResponseHeader header, ServerMetrics& metrics, const Engine& engine) {
+HttpResponse stream_events(std::vector<RequestHandle> handles, const ApiRequest& request, ResponseHeader header,
+                           ServerMetrics& metrics, const Engine& engine) {
   auto stream = std::make_shared<EventStream>(
       EventStream{{}, std::move(header), request.request, engine, request.include_usage, metrics});
   for (RequestHandle& h : handles) stream->choices.push_back({std::move(h), request.echo ? request.prompt_text : ""});
@@ -146,28 +168,11 @@ void stream_events(httplib::Response& res, std::vector<RequestHandle> handles, c
     stream->reply_text.emplace(engine, request.request);
     for (ChoiceStream& c : stream->choices) c.splitter.emplace(*request.reply);
   }
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [stream](size_t, httplib::DataSink& sink) {
-        EventStream& s = *stream;
-        std::string chunk = s.next_event(false);
-        if (chunk.empty()) chunk = s.next_event(true);
-        if (!chunk.empty()) return sink.write(chunk.data(), chunk.size());
-        if (!s.ended()) return sink.is_writable();
-        const std::string last = s.ending();
-        s.finished = true;
-        if (!sink.write(last.data(), last.size())) return false;
-        sink.done();
-        return true;
-      },
-      [stream](bool success) {
-        // The client went away (or the server is stopping) before the end: stop the requests.
-        if (!stream->finished) {
-          for (ChoiceStream& c : stream->choices) c.handle.cancel();
-          stream->metrics.count_request(Outcome::Cancelled);
-        }
-      });
+  HttpResponse res;
+  res.content_type = "text/event-stream";
+  res.headers = {{"Cache-Control", "no-cache"}};
+  res.stream = [stream](ResponseStream& out) { stream->run(out); };
+  return res;
 }
 
 }  // namespace pagoda::server

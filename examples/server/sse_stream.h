@@ -3,14 +3,15 @@
 // `data: {chunk}` per piece of text of a choice (and, when asked for, one per token with its
 // logprobs), each choice's last chunk with its finish reason (the usage on the very last), an
 // optional usage-only chunk, then `data: [DONE]`. A client that goes away cancels the
-// requests, so their KV pages come back at once.
+// requests, so their KV pages come back at once. Requests the server cancels (its shutdown
+// timeout passed) still end properly: each choice's last chunk has finish_reason "length" (the
+// output was cut short; OpenAI's own value, where vLLM's "abort" is not one), then [DONE].
 
 #include <chrono>
 #include <memory>
 #include <vector>
 
-#include <httplib.h>
-
+#include "examples/server/http_response.h"
 #include "examples/server/openai_request.h"
 #include "examples/server/openai_response.h"
 #include "examples/server/server_metrics.h"
@@ -18,9 +19,10 @@
 
 namespace pagoda::server {
 
-// Makes `res` a chunked text/event-stream that pulls the choices' tokens (handle i is choice
-// i) as httplib writes. The handles must come from Requests submitted with `stream = true`.
-void stream_events(httplib::Response& res, std::vector<RequestHandle> handles, const ApiRequest& request,
-                   ResponseHeader header, ServerMetrics& metrics, const Engine& engine);
+// A text/event-stream answer whose stream function pulls the choices' tokens (handle i is
+// choice i) and writes them as they come. The handles must come from Requests submitted with
+// `stream = true`.
+HttpResponse stream_events(std::vector<RequestHandle> handles, const ApiRequest& request, ResponseHeader header,
+                           ServerMetrics& metrics, const Engine& engine);
 
 }  // namespace pagoda::server

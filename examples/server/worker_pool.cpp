@@ -7,38 +7,38 @@ namespace pagoda::server {
 
 WorkerPool::WorkerPool(size_t max_threads) : max_threads_(max_threads) {}
 
-void WorkerPool::enqueue(std::function<void()> connection) {
+bool WorkerPool::enqueue(std::function<void()> task) {
   {
     std::lock_guard lock(state_->mutex);
     if (state_->running == max_threads_) {
-      state_->waiting.push_back(std::move(connection));
-      return;
+      state_->waiting.push_back(std::move(task));
+      return true;
     }
     try {
-      std::thread(work, state_, connection).detach();  // a copy: `connection` survives a failure
+      std::thread(work, state_, task).detach();  // a copy: `task` survives a failure
       ++state_->running;
-      return;
+      return true;
     } catch (const std::system_error&) {
       // No thread to be had (a process or memory limit): a running worker takes it next.
       if (state_->running > 0) {
-        state_->waiting.push_back(std::move(connection));
-        return;
+        state_->waiting.push_back(std::move(task));
+        return true;
       }
     }
   }
-  connection();  // no worker at all: served here rather than dropped
+  return false;  // not on the caller's thread: it is an io thread, which must not block
 }
 
-void WorkerPool::work(const std::shared_ptr<State>& state, std::function<void()> connection) {
+void WorkerPool::work(const std::shared_ptr<State>& state, std::function<void()> task) {
   for (;;) {
-    connection();
-    connection = nullptr;  // its buffers go back before the thread may end
+    task();
+    task = nullptr;  // its buffers go back before the thread may end
     std::lock_guard lock(state->mutex);
     if (state->waiting.empty()) {
       if (--state->running == 0) state->all_done.notify_all();
       return;
     }
-    connection = std::move(state->waiting.front());
+    task = std::move(state->waiting.front());
     state->waiting.pop_front();
   }
 }

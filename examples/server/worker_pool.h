@@ -1,11 +1,12 @@
 #pragma once
-// httplib's task queue for pagoda-server: a thread per connection, up to a cap, started when a
-// connection comes and ended when no connection waits. Each connection holds a worker for its
-// whole life (a stream for all its tokens), so the cap is sized for connections, not cores;
-// connections beyond it wait in order.
+// The threads pagoda-server's blocking handlers run on (generation waits on the engine): one
+// per running request, up to a cap, started when a request comes and ended when none waits.
+// A request holds its worker for its whole life (a stream for all its tokens), so the cap is
+// sized for requests, not cores; requests beyond it wait in order. The HTTP I/O itself is on
+// the server's io threads (http_server.h), so an idle or slow connection holds no worker.
 //
 // Why threads end instead of idling in a fixed pool: mimalloc keeps a heap per thread, and an
-// idle thread never hands back what its last connection used (its free pages are returned
+// idle thread never hands back what its last request used (its free pages are returned
 // only when that thread calls the allocator again). Measured on s15m with 300 workers: ≈ 250 KB
 // per worker, 74 MB after one pass of 256 streams and 102 MB after six. A thread that ends
 // gives its heap back; a new thread costs microseconds against a request's milliseconds.
@@ -17,19 +18,18 @@
 #include <memory>
 #include <mutex>
 
-#include <httplib.h>
-
 namespace pagoda::server {
 
-class WorkerPool : public httplib::TaskQueue {
+class WorkerPool {
  public:
   explicit WorkerPool(size_t max_threads);
 
-  // Runs `connection` on a new worker, or after the running ones when `max_threads` run.
-  void enqueue(std::function<void()> connection) override;
+  // Runs `task` on a new worker, or after the running ones when `max_threads` run. False (and
+  // `task` dropped) when no thread can be started and none runs to take it.
+  bool enqueue(std::function<void()> task);
 
-  // Waits until every connection given so far has run.
-  void shutdown() override;
+  // Waits until every task given so far has run.
+  void shutdown();
 
  private:
   // Shared with the workers, which may still be ending after the pool is gone.
@@ -39,7 +39,7 @@ class WorkerPool : public httplib::TaskQueue {
     std::deque<std::function<void()>> waiting;
     size_t running = 0;
   };
-  static void work(const std::shared_ptr<State>& state, std::function<void()> connection);
+  static void work(const std::shared_ptr<State>& state, std::function<void()> task);
 
   std::shared_ptr<State> state_ = std::make_shared<State>();
   size_t max_threads_;

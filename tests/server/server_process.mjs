@@ -1,5 +1,6 @@
 // Starting pagoda-server for a test: on a free loopback port (--port 0; the port is read from
-// its "listening on" line), with every wait bounded so a hung server fails the test.
+// its "listening on" line, printed before the model loads; ready once /health says "ok"), with
+// every wait bounded so a hung server fails the test.
 
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -28,8 +29,26 @@ export function synthesize(args) {
 }
 
 // Starts the server (on testModel() unless `model` is given); resolves with { url, port, proc,
-// log() } once it listens.
-export function startServer(extraArgs = [], { timeoutMs = 60000, model = testModel() } = {}) {
+// log() } once it listens, or with `ready` (the default) once its model is loaded too.
+export async function startServer(extraArgs = [], { timeoutMs = 60000, model = testModel(), ready = true } = {}) {
+  const server = await startListening(extraArgs, { timeoutMs, model });
+  if (!ready) return server;
+  const ok = await eventually(async () => {
+    if (server.proc.exitCode !== null) throw new Error(`pagoda-server exited with ${server.proc.exitCode}: ${server.log()}`);
+    try {
+      return (await fetch(`${server.url}/health`)).status === 200;
+    } catch {
+      return false;
+    }
+  }, timeoutMs);
+  if (!ok) {
+    server.proc.kill('SIGKILL');
+    throw new Error(`pagoda-server did not load its model: ${server.log()}`);
+  }
+  return server;
+}
+
+function startListening(extraArgs, { timeoutMs, model }) {
   const proc = spawn(path.join(BIN, 'pagoda-server'), ['-m', model, '--port', '0', '-t', '1', ...extraArgs], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
