@@ -79,13 +79,10 @@ size_t HttpServer::in_flight() const { return impl_->shared->in_flight.load(); }
 
 void HttpServer::stop(bool wait_workers) {
   if (impl_->threads.empty() && !impl_->acceptor.is_open()) return;
-  net::post(impl_->io, [this] {
-    boost::system::error_code ignored;
-    impl_->acceptor.close(ignored);
-  });
   impl_->io.stop();
   for (std::thread& t : impl_->threads) t.join();
   impl_->threads.clear();
+  // No io thread runs now: the listener can be closed from here.
   boost::system::error_code ignored;
   impl_->acceptor.close(ignored);
   if (wait_workers) impl_->shared->pool.shutdown();

@@ -113,8 +113,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // A request that could not be read whole: answered when the client may still listen, else
   // the connection just closes (a deadline passed: the stream is already closed).
   void refuse_unread(error_code ec) {
-    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
-        ec == net::error::connection_reset || ec == net::error::operation_aborted) {
+    if (ec == http::error::end_of_stream || ec == http::error::partial_message || ec == net::error::eof ||
+        ec == beast::error::timeout || ec == net::error::connection_reset || ec == net::error::operation_aborted) {
       return close();
     }
     request_ = HttpRequest{};
@@ -196,7 +196,12 @@ class Session : public std::enable_shared_from_this<Session> {
       gone_.store(true);
       return false;
     }
-    return written.get();
+    try {
+      return written.get();
+    } catch (const std::future_error&) {  // the io context was stopped with the write queued
+      gone_.store(true);
+      return false;
+    }
   }
 
   bool keep_alive(const HttpResponse& res) const { return keep_alive_ && !res.close && !shared_->draining.load(); }
@@ -300,7 +305,12 @@ void Session::on_worker() {
   out << head.base();
   ChunkedStream body(*this);
   bool ok = write_from_worker(out.str());
-  res.stream(body);  // with the client gone, it sees so at once and cancels its work
+  try {
+    res.stream(body);  // with the client gone, it sees so at once and cancels its work
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pagoda-server: a stream to %s failed: %s\n", remote_.c_str(), e.what());
+    ok = false;  // no last chunk: the client sees the stream cut, not ended
+  }
   ok = ok && !gone_.load() && write_from_worker("0\r\n\r\n");
   net::post(stream_.get_executor(), [self = shared_from_this(), status = res.status, bytes = body.sent(), keep = keep && ok] {
     self->finish(unsigned(status), bytes, keep);
