@@ -146,6 +146,7 @@ class Session : public std::enable_shared_from_this<Session> {
     request_ = std::move(req);
     ++shared_->in_flight;
     if (!shared_->blocks(*request_)) return send(call_handler());
+    request_->client_gone = [this] { return gone_.load(); };  // the worker holds the session
     if (!shared_->pool.enqueue([self = shared_from_this()] { self->on_worker(); })) {
       return send(error_response(ApiError(503, "no worker thread could be started", "server_error", "service_unavailable")));
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <numeric>
 #include <optional>
 
@@ -27,6 +28,9 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+
+// How often a request computed for a non-streamed answer looks whether its client hung up.
+constexpr std::chrono::milliseconds kHangupPoll(100);
 
 HttpResponse json_response(int status, const json& body) { return HttpResponse::json(status, dump_json(body)); }
 
@@ -159,7 +163,20 @@ HttpResponse Routes::generate(int endpoint, const HttpRequest& req) {
     if (a.stream) return stream_events(std::move(handles), a, header, metrics_, engine);
 
     std::vector<Completion> done;
-    for (RequestHandle& h : handles) done.push_back(h.get());
+    bool cancelled = false;
+    for (RequestHandle& h : handles) {
+      // A client that hangs up while its answer is computed cancels it, as a stream's does.
+      while (h.future().wait_for(kHangupPoll) != std::future_status::ready) {
+        if (cancelled || !req.client_gone || !req.client_gone()) continue;
+        for (RequestHandle& each : handles) each.cancel();
+        cancelled = true;
+      }
+      done.push_back(h.get());
+    }
+    if (cancelled) {
+      metrics_.count_request(Outcome::Cancelled);
+      return error_response(ApiError(499, "the client closed the connection"));  // nginx's code; for the log
+    }
     int64_t completion_tokens = 0;
     for (const Completion& c : done) {
       if (c.finish_reason == FinishReason::Cancelled) throw shutting_down_error();

@@ -1,6 +1,7 @@
 // pagoda-server against hostile and careless clients (issue 33): deeply nested JSON in every
 // field that takes JSON, a deeply nested grammar, a thousand slow sockets, a slow body, the API
-// key on every route, the connection caps, and a drain on SIGTERM with streams in flight.
+// key on every route, the connection caps, a hang-up during a long answer, and a drain on
+// SIGTERM with streams in flight.
 // Every socket is to 127.0.0.1, and every wait is bounded.
 
 import assert from 'node:assert/strict';
@@ -8,7 +9,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { eventually, scratch, startServer, stopServer, synthesize } from './server_process.mjs';
+import { eventually, metric, scratch, startServer, stopServer, synthesize } from './server_process.mjs';
 
 // `text` sent on a fresh connection (from `localAddress`); resolves with the raw answer once
 // the server closes, or `timeoutMs` passes.
@@ -280,11 +281,31 @@ describe('connection caps', () => {
   });
 });
 
-describe('drain on SIGTERM', () => {
+describe('long generations', () => {
+  // Random weights big enough that a few thousand tokens take longer than the test waits.
   const slowModel = path.join(scratch, 'abuse-slow.gguf');
-
-  test('20 streams in flight: each ends with a finish_reason chunk and [DONE]; exit within --shutdown-timeout + 2 s', async () => {
+  before(() => {
     synthesize(['-o', slowModel, '--dim', '384', '--layers', '6', '--heads', '6', '--ffn', '1024', '--vocab', '4096', '--context', '4096']);
+  });
+
+  test('a client that hangs up on a non-streamed request cancels it, and its pages come back', async () => {
+    const server = await startServer(['-m', slowModel]);
+    try {
+      const before = await metric(server.url, 'pagoda_requests_total{outcome="cancelled"}');
+      const s = net.connect({ host: '127.0.0.1', port: server.port });
+      s.on('error', () => {});
+      s.write(post('/v1/completions', { prompt: 'Once upon a time', max_tokens: 3000, ignore_eos: true }));
+      assert.ok(await eventually(async () => (await metric(server.url, 'pagoda_num_requests_running')) === 1, 10000), 'running');
+      s.destroy();
+      assert.ok(await eventually(async () => (await metric(server.url, 'pagoda_requests_total{outcome="cancelled"}')) === before + 1, 5000),
+        'the request was cancelled');
+      assert.ok(await eventually(async () => (await metric(server.url, 'pagoda_kv_pages_used')) === 0, 5000), 'every page came back');
+    } finally {
+      await stopServer(server);
+    }
+  });
+
+  test('SIGTERM with 20 streams in flight: each ends with a finish_reason chunk and [DONE]; exit within --shutdown-timeout + 2 s', async () => {
     const server = await startServer(['-m', slowModel, '--shutdown-timeout', '3']);
     // Each stream: `started` once its first chunk came, `done` with all it got once closed.
     const streams = Array.from({ length: 20 }, () => {
