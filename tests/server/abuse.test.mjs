@@ -288,6 +288,29 @@ describe('long generations', () => {
     synthesize(['-o', slowModel, '--dim', '384', '--layers', '6', '--heads', '6', '--ffn', '1024', '--vocab', '4096', '--context', '4096']);
   });
 
+  test('the server listens before its model loads: /health says "loading" (503), then "ok"', async () => {
+    // A large KV cache to make resident keeps the load going a while after the listening line.
+    const server = await startServer(['-m', slowModel, '-c', '131072'], { ready: false });
+    try {
+      const seen = [];
+      assert.ok(await eventually(async () => {
+        const r = await raw(server.port, get('/health'));
+        seen.push(`${r.status} ${r.body}`);
+        if (r.status === 503) {
+          // Unless the model came in between, a route that needs it is a 503 saying so.
+          const c = await raw(server.port, post('/v1/completions', { prompt: 'x', max_tokens: 1 }));
+          assert.ok(c.status === 200 || (c.status === 503 && /still loading/.test(c.body)), `${c.status} ${c.body}`);
+        }
+        return r.status === 200;
+      }, 30000), 'it became ready');
+      for (const s of seen) assert.match(s, /^(503 \{"status":"loading"\}|200 \{"status":"ok"\})$/);
+      console.log(`# /health answered "loading" ${seen.length - 1} times before "ok"`);
+      assert.ok(server.log().indexOf('listening on') < server.log().indexOf(' ready'), server.log());
+    } finally {
+      await stopServer(server);
+    }
+  });
+
   test('a client that hangs up on a non-streamed request cancels it, and its pages come back', async () => {
     const server = await startServer(['-m', slowModel]);
     try {
