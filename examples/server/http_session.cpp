@@ -291,6 +291,9 @@ class ChunkedStream : public ResponseStream {
 };
 
 void Session::on_worker() {
+  if (gone_.load()) {  // hung up while waiting for a worker: nothing to compute, no one to answer
+    return net::post(stream_.get_executor(), [self = shared_from_this()] { self->finish(499, 0, false); });
+  }
   HttpResponse res = call_handler();
   if (!res.stream) {
     return net::post(stream_.get_executor(), [self = shared_from_this(), res = std::move(res)]() mutable {

@@ -328,6 +328,28 @@ describe('long generations', () => {
     }
   });
 
+  test('a request whose client hangs up while it waits for a worker is dropped unrun', async () => {
+    const server = await startServer(['-m', slowModel, '--http-threads', '1']);
+    try {
+      const holder = net.connect({ host: '127.0.0.1', port: server.port });
+      holder.on('error', () => {});
+      holder.write(post('/v1/completions', { prompt: 'Once upon a time', max_tokens: 3000, ignore_eos: true, stream: true }));
+      assert.ok(await eventually(async () => (await metric(server.url, 'pagoda_num_requests_running')) === 1, 10000));
+      const waiter = net.connect({ host: '127.0.0.1', port: server.port });
+      waiter.on('error', () => {});
+      waiter.write(post('/v1/completions', { prompt: 'Once upon a time', max_tokens: 3000, ignore_eos: true }));
+      await new Promise((r) => setTimeout(r, 300));
+      waiter.destroy();
+      await new Promise((r) => setTimeout(r, 300));
+      holder.destroy();  // frees the one worker for the waiting request
+      assert.ok(await eventually(() => /"POST \/v1\/completions" 499 0\n/.test(server.log()), 5000), server.log());
+      assert.equal(await metric(server.url, 'pagoda_num_requests_running'), 0);
+      assert.equal(await metric(server.url, 'pagoda_num_requests_waiting'), 0);
+    } finally {
+      await stopServer(server);
+    }
+  });
+
   test('SIGTERM with 20 streams in flight: each ends with a finish_reason chunk and [DONE]; exit within --shutdown-timeout + 2 s', async () => {
     const server = await startServer(['-m', slowModel, '--shutdown-timeout', '3']);
     // Each stream: `started` once its first chunk came, `done` with all it got once closed.
