@@ -43,11 +43,11 @@ TEST(WorkerPool, RunsEveryConnectionWithAtMostTheCapAtOnceAndEndsItsThreads) {
       });
     }
     pool.shutdown();
-    EXPECT_EQ(done.load(), 64) << "shutdown returned before every connection ran";
+    EXPECT_EQ(done.load(), 64) << "shutdown returned before every task ran";
   }
   EXPECT_GE(peak.load(), 1);
   EXPECT_LE(peak.load(), 4);
-  // The workers end once no connection waits (a bound, not a speed: they only have to return).
+  // The workers end once no task waits (a bound, not a speed: they only have to return).
   for (int i = 0; i < 500 && process_threads() > idle; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(process_threads(), idle);
 }
@@ -68,7 +68,7 @@ TEST(WorkerPool, ConnectionsBeyondTheCapWaitAndRunInOrder) {
   }
   {
     std::lock_guard lock(order_mutex);
-    EXPECT_TRUE(order.empty()) << "a connection ran beside the one holding the only worker";
+    EXPECT_TRUE(order.empty()) << "a task ran beside the one holding the only worker";
   }
   release = true;
   pool.shutdown();

@@ -50,9 +50,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void start() {
     if (!slot_) {
-      HttpRequest none;
-      none.remote_addr = remote_;
-      request_ = std::move(none);
+      request_ = HttpRequest{.method = "-", .path = "-", .remote_addr = remote_};  // unread: the log says so
       ++shared_->in_flight;
       return send(error_response(ApiError(503, "too many connections: the server is at --max-connections or "
                                                    "--max-connections-per-ip", "server_error", "service_unavailable")));
@@ -117,8 +115,7 @@ class Session : public std::enable_shared_from_this<Session> {
         ec == beast::error::timeout || ec == net::error::connection_reset || ec == net::error::operation_aborted) {
       return close();
     }
-    request_ = HttpRequest{};
-    request_->remote_addr = remote_;
+    request_ = HttpRequest{.method = "-", .path = "-", .remote_addr = remote_};
     if (parser_->is_header_done()) {
       request_->method = std::string(parser_->get().method_string());
       request_->path = std::string(parser_->get().target());
