@@ -64,6 +64,7 @@ class Session : public std::enable_shared_from_this<Session> {
   const HttpLimits& limits() const { return shared_->limits; }
 
   void read_request(bool first) {
+    head_only_ = false;
     parser_.emplace();
     parser_->header_limit(uint32_t(limits().max_header));
     parser_->body_limit(limits().max_body);
@@ -134,6 +135,9 @@ class Session : public std::enable_shared_from_this<Session> {
     auto& msg = parser_->get();
     HttpRequest req;
     req.method = std::string(msg.method_string());
+    // HEAD is answered as GET without the body (load balancers' and curl -I's probes).
+    head_only_ = msg.method() == http::verb::head;
+    if (head_only_) req.method = "GET";
     const std::string_view target(msg.target().data(), msg.target().size());
     req.path = std::string(target.substr(0, target.find('?')));
     req.remote_addr = remote_;
@@ -222,12 +226,19 @@ class Session : public std::enable_shared_from_this<Session> {
     msg->body() = std::move(res.body);
     msg->prepare_payload();
     stream_.expires_after(limits().write_timeout);
+    if (head_only_) {  // the GET's head, its Content-Length included, without the body
+      auto head = std::make_shared<http::response_serializer<http::string_body>>(*msg);
+      return http::async_write_header(stream_, *head, [self = shared_from_this(), msg, head, keep](error_code ec, size_t) {
+        self->finish(msg->result_int(), 0, keep && !ec);
+      });
+    }
     http::async_write(stream_, *msg, [self = shared_from_this(), msg, keep](error_code ec, size_t) {
       self->finish(msg->result_int(), msg->body().size(), keep && !ec);
     });
   }
 
   void finish(unsigned status, size_t bytes, bool keep) {
+    if (head_only_) request_->method = "HEAD";  // as the client sent it, for the log
     log_access(*request_, int(status), bytes);
     request_.reset();
     --shared_->in_flight;
@@ -262,6 +273,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<HttpRequest> request_;  // the one being answered
   bool keep_alive_ = false;
+  bool head_only_ = false;  // the request being answered is a HEAD
   std::atomic<bool> gone_{false};  // the client hung up, or a write to it failed
 };
 

@@ -247,6 +247,11 @@ describe('the API key', () => {
     assert.equal(applied.status, 200, applied.body);
     assert.equal((await raw(server.port, get('/health'))).status, 200);
     assert.equal((await raw(server.port, get('/'))).status, 200);
+    const head = await raw(server.port, get('/health').replace('GET', 'HEAD'));
+    assert.equal(head.status, 200, 'HEAD is answered as GET');
+    assert.match(head.head, /Content-Length: 15/i);
+    assert.equal(head.body, '', 'without the body');
+    assert.equal((await raw(server.port, get('/v1/models').replace('GET', 'HEAD'))).status, 401);
   });
 
   test('--metrics-key guards /metrics, and only its own key opens it', async () => {
