@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "engine/chat/jinja/text_spans.h"
 #include "engine/chat/jinja/utf8.h"
 #include "engine/tokenizer/utf8.h"
 #include "pagoda/error.h"
@@ -21,7 +22,7 @@ namespace {
 constexpr int kMaxNesting = 256;
 
 void check_nesting(int depth) {
-  if (depth > kMaxNesting) throw Error("value nested too deeply to print");
+  if (depth > kMaxNesting) throw Error("value nested deeper than " + std::to_string(kMaxNesting) + " levels");
 }
 
 void repr_string(std::string& out, const std::string& s) {
@@ -330,7 +331,10 @@ int64_t as_int(const Value& v) {
   throw Error("expected a number, got " + type_name(v));
 }
 
-bool equals(const Value& a, const Value& b) {
+namespace {
+
+bool equals_at(const Value& a, const Value& b, int depth) {
+  check_nesting(depth);
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return as_double(a) == as_double(b);
     return as_int(a) == as_int(b);
@@ -344,7 +348,7 @@ bool equals(const Value& a, const Value& b) {
     if (x.generator || y.generator) return &x == &y;
     if (x.tuple != y.tuple || x.items.size() != y.items.size()) return false;
     for (size_t i = 0; i < x.items.size(); ++i) {
-      if (!equals(x.items[i], y.items[i])) return false;
+      if (!equals_at(x.items[i], y.items[i], depth + 1)) return false;
     }
     return true;
   }
@@ -354,7 +358,7 @@ bool equals(const Value& a, const Value& b) {
     if (x.items.size() != y.items.size()) return false;
     for (const auto& [k, v] : x.items) {
       const Value* other = y.find(k);
-      if (!other || !equals(v, *other)) return false;
+      if (!other || !equals_at(v, *other, depth + 1)) return false;
     }
     return true;
   }
@@ -362,7 +366,8 @@ bool equals(const Value& a, const Value& b) {
   return std::get<FunctionPtr>(a.v) == std::get<FunctionPtr>(b.v);
 }
 
-int compare(const Value& a, const Value& b) {
+int compare_at(const Value& a, const Value& b, int depth) {
+  check_nesting(depth);
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) {
       const double x = as_double(a), y = as_double(b);
@@ -379,7 +384,7 @@ int compare(const Value& a, const Value& b) {
     const auto& x = a.list().items;
     const auto& y = b.list().items;
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      if (!equals(x[i], y[i])) return compare(x[i], y[i]);
+      if (!equals_at(x[i], y[i], depth + 1)) return compare_at(x[i], y[i], depth + 1);
     }
     return x.size() < y.size() ? -1 : (x.size() > y.size() ? 1 : 0);
   }
@@ -387,6 +392,11 @@ int compare(const Value& a, const Value& b) {
   require_defined(b);
   throw Error("ordering not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'");
 }
+
+}  // namespace
+
+bool equals(const Value& a, const Value& b) { return equals_at(a, b, 0); }
+int compare(const Value& a, const Value& b) { return compare_at(a, b, 0); }
 
 std::vector<Value> iterate(const Value& v) {
   if (v.is_undefined()) return {};
@@ -398,10 +408,15 @@ std::vector<Value> iterate(const Value& v) {
   }
   if (v.is_string()) {
     std::vector<Value> chars;
+    size_t at = 0;
     for (char32_t c : utf8::decode(v.str())) {
       std::string s;
       append_utf8(c, s);
-      chars.emplace_back(std::move(s));
+      const size_t n = s.size();
+      // Invalid UTF-8 decodes to U+FFFD of another length: such a string is data whole.
+      chars.push_back(spans_of(v) ? (v.str().compare(at, n, s) == 0 ? substring(v, at, at + n) : data_string(std::move(s)))
+                                  : Value(std::move(s)));
+      at += n;
     }
     return chars;
   }
@@ -416,7 +431,16 @@ int64_t length(const Value& v) {
   throw Error("object of type '" + type_name(v) + "' has no len()");
 }
 
-Value from_json(const nlohmann::ordered_json& j) {
+namespace {
+
+// Templates such as Phi-3's spell a turn's control token around its role ('<|' + role + '|>'),
+// so the roles the chat API knows are template text; any other role stays data.
+bool is_known_role(const std::string& role) {
+  return role == "system" || role == "user" || role == "assistant" || role == "tool" || role == "developer" ||
+         role == "function" || role == "ipython";
+}
+
+Value from_json_at(const nlohmann::ordered_json& j, bool data, int depth) {
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return Value(None{});
     case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
@@ -427,20 +451,32 @@ Value from_json(const nlohmann::ordered_json& j) {
       return Value(static_cast<int64_t>(u));
     }
     case nlohmann::ordered_json::value_t::number_float: return Value(j.get<double>());
-    case nlohmann::ordered_json::value_t::string: return Value(j.get<std::string>());
-    case nlohmann::ordered_json::value_t::array: {
-      std::vector<Value> items;
-      for (const auto& e : j) items.push_back(from_json(e));
-      return make_list(std::move(items));
-    }
-    case nlohmann::ordered_json::value_t::object: {
-      Dict d;
-      for (const auto& [k, e] : j.items()) d.items.emplace_back(Value(k), from_json(e));
-      return make_dict(std::move(d));
-    }
+    case nlohmann::ordered_json::value_t::string: return data ? data_string(j.get<std::string>()) : Value(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::array:
+    case nlohmann::ordered_json::value_t::object: break;
     default: throw Error("unsupported JSON value");
   }
+  if (depth >= kMaxJsonDepth) {
+    throw Error("template context nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
+  if (j.is_array()) {
+    std::vector<Value> items;
+    items.reserve(j.size());
+    for (const auto& e : j) items.push_back(from_json_at(e, data, depth + 1));
+    return make_list(std::move(items));
+  }
+  Dict d;
+  d.items.reserve(j.size());
+  for (const auto& [k, e] : j.items()) {
+    const bool plain_role = data && k == "role" && e.is_string() && is_known_role(e.get_ref<const std::string&>());
+    d.items.emplace_back(data ? data_string(k) : Value(k), from_json_at(e, data && !plain_role, depth + 1));
+  }
+  return make_dict(std::move(d));
 }
+
+}  // namespace
+
+Value from_json(const nlohmann::ordered_json& j, bool data) { return from_json_at(j, data, 0); }
 
 std::string dumps(const Value& v, const JsonStyle& style) {
   std::string out;

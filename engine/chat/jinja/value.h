@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pagoda/chat.h"
+
 namespace pagoda::jinja {
 
 struct Value;
@@ -58,6 +60,10 @@ struct Function {
   std::function<Value(Arguments&)> call;
 };
 
+// Byte ranges of a string that came from the chat's data (see text_spans.h).
+using Span = TextSpan;
+using Spans = std::vector<Span>;
+
 using ListPtr = std::shared_ptr<List>;
 using DictPtr = std::shared_ptr<Dict>;
 using NamespacePtr = std::shared_ptr<Namespace>;
@@ -68,6 +74,9 @@ struct Value {
   // A string marked safe (markupsafe's Markup, from |safe or |escape): a str added to it is
   // HTML-escaped first, as jinja2 does even with autoescape off.
   bool markup = false;
+  // A string's bytes that are message data, sorted and disjoint; null for most strings (all
+  // of the template's own text), so untainted strings cost one pointer.
+  std::shared_ptr<const Spans> spans;
 
   Value() = default;
   Value(Undefined u) : v(std::move(u)) {}
@@ -137,8 +146,15 @@ int64_t length(const Value& v);
 // Python's repr of a float: shortest round-trip digits, "1.0", "1e+20", "inf", "nan".
 std::string float_repr(double d);
 
+// Containers nested deeper than this in a context are refused (a pagoda::Error naming the
+// limit) rather than recursed into.
+constexpr int kMaxJsonDepth = 128;
+
 // The value of a JSON document as json.loads gives it to jinja2 (objects keep their key order).
-Value from_json(const nlohmann::ordered_json& j);
+// With `data`, every string in it (keys too) is message data throughout, except the value of a
+// "role" key that names a chat role ("system", "user", "assistant", "tool", "developer",
+// "function", "ipython"): templates build control tokens around those.
+Value from_json(const nlohmann::ordered_json& j, bool data = false);
 // How json.dumps(..., ensure_ascii=False) is asked to print: `indent` is the unit of one level
 // (nullopt: everything on one line); the separators are already resolved (Python's defaults are
 // ", " and ": " without indent, "," and ": " with it).
