@@ -10,7 +10,7 @@ namespace pagoda::jinja {
 
 namespace {
 
-// Deeper than this, holds_data answers "yes" instead of looking further (namespaces can hold
+// Deeper than this, holds_data_at answers "yes" instead of looking further (namespaces can hold
 // themselves); the answer only errs towards data.
 constexpr int kMaxScanDepth = 256;
 
@@ -50,8 +50,6 @@ void add_span(Spans& spans, size_t begin, size_t end) {
   spans.push_back({begin, end});
 }
 
-bool holds_data(const Value& v) { return holds_data_at(v, 0); }
-
 Value data_string(std::string s) {
   Spans spans;
   add_span(spans, 0, s.size());
@@ -60,10 +58,10 @@ Value data_string(std::string s) {
 
 Value widen(Value result, const Value& input, const Arguments* args) {
   if (!result.is_string() || spans_of(result) || result.str().empty()) return result;
-  bool data = holds_data(input);
+  bool data = holds_data_at(input, 0);
   if (!data && args) {
-    data = std::any_of(args->positional.begin(), args->positional.end(), [](const Value& a) { return holds_data(a); }) ||
-           std::any_of(args->keyword.begin(), args->keyword.end(), [](const auto& kv) { return holds_data(kv.second); });
+    data = std::any_of(args->positional.begin(), args->positional.end(), [](const Value& a) { return holds_data_at(a, 0); }) ||
+           std::any_of(args->keyword.begin(), args->keyword.end(), [](const auto& kv) { return holds_data_at(kv.second, 0); });
   }
   if (!data) return result;
   const bool markup = result.markup;

@@ -21,13 +21,11 @@ void add_span(Spans& spans, size_t begin, size_t end);
 
 // The data ranges of a string value (nullptr when it has none).
 inline const Spans* spans_of(const Value& v) { return v.spans && !v.spans->empty() ? v.spans.get() : nullptr; }
-// Whether `v` or any string inside it (list items, dict keys and values, namespace attributes)
-// carries data.
-bool holds_data(const Value& v);
 // `s` as a string value that is data throughout.
 Value data_string(std::string s);
 // `result` made conservatively data when it is a string without data ranges computed from
-// inputs that held data: what an operation that cannot track ranges precisely returns.
+// inputs that held data (`input`, `args`, or any string inside them: list items, dict keys and
+// values, namespace attributes): what an operation that cannot track ranges precisely returns.
 Value widen(Value result, const Value& input, const Arguments* args = nullptr);
 
 // A string under construction with the data ranges of what was appended.
@@ -37,12 +35,8 @@ class TextBuilder {
   // A string value's bytes [begin, end) (clamped) with their data ranges.
   void append(const Value& v, size_t begin = 0, size_t end = std::string::npos);
   void append_data(std::string_view text);
-  const std::string& text() const { return text_; }
   size_t size() const { return text_.size(); }
-  const Spans& spans() const { return spans_; }
   Value take(bool markup = false);
-  std::string take_text() { return std::move(text_); }
-  Spans take_spans() { return std::move(spans_); }
 
  private:
   std::string text_;
