@@ -87,12 +87,24 @@ TEST(JinjaSpans, MacrosSetBlocksAndFilterBlocksCarryRanges) {
   EXPECT_EQ(data_parts(p), (std::vector<std::string>{"a,b<|x|>,c", "a,b<|x|>,c", "A,B<|X|>,C"}));
 }
 
+TEST(JinjaSpans, FormattingKeepsTheFormatsTextAndMarksTheArguments) {
+  for (const char* source : {"{{ '<|a|>%s<|b|>' % user }}", "{{ '<|a|>{}<|b|>'.format(user) }}",
+                             "{{ '<|a|>%(u)s<|b|>' | format(u=user) }}", "{{ '<|a|>{u}<|b|>'.format(u=user) }}"}) {
+    const ChatPrompt p = render(source, kContext);
+    EXPECT_EQ(p.text, "<|a|>a,b<|x|>,c<|b|>") << source;
+    EXPECT_EQ(data_parts(p), (std::vector<std::string>{"a,b<|x|>,c"})) << source;
+  }
+  // Padded or repr'd, the argument's printing is data whole; the format's text is not.
+  EXPECT_EQ(data_parts(render("{{ '<|a|>%12s' % user }}", kContext)), (std::vector<std::string>{"  a,b<|x|>,c"}));
+  EXPECT_EQ(data_parts(render("{{ '<|a|>%r' % user }}", kContext)), (std::vector<std::string>{"'a,b<|x|>,c'"}));
+}
+
 TEST(JinjaSpans, OperationsThatCannotTrackMakeTheirWholeResultData) {
-  // tojson of data, format, % and center: everything they print counts as data.
+  // tojson of data, center, indent: everything they print counts as data.
   EXPECT_EQ(data_parts(render("{{ tools | tojson }}", kContext)), (std::vector<std::string>{R"([{"name": "t<s>"}])"}));
-  EXPECT_EQ(data_parts(render("{{ '<|a|>%s' % user }}", kContext)), (std::vector<std::string>{"<|a|>a,b<|x|>,c"}));
-  EXPECT_EQ(data_parts(render("{{ '<|a|>{}'.format(user) }}", kContext)), (std::vector<std::string>{"<|a|>a,b<|x|>,c"}));
-  EXPECT_EQ(render("{{ user | center(12) }}", kContext).data_spans.size(), 1u);
+  EXPECT_EQ(data_parts(render("{{ ('<|a|>' + user) | center(30) }}", kContext)).size(), 1u);
+  EXPECT_EQ(data_parts(render("<|a|>{{ ('<|a|>' + user) | indent(2, true) }}", kContext)),
+            (std::vector<std::string>{"  <|a|>a,b<|x|>,c"}));
   // The same operations on the template's own text stay template text.
   EXPECT_TRUE(render("{{ {'a': '<|a|>'} | tojson }}{{ '<|a|>%s' % bos_token }}{{ '{}'.format(bos_token) }}", kContext)
                   .data_spans.empty());

@@ -180,9 +180,9 @@ Value f_format(const Value& v, const Arguments& a, Budget& budget) {
   } else {
     args = make_list(a.positional, true);
   }
-  std::string out = percent_format(to_str(v), args);
-  budget.check_size(out.size());
-  return Value(std::move(out));
+  Value out = percent_format(to_text(v), args);
+  budget.check_size(out.str().size());
+  return out;
 }
 
 Value f_default(const Value& v, const Arguments& a, Budget&) {

@@ -62,20 +62,22 @@ bool affix(const std::string& s, const Value& what, bool prefix) {
   return test(what);
 }
 
-// str.format with automatic ({}), numbered ({0}) and named ({name}) fields, without specs.
-std::string format(const std::string& fmt, const Arguments& args) {
-  std::string out;
+// str.format with automatic ({}), numbered ({0}) and named ({name}) fields, without specs; the
+// format's text and the fields keep their data ranges.
+Value format(const Value& format_value, const Arguments& args) {
+  const std::string& fmt = format_value.str();
+  TextBuilder out;
   size_t auto_index = 0;
   for (size_t i = 0; i < fmt.size(); ++i) {
     const char c = fmt[i];
     if ((c == '{' || c == '}') && i + 1 < fmt.size() && fmt[i + 1] == c) {
-      out.push_back(c);
+      out.append(format_value, i, i + 1);
       ++i;
       continue;
     }
     if (c == '}') throw Error("Single '}' encountered in format string");
     if (c != '{') {
-      out.push_back(c);
+      out.append(format_value, i, i + 1);
       continue;
     }
     const size_t close = fmt.find('}', i);
@@ -97,10 +99,10 @@ std::string format(const std::string& fmt, const Arguments& args) {
       }
       if (!found) throw Error("KeyError: '" + field + "'");
     }
-    out += to_str(v);
+    out.append(to_text(v));
     i = close;
   }
-  return out;
+  return out.take();
 }
 
 Value join(const Value& sep, const Value& iterable, Budget& budget) {
@@ -185,9 +187,9 @@ Value string_method(const Value& self, const std::string& name, Budget& budget) 
   }
   if (name == "format") {
     return method([self, b](Arguments& a) {
-      std::string out = format(self.str(), a);
-      b->check_size(out.size());
-      return widen(Value(std::move(out)), self, &a);
+      Value out = format(self, a);
+      b->check_size(out.str().size());
+      return out;
     });
   }
   if (name == "center") {

@@ -3,6 +3,7 @@
 
 #include "engine/chat/jinja/operators.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -116,9 +117,9 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, Budget& b
     return out.take();
   }
   if (op == "%" && a.is_string()) {
-    std::string s = percent_format(a.str(), b);
-    budget.check_size(s.size());
-    return widen(widen(Value(std::move(s)), a), b);
+    Value s = percent_format(a, b);
+    budget.check_size(s.str().size());
+    return s;
   }
   if (a.is_number() && b.is_number()) return arithmetic(op, a, b);
   if (op == "+") {
@@ -263,7 +264,8 @@ std::optional<Value> index(const Value& v, int64_t i) {
   return std::nullopt;
 }
 
-std::string percent_format(const std::string& format, const Value& args) {
+Value percent_format(const Value& format_value, const Value& args) {
+  const std::string& format = format_value.str();
   std::vector<Value> positional;
   if (args.is_list() && args.list().tuple) {
     positional = args.list().items;
@@ -271,10 +273,12 @@ std::string percent_format(const std::string& format, const Value& args) {
     positional.push_back(args);
   }
   size_t next_arg = 0;
-  std::string out;
+  TextBuilder out;
   for (size_t i = 0; i < format.size(); ++i) {
     if (format[i] != '%') {
-      out.push_back(format[i]);
+      const size_t literal_end = std::min(format.find('%', i), format.size());
+      out.append(format_value, i, literal_end);
+      i = literal_end - 1;
       continue;
     }
     if (++i >= format.size()) throw Error("incomplete format");
@@ -291,7 +295,7 @@ std::string percent_format(const std::string& format, const Value& args) {
     if (i >= format.size()) throw Error("incomplete format");
     const char conv = format[i];
     if (conv == '%') {
-      out.push_back('%');
+      out.append(format_value, i, i + 1);
       continue;
     }
     Value arg;
@@ -308,13 +312,22 @@ std::string percent_format(const std::string& format, const Value& args) {
     switch (conv) {
       case 's':
       case 'r': {
-        const std::string text = conv == 's' ? to_str(arg) : repr(arg);
         spec.push_back('s');
-        if (spec == "%s") {
-          out += text;
-        } else {
+        if (spec == "%s" && conv == 's') {
+          out.append(to_text(arg));
+          break;
+        }
+        // repr or padding: what is printed cannot be mapped back to the argument's bytes.
+        const std::string text = conv == 's' ? to_str(arg) : repr(arg);
+        std::string printed = text;
+        if (spec != "%s") {
           std::snprintf(buf, sizeof buf, spec.c_str(), text.c_str());
-          out += buf;
+          printed = buf;
+        }
+        if (spans_of(widen(Value(printed), arg))) {
+          out.append_data(printed);
+        } else {
+          out.append_plain(printed);
         }
         break;
       }
@@ -326,7 +339,7 @@ std::string percent_format(const std::string& format, const Value& args) {
         if (!arg.is_number()) throw Error("%" + std::string(1, conv) + " format: a number is required, not " + type_name(arg));
         spec += std::string("ll") + (conv == 'i' ? 'd' : conv);
         std::snprintf(buf, sizeof buf, spec.c_str(), static_cast<long long>(as_int(arg)));
-        out += buf;
+        out.append_plain(buf);
         break;
       case 'f':
       case 'F':
@@ -337,13 +350,13 @@ std::string percent_format(const std::string& format, const Value& args) {
         if (!arg.is_number()) throw Error("must be real number, not " + type_name(arg));
         spec.push_back(conv);
         std::snprintf(buf, sizeof buf, spec.c_str(), as_double(arg));
-        out += buf;
+        out.append_plain(buf);
         break;
       default: throw Error(std::string("unsupported format character '") + conv + "'");
     }
   }
   if (!args.is_dict() && next_arg < positional.size()) throw Error("not all arguments converted during string formatting");
-  return out;
+  return out.take();
 }
 
 }  // namespace pagoda::jinja
