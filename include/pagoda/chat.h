@@ -1,5 +1,5 @@
 #pragma once
-// Chat messages and the model's chat format, for Engine::apply_chat_template.
+// Chat messages and the model's chat format, for Engine::apply_chat_template and render_chat.
 
 #include <cstddef>
 #include <cstdint>
@@ -46,8 +46,10 @@ struct TextSpan {
 
 // A rendered chat prompt and where in it the conversation's data lies: the bytes the template
 // copied from messages (content, content parts, names, tool calls and results, reasoning),
-// from the tool definitions and from the template kwargs. Engine::tokenize(const ChatPrompt&)
-// parses control tokens only in the template's own text, so data is always plain text.
+// from the tool definitions and from the template kwargs (a role the chat API knows, such as
+// "user", is template text: templates spell control tokens around it). Engine::tokenize(const
+// ChatPrompt&) parses control tokens only in the template's own text, so data is always plain
+// text.
 struct ChatPrompt {
   std::string text;
   std::vector<TextSpan> data_spans;  // sorted, disjoint, byte offsets into text
