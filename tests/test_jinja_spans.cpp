@@ -110,6 +110,14 @@ TEST(JinjaSpans, OperationsThatCannotTrackMakeTheirWholeResultData) {
                   .data_spans.empty());
 }
 
+TEST(JinjaSpans, KeysSpreadIntoKeywordArgumentsStayData) {
+  const json c = json::parse(R"({"tools": {"<|k|>": 1}})");
+  const char* source =
+      "{% macro m() %}{% for k in kwargs %}{{ k }}{% endfor %}{% endmacro %}{{ m(**tools) }}"
+      "{% for k in dict(**tools) %}{{ k }}{% endfor %}{{ strftime_now(tools | first) }}";
+  EXPECT_EQ(data_parts(render(source, c)), (std::vector<std::string>{"<|k|><|k|><|k|>"}));
+}
+
 TEST(JinjaSpans, ContextMembersOutsideTheDataAreTemplateText) {
   const ChatPrompt p = Template("{{ bos_token }}{{ user }}").render_with_spans(kContext, {"messages"});
   EXPECT_TRUE(p.data_spans.empty());

@@ -216,7 +216,8 @@ Value Renderer::call_macro(const Stmt& m, const std::shared_ptr<Scope>& closure,
     }
   }
   Dict extra_keywords;
-  for (const auto& [k, v] : args.keyword) {
+  for (size_t n = 0; n < args.keyword.size(); ++n) {
+    const auto& [k, v] = args.keyword[n];
     bool is_param = false;
     for (size_t i = 0; i < m.params.size(); ++i) {
       if (m.params[i].name != k) continue;
@@ -231,7 +232,7 @@ Value Renderer::call_macro(const Stmt& m, const std::shared_ptr<Scope>& closure,
     } else if (!m.uses_kwargs) {
       throw Error("macro '" + m.name + "' takes no keyword argument '" + k + "'");
     } else {
-      extra_keywords.set(Value(k), v);
+      extra_keywords.set(args.keyword_name(n), v);
     }
   }
   if (!extra_positional.empty() && !m.uses_varargs) {
@@ -285,6 +286,7 @@ Arguments Renderer::eval_arguments(const Expr& e, size_t first_positional) {
       if (!v.is_dict()) throw Error("argument after ** must be a mapping, not " + type_name(v));
       for (const auto& [k, val] : v.dict().items) {
         if (!k.is_string()) throw Error("keywords must be strings");
+        if (spans_of(k)) args.data_keywords.emplace_back(args.keyword.size(), k);
         args.keyword.emplace_back(k.str(), val);
       }
     } else {

@@ -196,6 +196,13 @@ void dumps_into(std::string& out, const Value& v, const JsonStyle& style, int le
 
 }  // namespace
 
+Value Arguments::keyword_name(size_t i) const {
+  for (const auto& [at, name] : data_keywords) {
+    if (at == i) return name;
+  }
+  return Value(keyword[i].first);
+}
+
 const Value* Dict::find(const Value& key) const {
   for (const auto& [k, v] : items) {
     if (equals(k, key)) return &v;

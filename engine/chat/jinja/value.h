@@ -53,6 +53,11 @@ struct Namespace {
 struct Arguments {
   std::vector<Value> positional;
   std::vector<std::pair<std::string, Value>> keyword;
+  // Keyword names spread from a dict whose keys are data (`**d`), by index into `keyword`, so
+  // that a macro's kwargs and dict(**d) give the keys back as data.
+  std::vector<std::pair<size_t, Value>> data_keywords;
+  // Keyword i's name as a string value (data when it came from a data key).
+  Value keyword_name(size_t i) const;
 };
 
 struct Function {
