@@ -25,6 +25,11 @@ void check_nesting(int depth) {
   if (depth > kMaxNesting) throw Error("value nested deeper than " + std::to_string(kMaxNesting) + " levels");
 }
 
+int checked_depth(int depth) {
+  if (depth > kMaxValueDepth) throw Error("value nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
+  return depth;
+}
+
 void repr_string(std::string& out, const std::string& s) {
   const bool has_single = s.find('\'') != std::string::npos;
   const bool has_double = s.find('"') != std::string::npos;
@@ -213,15 +218,26 @@ const Value* Dict::find(const Value& key) const {
 void Dict::set(const Value& key, Value value) {
   for (auto& [k, v] : items) {
     if (equals(k, key)) {
+      depth = checked_depth(std::max(depth, 1 + nesting(value)));
       v = std::move(value);
       return;
     }
   }
+  depth = checked_depth(std::max({depth, 1 + nesting(key), 1 + nesting(value)}));
   items.emplace_back(key, std::move(value));
+}
+
+int nesting(const Value& v) {
+  if (v.is_list()) return v.list().depth;
+  if (v.is_dict()) return v.dict().depth;
+  if (v.is_namespace()) return std::get<NamespacePtr>(v.v)->attributes.depth;
+  return 0;
 }
 
 Value make_list(std::vector<Value> items, bool tuple) {
   auto l = std::make_shared<List>();
+  for (const Value& item : items) l->depth = std::max(l->depth, 1 + nesting(item));
+  checked_depth(l->depth);
   l->items = std::move(items);
   l->tuple = tuple;
   return Value(std::move(l));
@@ -233,7 +249,11 @@ Value make_generator(std::vector<Value> items) {
   return v;
 }
 
-Value make_dict(Dict d) { return Value(std::make_shared<Dict>(std::move(d))); }
+Value make_dict(Dict d) {
+  for (const auto& [k, v] : d.items) d.depth = std::max({d.depth, 1 + nesting(k), 1 + nesting(v)});
+  checked_depth(d.depth);
+  return Value(std::make_shared<Dict>(std::move(d)));
+}
 
 Value make_markup(std::string s) {
   Value v(std::move(s));
@@ -447,7 +467,7 @@ bool is_known_role(const std::string& role) {
          role == "function" || role == "ipython";
 }
 
-Value from_json_at(const nlohmann::ordered_json& j, bool data, int depth) {
+Value json_scalar(const nlohmann::ordered_json& j, bool data) {
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return Value(None{});
     case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
@@ -459,31 +479,65 @@ Value from_json_at(const nlohmann::ordered_json& j, bool data, int depth) {
     }
     case nlohmann::ordered_json::value_t::number_float: return Value(j.get<double>());
     case nlohmann::ordered_json::value_t::string: return data ? data_string(j.get<std::string>()) : Value(j.get<std::string>());
-    case nlohmann::ordered_json::value_t::array:
-    case nlohmann::ordered_json::value_t::object: break;
     default: throw Error("unsupported JSON value");
   }
-  if (depth >= kMaxJsonDepth) {
-    throw Error("template context nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  }
-  if (j.is_array()) {
-    std::vector<Value> items;
-    items.reserve(j.size());
-    for (const auto& e : j) items.push_back(from_json_at(e, data, depth + 1));
-    return make_list(std::move(items));
-  }
-  Dict d;
-  d.items.reserve(j.size());
-  for (const auto& [k, e] : j.items()) {
-    const bool plain_role = data && k == "role" && e.is_string() && is_known_role(e.get_ref<const std::string&>());
-    d.items.emplace_back(data ? data_string(k) : Value(k), from_json_at(e, data && !plain_role, depth + 1));
-  }
-  return make_dict(std::move(d));
 }
+
+// A JSON array or object being converted: its items so far and where its walk is.
+struct JsonFrame {
+  const nlohmann::ordered_json* node;
+  nlohmann::ordered_json::const_iterator next;
+  bool data;
+  std::vector<Value> items;  // an array's
+  Dict dict;                 // an object's
+  Value key;                 // an object's member whose value is being converted
+};
 
 }  // namespace
 
-Value from_json(const nlohmann::ordered_json& j, bool data) { return from_json_at(j, data, 0); }
+// Iterative, with the containers being built on a heap stack: under a sanitizer, one native
+// frame per level would exhaust a small thread stack before the depth limit is reached.
+Value from_json(const nlohmann::ordered_json& j, bool data) {
+  if (!j.is_structured()) return json_scalar(j, data);
+  std::vector<JsonFrame> stack;
+  stack.push_back({&j, j.cbegin(), data, {}, {}, {}});
+  while (true) {
+    JsonFrame& f = stack.back();
+    if (f.next == f.node->cend()) {
+      Value done = f.node->is_array() ? make_list(std::move(f.items)) : make_dict(std::move(f.dict));
+      stack.pop_back();
+      if (stack.empty()) return done;
+      JsonFrame& parent = stack.back();
+      if (parent.node->is_array()) {
+        parent.items.push_back(std::move(done));
+      } else {
+        parent.dict.items.emplace_back(std::move(parent.key), std::move(done));
+      }
+      continue;
+    }
+    const nlohmann::ordered_json& e = *f.next;
+    bool item_data = f.data;
+    if (f.node->is_object()) {
+      const std::string& k = f.next.key();
+      f.key = f.data ? data_string(k) : Value(k);
+      item_data = f.data && !(k == "role" && e.is_string() && is_known_role(e.get_ref<const std::string&>()));
+    }
+    ++f.next;
+    if (e.is_structured()) {
+      if (stack.size() >= size_t(kMaxJsonDepth)) {
+        throw Error("template context nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      }
+      stack.push_back({&e, e.cbegin(), item_data, {}, {}, {}});  // `f` is not used past here
+      continue;
+    }
+    Value scalar = json_scalar(e, item_data);
+    if (f.node->is_array()) {
+      f.items.push_back(std::move(scalar));
+    } else {
+      f.dict.items.emplace_back(std::move(f.key), std::move(scalar));
+    }
+  }
+}
 
 std::string dumps(const Value& v, const JsonStyle& style) {
   std::string out;

@@ -37,10 +37,12 @@ struct List {
   // What jinja2's map/select/unique/... filters return: a Python generator, which has no len(),
   // is always true, prints as an object and can only be iterated.
   bool generator = false;
+  int depth = 1;  // levels of containers, this one included (see kMaxValueDepth)
 };
 
 struct Dict {
   std::vector<std::pair<Value, Value>> items;  // in insertion order, as Python's dict keeps them
+  int depth = 1;  // levels of containers, this one included; set() keeps it (see kMaxValueDepth)
   const Value* find(const Value& key) const;
   void set(const Value& key, Value value);
 };
@@ -115,6 +117,13 @@ struct Value {
   const Dict& dict() const { return *std::get<DictPtr>(v); }
   Dict& dict() { return *std::get<DictPtr>(v); }
 };
+
+// Values nesting containers deeper than this are refused where they are built (a pagoda::Error
+// naming the limit): printing, comparing and destroying them recurse.
+constexpr int kMaxValueDepth = 256;
+
+// Levels of containers in `v` (0 for a scalar); namespaces count as containers.
+int nesting(const Value& v);
 
 Value make_list(std::vector<Value> items, bool tuple = false);
 Value make_generator(std::vector<Value> items);
