@@ -112,6 +112,7 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, Budget& b
     const Value t = to_text(b);
     budget.check_size(s.str().size() + t.str().size());
     TextBuilder out;
+    out.reserve(s.str().size() + t.str().size());
     out.append(s);
     out.append(t);
     return out.take();
@@ -127,6 +128,7 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, Budget& b
       budget.check_size(a.str().size() + b.str().size());
       if (a.markup == b.markup) {
         TextBuilder sum;
+        sum.reserve(a.str().size() + b.str().size());
         sum.append(a);
         sum.append(b);
         return sum.take(a.markup);

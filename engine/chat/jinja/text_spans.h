@@ -36,6 +36,7 @@ class TextBuilder {
   void append(const Value& v, size_t begin = 0, size_t end = std::string::npos);
   void append_data(std::string_view text);
   size_t size() const { return text_.size(); }
+  void reserve(size_t bytes) { text_.reserve(bytes); }
   Value take(bool markup = false);
 
  private:
