@@ -31,6 +31,7 @@ Value widen(Value result, const Value& input, const Arguments* args = nullptr);
 // A string under construction with the data ranges of what was appended.
 class TextBuilder {
  public:
+  // The template's own text.
   void append_plain(std::string_view text) { text_ += text; }
   // A string value's bytes [begin, end) (clamped) with their data ranges.
   void append(const Value& v, size_t begin = 0, size_t end = std::string::npos);
