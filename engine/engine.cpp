@@ -362,16 +362,37 @@ bool Engine::add_bos() const { return impl_->model.tokenizer.add_bos(); }
 
 std::vector<Engine::SpecialToken> Engine::special_tokens() const { return impl_->specials; }
 
-std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options) const {
+ChatPrompt Engine::render_chat(const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options) const {
   const Impl& m = *impl_;
-  if (!m.jinja_template) return chat::apply_template(m.chat_format, messages, options.add_generation_prompt);
+  ChatPrompt prompt;
+  if (!m.jinja_template) {
+    prompt = chat::apply_template_prompt(m.chat_format, messages, options.add_generation_prompt);
+    if (options.special_in_content) prompt.data_spans.clear();
+    return prompt;
+  }
   const Tokenizer& t = m.model.tokenizer;
   const std::string bos = token_spelling(t, t.bos_id());
-  std::string prompt = chat::render_chat(*m.jinja_template, messages, options, bos, token_spelling(t, t.eos_id()));
+  prompt = chat::render_chat_prompt(*m.jinja_template, messages, options, bos, token_spelling(t, t.eos_id()));
   // Templates that write {{ bos_token }} themselves (Llama 3, Gemma) would get a second BOS from
-  // tokenize(prompt, add_bos(), true); as llama.cpp does, the leading one is left to the tokenizer.
-  if (t.add_bos() && !bos.empty() && prompt.starts_with(bos)) prompt.erase(0, bos.size());
+  // tokenize(prompt, add_bos(), true); as llama.cpp does, the leading one is left to the
+  // tokenizer. A "BOS" that is the start of a message's text stays: it is not the template's.
+  const bool bos_is_template_text = prompt.data_spans.empty() || prompt.data_spans.front().begin >= bos.size();
+  if (t.add_bos() && !bos.empty() && prompt.text.starts_with(bos) && bos_is_template_text) {
+    prompt.text.erase(0, bos.size());
+    for (TextSpan& span : prompt.data_spans) {
+      span.begin -= bos.size();
+      span.end -= bos.size();
+    }
+  }
   return prompt;
+}
+
+std::vector<int32_t> Engine::tokenize(const ChatPrompt& prompt, bool add_bos) const {
+  return impl_->model.tokenizer.encode(prompt.text, add_bos, std::span<const TextSpan>(prompt.data_spans));
+}
+
+std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options) const {
+  return render_chat(messages, options).text;
 }
 
 std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {

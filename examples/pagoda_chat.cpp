@@ -284,13 +284,13 @@ class Chat {
   }
 
  private:
-  std::string render(const std::vector<pagoda::ChatMessage>& messages) const {
-    return engine_.apply_chat_template(messages, true);
+  pagoda::ChatPrompt render(const std::vector<pagoda::ChatMessage>& messages) const {
+    return engine_.render_chat(messages, pagoda::ChatTemplateOptions{});
   }
 
-  // Special tokens spelled in the prompt become themselves, so a template's "<|im_start|>" is
-  // one token.
-  std::vector<int32_t> tokenize(const std::string& text) const { return engine_.tokenize(text, engine_.add_bos(), true); }
+  // The template's control tokens become themselves, so its "<|im_start|>" is one token; the
+  // same text typed by the user stays text.
+  std::vector<int32_t> tokenize(const pagoda::ChatPrompt& prompt) const { return engine_.tokenize(prompt, engine_.add_bos()); }
 
   // The conversation as a prompt that leaves room for a reply: the oldest messages go first
   // (whole exchanges with a template, which wants user and assistant turns alternating). In

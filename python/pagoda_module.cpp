@@ -277,16 +277,19 @@ struct ReplyShapeHandle {
 };
 
 // An OpenAI chat body (messages, tools, tool_choice, parallel_tool_calls, chat_template_kwargs)
-// as pagoda-server reads it: the prompt, the grammar of the tool calls (with `constrain`), and
-// the reply's shape.
+// as pagoda-server reads it: the prompt with its data spans and its token ids (control tokens
+// typed into messages stay text unless `special_in_content`), the grammar of the tool calls
+// (with `constrain`), and the reply's shape.
 struct PreparedChat {
-  std::string prompt;
+  pagoda::ChatPrompt prompt;
+  std::vector<int32_t> prompt_ids;
   std::string grammar;
   std::vector<std::string> triggers;
   std::optional<pagoda::chat::ReplyShape> shape;
 };
 
-PreparedChat prepare_chat(const pagoda::Engine& engine, const std::string& text, bool add_generation_prompt, bool constrain) {
+PreparedChat prepare_chat(const pagoda::Engine& engine, const std::string& text, bool add_generation_prompt, bool constrain,
+                          bool special_in_content) {
   const nlohmann::json body = nlohmann::json::parse(text, nullptr, false);
   if (!body.is_object() || !body.contains("messages")) throw pagoda::Error("a chat needs messages");
   std::vector<pagoda::ChatMessage> messages = pagoda::chat::parse_messages(body["messages"]);
@@ -295,9 +298,11 @@ PreparedChat prepare_chat(const pagoda::Engine& engine, const std::string& text,
   pagoda::ChatTemplateOptions options;
   options.add_generation_prompt = add_generation_prompt;
   options.kwargs = pagoda::chat::template_kwargs(body);
+  options.special_in_content = special_in_content;
   if (tools) pagoda::chat::offer_tools(*tools, messages, options);
   PreparedChat p;
-  p.prompt = engine.apply_chat_template(messages, options);
+  p.prompt = engine.render_chat(messages, options);
+  p.prompt_ids = engine.tokenize(p.prompt, engine.add_bos());
   if (tools && constrain) {
     auto is_control_token = [&](std::string_view t) {
       const std::string text(t);
@@ -307,8 +312,25 @@ PreparedChat prepare_chat(const pagoda::Engine& engine, const std::string& text,
     p.grammar = g.gbnf;
     p.triggers = g.triggers;
   }
-  p.shape = pagoda::chat::reply_shape(chat_template, p.prompt, tools);
+  p.shape = pagoda::chat::reply_shape(chat_template, p.prompt.text, tools);
   return p;
+}
+
+// The data spans as offsets into the Python str of the prompt (code points, not bytes).
+py::list code_point_spans(const pagoda::ChatPrompt& prompt) {
+  py::list out;
+  size_t byte = 0, code_points = 0;
+  auto advance_to = [&](size_t offset) {
+    for (; byte < offset && byte < prompt.text.size(); ++byte) {
+      if ((static_cast<unsigned char>(prompt.text[byte]) & 0xC0) != 0x80) ++code_points;
+    }
+    return code_points;
+  };
+  for (const pagoda::TextSpan& s : prompt.data_spans) {
+    const size_t begin = advance_to(s.begin);
+    out.append(py::make_tuple(begin, advance_to(s.end)));
+  }
+  return out;
 }
 
 pagoda::KvCacheType kv_cache_type(const std::string& name) {
@@ -522,14 +544,15 @@ PYBIND11_MODULE(_core, m) {
         return py::make_tuple(f.family, f.stop_token_ids, f.stop_strings);
       })
       .def("prepare_chat",
-           [](PyEngine& self, const std::string& body, bool add_generation_prompt, bool constrain) {
-             const PreparedChat p =
-                 self.call([&](pagoda::Engine& e) { return prepare_chat(e, body, add_generation_prompt, constrain); });
+           [](PyEngine& self, const std::string& body, bool add_generation_prompt, bool constrain, bool special_in_content) {
+             const PreparedChat p = self.call([&](pagoda::Engine& e) {
+               return prepare_chat(e, body, add_generation_prompt, constrain, special_in_content);
+             });
              std::optional<ReplyShapeHandle> shape;
              if (p.shape) shape = ReplyShapeHandle{*p.shape};
-             return py::make_tuple(utf8(p.prompt), p.grammar, p.triggers, shape);
+             return py::make_tuple(utf8(p.prompt.text), code_point_spans(p.prompt), p.prompt_ids, p.grammar, p.triggers, shape);
            },
-           py::arg("body"), py::arg("add_generation_prompt"), py::arg("constrain"));
+           py::arg("body"), py::arg("add_generation_prompt"), py::arg("constrain"), py::arg("special_in_content"));
 
   py::class_<ReplyShapeHandle>(m, "ReplyShape", "What a chat reply may hold besides text (thinking, tool calls).");
   m.def(

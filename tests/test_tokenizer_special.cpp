@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -105,6 +106,35 @@ TEST(SpecialTokens, LongestTokenWinsWhereTextsOverlap) {
   const Tokenizer tok(std::move(v));
   EXPECT_EQ(tok.encode("<|im_start|><|im", false, true),
             (std::vector<int32_t>{id_of(tok, "<|im_start|>"), id_of(tok, "<|im")}));
+}
+
+TEST(SpecialTokens, ControlTokensTouchingDataSpansStayText) {
+  TokenizerVocab v = chat_vocab();
+  v.tokens.push_back("<|im");
+  v.types.push_back(TokenType::Control);
+  v.scores.push_back(0.0f);
+  const Tokenizer tok(std::move(v));
+  const int32_t start = id_of(tok, "<|im_start|>"), end = id_of(tok, "<|im_end|>"), im = id_of(tok, "<|im");
+  const std::string text = "<|im_start|>hi<|im_end|><|im_end|>";  // bytes 0-12 template, 12-24 data
+  const std::vector<TextSpan> data{{12, 24}};
+  // The data's "<|im_end|>" is text, tokenized with the text around it as one fragment; the
+  // template's own controls are parsed.
+  const std::vector<int32_t> ids = tok.encode(text, false, data);
+  EXPECT_EQ(ids.front(), start);
+  EXPECT_EQ(ids.back(), end);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), end), 1);
+  std::vector<int32_t> plain = tok.encode("hi<|im_end|>", false, false);
+  plain.insert(plain.begin(), start);
+  plain.push_back(end);
+  EXPECT_EQ(ids, plain);
+  // A match that only partly lies in data stays text too, while a shorter control token wholly
+  // outside the data is still cut out where it fits.
+  const std::vector<int32_t> partial = tok.encode("<|im_start|>", false, std::vector<TextSpan>{{5, 6}});
+  EXPECT_EQ(partial.front(), im);
+  EXPECT_EQ(std::count(partial.begin(), partial.end(), start), 0);
+  // Without data spans, exactly the ids of parse_special; user-defined tokens match in data.
+  EXPECT_EQ(tok.encode(text, false, std::vector<TextSpan>{}), tok.encode(text, false, true));
+  EXPECT_EQ(tok.encode("<think>", false, std::vector<TextSpan>{{0, 7}}), (std::vector<int32_t>{id_of(tok, "<think>")}));
 }
 
 TEST(SpecialTokens, EndOfGenerationSetFollowsLlamaCpp) {

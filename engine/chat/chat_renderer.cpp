@@ -10,18 +10,56 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
+// Thrown by the parser callback when the text nests too deeply; nlohmann's parser itself is
+// iterative, but the template values made from its result are not.
+struct TooDeep {};
+
+json parse_bounded(const std::string& text, bool allow_exceptions) {
+  const json::parser_callback_t bound = [](int depth, json::parse_event_t event, json&) {
+    if (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) {
+      if (depth >= kMaxChatJsonDepth) throw TooDeep{};
+    }
+    return true;
+  };
+  return json::parse(text, bound, allow_exceptions);
+}
+
 json parse_json(const std::string& text, const char* what) {
   try {
-    return json::parse(text);
+    return parse_bounded(text, true);
   } catch (const json::exception& e) {
     throw Error(std::string(what) + " is not valid JSON: " + e.what());
+  } catch (const TooDeep&) {
+    throw Error(std::string(what) + " nest deeper than " + std::to_string(kMaxChatJsonDepth) + " levels");
   }
 }
 
 json arguments_value(const std::string& arguments) {
-  json parsed = json::parse(arguments, nullptr, false);
+  json parsed;
+  try {
+    parsed = parse_bounded(arguments, false);
+  } catch (const TooDeep&) {
+    throw Error("tool call arguments nest deeper than " + std::to_string(kMaxChatJsonDepth) + " levels");
+  }
   if (parsed.is_object()) return parsed;
   return arguments;
+}
+
+// The context members whose strings are the chat's data: what the user sent, not the
+// template's or the engine's own text.
+std::vector<std::string> data_members(const ChatTemplateOptions& options) {
+  if (options.special_in_content) return {};
+  std::vector<std::string> names{"messages", "tools"};
+  if (!options.kwargs.empty()) {
+    const json kwargs = parse_json(options.kwargs, "chat template kwargs");
+    if (kwargs.is_object()) {
+      for (const auto& [name, value] : kwargs.items()) {
+        // The engine sets these itself, after the kwargs.
+        if (name != "add_generation_prompt" && name != "bos_token" && name != "eos_token") names.push_back(name);
+      }
+    }
+  }
+  return names;
 }
 
 bool has_null_content(const ChatMessage& m) { return m.content.empty() && !m.tool_calls.empty(); }
@@ -70,16 +108,22 @@ json template_context(const std::vector<ChatMessage>& messages, const ChatTempla
   return context;
 }
 
-std::string render_chat(const jinja::Template& t, const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options,
-                        const std::string& bos_token, const std::string& eos_token) {
+ChatPrompt render_chat_prompt(const jinja::Template& t, const std::vector<ChatMessage>& messages,
+                              const ChatTemplateOptions& options, const std::string& bos_token, const std::string& eos_token) {
+  const std::vector<std::string> data = data_members(options);
   try {
-    return t.render(template_context(messages, options, bos_token, eos_token, true));
+    return t.render_with_spans(template_context(messages, options, bos_token, eos_token, true), data);
   } catch (const Error&) {
     // Templates written before OpenAI's null content (Qwen3's first one tests
     // `'</think>' in message.content`) fail on it; as llama.cpp does, give them "" instead.
     if (std::none_of(messages.begin(), messages.end(), has_null_content)) throw;
-    return t.render(template_context(messages, options, bos_token, eos_token, false));
+    return t.render_with_spans(template_context(messages, options, bos_token, eos_token, false), data);
   }
+}
+
+std::string render_chat(const jinja::Template& t, const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options,
+                        const std::string& bos_token, const std::string& eos_token) {
+  return render_chat_prompt(t, messages, options, bos_token, eos_token).text;
 }
 
 }  // namespace pagoda::chat

@@ -69,37 +69,61 @@ std::vector<ChatMessage> checked_roles(const std::vector<ChatMessage>& chat) {
   return out;
 }
 
+// A prompt being laid out, with the byte ranges of the messages' text in it.
+struct Text {
+  std::string s;
+  std::vector<TextSpan> spans;
+  Text() = default;
+  Text(std::string text) : s(std::move(text)) {}
+  Text(const char* text) : s(text) {}
+  bool empty() const { return s.empty(); }
+  Text& operator+=(const Text& more) {
+    for (const TextSpan& sp : more.spans) spans.push_back({sp.begin + s.size(), sp.end + s.size()});
+    s += more.s;
+    return *this;
+  }
+};
+
+Text operator+(Text a, const Text& b) { return a += b; }
+
+// A message's text: never parsed for control tokens.
+Text data(std::string text) {
+  Text t(std::move(text));
+  if (!t.s.empty()) t.spans.push_back({0, t.s.size()});
+  return t;
+}
+
 // Each turn's text; every turn but an assistant's reply starts on a new line.
-std::string plain(const std::vector<ChatMessage>& chat) {
-  std::string out;
+Text plain(const std::vector<ChatMessage>& chat) {
+  Text out;
   for (const ChatMessage& m : chat) {
-    if (m.role != "assistant" && !out.empty()) out += '\n';
-    out += m.content;
+    if (m.role != "assistant" && !out.empty()) out += "\n";
+    out += data(m.content);
   }
   return out;
 }
 
 // "<|role|>\ncontent<end>\n" per message, then the assistant's header: Phi-3 and Zephyr.
-std::string role_tags(const Template& t, const std::vector<ChatMessage>& chat, bool open_reply) {
-  std::string out;
-  for (const ChatMessage& m : chat) out += "<|" + m.role + "|>\n" + m.content + t.end_of_turn + "\n";
+Text role_tags(const Template& t, const std::vector<ChatMessage>& chat, bool open_reply) {
+  Text out;
+  for (const ChatMessage& m : chat) out += "<|" + m.role + "|>\n" + data(m.content) + t.end_of_turn + "\n";
   return open_reply ? out + "<|assistant|>\n" : out;
 }
 
-std::string chatml(const std::vector<ChatMessage>& chat, bool open_reply) {
-  std::string out;
-  for (const ChatMessage& m : chat) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+Text chatml(const std::vector<ChatMessage>& chat, bool open_reply) {
+  Text out;
+  for (const ChatMessage& m : chat) out += "<|im_start|>" + m.role + "\n" + data(m.content) + "<|im_end|>\n";
   return open_reply ? out + "<|im_start|>assistant\n" : out;
 }
 
-std::string llama2(Family f, const std::vector<ChatMessage>& chat) {
+Text llama2(Family f, const std::vector<ChatMessage>& chat) {
   const bool system_tags = f != Family::Llama2;
   const bool bos_inside = f == Family::Llama2SysBos;
   const bool strip = f == Family::Llama2SysStrip;
-  std::string out = "[INST] ";  // the first BOS comes from the tokenizer
+  Text out = "[INST] ";  // the first BOS comes from the tokenizer
   bool inside_turn = true;
   for (const ChatMessage& m : chat) {
-    const std::string content = strip ? trim(m.content) : m.content;
+    const Text content = data(strip ? trim(m.content) : m.content);
     if (!inside_turn) out += bos_inside ? "<s>[INST] " : "[INST] ";
     inside_turn = true;
     if (m.role == "system") {
@@ -114,74 +138,74 @@ std::string llama2(Family f, const std::vector<ChatMessage>& chat) {
   return out;
 }
 
-std::string mistral(Family f, const std::vector<ChatMessage>& chat) {
+Text mistral(Family f, const std::vector<ChatMessage>& chat) {
   const std::string lead = f == Family::MistralV1 ? " " : "";
   const std::string trail = f == Family::MistralV3Tekken ? "" : " ";
-  std::string out;
+  Text out;
   bool inside_turn = false;
   for (const ChatMessage& m : chat) {
     if (!inside_turn) out += lead + "[INST]" + trail;
     inside_turn = true;
     if (m.role == "system") {
-      out += m.content + "\n\n";
+      out += data(m.content) + "\n\n";
     } else if (m.role == "user") {
-      out += m.content + lead + "[/INST]";
+      out += data(m.content) + lead + "[/INST]";
     } else {
-      out += trail + (f == Family::MistralV3 ? trim(m.content) : m.content) + "</s>";
+      out += trail + data(f == Family::MistralV3 ? trim(m.content) : m.content) + "</s>";
       inside_turn = false;
     }
   }
   return out;
 }
 
-std::string mistral_v7(const std::vector<ChatMessage>& chat) {
-  std::string out;
+Text mistral_v7(const std::vector<ChatMessage>& chat) {
+  Text out;
   for (const ChatMessage& m : chat) {
     if (m.role == "system") {
-      out += "[SYSTEM_PROMPT] " + m.content + "[/SYSTEM_PROMPT]";
+      out += "[SYSTEM_PROMPT] " + data(m.content) + "[/SYSTEM_PROMPT]";
     } else if (m.role == "user") {
-      out += "[INST] " + m.content + "[/INST]";
+      out += "[INST] " + data(m.content) + "[/INST]";
     } else {
-      out += " " + m.content + "</s>";
+      out += " " + data(m.content) + "</s>";
     }
   }
   return out;
 }
 
 // Gemma has no system role: its text opens the next user turn.
-std::string gemma(const std::vector<ChatMessage>& chat, bool open_reply) {
-  std::string out, system;
+Text gemma(const std::vector<ChatMessage>& chat, bool open_reply) {
+  Text out, system;
   for (const ChatMessage& m : chat) {
     if (m.role == "system") {
-      system += trim(m.content);
+      system += data(trim(m.content));
       continue;
     }
     const std::string role = m.role == "assistant" ? "model" : m.role;
     out += "<start_of_turn>" + role + "\n";
     if (!system.empty() && role != "model") out += std::exchange(system, {}) + "\n\n";
-    out += trim(m.content) + "<end_of_turn>\n";
+    out += data(trim(m.content)) + "<end_of_turn>\n";
   }
   return open_reply ? out + "<start_of_turn>model\n" : out;
 }
 
-std::string vicuna(Family f, const std::vector<ChatMessage>& chat, bool open_reply) {
-  std::string out;
+Text vicuna(Family f, const std::vector<ChatMessage>& chat, bool open_reply) {
+  Text out;
   for (const ChatMessage& m : chat) {
     if (m.role == "system") {
-      out += f == Family::VicunaOrca ? "SYSTEM: " + m.content + "\n" : m.content + "\n\n";
+      out += f == Family::VicunaOrca ? "SYSTEM: " + data(m.content) + "\n" : data(m.content) + "\n\n";
     } else if (m.role == "user") {
-      out += "USER: " + m.content + "\n";
+      out += "USER: " + data(m.content) + "\n";
     } else {
-      out += "ASSISTANT: " + m.content + "</s>\n";
+      out += "ASSISTANT: " + data(m.content) + "</s>\n";
     }
   }
   return open_reply ? out + "ASSISTANT:" : out;
 }
 
-std::string llama3(const std::vector<ChatMessage>& chat, bool open_reply) {
-  std::string out;
+Text llama3(const std::vector<ChatMessage>& chat, bool open_reply) {
+  Text out;
   for (const ChatMessage& m : chat) {
-    out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";
+    out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + data(trim(m.content)) + "<|eot_id|>";
   }
   return open_reply ? out + "<|start_header_id|>assistant<|end_header_id|>\n\n" : out;
 }
@@ -200,27 +224,41 @@ std::optional<Template> detect_template(std::string_view jinja, std::string_view
   return std::nullopt;
 }
 
-std::string apply_template(const Template& t, const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+ChatPrompt apply_template_prompt(const Template& t, const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+  Text out;
   const std::vector<ChatMessage> chat = checked_roles(messages);
   switch (t.family) {
-    case Family::Plain: return plain(chat);
-    case Family::ChatML: return chatml(chat, add_generation_prompt);
+    case Family::Plain: out = plain(chat); break;
+    case Family::ChatML: out = chatml(chat, add_generation_prompt); break;
     case Family::Llama2:
     case Family::Llama2Sys:
     case Family::Llama2SysBos:
-    case Family::Llama2SysStrip: return llama2(t.family, chat);
+    case Family::Llama2SysStrip: out = llama2(t.family, chat); break;
     case Family::MistralV1:
     case Family::MistralV3:
-    case Family::MistralV3Tekken: return mistral(t.family, chat);
-    case Family::MistralV7: return mistral_v7(chat);
+    case Family::MistralV3Tekken: out = mistral(t.family, chat); break;
+    case Family::MistralV7: out = mistral_v7(chat); break;
     case Family::Phi3:
-    case Family::Zephyr: return role_tags(t, chat, add_generation_prompt);
-    case Family::Gemma: return gemma(chat, add_generation_prompt);
-    case Family::Llama3: return llama3(chat, add_generation_prompt);
+    case Family::Zephyr: out = role_tags(t, chat, add_generation_prompt); break;
+    case Family::Gemma: out = gemma(chat, add_generation_prompt); break;
+    case Family::Llama3: out = llama3(chat, add_generation_prompt); break;
     case Family::Vicuna:
-    case Family::VicunaOrca: return vicuna(t.family, chat, add_generation_prompt);
+    case Family::VicunaOrca: out = vicuna(t.family, chat, add_generation_prompt); break;
   }
-  return {};
+  // Touching ranges (two messages' text with nothing between) are one range.
+  ChatPrompt prompt{std::move(out.s), {}};
+  for (const TextSpan& sp : out.spans) {
+    if (!prompt.data_spans.empty() && prompt.data_spans.back().end == sp.begin) {
+      prompt.data_spans.back().end = sp.end;
+    } else {
+      prompt.data_spans.push_back(sp);
+    }
+  }
+  return prompt;
+}
+
+std::string apply_template(const Template& t, const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+  return apply_template_prompt(t, messages, add_generation_prompt).text;
 }
 
 }  // namespace pagoda::chat

@@ -53,5 +53,7 @@ std::optional<Template> detect_template(std::string_view jinja, std::string_view
 // anyway). Roles are "system", "user" and "assistant" ("developer" counts as "system"); any
 // other role is a pagoda::Error naming it.
 std::string apply_template(const Template& t, const std::vector<ChatMessage>& chat, bool add_generation_prompt = true);
+// The same prompt with the messages' text as its data spans.
+ChatPrompt apply_template_prompt(const Template& t, const std::vector<ChatMessage>& chat, bool add_generation_prompt = true);
 
 }  // namespace pagoda::chat

@@ -155,7 +155,14 @@ SpecialTokenSplitter::SpecialTokenSplitter(const TokenizerVocab& v) {
                    [](const Candidate& a, const Candidate& b) { return a.text.size() > b.text.size(); });
 }
 
-std::vector<Fragment> SpecialTokenSplitter::split(std::string_view text, bool parse_special) const {
+std::vector<Fragment> SpecialTokenSplitter::split(std::string_view text, bool parse_special,
+                                                  std::span<const TextSpan> data) const {
+  // Whether bytes [begin, end) of `text` touch data: the first range ending after `begin`
+  // decides, the ranges being sorted.
+  auto in_data = [&](size_t begin, size_t end) {
+    auto it = std::upper_bound(data.begin(), data.end(), begin, [](size_t b, const TextSpan& s) { return b < s.end; });
+    return it != data.end() && it->begin < end;
+  };
   std::vector<Fragment> fragments;
   if (text.empty()) return fragments;
   fragments.push_back({-1, text});
@@ -171,7 +178,14 @@ std::vector<Fragment> SpecialTokenSplitter::split(std::string_view text, bool pa
         continue;
       }
       std::string_view rest = f.text;
-      for (size_t hit; (hit = rest.find(c.text)) != std::string_view::npos;) {
+      size_t from = 0;
+      for (size_t hit; (hit = rest.find(c.text, from)) != std::string_view::npos;) {
+        const size_t at = size_t(rest.data() - text.data()) + hit;
+        if (!c.user_defined && in_data(at, at + c.text.size())) {
+          from = hit + 1;
+          continue;
+        }
+        from = 0;
         std::string_view left = rest.substr(0, hit);
         if (c.lstrip) {
           while (!left.empty() && is_ascii_space(left.back())) left.remove_suffix(1);

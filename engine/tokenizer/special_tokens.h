@@ -4,9 +4,12 @@
 // token texts out of a prompt before the text is tokenized.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "pagoda/chat.h"
 
 namespace pagoda {
 
@@ -43,8 +46,12 @@ class SpecialTokenSplitter {
   SpecialTokenSplitter() = default;
   explicit SpecialTokenSplitter(const TokenizerVocab& vocab);
 
-  // The fragments of `text`, in order; the texts are views into `text`.
-  std::vector<Fragment> split(std::string_view text, bool parse_special) const;
+  // The fragments of `text`, in order; the texts are views into `text`. With parse_special,
+  // a control or unknown token is cut out only where its whole text lies outside `data` (the
+  // sorted, disjoint byte ranges of a chat prompt copied from messages): there it stays text.
+  // User-defined tokens are cut out anywhere, as without data. The text is split at nothing
+  // else, so text without control-token spellings in its data splits as without `data`.
+  std::vector<Fragment> split(std::string_view text, bool parse_special, std::span<const TextSpan> data = {}) const;
 
  private:
   struct Candidate {

@@ -163,10 +163,18 @@ int32_t Tokenizer::find_piece(std::string_view piece) const {
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
+  return encode_fragments(special_.split(text, parse_special), add_bos);
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, std::span<const TextSpan> data) const {
+  return encode_fragments(special_.split(text, true, data), add_bos);
+}
+
+std::vector<int32_t> Tokenizer::encode_fragments(const std::vector<Fragment>& fragments, bool add_bos) const {
   std::vector<int32_t> out;
   if (add_bos) out.push_back(vocab_.bos_id);
   bool after_special = true;  // the text start counts as following a special token
-  for (const Fragment& f : special_.split(text, parse_special)) {
+  for (const Fragment& f : fragments) {
     if (f.token >= 0) {
       out.push_back(f.token);
       after_special = true;

@@ -101,6 +101,10 @@ class Tokenizer {
   // only with parse_special — without it their text is tokenized as ordinary text. An SPM
   // vocabulary puts its space prefix before every text fragment that follows a special token.
   std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special = false) const;
+  // A chat prompt: control tokens are parsed only outside `data` (see SpecialTokenSplitter),
+  // the data ranges being plain text; with no control-token text in the data, the same ids as
+  // encode(text, add_bos, true).
+  std::vector<int32_t> encode(std::string_view text, bool add_bos, std::span<const TextSpan> data) const;
 
   // The raw bytes token `id` decodes to (no leading-space stripping). Error if out of range.
   std::string token_text(int32_t id) const;
@@ -129,6 +133,7 @@ class Tokenizer {
  private:
   friend class StreamDecoder;
 
+  std::vector<int32_t> encode_fragments(const std::vector<Fragment>& fragments, bool add_bos) const;
   void encode_spm(std::string_view text, bool space_prefix, std::vector<int32_t>& out) const;
 
   TokenizerVocab vocab_;

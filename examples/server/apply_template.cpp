@@ -9,7 +9,7 @@ namespace pagoda::server {
 
 using nlohmann::json;
 
-json apply_template(const std::string& text, const Engine& engine) {
+json apply_template(const std::string& text, const Engine& engine, bool special_in_content) {
   json body;
   try {
     body = parse_json_body(text);
@@ -18,6 +18,7 @@ json apply_template(const std::string& text, const Engine& engine) {
   }
   if (!body.is_object()) throw bad_request("the body must be a JSON object");
   ChatTemplateOptions options;
+  options.special_in_content = special_in_content;
   if (body.contains("add_generation_prompt")) {
     if (!body["add_generation_prompt"].is_boolean()) throw bad_request("'add_generation_prompt' must be a boolean");
     options.add_generation_prompt = body["add_generation_prompt"].get<bool>();
@@ -35,7 +36,10 @@ json apply_template(const std::string& text, const Engine& engine) {
     throw bad_request(e.what());
   }
   try {
-    return json{{"prompt", engine.apply_chat_template(messages, options)}};
+    const ChatPrompt prompt = engine.render_chat(messages, options);
+    json spans = json::array();
+    for (const TextSpan& s : prompt.data_spans) spans.push_back({s.begin, s.end});
+    return json{{"prompt", prompt.text}, {"data_spans", std::move(spans)}};
   } catch (const Error& e) {
     throw bad_request(std::string("the chat template failed: ") + e.what());
   }

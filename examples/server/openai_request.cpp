@@ -244,7 +244,8 @@ std::string requested_model(const json& body) {
 
 }  // namespace
 
-ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const Engine& engine, const ModelNames& names) {
+ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const Engine& engine, const ModelNames& names,
+                             bool special_in_content) {
   json body;
   try {
     body = parse_json_body(text);
@@ -304,11 +305,12 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const E
       const std::optional<chat::ToolRequest> tools = chat::parse_tool_request(body, chat_template);
       ChatTemplateOptions options;
       options.kwargs = chat::template_kwargs(body);
+      options.special_in_content = special_in_content;
       if (tools) chat::offer_tools(*tools, messages, options);
-      const std::string prompt = engine.apply_chat_template(messages, options);
-      r.prompt_ids = engine.tokenize(prompt, engine.add_bos(), true);
+      const ChatPrompt prompt = engine.render_chat(messages, options);
+      r.prompt_ids = engine.tokenize(prompt, engine.add_bos());
       if (tools) constrain_tool_calls(*tools, engine, r);
-      a.reply = chat::reply_shape(chat_template, prompt, tools);
+      a.reply = chat::reply_shape(chat_template, prompt.text, tools);
       r.stop_token_ids = format.stop_token_ids;
       r.stop_strings.insert(r.stop_strings.end(), format.stop_strings.begin(), format.stop_strings.end());
     }

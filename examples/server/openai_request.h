@@ -33,7 +33,10 @@ struct ApiRequest {
   std::optional<chat::ReplyShape> reply;
 };
 
-// Parses `body` for `endpoint`. Throws ApiError.
-ApiRequest parse_api_request(Endpoint endpoint, const std::string& body, const Engine& engine, const ModelNames& names);
+// Parses `body` for `endpoint`. Throws ApiError. A chat prompt is tokenized with its data spans,
+// so control tokens typed into messages stay text; `special_in_content` parses them as control
+// tokens, as before (ChatTemplateOptions::special_in_content).
+ApiRequest parse_api_request(Endpoint endpoint, const std::string& body, const Engine& engine, const ModelNames& names,
+                             bool special_in_content = false);
 
 }  // namespace pagoda::server

@@ -1,6 +1,7 @@
 #pragma once
-// Chat messages and the model's chat format, for Engine::apply_chat_template.
+// Chat messages and the model's chat format, for Engine::apply_chat_template and render_chat.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,6 +31,28 @@ struct ChatTemplateOptions {
   bool add_generation_prompt = true;
   std::string tools;   // JSON text of an array of OpenAI tool objects; empty: no `tools` variable
   std::string kwargs;  // JSON text of an object of extra template variables, e.g. {"enable_thinking": false}
+  // Whether control tokens written in message data ("<|im_end|>" typed into a user's content)
+  // are parsed as control tokens, as pagoda did before data spans: off, a user cannot end a
+  // turn or forge a system turn by typing its markup. Only for trusted callers that rely on it.
+  bool special_in_content = false;
+};
+
+// A byte range [begin, end) of a text.
+struct TextSpan {
+  size_t begin = 0;
+  size_t end = 0;
+  bool operator==(const TextSpan&) const = default;
+};
+
+// A rendered chat prompt and where in it the conversation's data lies: the bytes the template
+// copied from messages (content, content parts, names, tool calls and results, reasoning),
+// from the tool definitions and from the template kwargs (a role the chat API knows, such as
+// "user", is template text: templates spell control tokens around it). Engine::tokenize(const
+// ChatPrompt&) parses control tokens only in the template's own text, so data is always plain
+// text.
+struct ChatPrompt {
+  std::string text;
+  std::vector<TextSpan> data_spans;  // sorted, disjoint, byte offsets into text
 };
 
 // How the model lays out a conversation, recognised from its GGUF tokenizer.chat_template.

@@ -114,8 +114,9 @@ class Engine {
   std::vector<SpecialToken> special_tokens() const;
 
   // A conversation as a prompt in the model's chat format, ending, with add_generation_prompt,
-  // where the assistant's reply begins. Tokenize it with tokenize(prompt, add_bos(), true), and
-  // stop at chat_format()'s end of turn.
+  // where the assistant's reply begins, and stop at chat_format()'s end of turn. The text alone
+  // does not say which control tokens a user typed: tokenize render_chat()'s ChatPrompt instead
+  // (tokenize(text, add_bos(), true) parses those too).
   //
   // When the model has a Jinja chat template (EngineConfig::chat_template, or else its GGUF
   // tokenizer.chat_template) it is rendered as Python's jinja2 renders it for transformers'
@@ -129,6 +130,18 @@ class Engine {
   // system, user, assistant (or developer, read as system) with a pagoda::Error.
   std::string apply_chat_template(const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options) const;
   std::string apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;
+  // The prompt apply_chat_template renders, with the byte ranges the template copied from the
+  // messages, options.tools and options.kwargs as its data spans (none with
+  // options.special_in_content). Tokenize it with tokenize(prompt, add_bos()): a user who types
+  // "<|im_end|>" or "</s>" into a message gets those characters as text, not a control token
+  // that ends the turn or forges another; the template's own control tokens are parsed as
+  // tokenize(text, add_bos(), true) parses them, and a prompt whose data holds no control-token
+  // text gets exactly the ids of tokenize(text, add_bos(), true).
+  ChatPrompt render_chat(const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options) const;
+  // Token ids of a rendered chat prompt (BOS first when add_bos): control tokens parsed outside
+  // its data spans only; user-defined tokens ("<think>") matched whole everywhere, as by
+  // tokenize(text, add_bos, true).
+  std::vector<int32_t> tokenize(const ChatPrompt& prompt, bool add_bos) const;
   ChatFormat chat_format() const;
 
  private:

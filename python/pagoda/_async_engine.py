@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from typing import Any, AsyncIterator, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from ._chat import ChatCompletion, Message, chat_completion, prepare_chat, reply_text
 from ._core import Completion, Delta, Handle, Metrics
@@ -125,12 +125,13 @@ class AsyncEngine:
                    tools: Optional[Sequence[object]] = None, tool_choice: Optional[object] = None,
                    parallel_tool_calls: Optional[bool] = None,
                    chat_template_kwargs: Optional[Mapping[str, object]] = None,
-                   adapter: Optional[str] = None) -> ChatCompletion:
+                   adapter: Optional[str] = None, special_in_content: bool = False) -> ChatCompletion:
         """:meth:`Engine.chat`, awaited."""
         prepared = prepare_chat(self.engine, messages, params, tools=tools, tool_choice=tool_choice,
-                                parallel_tool_calls=parallel_tool_calls, chat_template_kwargs=chat_template_kwargs)
+                                parallel_tool_calls=parallel_tool_calls, chat_template_kwargs=chat_template_kwargs,
+                                special_in_content=special_in_content)
         loop = asyncio.get_running_loop()
-        handle = self.engine._submit(prepared.prompt, prepared.params, adapter=adapter, priority=0, prefix_cache=True,
+        handle = self.engine._submit(prepared.prompt_ids, prepared.params, adapter=adapter, priority=0, prefix_cache=True,
                                      parse_special=True, stream=prepared.shape is not None, on_token=None,
                                      grammar=prepared.grammar, grammar_triggers=prepared.triggers)
         try:
@@ -148,9 +149,12 @@ class AsyncEngine:
 
     def apply_chat_template(self, messages: Sequence[Message], add_generation_prompt: bool = True, *,
                             tools: Optional[Sequence[object]] = None,
-                            chat_template_kwargs: Optional[Mapping[str, object]] = None) -> str:
+                            chat_template_kwargs: Optional[Mapping[str, object]] = None,
+                            return_spans: bool = False,
+                            special_in_content: bool = False) -> Union[str, Tuple[str, list[Tuple[int, int]]]]:
         return self.engine.apply_chat_template(messages, add_generation_prompt, tools=tools,
-                                               chat_template_kwargs=chat_template_kwargs)
+                                               chat_template_kwargs=chat_template_kwargs, return_spans=return_spans,
+                                               special_in_content=special_in_content)
 
     def tokenize(self, text: str, add_bos: Optional[bool] = None, parse_special: bool = False) -> list[int]:
         return self.engine.tokenize(text, add_bos, parse_special)

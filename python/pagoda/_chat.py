@@ -55,6 +55,10 @@ class ChatCompletion:
 @dataclasses.dataclass(frozen=True)
 class PreparedChat:
     prompt: str
+    #: (start, end) str offsets of the prompt's text copied from the messages, tools and kwargs
+    data_spans: list[Tuple[int, int]]
+    #: the prompt's token ids: control tokens parsed only outside data_spans
+    prompt_ids: list[int]
     params: SamplingParams
     grammar: str
     triggers: list[str]
@@ -90,16 +94,20 @@ def _body(messages: Sequence[Message], tools: Optional[Sequence[object]], tool_c
 def prepare_chat(engine: Engine, messages: Sequence[Message], params: Optional[SamplingParams], *,
                  tools: Optional[Sequence[object]] = None, tool_choice: Optional[object] = None,
                  parallel_tool_calls: Optional[bool] = None, chat_template_kwargs: Optional[Mapping[str, Any]] = None,
-                 add_generation_prompt: bool = True, constrain: bool = True) -> PreparedChat:
-    """The conversation laid out by the model's template, ``params`` with its end of turn added to
+                 add_generation_prompt: bool = True, constrain: bool = True,
+                 special_in_content: bool = False) -> PreparedChat:
+    """The conversation laid out by the model's template and tokenized (control-token text in the
+    messages stays text unless ``special_in_content``), ``params`` with its end of turn added to
     the stops, and (with ``constrain``) the grammar tool calls are constrained by."""
     body = _body(messages, tools, tool_choice, parallel_tool_calls, chat_template_kwargs)
-    prompt, grammar, triggers, shape = engine._core.prepare_chat(body, add_generation_prompt, constrain)
+    prompt, spans, ids, grammar, triggers, shape = engine._core.prepare_chat(body, add_generation_prompt, constrain,
+                                                                             bool(special_in_content))
     base = SamplingParams() if params is None else params
     if grammar and (base.grammar is not None or base.json_schema is not None):
         raise Error("a grammar or json_schema cannot be combined with tools")
     _, stop_ids, stop_strings = engine.chat_format
-    return PreparedChat(prompt, base.with_stops(stop_strings, stop_ids), grammar, list(triggers), shape)
+    return PreparedChat(prompt, [tuple(s) for s in spans], list(ids), base.with_stops(stop_strings, stop_ids), grammar,
+                        list(triggers), shape)
 
 
 def reply_text(engine: Engine, deltas: Iterable[Delta], ending: Iterable[int]) -> str:

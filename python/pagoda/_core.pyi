@@ -127,9 +127,11 @@ class Engine:
     def chat_template(self) -> Optional[str]: ...
     def special_tokens(self) -> dict[str, int]: ...
     def chat_format(self) -> tuple[str, list[int], list[str]]: ...
-    def prepare_chat(self, body: str, add_generation_prompt: bool,
-                     constrain: bool) -> tuple[str, str, list[str], Optional[ReplyShape]]:
-        """An OpenAI chat body (JSON) → (prompt, tool-call grammar, its triggers, the reply's shape)."""
+    def prepare_chat(self, body: str, add_generation_prompt: bool, constrain: bool,
+                     special_in_content: bool) -> tuple[str, list[tuple[int, int]], list[int], str, list[str],
+                                                        Optional[ReplyShape]]:
+        """An OpenAI chat body (JSON) → (prompt, its data spans as str offsets, its token ids,
+        tool-call grammar, its triggers, the reply's shape)."""
 
 class ReplyShape:
     """What a chat reply may hold besides text (thinking, tool calls)."""

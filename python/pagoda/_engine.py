@@ -150,7 +150,7 @@ class Engine:
     def chat(self, messages: Sequence[Message], params: Optional[SamplingParams] = None, *,
              tools: Optional[Sequence[object]] = None, tool_choice: Optional[object] = None,
              parallel_tool_calls: Optional[bool] = None, chat_template_kwargs: Optional[Mapping[str, object]] = None,
-             adapter: Optional[str] = None) -> ChatCompletion:
+             adapter: Optional[str] = None, special_in_content: bool = False) -> ChatCompletion:
         """Replies to a conversation in OpenAI's message shape (``[{"role": "user", "content":
         "..."}]``, assistant ``tool_calls`` and ``tool`` turns too), laid out by the model's chat
         template and stopping at its end of turn.
@@ -162,13 +162,19 @@ class Engine:
         "required" or a named function; from the layout's opening tag with "auto").
         ``chat_template_kwargs`` are extra template variables (``{"enable_thinking": False}``).
 
+        Text in the messages, tools and kwargs is always text: a user who writes "<|im_end|>" or
+        "</s>" gets those characters, not the control token (only the template's own control
+        tokens are parsed). ``special_in_content=True`` parses them in the messages too, for
+        trusted callers that rely on it.
+
         Raises:
             pagoda.Error: a malformed message or tool, a template that fails on the conversation,
                 or tools together with a grammar or json_schema in ``params``.
         """
         prepared = prepare_chat(self, messages, params, tools=tools, tool_choice=tool_choice,
-                                parallel_tool_calls=parallel_tool_calls, chat_template_kwargs=chat_template_kwargs)
-        handle = self._submit(prepared.prompt, prepared.params, adapter=adapter, priority=0, prefix_cache=True,
+                                parallel_tool_calls=parallel_tool_calls, chat_template_kwargs=chat_template_kwargs,
+                                special_in_content=special_in_content)
+        handle = self._submit(prepared.prompt_ids, prepared.params, adapter=adapter, priority=0, prefix_cache=True,
                               parse_special=True, stream=prepared.shape is not None, on_token=None,
                               grammar=prepared.grammar, grammar_triggers=prepared.triggers)
         if prepared.shape is None:
@@ -231,12 +237,21 @@ class Engine:
 
     def apply_chat_template(self, messages: Sequence[Message], add_generation_prompt: bool = True, *,
                             tools: Optional[Sequence[object]] = None,
-                            chat_template_kwargs: Optional[Mapping[str, object]] = None) -> str:
+                            chat_template_kwargs: Optional[Mapping[str, object]] = None,
+                            return_spans: bool = False,
+                            special_in_content: bool = False) -> Union[str, Tuple[str, list[Tuple[int, int]]]]:
         """The conversation laid out by the model's chat template (as transformers renders it), with
-        ``tools`` shown to it, ending where the assistant's reply begins. Tokenize it with
-        ``parse_special=True``."""
-        return prepare_chat(self, messages, None, tools=tools, chat_template_kwargs=chat_template_kwargs,
-                            add_generation_prompt=add_generation_prompt, constrain=False).prompt
+        ``tools`` shown to it, ending where the assistant's reply begins.
+
+        With ``return_spans``, ``(prompt, data_spans)``: the (start, end) offsets of the prompt's
+        text copied from the messages, tools and kwargs, where :meth:`chat` parses no control
+        tokens (none with ``special_in_content``). Tokenizing the text alone with
+        ``parse_special=True`` would also turn control-token text a user wrote into control
+        tokens."""
+        prepared = prepare_chat(self, messages, None, tools=tools, chat_template_kwargs=chat_template_kwargs,
+                                add_generation_prompt=add_generation_prompt, constrain=False,
+                                special_in_content=special_in_content)
+        return (prepared.prompt, prepared.data_spans) if return_spans else prepared.prompt
 
     @property
     def chat_format(self) -> Tuple[str, list[int], list[str]]:

@@ -1,7 +1,8 @@
 // pagoda-server's POST /apply-template (llama-server's): a chat body rendered with the chat
-// template (here given with --chat-template-file) and answered as {"prompt"}, with tool calls,
-// tool turns, content as a list of parts, tools and chat_template_kwargs reaching the template;
-// malformed bodies and a template that raises are 400s.
+// template (here given with --chat-template-file) and answered as {"prompt", "data_spans"}, with
+// tool calls, tool turns, content as a list of parts, tools and chat_template_kwargs reaching the
+// template and the byte ranges the template copied from them as data spans; malformed bodies
+// and a template that raises are 400s.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -41,7 +42,8 @@ describe('pagoda-server /apply-template', () => {
     const res = await post({ messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }] });
     assert.equal(res.status, 200);
     // (the expected prompts are jinja2's renderings: trim_blocks eats the newline after each {% endif %})
-    assert.deepEqual(await res.json(), { prompt: '<|system|>Be brief.<|user|>Hi<|assistant|>' });
+    // The roles are template text (a known role is), the contents data.
+    assert.deepEqual(await res.json(), { prompt: '<|system|>Be brief.<|user|>Hi<|assistant|>', data_spans: [[10, 19], [27, 29]] });
   });
 
   test('tool calls, tool turns, content parts, tools and kwargs reach the template', async () => {
@@ -63,6 +65,9 @@ describe('pagoda-server /apply-template', () => {
         '<|tool|>21 C(for call_1 from get_weather)' +
         'tools: get_weather\n' +
         'thinking: False\n',
+      // content, call id, name, arguments (tojson of data is data whole), tool result, its call
+      // id and name, the tool's name; the kwarg is a boolean, printed as template text
+      data_spans: [[8, 25], [45, 51], [52, 63], [64, 81], [90, 94], [99, 105], [111, 122], [130, 141]],
     });
   });
 

@@ -12,6 +12,7 @@
 #include "engine/chat/jinja/methods.h"
 #include "engine/chat/jinja/operators.h"
 #include "engine/chat/jinja/strings.h"
+#include "engine/chat/jinja/text_spans.h"
 #include "engine/chat/jinja/utf8.h"
 #include "pagoda/error.h"
 
@@ -42,17 +43,22 @@ Value keep_markup(const Value& input, std::string s) {
   return out;
 }
 
+Value keep_markup(const Value& input, Value out) {
+  out.markup = input.markup;
+  return out;
+}
+
 Value f_upper(const Value& v, const Arguments& a, Budget&) {
   bind_arguments("upper", a, {});
-  return keep_markup(v, utf8::upper(to_str(v)));
+  return keep_markup(v, case_mapped(v, utf8::upper(to_str(v))));
 }
 Value f_lower(const Value& v, const Arguments& a, Budget&) {
   bind_arguments("lower", a, {});
-  return keep_markup(v, utf8::lower(to_str(v)));
+  return keep_markup(v, case_mapped(v, utf8::lower(to_str(v))));
 }
 Value f_capitalize(const Value& v, const Arguments& a, Budget&) {
   bind_arguments("capitalize", a, {});
-  return keep_markup(v, strings::capitalize(to_str(v)));
+  return keep_markup(v, case_mapped(v, strings::capitalize(to_str(v))));
 }
 
 // jinja2's title: every piece between runs of "-", whitespace and opening brackets starts upper
@@ -70,20 +76,21 @@ Value f_title(const Value& v, const Arguments& a, Budget&) {
     for (size_t k = i; k < j; ++k) out.push_back(k == i ? utf8::to_upper(cs[k]) : utf8::to_lower(cs[k]));
     i = j;
   }
-  return keep_markup(v, utf8::encode(out));
+  return keep_markup(v, case_mapped(v, utf8::encode(out)));
 }
 
 Value f_trim(const Value& v, const Arguments& a, Budget&) {
   const auto p = bind_arguments("trim", a, {"chars"});
   std::optional<std::string> chars;
   if (p[0].is_string()) chars = p[0].str();
-  return keep_markup(v, strings::strip(to_str(v), chars, true, true));
+  const Value text = to_text(v);
+  return keep_markup(v, stripped_part(text, strings::strip(text.str(), chars, true, true), true, true));
 }
 
 Value f_replace(const Value& v, const Arguments& a, Budget& budget) {
   const auto p = bind_arguments("replace", a, {"old", "new", "count"});
   const int64_t count = p[2].is_undefined() || p[2].is_none() ? -1 : as_int(p[2]);
-  return keep_markup(v, strings::replace(to_str(v), to_str(p[0]), to_str(p[1]), count, budget.limits().max_output));
+  return keep_markup(v, replace_tracked(to_text(v), to_str(p[0]), to_text(p[1]), count, budget.limits().max_output));
 }
 
 Value f_center(const Value& v, const Arguments& a, Budget& budget) {
@@ -173,9 +180,9 @@ Value f_format(const Value& v, const Arguments& a, Budget& budget) {
   } else {
     args = make_list(a.positional, true);
   }
-  std::string out = percent_format(to_str(v), args);
-  budget.check_size(out.size());
-  return Value(std::move(out));
+  Value out = percent_format(to_text(v), args);
+  budget.check_size(out.str().size());
+  return out;
 }
 
 Value f_default(const Value& v, const Arguments& a, Budget&) {
@@ -356,7 +363,9 @@ Value apply_filter(const std::string& name, const Value& input, const Arguments&
   const auto it = registry().find(name);
   if (it == registry().end()) throw Error("no filter named '" + name + "'");
   budget.step();
-  return it->second(input, args, budget);
+  // Filters that do not track data ranges themselves give a string that is data whole when
+  // their input or arguments held data.
+  return widen(it->second(input, args, budget), input, &args);
 }
 
 Value get_path(const Value& item, const std::string& attribute, Budget& budget) {

@@ -3,6 +3,7 @@
 #include <ctime>
 
 #include "engine/chat/jinja/arguments.h"
+#include "engine/chat/jinja/text_spans.h"
 #include "pagoda/error.h"
 
 namespace pagoda::jinja {
@@ -60,7 +61,7 @@ Dict dict_of(const Arguments& a, const char* callee) {
       }
     }
   }
-  for (const auto& [k, v] : a.keyword) d.set(Value(k), v);
+  for (size_t i = 0; i < a.keyword.size(); ++i) d.set(a.keyword_name(i), a.keyword[i].second);
   return d;
 }
 
@@ -73,7 +74,8 @@ Value strftime_now(Arguments& a) {
   char buf[512];
   const size_t n = std::strftime(buf, sizeof buf, p[0].str().c_str(), &local);
   if (n == 0 && !p[0].str().empty()) throw Error("strftime_now(): format too long");
-  return Value(std::string(buf, n));
+  // A format from data prints its own text: the date is data then.
+  return widen(Value(std::string(buf, n)), p[0]);
 }
 
 }  // namespace

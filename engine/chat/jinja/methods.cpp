@@ -5,6 +5,7 @@
 #include "engine/chat/jinja/arguments.h"
 #include "engine/chat/jinja/operators.h"
 #include "engine/chat/jinja/strings.h"
+#include "engine/chat/jinja/text_spans.h"
 #include "engine/chat/jinja/utf8.h"
 #include "pagoda/error.h"
 
@@ -30,13 +31,6 @@ const std::string& string_arg(const Value& v, const char* method) {
     throw Error(std::string(method) + "() argument must be str, not " + type_name(v));
   }
   return v.str();
-}
-
-Value string_list(const std::vector<std::string>& parts) {
-  std::vector<Value> items;
-  items.reserve(parts.size());
-  for (const auto& p : parts) items.emplace_back(p);
-  return make_list(std::move(items));
 }
 
 bool all_chars(const std::string& s, bool (*pred)(char32_t)) {
@@ -68,20 +62,22 @@ bool affix(const std::string& s, const Value& what, bool prefix) {
   return test(what);
 }
 
-// str.format with automatic ({}), numbered ({0}) and named ({name}) fields, without specs.
-std::string format(const std::string& fmt, const Arguments& args) {
-  std::string out;
+// str.format with automatic ({}), numbered ({0}) and named ({name}) fields, without specs; the
+// format's text and the fields keep their data ranges.
+Value format(const Value& format_value, const Arguments& args) {
+  const std::string& fmt = format_value.str();
+  TextBuilder out;
   size_t auto_index = 0;
   for (size_t i = 0; i < fmt.size(); ++i) {
     const char c = fmt[i];
     if ((c == '{' || c == '}') && i + 1 < fmt.size() && fmt[i + 1] == c) {
-      out.push_back(c);
+      out.append(format_value, i, i + 1);
       ++i;
       continue;
     }
     if (c == '}') throw Error("Single '}' encountered in format string");
     if (c != '{') {
-      out.push_back(c);
+      out.append(format_value, i, i + 1);
       continue;
     }
     const size_t close = fmt.find('}', i);
@@ -103,47 +99,50 @@ std::string format(const std::string& fmt, const Arguments& args) {
       }
       if (!found) throw Error("KeyError: '" + field + "'");
     }
-    out += to_str(v);
+    out.append(to_text(v));
     i = close;
   }
-  return out;
+  return out.take();
 }
 
-std::string join(const std::string& sep, const Value& iterable, Budget& budget) {
-  std::string out;
+Value join(const Value& sep, const Value& iterable, Budget& budget) {
+  TextBuilder out;
   bool first = true;
   for (const Value& item : iterate(iterable)) {
     if (!item.is_string()) throw Error("sequence item: expected str instance, " + type_name(item) + " found");
-    if (!first) out += sep;
+    if (!first) out.append(sep);
     first = false;
-    out += item.str();
+    out.append(item);
     budget.step();
     budget.check_size(out.size());
   }
-  return out;
+  return out.take();
 }
 
-Value string_method(const std::string& s, const std::string& name, Budget& budget) {
+Value string_method(const Value& self, const std::string& name, Budget& budget) {
+  const std::string& s = self.str();
   Budget* b = &budget;
   auto method = [&](std::function<Value(Arguments&)> f) { return make_function("str." + name, std::move(f)); };
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
-    return method([s, name](Arguments& a) {
+    return method([self, name](Arguments& a) {
       const auto p = bind_arguments(name, a, {"chars"});
-      return Value(strings::strip(s, optional_string(p[0], name.c_str()), name != "rstrip", name != "lstrip"));
+      const bool left = name != "rstrip", right = name != "lstrip";
+      return stripped_part(self, strings::strip(self.str(), optional_string(p[0], name.c_str()), left, right), left, right);
     });
   }
   if (name == "split" || name == "rsplit") {
-    return method([s, name](Arguments& a) {
+    return method([self, name](Arguments& a) {
       const auto p = bind_arguments(name, a, {"sep", "maxsplit"});
       const auto sep = optional_string(p[0], "sep");
       const int64_t maxsplit = int_or(p[1], -1);
-      return string_list(name == "split" ? strings::split(s, sep, maxsplit) : strings::rsplit(s, sep, maxsplit));
+      const std::string& s = self.str();
+      return located_parts(self, name == "split" ? strings::split(s, sep, maxsplit) : strings::rsplit(s, sep, maxsplit));
     });
   }
   if (name == "splitlines") {
-    return method([s](Arguments& a) {
+    return method([self](Arguments& a) {
       const auto p = bind_arguments("splitlines", a, {"keepends"});
-      return string_list(strings::splitlines(s, truthy(p[0])));
+      return located_parts(self, strings::splitlines(self.str(), truthy(p[0])));
     });
   }
   if (name == "startswith" || name == "endswith") {
@@ -153,19 +152,23 @@ Value string_method(const std::string& s, const std::string& name, Budget& budge
     });
   }
   if (name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
-    return method([s, name](Arguments& a) {
+    return method([self, name](Arguments& a) {
       bind_arguments(name, a, {});
-      if (name == "upper") return Value(utf8::upper(s));
-      if (name == "lower") return Value(utf8::lower(s));
-      if (name == "title") return Value(strings::title(s));
-      return Value(strings::capitalize(s));
+      const std::string& s = self.str();
+      if (name == "upper") return case_mapped(self, utf8::upper(s));
+      if (name == "lower") return case_mapped(self, utf8::lower(s));
+      if (name == "title") return case_mapped(self, strings::title(s));
+      return case_mapped(self, strings::capitalize(s));
     });
   }
   if (name == "replace") {
-    return method([s, b](Arguments& a) {
+    return method([self, b](Arguments& a) {
       const auto p = bind_arguments("replace", a, {"old", "new", "count"});
-      return Value(strings::replace(s, string_arg(p[0], "replace"), string_arg(p[1], "replace"), int_or(p[2], -1),
-                                    b->limits().max_output));
+      const std::string& old = string_arg(p[0], "replace");
+      string_arg(p[1], "replace");
+      // Replacing data: a replacement made of data could complete a control token with the
+      // template's text around it, so its copies carry its ranges.
+      return replace_tracked(self, old, p[1], int_or(p[2], -1), b->limits().max_output);
     });
   }
   if (name == "find" || name == "rfind" || name == "count") {
@@ -177,24 +180,24 @@ Value string_method(const std::string& s, const std::string& name, Budget& budge
     });
   }
   if (name == "join") {
-    return method([s, b](Arguments& a) {
+    return method([self, b](Arguments& a) {
       const auto p = bind_arguments("join", a, {"iterable"});
-      return Value(join(s, p[0], *b));
+      return join(self, p[0], *b);
     });
   }
   if (name == "format") {
-    return method([s, b](Arguments& a) {
-      std::string out = format(s, a);
-      b->check_size(out.size());
-      return Value(std::move(out));
+    return method([self, b](Arguments& a) {
+      Value out = format(self, a);
+      b->check_size(out.str().size());
+      return out;
     });
   }
   if (name == "center") {
-    return method([s, b](Arguments& a) {
+    return method([self, b](Arguments& a) {
       const auto p = bind_arguments("center", a, {"width"});
       const int64_t width = int_or(p[0], 0);
       b->check_size(static_cast<size_t>(std::max<int64_t>(width, 0)));
-      return Value(strings::center(s, width));
+      return widen(Value(strings::center(self.str(), width)), self);
     });
   }
   if (name == "isdigit" || name == "isalpha" || name == "isalnum" || name == "isspace" || name == "isupper" ||
@@ -282,7 +285,7 @@ Value get_attribute(const Value& obj, const std::string& name, Budget& budget) {
   if (mutates(obj, name)) {
     return Value(Undefined{"access to attribute '" + name + "' of '" + type_name(obj) + "' object is unsafe."});
   }
-  if (obj.is_string()) return string_method(obj.str(), name, budget);
+  if (obj.is_string()) return string_method(obj, name, budget);
   if (obj.is_dict()) {
     Value m = dict_method(obj, name);
     if (!m.is_undefined()) return m;

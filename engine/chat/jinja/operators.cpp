@@ -3,12 +3,14 @@
 
 #include "engine/chat/jinja/operators.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 
 #include "engine/chat/jinja/strings.h"
+#include "engine/chat/jinja/text_spans.h"
 #include "engine/chat/jinja/utf8.h"
 #include "pagoda/error.h"
 
@@ -32,9 +34,9 @@ Value repeat(const Value& seq, int64_t n, Budget& budget) {
   if (seq.is_string()) {
     budget.check_size(static_cast<size_t>(n) * seq.str().size());
     budget.step(static_cast<uint64_t>(n));
-    std::string out;
-    for (int64_t i = 0; i < n; ++i) out += seq.str();
-    return Value(std::move(out));
+    TextBuilder out;
+    for (int64_t i = 0; i < n; ++i) out.append(seq);
+    return out.take();
   }
   const auto& items = seq.list().items;
   budget.check_size(static_cast<size_t>(n) * items.size());
@@ -106,29 +108,38 @@ std::optional<int64_t> normalize_index(int64_t i, int64_t n) {
 
 Value binary_op(const std::string& op, const Value& a, const Value& b, Budget& budget) {
   if (op == "~") {
-    std::string s = to_str(a);
-    std::string t = to_str(b);
-    budget.check_size(s.size() + t.size());
-    return Value(s + t);
+    const Value s = to_text(a);
+    const Value t = to_text(b);
+    budget.check_size(s.str().size() + t.str().size());
+    TextBuilder out;
+    out.reserve(s.str().size() + t.str().size());
+    out.append(s);
+    out.append(t);
+    return out.take();
   }
   if (op == "%" && a.is_string()) {
-    std::string s = percent_format(a.str(), b);
-    budget.check_size(s.size());
-    return Value(std::move(s));
+    Value s = percent_format(a, b);
+    budget.check_size(s.str().size());
+    return s;
   }
   if (a.is_number() && b.is_number()) return arithmetic(op, a, b);
   if (op == "+") {
     if (a.is_string() && b.is_string()) {
       budget.check_size(a.str().size() + b.str().size());
       if (a.markup == b.markup) {
-        Value sum(a.str() + b.str());
-        sum.markup = a.markup;
-        return sum;
+        TextBuilder sum;
+        sum.reserve(a.str().size() + b.str().size());
+        sum.append(a);
+        sum.append(b);
+        return sum.take(a.markup);
       }
       // Markup + str escapes the str, and so does str + Markup
       std::string joined = (a.markup ? a.str() : strings::html_escape(a.str())) + (b.markup ? b.str() : strings::html_escape(b.str()));
       budget.check_size(joined.size());
-      return make_markup(std::move(joined));
+      Value m = widen(Value(std::move(joined)), a);
+      m = widen(std::move(m), b);
+      m.markup = true;
+      return m;
     }
     if (a.is_list() && b.is_list() && a.list().tuple == b.list().tuple && !a.list().generator && !b.list().generator) {
       budget.check_size(a.list().items.size() + b.list().items.size());
@@ -222,7 +233,14 @@ Value slice(const Value& v, std::optional<int64_t> start, std::optional<int64_t>
   if (is_string) {
     std::u32string out;
     for (int64_t i : picked) out.push_back(chars[static_cast<size_t>(i)]);
-    return Value(utf8::encode(out));
+    std::string text = utf8::encode(out);
+    if (!spans_of(v)) return Value(std::move(text));
+    // A forward slice of valid UTF-8 is one run of the string's bytes: it keeps their ranges.
+    if (st == 1 && !picked.empty()) {
+      const size_t begin = utf8::encode(std::u32string_view(chars).substr(0, static_cast<size_t>(picked.front()))).size();
+      if (v.str().compare(begin, text.size(), text) == 0) return substring(v, begin, begin + text.size());
+    }
+    return widen(Value(std::move(text)), v);
   }
   std::vector<Value> out;
   for (int64_t i : picked) out.push_back(v.list().items[static_cast<size_t>(i)]);
@@ -239,12 +257,17 @@ std::optional<Value> index(const Value& v, int64_t i) {
     const std::u32string chars = utf8::decode(v.str());
     const auto at = normalize_index(i, static_cast<int64_t>(chars.size()));
     if (!at) return std::nullopt;
-    return Value(utf8::encode(chars.substr(static_cast<size_t>(*at), 1)));
+    std::string ch = utf8::encode(chars.substr(static_cast<size_t>(*at), 1));
+    if (!spans_of(v)) return Value(std::move(ch));
+    const size_t begin = utf8::encode(std::u32string_view(chars).substr(0, static_cast<size_t>(*at))).size();
+    if (v.str().compare(begin, ch.size(), ch) == 0) return substring(v, begin, begin + ch.size());
+    return widen(Value(std::move(ch)), v);
   }
   return std::nullopt;
 }
 
-std::string percent_format(const std::string& format, const Value& args) {
+Value percent_format(const Value& format_value, const Value& args) {
+  const std::string& format = format_value.str();
   std::vector<Value> positional;
   if (args.is_list() && args.list().tuple) {
     positional = args.list().items;
@@ -252,10 +275,12 @@ std::string percent_format(const std::string& format, const Value& args) {
     positional.push_back(args);
   }
   size_t next_arg = 0;
-  std::string out;
+  TextBuilder out;
   for (size_t i = 0; i < format.size(); ++i) {
     if (format[i] != '%') {
-      out.push_back(format[i]);
+      const size_t literal_end = std::min(format.find('%', i), format.size());
+      out.append(format_value, i, literal_end);
+      i = literal_end - 1;
       continue;
     }
     if (++i >= format.size()) throw Error("incomplete format");
@@ -272,7 +297,7 @@ std::string percent_format(const std::string& format, const Value& args) {
     if (i >= format.size()) throw Error("incomplete format");
     const char conv = format[i];
     if (conv == '%') {
-      out.push_back('%');
+      out.append(format_value, i, i + 1);
       continue;
     }
     Value arg;
@@ -289,13 +314,22 @@ std::string percent_format(const std::string& format, const Value& args) {
     switch (conv) {
       case 's':
       case 'r': {
-        const std::string text = conv == 's' ? to_str(arg) : repr(arg);
         spec.push_back('s');
-        if (spec == "%s") {
-          out += text;
-        } else {
+        if (spec == "%s" && conv == 's') {
+          out.append(to_text(arg));
+          break;
+        }
+        // repr or padding: what is printed cannot be mapped back to the argument's bytes.
+        const std::string text = conv == 's' ? to_str(arg) : repr(arg);
+        std::string printed = text;
+        if (spec != "%s") {
           std::snprintf(buf, sizeof buf, spec.c_str(), text.c_str());
-          out += buf;
+          printed = buf;
+        }
+        if (spans_of(widen(Value(printed), arg))) {
+          out.append_data(printed);
+        } else {
+          out.append_plain(printed);
         }
         break;
       }
@@ -307,7 +341,7 @@ std::string percent_format(const std::string& format, const Value& args) {
         if (!arg.is_number()) throw Error("%" + std::string(1, conv) + " format: a number is required, not " + type_name(arg));
         spec += std::string("ll") + (conv == 'i' ? 'd' : conv);
         std::snprintf(buf, sizeof buf, spec.c_str(), static_cast<long long>(as_int(arg)));
-        out += buf;
+        out.append_plain(buf);
         break;
       case 'f':
       case 'F':
@@ -318,13 +352,13 @@ std::string percent_format(const std::string& format, const Value& args) {
         if (!arg.is_number()) throw Error("must be real number, not " + type_name(arg));
         spec.push_back(conv);
         std::snprintf(buf, sizeof buf, spec.c_str(), as_double(arg));
-        out += buf;
+        out.append_plain(buf);
         break;
       default: throw Error(std::string("unsupported format character '") + conv + "'");
     }
   }
   if (!args.is_dict() && next_arg < positional.size()) throw Error("not all arguments converted during string formatting");
-  return out;
+  return out.take();
 }
 
 }  // namespace pagoda::jinja

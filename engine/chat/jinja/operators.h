@@ -24,7 +24,8 @@ Value slice(const Value& v, std::optional<int64_t> start, std::optional<int64_t>
 // `v[index]` for an integer index (negative counts from the end); nullopt when out of range.
 std::optional<Value> index(const Value& v, int64_t i);
 
-// Python's `format % args` for str.
-std::string percent_format(const std::string& format, const Value& args);
+// Python's `format % args` for str; the format's text and %s arguments keep their data ranges,
+// other conversions of data are data whole.
+Value percent_format(const Value& format, const Value& args);
 
 }  // namespace pagoda::jinja

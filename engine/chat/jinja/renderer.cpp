@@ -34,8 +34,8 @@ Renderer::Renderer(const Limits& limits, const Dict& globals) : budget_(limits),
   }
 }
 
-std::string Renderer::render(const Body& body) {
-  std::string out;
+Value Renderer::render(const Body& body) {
+  TextBuilder out;
   try {
     exec(body, out);
   } catch (const Error& e) {
@@ -43,11 +43,16 @@ std::string Renderer::render(const Body& body) {
     if (what.rfind("template line ", 0) == 0) throw;
     throw Error("template line " + std::to_string(line_) + ": " + what);
   }
-  return out;
+  return out.take();
 }
 
-void Renderer::append(std::string& out, const std::string& text) {
-  out += text;
+void Renderer::append(TextBuilder& out, const std::string& text) {
+  out.append_plain(text);
+  budget_.check_size(out.size());
+}
+
+void Renderer::append(TextBuilder& out, const Value& text) {
+  out.append(text);
   budget_.check_size(out.size());
 }
 
@@ -79,17 +84,17 @@ void Renderer::assign(const Target& t, const Value& value) {
   for (size_t i = 0; i < items.size(); ++i) scope_->vars[t.names[i]] = items[i];
 }
 
-void Renderer::exec(const Body& body, std::string& out) {
+void Renderer::exec(const Body& body, TextBuilder& out) {
   for (const StmtPtr& s : body) {
     exec(*s, out);
     if (flow_ != Flow::Normal) return;
   }
 }
 
-std::string Renderer::render_body(const Body& body) {
-  std::string out;
+Value Renderer::render_body(const Body& body) {
+  TextBuilder out;
   exec(body, out);
-  return out;
+  return out.take();
 }
 
 Value Renderer::apply_filter_chain(const Stmt& s, Value value) {
@@ -100,13 +105,13 @@ Value Renderer::apply_filter_chain(const Stmt& s, Value value) {
   return value;
 }
 
-void Renderer::exec(const Stmt& s, std::string& out) {
+void Renderer::exec(const Stmt& s, TextBuilder& out) {
   Depth depth(*this);
   line_ = s.line;
   budget_.step();
   switch (s.kind) {
     case StmtKind::Text: append(out, s.text); break;
-    case StmtKind::Output: append(out, to_str(eval(*s.exprs[0]))); break;
+    case StmtKind::Output: append(out, to_text(eval(*s.exprs[0]))); break;
     case StmtKind::If:
       for (size_t i = 0; i < s.bodies.size(); ++i) {
         if (i == s.exprs.size() || truthy(eval(*s.exprs[i]))) {
@@ -117,10 +122,10 @@ void Renderer::exec(const Stmt& s, std::string& out) {
       break;
     case StmtKind::For: exec_for(s, out); break;
     case StmtKind::Set: assign(s.target, eval(*s.exprs[0])); break;
-    case StmtKind::SetBlock: assign(s.target, apply_filter_chain(s, Value(render_body(s.bodies[0])))); break;
+    case StmtKind::SetBlock: assign(s.target, apply_filter_chain(s, render_body(s.bodies[0]))); break;
     case StmtKind::Macro: exec_macro_definition(s); break;
     case StmtKind::CallBlock: exec_call_block(s, out); break;
-    case StmtKind::FilterBlock: append(out, to_str(apply_filter_chain(s, Value(render_body(s.bodies[0]))))); break;
+    case StmtKind::FilterBlock: append(out, to_text(apply_filter_chain(s, render_body(s.bodies[0])))); break;
     case StmtKind::With: {
       auto inner = std::make_shared<Scope>();
       inner->parent = scope_;
@@ -135,7 +140,7 @@ void Renderer::exec(const Stmt& s, std::string& out) {
   }
 }
 
-void Renderer::exec_for(const Stmt& s, std::string& out) {
+void Renderer::exec_for(const Stmt& s, TextBuilder& out) {
   const Value iterable = eval(*s.exprs[0]);
   std::vector<Value> items = iterate(iterable);
   const std::shared_ptr<Scope> outer = scope_;
@@ -211,7 +216,8 @@ Value Renderer::call_macro(const Stmt& m, const std::shared_ptr<Scope>& closure,
     }
   }
   Dict extra_keywords;
-  for (const auto& [k, v] : args.keyword) {
+  for (size_t n = 0; n < args.keyword.size(); ++n) {
+    const auto& [k, v] = args.keyword[n];
     bool is_param = false;
     for (size_t i = 0; i < m.params.size(); ++i) {
       if (m.params[i].name != k) continue;
@@ -226,7 +232,7 @@ Value Renderer::call_macro(const Stmt& m, const std::shared_ptr<Scope>& closure,
     } else if (!m.uses_kwargs) {
       throw Error("macro '" + m.name + "' takes no keyword argument '" + k + "'");
     } else {
-      extra_keywords.set(Value(k), v);
+      extra_keywords.set(args.keyword_name(n), v);
     }
   }
   if (!extra_positional.empty() && !m.uses_varargs) {
@@ -242,7 +248,7 @@ Value Renderer::call_macro(const Stmt& m, const std::shared_ptr<Scope>& closure,
   const Flow saved_flow = flow_;
   const int saved_line = line_;
   scope_ = scope;
-  std::string out;
+  TextBuilder out;
   try {
     for (const Param& p : m.params) {  // defaults see the parameters before them
       if (scope->vars.count(p.name)) continue;
@@ -259,14 +265,14 @@ Value Renderer::call_macro(const Stmt& m, const std::shared_ptr<Scope>& closure,
   flow_ = saved_flow;
   line_ = saved_line;
   --call_depth_;
-  return Value(std::move(out));
+  return out.take();
 }
 
-void Renderer::exec_call_block(const Stmt& s, std::string& out) {
+void Renderer::exec_call_block(const Stmt& s, TextBuilder& out) {
   const std::shared_ptr<Scope> closure = scope_;
   // The caller is a macro made of the block's body and its parameters.
   Value caller = make_function("caller", [this, &s, closure](Arguments& args) { return call_macro(s, closure, args); });
-  append(out, to_str(eval_call(*s.exprs[0], &caller)));
+  append(out, to_text(eval_call(*s.exprs[0], &caller)));
 }
 
 Arguments Renderer::eval_arguments(const Expr& e, size_t first_positional) {
@@ -280,6 +286,7 @@ Arguments Renderer::eval_arguments(const Expr& e, size_t first_positional) {
       if (!v.is_dict()) throw Error("argument after ** must be a mapping, not " + type_name(v));
       for (const auto& [k, val] : v.dict().items) {
         if (!k.is_string()) throw Error("keywords must be strings");
+        if (spans_of(k)) args.data_keywords.emplace_back(args.keyword.size(), k);
         args.keyword.emplace_back(k.str(), val);
       }
     } else {

@@ -9,6 +9,7 @@
 
 #include "engine/chat/jinja/ast.h"
 #include "engine/chat/jinja/budget.h"
+#include "engine/chat/jinja/text_spans.h"
 #include "engine/chat/jinja/value.h"
 
 namespace pagoda::jinja {
@@ -23,8 +24,9 @@ class Renderer {
   // `globals` are the variables the template starts with (the context and the global functions).
   Renderer(const Limits& limits, const Dict& globals);
 
-  // Errors come out as pagoda::Error "template line N: ...".
-  std::string render(const Body& body);
+  // Errors come out as pagoda::Error "template line N: ...". The result's spans are the bytes
+  // printed from data-carrying strings (see text_spans.h).
+  Value render(const Body& body);
 
  private:
   enum class Flow { Normal, Break, Continue };
@@ -36,12 +38,12 @@ class Renderer {
     Renderer& r_;
   };
 
-  void exec(const Body& body, std::string& out);
-  void exec(const Stmt& s, std::string& out);
-  void exec_for(const Stmt& s, std::string& out);
+  void exec(const Body& body, TextBuilder& out);
+  void exec(const Stmt& s, TextBuilder& out);
+  void exec_for(const Stmt& s, TextBuilder& out);
   void exec_macro_definition(const Stmt& s);
-  void exec_call_block(const Stmt& s, std::string& out);
-  std::string render_body(const Body& body);
+  void exec_call_block(const Stmt& s, TextBuilder& out);
+  Value render_body(const Body& body);
   Value apply_filter_chain(const Stmt& s, Value value);
 
   Value eval(const Expr& e);
@@ -52,7 +54,8 @@ class Renderer {
 
   Value lookup(const std::string& name) const;
   void assign(const Target& t, const Value& value);
-  void append(std::string& out, const std::string& text);
+  void append(TextBuilder& out, const Value& text);
+  void append(TextBuilder& out, const std::string& text);
 
   Budget budget_;
   std::shared_ptr<Scope> scope_;

@@ -7,6 +7,7 @@
 #include "engine/chat/jinja/filters.h"
 #include "engine/chat/jinja/methods.h"
 #include "engine/chat/jinja/operators.h"
+#include "engine/chat/jinja/text_spans.h"
 #include "engine/chat/jinja/utf8.h"
 #include "pagoda/error.h"
 
@@ -82,16 +83,16 @@ Value f_items(const Value& v, const Arguments& a, Budget& budget) {
 
 Value f_join(const Value& v, const Arguments& a, Budget& budget) {
   const auto p = bind_arguments("join", a, {"d", "attribute"});
-  const std::string sep = p[0].is_undefined() ? "" : to_str(p[0]);
-  std::string out;
+  const Value sep = p[0].is_undefined() ? Value("") : to_text(p[0]);
+  TextBuilder out;
   bool first = true;
   for (const Value& item : items_of(v, budget)) {
-    if (!first) out += sep;
+    if (!first) out.append(sep);
     first = false;
-    out += to_str(p[1].is_undefined() || p[1].is_none() ? item : get_path(item, to_str(p[1]), budget));
+    out.append(to_text(p[1].is_undefined() || p[1].is_none() ? item : get_path(item, to_str(p[1]), budget)));
     budget.check_size(out.size());
   }
-  return Value(std::move(out));
+  return out.take();
 }
 
 Value f_map(const Value& v, const Arguments& a, Budget& budget) {

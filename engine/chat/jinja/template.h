@@ -9,10 +9,12 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/chat/jinja/budget.h"
+#include "pagoda/chat.h"
 
 namespace pagoda::jinja {
 
@@ -27,6 +29,10 @@ class Template {
   // Throws pagoda::Error "template line N: ..." when the template fails (raise_exception,
   // undefined attribute of an undefined value, a type error) or exceeds `limits`.
   std::string render(const nlohmann::ordered_json& context, const Limits& limits = {}) const;
+  // The same text, with the byte ranges printed from the strings of the context members named
+  // in `data_members` (messages, tools, ...): what the template copied from the chat's data.
+  ChatPrompt render_with_spans(const nlohmann::ordered_json& context, const std::vector<std::string>& data_members,
+                               const Limits& limits = {}) const;
 
  private:
   std::shared_ptr<const std::vector<std::unique_ptr<Stmt>>> body_;

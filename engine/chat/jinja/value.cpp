@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "engine/chat/jinja/text_spans.h"
 #include "engine/chat/jinja/utf8.h"
 #include "engine/tokenizer/utf8.h"
 #include "pagoda/error.h"
@@ -21,7 +22,12 @@ namespace {
 constexpr int kMaxNesting = 256;
 
 void check_nesting(int depth) {
-  if (depth > kMaxNesting) throw Error("value nested too deeply to print");
+  if (depth > kMaxNesting) throw Error("value nested deeper than " + std::to_string(kMaxNesting) + " levels");
+}
+
+int checked_depth(int depth) {
+  if (depth > kMaxValueDepth) throw Error("value nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
+  return depth;
 }
 
 void repr_string(std::string& out, const std::string& s) {
@@ -195,6 +201,13 @@ void dumps_into(std::string& out, const Value& v, const JsonStyle& style, int le
 
 }  // namespace
 
+Value Arguments::keyword_name(size_t i) const {
+  for (const auto& [at, name] : data_keywords) {
+    if (at == i) return name;
+  }
+  return Value(keyword[i].first);
+}
+
 const Value* Dict::find(const Value& key) const {
   for (const auto& [k, v] : items) {
     if (equals(k, key)) return &v;
@@ -205,15 +218,26 @@ const Value* Dict::find(const Value& key) const {
 void Dict::set(const Value& key, Value value) {
   for (auto& [k, v] : items) {
     if (equals(k, key)) {
+      depth = checked_depth(std::max(depth, 1 + nesting(value)));
       v = std::move(value);
       return;
     }
   }
+  depth = checked_depth(std::max({depth, 1 + nesting(key), 1 + nesting(value)}));
   items.emplace_back(key, std::move(value));
+}
+
+int nesting(const Value& v) {
+  if (v.is_list()) return v.list().depth;
+  if (v.is_dict()) return v.dict().depth;
+  if (v.is_namespace()) return std::get<NamespacePtr>(v.v)->attributes.depth;
+  return 0;
 }
 
 Value make_list(std::vector<Value> items, bool tuple) {
   auto l = std::make_shared<List>();
+  for (const Value& item : items) l->depth = std::max(l->depth, 1 + nesting(item));
+  checked_depth(l->depth);
   l->items = std::move(items);
   l->tuple = tuple;
   return Value(std::move(l));
@@ -225,7 +249,11 @@ Value make_generator(std::vector<Value> items) {
   return v;
 }
 
-Value make_dict(Dict d) { return Value(std::make_shared<Dict>(std::move(d))); }
+Value make_dict(Dict d) {
+  for (const auto& [k, v] : d.items) d.depth = std::max({d.depth, 1 + nesting(k), 1 + nesting(v)});
+  checked_depth(d.depth);
+  return Value(std::make_shared<Dict>(std::move(d)));
+}
 
 Value make_markup(std::string s) {
   Value v(std::move(s));
@@ -330,7 +358,10 @@ int64_t as_int(const Value& v) {
   throw Error("expected a number, got " + type_name(v));
 }
 
-bool equals(const Value& a, const Value& b) {
+namespace {
+
+bool equals_at(const Value& a, const Value& b, int depth) {
+  check_nesting(depth);
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return as_double(a) == as_double(b);
     return as_int(a) == as_int(b);
@@ -344,7 +375,7 @@ bool equals(const Value& a, const Value& b) {
     if (x.generator || y.generator) return &x == &y;
     if (x.tuple != y.tuple || x.items.size() != y.items.size()) return false;
     for (size_t i = 0; i < x.items.size(); ++i) {
-      if (!equals(x.items[i], y.items[i])) return false;
+      if (!equals_at(x.items[i], y.items[i], depth + 1)) return false;
     }
     return true;
   }
@@ -354,7 +385,7 @@ bool equals(const Value& a, const Value& b) {
     if (x.items.size() != y.items.size()) return false;
     for (const auto& [k, v] : x.items) {
       const Value* other = y.find(k);
-      if (!other || !equals(v, *other)) return false;
+      if (!other || !equals_at(v, *other, depth + 1)) return false;
     }
     return true;
   }
@@ -362,7 +393,8 @@ bool equals(const Value& a, const Value& b) {
   return std::get<FunctionPtr>(a.v) == std::get<FunctionPtr>(b.v);
 }
 
-int compare(const Value& a, const Value& b) {
+int compare_at(const Value& a, const Value& b, int depth) {
+  check_nesting(depth);
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) {
       const double x = as_double(a), y = as_double(b);
@@ -379,7 +411,7 @@ int compare(const Value& a, const Value& b) {
     const auto& x = a.list().items;
     const auto& y = b.list().items;
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      if (!equals(x[i], y[i])) return compare(x[i], y[i]);
+      if (!equals_at(x[i], y[i], depth + 1)) return compare_at(x[i], y[i], depth + 1);
     }
     return x.size() < y.size() ? -1 : (x.size() > y.size() ? 1 : 0);
   }
@@ -387,6 +419,11 @@ int compare(const Value& a, const Value& b) {
   require_defined(b);
   throw Error("ordering not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'");
 }
+
+}  // namespace
+
+bool equals(const Value& a, const Value& b) { return equals_at(a, b, 0); }
+int compare(const Value& a, const Value& b) { return compare_at(a, b, 0); }
 
 std::vector<Value> iterate(const Value& v) {
   if (v.is_undefined()) return {};
@@ -398,10 +435,15 @@ std::vector<Value> iterate(const Value& v) {
   }
   if (v.is_string()) {
     std::vector<Value> chars;
+    size_t at = 0;
     for (char32_t c : utf8::decode(v.str())) {
       std::string s;
       append_utf8(c, s);
-      chars.emplace_back(std::move(s));
+      const size_t n = s.size();
+      // Invalid UTF-8 decodes to U+FFFD of another length: such a string is data whole.
+      chars.push_back(spans_of(v) ? (v.str().compare(at, n, s) == 0 ? substring(v, at, at + n) : data_string(std::move(s)))
+                                  : Value(std::move(s)));
+      at += n;
     }
     return chars;
   }
@@ -416,7 +458,16 @@ int64_t length(const Value& v) {
   throw Error("object of type '" + type_name(v) + "' has no len()");
 }
 
-Value from_json(const nlohmann::ordered_json& j) {
+namespace {
+
+// Templates such as Phi-3's spell a turn's control token around its role ('<|' + role + '|>'),
+// so the roles the chat API knows are template text; any other role stays data.
+bool is_known_role(const std::string& role) {
+  return role == "system" || role == "user" || role == "assistant" || role == "tool" || role == "developer" ||
+         role == "function" || role == "ipython";
+}
+
+Value json_scalar(const nlohmann::ordered_json& j, bool data) {
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return Value(None{});
     case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
@@ -427,18 +478,64 @@ Value from_json(const nlohmann::ordered_json& j) {
       return Value(static_cast<int64_t>(u));
     }
     case nlohmann::ordered_json::value_t::number_float: return Value(j.get<double>());
-    case nlohmann::ordered_json::value_t::string: return Value(j.get<std::string>());
-    case nlohmann::ordered_json::value_t::array: {
-      std::vector<Value> items;
-      for (const auto& e : j) items.push_back(from_json(e));
-      return make_list(std::move(items));
-    }
-    case nlohmann::ordered_json::value_t::object: {
-      Dict d;
-      for (const auto& [k, e] : j.items()) d.items.emplace_back(Value(k), from_json(e));
-      return make_dict(std::move(d));
-    }
+    case nlohmann::ordered_json::value_t::string: return data ? data_string(j.get<std::string>()) : Value(j.get<std::string>());
     default: throw Error("unsupported JSON value");
+  }
+}
+
+// A JSON array or object being converted: its items so far and where its walk is.
+struct JsonFrame {
+  const nlohmann::ordered_json* node;
+  nlohmann::ordered_json::const_iterator next;
+  bool data;
+  std::vector<Value> items;  // an array's
+  Dict dict;                 // an object's
+  Value key;                 // an object's member whose value is being converted
+};
+
+}  // namespace
+
+// Iterative, with the containers being built on a heap stack: under a sanitizer, one native
+// frame per level would exhaust a small thread stack before the depth limit is reached.
+Value from_json(const nlohmann::ordered_json& j, bool data) {
+  if (!j.is_structured()) return json_scalar(j, data);
+  std::vector<JsonFrame> stack;
+  stack.push_back({&j, j.cbegin(), data, {}, {}, {}});
+  while (true) {
+    JsonFrame& f = stack.back();
+    if (f.next == f.node->cend()) {
+      Value done = f.node->is_array() ? make_list(std::move(f.items)) : make_dict(std::move(f.dict));
+      stack.pop_back();
+      if (stack.empty()) return done;
+      JsonFrame& parent = stack.back();
+      if (parent.node->is_array()) {
+        parent.items.push_back(std::move(done));
+      } else {
+        parent.dict.items.emplace_back(std::move(parent.key), std::move(done));
+      }
+      continue;
+    }
+    const nlohmann::ordered_json& e = *f.next;
+    bool item_data = f.data;
+    if (f.node->is_object()) {
+      const std::string& k = f.next.key();
+      f.key = f.data ? data_string(k) : Value(k);
+      item_data = f.data && !(k == "role" && e.is_string() && is_known_role(e.get_ref<const std::string&>()));
+    }
+    ++f.next;
+    if (e.is_structured()) {
+      if (stack.size() >= size_t(kMaxJsonDepth)) {
+        throw Error("template context nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      }
+      stack.push_back({&e, e.cbegin(), item_data, {}, {}, {}});  // `f` is not used past here
+      continue;
+    }
+    Value scalar = json_scalar(e, item_data);
+    if (f.node->is_array()) {
+      f.items.push_back(std::move(scalar));
+    } else {
+      f.dict.items.emplace_back(std::move(f.key), std::move(scalar));
+    }
   }
 }
 

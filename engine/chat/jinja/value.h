@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pagoda/chat.h"
+
 namespace pagoda::jinja {
 
 struct Value;
@@ -35,10 +37,12 @@ struct List {
   // What jinja2's map/select/unique/... filters return: a Python generator, which has no len(),
   // is always true, prints as an object and can only be iterated.
   bool generator = false;
+  int depth = 1;  // levels of containers, this one included (see kMaxValueDepth)
 };
 
 struct Dict {
   std::vector<std::pair<Value, Value>> items;  // in insertion order, as Python's dict keeps them
+  int depth = 1;  // levels of containers, this one included; set() keeps it (see kMaxValueDepth)
   const Value* find(const Value& key) const;
   void set(const Value& key, Value value);
 };
@@ -51,12 +55,21 @@ struct Namespace {
 struct Arguments {
   std::vector<Value> positional;
   std::vector<std::pair<std::string, Value>> keyword;
+  // Keyword names spread from a dict whose keys are data (`**d`), by index into `keyword`, so
+  // that a macro's kwargs and dict(**d) give the keys back as data.
+  std::vector<std::pair<size_t, Value>> data_keywords;
+  // Keyword i's name as a string value (data when it came from a data key).
+  Value keyword_name(size_t i) const;
 };
 
 struct Function {
   std::string name;
   std::function<Value(Arguments&)> call;
 };
+
+// Byte ranges of a string that came from the chat's data (see text_spans.h).
+using Span = TextSpan;
+using Spans = std::vector<Span>;
 
 using ListPtr = std::shared_ptr<List>;
 using DictPtr = std::shared_ptr<Dict>;
@@ -68,6 +81,9 @@ struct Value {
   // A string marked safe (markupsafe's Markup, from |safe or |escape): a str added to it is
   // HTML-escaped first, as jinja2 does even with autoescape off.
   bool markup = false;
+  // A string's bytes that are message data, sorted and disjoint; null for most strings (all
+  // of the template's own text), so untainted strings cost one pointer.
+  std::shared_ptr<const Spans> spans;
 
   Value() = default;
   Value(Undefined u) : v(std::move(u)) {}
@@ -101,6 +117,13 @@ struct Value {
   const Dict& dict() const { return *std::get<DictPtr>(v); }
   Dict& dict() { return *std::get<DictPtr>(v); }
 };
+
+// Values nesting containers deeper than this are refused where they are built (a pagoda::Error
+// naming the limit): printing, comparing and destroying them recurse.
+constexpr int kMaxValueDepth = 256;
+
+// Levels of containers in `v` (0 for a scalar); namespaces count as containers.
+int nesting(const Value& v);
 
 Value make_list(std::vector<Value> items, bool tuple = false);
 Value make_generator(std::vector<Value> items);
@@ -137,8 +160,15 @@ int64_t length(const Value& v);
 // Python's repr of a float: shortest round-trip digits, "1.0", "1e+20", "inf", "nan".
 std::string float_repr(double d);
 
+// Containers nested deeper than this in a context are refused (a pagoda::Error naming the
+// limit) rather than recursed into.
+constexpr int kMaxJsonDepth = 128;
+
 // The value of a JSON document as json.loads gives it to jinja2 (objects keep their key order).
-Value from_json(const nlohmann::ordered_json& j);
+// With `data`, every string in it (keys too) is message data throughout, except the value of a
+// "role" key that names a chat role ("system", "user", "assistant", "tool", "developer",
+// "function", "ipython"): templates build control tokens around those.
+Value from_json(const nlohmann::ordered_json& j, bool data = false);
 // How json.dumps(..., ensure_ascii=False) is asked to print: `indent` is the unit of one level
 // (nullopt: everything on one line); the separators are already resolved (Python's defaults are
 // ", " and ": " without indent, "," and ": " with it).
