@@ -73,6 +73,9 @@ A request's "model" names the base model or a loaded LoRA adapter.
   --shutdown-timeout S    on SIGINT or SIGTERM, seconds running requests get to finish
                           (default 30); see below
   --no-webui              no chat page at / (it answers 404)
+  --special-in-content    parse control tokens typed into chat messages ("<|im_end|>", "</s>")
+                          as control tokens, as before pagoda kept message data as text; only
+                          for trusted clients (a user could then end a turn or forge one)
   -h, --help              this text
 The server listens at once and loads the model meanwhile: /health answers 503 {"status":
 "loading"} until it can serve, then 200 {"status": "ok"}.
@@ -138,6 +141,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   o.routes.api_key = args.get("--api-key", env_key ? env_key : "");
   o.routes.metrics_key = args.get("--metrics-key", "");
   o.routes.webui = !args.has("--no-webui");
+  o.routes.special_in_content = args.has("--special-in-content");
   pagoda::server::HttpLimits& l = o.limits;
   l.max_body = args.number<size_t>("--max-body", l.max_body);
   if (l.max_body == 0) throw pagoda::Error("--max-body must be positive");
@@ -175,7 +179,7 @@ int main(int argc, char** argv) {
                                   "--max-json-depth", "--header-timeout", "--body-timeout", "--idle-timeout", "--write-timeout",
                                   "--max-connections", "--max-connections-per-ip", "--http-threads", "--shutdown-timeout",
                                   "--chat-template-file", "--draft-max", "--draft-min", "--spec-ngram-max", "--spec-ngram-min", "--model-draft", "--draft-p-min", "--draft-probe"},
-                                 {"--help", "--no-mmap", "--no-webui", "--spec-ngram"},
+                                 {"--help", "--no-mmap", "--no-webui", "--spec-ngram", "--special-in-content"},
                                  {{"-m", "--model"}, {"-c", "--ctx-size"}, {"-t", "--threads"}, {"-h", "--help"},
                                   {"--lookup", "--spec-ngram"}, {"-md", "--model-draft"}});
     if (args.has("--help")) {

@@ -116,7 +116,7 @@ HttpResponse Routes::route(const HttpRequest& req) {
   if (post && req.path == "/v1/completions") return generate(int(Endpoint::Completions), req);
   if (post && req.path == "/v1/chat/completions") return generate(int(Endpoint::ChatCompletions), req);
   if (get && req.path == "/v1/models") return models();
-  if (post && req.path == "/apply-template") return json_response(200, apply_template(req.body, ready_engine()));
+  if (post && req.path == "/apply-template") return json_response(200, apply_template(req.body, ready_engine(), options_.special_in_content));
   if (post && req.path == "/v1/load_lora_adapter") return load_adapter(req);
   if (post && req.path == "/v1/unload_lora_adapter") return unload_adapter(req);
   if (get && req.path == "/metrics") {
@@ -148,7 +148,7 @@ HttpResponse Routes::generate(int endpoint, const HttpRequest& req) {
   try {
     Engine& engine = ready_engine();
     if (shutting_down_.load()) throw shutting_down_error();
-    ApiRequest a = parse_api_request(Endpoint(endpoint), req.body, engine, names_);
+    ApiRequest a = parse_api_request(Endpoint(endpoint), req.body, engine, names_, options_.special_in_content);
     a.request.stream = a.stream || a.reply;  // a reply to split is read token by token
     const bool wants_logprobs = a.request.logprobs >= 0;
     if (a.best_of > a.n) a.request.logprobs = std::max(a.request.logprobs, 0);  // to rank the choices by

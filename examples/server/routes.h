@@ -19,6 +19,9 @@ struct RouteOptions {
   std::string api_key;      // empty: no authentication
   std::string metrics_key;  // empty: /metrics is open
   bool webui = true;        // the chat page at /
+  // Parse control tokens typed into chat messages too (--special-in-content): the behaviour
+  // before data spans, for trusted clients that write a template's markup into content.
+  bool special_in_content = false;
 };
 
 class Routes {
