@@ -185,9 +185,11 @@ class RegexReader {
             fail("lookaround and named groups are not supported");
           }
         }
+        if (++groups_open_ > kRegexMaxNesting) fail("groups nested deeper than " + std::to_string(kRegexMaxNesting) + " levels");
         Expr inner = alternation();
         if (!peek(')')) fail("unterminated group");
         ++i_;
+        --groups_open_;
         return inner;
       }
       case '[': return {json_chars(char_class()), false};
@@ -321,6 +323,7 @@ class RegexReader {
 
   std::vector<char32_t> p_;
   size_t i_ = 0;
+  size_t groups_open_ = 0;  // around the character being read
   const std::string& any_char_;
   size_t max_count_;
   size_t& budget_;
