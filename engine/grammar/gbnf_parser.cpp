@@ -191,11 +191,15 @@ class Parser {
         push(sequence, {Element::Kind::Rule, symbol(name, at)}, at);
       } else if (c == '(') {
         last_item = sequence.size();
+        // Each group is a level of this recursive descent: bounded, so deep text cannot
+        // overflow the stack.
+        if (++groups_open_ > kGbnfMaxNesting) fail(at, "nested deeper than " + std::to_string(kGbnfMaxNesting) + " levels of parentheses");
         ++pos_;
         skip_space(true);
         std::vector<Sequence> alternatives = parse_alternatives(rule, true);
         if (at_end() || text_[pos_] != ')') fail(at, "unterminated group: expecting ')'");
         ++pos_;
+        --groups_open_;
         push(sequence, {Element::Kind::Rule, add_helper(rule, at, std::move(alternatives))}, at);
       } else if (c == '*' || c == '+' || c == '?' || c == '{') {
         if (last_item == kNowhere) fail(at, std::string("repetition '") + c + "' with no item before it");
@@ -417,6 +421,7 @@ class Parser {
   std::vector<DraftRule> rules_;
   std::vector<CharClass> classes_;
   size_t element_count_ = 0;
+  size_t groups_open_ = 0;  // around the text being read
 };
 
 }  // namespace
