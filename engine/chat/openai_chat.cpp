@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/util/json_depth.h"
 #include "pagoda/error.h"
 
 namespace pagoda::chat {
@@ -66,6 +67,8 @@ const char* const kToolChoiceForms =
 
 std::vector<ChatMessage> parse_messages(const json& messages) {
   if (!messages.is_array() || messages.empty()) throw Error("'messages' must be a non-empty list");
+  // Before any dump() of tool-call arguments, which recurses.
+  check_json_depth(messages, "'messages'");
   std::vector<ChatMessage> out;
   for (size_t i = 0; i < messages.size(); ++i) {
     const json& msg = messages[i];
@@ -86,6 +89,7 @@ std::string template_kwargs(const json& body) {
   const json* k = field(body, "chat_template_kwargs");
   if (!k) return {};
   if (!k->is_object()) throw Error("'chat_template_kwargs' must be an object");
+  check_json_depth(*k, "'chat_template_kwargs'");
   return k->dump();
 }
 
@@ -96,6 +100,7 @@ std::optional<ToolRequest> parse_tool_request(const json& body, const std::optio
     if (choice && !(choice->is_string() && choice->get<std::string>() == "none")) throw Error("'tool_choice' needs 'tools'");
     return std::nullopt;
   }
+  check_json_depth(*tools, "'tools'");
   ToolRequest t;
   t.tools.definitions = parse_tool_definitions(tools->dump());
   t.tools_json = tools->dump();
