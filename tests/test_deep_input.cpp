@@ -299,6 +299,11 @@ TEST(DeepInput, DeepChatFieldsAreRefusedNamingTheField) {
       R"([{"role": "assistant", "content": null, "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": )" +
       deep + "}}]}]");
   expect_refused([&] { chat::parse_messages(deep_arguments); }, "'messages': " + kJsonLimit, "deep tool-call arguments");
+  // Arguments as a JSON string (as OpenAI sends them), which the template renderer parses.
+  const nlohmann::json deep_argument_text = nlohmann::json::array(
+      {{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {{{"function", {{"name", "f"}, {"arguments", deep}}}}}}}});
+  expect_refused([&] { chat::parse_messages(deep_argument_text); }, "'messages[0].tool_calls' arguments: " + kJsonLimit,
+                 "deep tool-call arguments text");
   const nlohmann::json kwargs = nlohmann::json::parse(R"({"chat_template_kwargs": )" + deep + "}");
   expect_refused([&] { chat::template_kwargs(kwargs); }, "'chat_template_kwargs': " + kJsonLimit, "deep kwargs");
   const nlohmann::json tools =

@@ -48,6 +48,9 @@ std::vector<ToolCall> message_tool_calls(const json& calls, size_t index) {
                   .name = (*f)["name"].get<std::string>(),
                   .arguments = "{}"};
     if (const json* a = field(*f, "arguments")) call.arguments = a->is_string() ? a->get<std::string>() : a->dump();
+    // Arguments as JSON text are parsed when the template is rendered: bounded the same way
+    // (text that is not JSON passes as it is).
+    parse_json_bounded(call.arguments, where(index, "tool_calls") + " arguments", false);
     out.push_back(std::move(call));
   }
   return out;
