@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "engine/util/stack_room.h"
 #include "pagoda/error.h"
 
 namespace pagoda::grammar {
@@ -215,7 +216,7 @@ class Parser {
   // overflow the stack.
   [[gnu::noinline]] void read_group(Sequence& sequence, const std::string& rule) {
     const size_t at = pos_;
-    if (++groups_open_ > kGbnfMaxNesting) fail_nesting(at);
+    if (++groups_open_ > kGbnfMaxNesting || stack_nearly_full()) fail_nesting(at);
     ++pos_;
     skip_space(true);
     std::vector<Sequence> alternatives = parse_alternatives(rule, true);
@@ -226,6 +227,7 @@ class Parser {
   }
 
   [[noreturn, gnu::noinline]] void fail_nesting(size_t at) const {
+    if (groups_open_ <= kGbnfMaxNesting) fail(at, "parentheses nested too deeply for this thread's stack");
     fail(at, "nested deeper than " + std::to_string(kGbnfMaxNesting) + " levels of parentheses");
   }
 

@@ -40,7 +40,9 @@
 // one keyword) or needing more than kSchemaMaxSubschemas compiled subschemas (an allOf over
 // $refs can otherwise grow exponentially), patterns nested deeper than kRegexMaxNesting, and
 // empty results (`false`, no integer in the bounds, an enum with no value of the type). Every
-// recursion is bounded by these, so no schema can overflow the stack.
+// recursion is bounded by these and checks the stack left (engine/util/stack_room.h: "nested
+// too deeply for this thread's stack" on a thread whose stack is too small for a schema within
+// the limits), so no schema can overflow the stack.
 
 #include <cstddef>
 #include <string>

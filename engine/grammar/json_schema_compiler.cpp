@@ -8,6 +8,7 @@
 #include "engine/grammar/gbnf_text.h"
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/json_schema_compiler.h"
+#include "engine/util/stack_room.h"
 #include "pagoda/error.h"
 
 namespace pagoda::grammar {
@@ -269,6 +270,7 @@ void JsonSchemaCompiler::check_ref_cycles() const {
 // The term (a rule name or literal) for a value of schema `s`.
 std::string JsonSchemaCompiler::compile(const json& s, const std::string& local, const std::string& path, size_t depth) {
   if (depth > kSchemaMaxDepth) fail(path, "nested deeper than " + std::to_string(kSchemaMaxDepth));
+  if (stack_nearly_full()) fail(path, "nested too deeply for this thread's stack");
   if (++subschemas_ > kSchemaMaxSubschemas) fail(path, "more than " + std::to_string(kSchemaMaxSubschemas) + " subschemas to compile");
   if (s.is_boolean()) {
     if (!s.get<bool>()) fail(path, "the schema false admits no value");

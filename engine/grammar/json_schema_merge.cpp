@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/grammar/json_schema.h"
+#include "engine/util/stack_room.h"
 #include "pagoda/error.h"
 
 namespace pagoda::grammar {
@@ -35,6 +36,7 @@ class Merger {
   OrderedJson merge(const std::vector<OrderedJson>& parts, const std::string& path, size_t depth) {
     if (++count_ > kSchemaMaxSubschemas) fail(path, "allOf expands to more than " + std::to_string(kSchemaMaxSubschemas) + " subschemas");
     if (depth > kSchemaMaxDepth) fail(path, "allOf distributes anyOf/oneOf nested deeper than " + std::to_string(kSchemaMaxDepth));
+    if (stack_nearly_full()) fail(path, "allOf nested too deeply for this thread's stack");
     std::vector<OrderedJson> flat;
     std::vector<std::string> active;
     for (const OrderedJson& p : parts) flatten(p, path, active, flat, 0);
@@ -63,6 +65,7 @@ class Merger {
   void flatten(const OrderedJson& s, const std::string& path, std::vector<std::string>& active, std::vector<OrderedJson>& out,
                size_t depth) {
     if (depth > kSchemaMaxDepth) fail(path, "allOf and $ref nested deeper than " + std::to_string(kSchemaMaxDepth));
+    if (stack_nearly_full()) fail(path, "allOf nested too deeply for this thread's stack");
     if (s.is_boolean()) {
       if (!s.get<bool>()) fail(path, "allOf with a false part admits no value");
       return;

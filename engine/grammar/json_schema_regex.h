@@ -9,8 +9,9 @@
 // them changes nothing here), and ^ / $ at the start / end of a top-level alternative; a
 // branch without them may have any text before / after its match. Anything else (lookaround,
 // backreferences, \b, named groups, anchors inside groups) is refused with pagoda::Error, and
-// so are groups nested deeper than kRegexMaxNesting: the reader recurses once per group, and
-// each group nests the GBNF up to two levels (within the GBNF parser's kGbnfMaxNesting).
+// so are groups nested deeper than kRegexMaxNesting, or than the thread's stack has room for:
+// the reader recurses once per group, and each group nests the GBNF up to two levels (within
+// the GBNF parser's kGbnfMaxNesting).
 //
 // The grammar writes a subset of what the pattern matches, safe for both ECMA and Python's
 // `re`: `.` excludes all line terminators, \d \w \s are ASCII, a negated class that involves
