@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <functional>
 #include <memory>
@@ -23,6 +25,7 @@
 #include "engine/grammar/shortest_completion.h"
 #include "engine/grammar/stack_set.h"
 #include "engine/util/json_depth.h"
+#include "engine/util/stack_room.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 #include "support/test_support.h"
@@ -55,15 +58,20 @@ std::string error_of(const std::function<void()>& fn) {
   return "";
 }
 
-// error_of(fn) on a thread whose whole stack is `bytes` long.
+// error_of(fn) on a thread whose whole stack is `bytes` long: mapped here, with a guard page
+// below it, since pthread_attr_setstacksize may hand a thread a larger cached stack.
 std::string error_on_small_stack(const std::function<void()>& fn, size_t bytes = kSmallStack) {
   struct Call {
     const std::function<void()>* fn;
     std::string error;
   } call{&fn, {}};
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  void* mapped = mmap(nullptr, bytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (mapped == MAP_FAILED) return "mmap failed";
+  mprotect(mapped, page, PROT_NONE);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
-  EXPECT_EQ(pthread_attr_setstacksize(&attr, bytes), 0);
+  EXPECT_EQ(pthread_attr_setstack(&attr, static_cast<char*>(mapped) + page, bytes), 0);
   pthread_t thread;
   const int created = pthread_create(&thread, &attr, [](void* p) -> void* {
     auto* c = static_cast<Call*>(p);
@@ -73,21 +81,33 @@ std::string error_on_small_stack(const std::function<void()>& fn, size_t bytes =
   pthread_attr_destroy(&attr);
   EXPECT_EQ(created, 0);
   if (created == 0) pthread_join(thread, nullptr);
+  munmap(mapped, bytes + page);
   return call.error;
 }
 
 // Expects `fn` to throw a pagoda::Error containing `message`, on this stack and on a small one.
-void expect_refused(const std::function<void()>& fn, const std::string& message, const std::string& what) {
+void expect_refused(const std::function<void()>& fn, const std::string& message, const std::string& what,
+                    size_t stack_bytes = kSmallStack) {
   const std::string here = error_of(fn);
   EXPECT_NE(here.find(message), std::string::npos) << what << ": " << (here.empty() ? "no error" : here);
-  const std::string small = error_on_small_stack(fn);
-  EXPECT_NE(small.find(message), std::string::npos) << what << " (256 KB stack): " << (small.empty() ? "no error" : small);
+  const std::string small = error_on_small_stack(fn, stack_bytes);
+  EXPECT_NE(small.find(message), std::string::npos) << what << " (" << (stack_bytes >> 10) << " KB stack): " << (small.empty() ? "no error" : small);
 }
 
-void expect_works(const std::function<void()>& fn, const std::string& what) {
+void expect_works(const std::function<void()>& fn, const std::string& what, size_t stack_bytes = kSmallStack) {
   EXPECT_EQ(error_of(fn), "") << what;
-  EXPECT_EQ(error_on_small_stack(fn), "") << what << " (256 KB stack)";
+  EXPECT_EQ(error_on_small_stack(fn, stack_bytes), "") << what << " (" << (stack_bytes >> 10) << " KB stack)";
 }
+
+// The JSON Schema compiler recurses once per subschema level: kSchemaMaxDepth levels take
+// 155 KB of stack in Release, but 1.3 MB under AddressSanitizer, which gives every local and
+// temporary of its large recursive functions a slot of its own (on a 256 KB stack it then
+// refuses them for want of stack: see InputWithinTheLimitsIsRefusedOnAStackTooSmallForIt).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr size_t kSchemaStack = 2048 * 1024;
+#else
+constexpr size_t kSchemaStack = kSmallStack;
+#endif
 
 const std::string kJsonLimit = "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels";
 
@@ -141,12 +161,12 @@ TEST(DeepInput, JsonSchemasJustUnderTheLimitsStillCompile) {
   // One JSON level per `items`: kSchemaMaxDepth of them compile, one more does not.
   const std::string items = nested(R"({"type": "array", "items": )", R"({"type": "string"})", "}", grammar::kSchemaMaxDepth);
   for (const std::string* schema : {&properties, &items}) {
-    expect_works([&] { grammar::parse_gbnf(grammar::json_schema_to_gbnf(*schema)); }, schema->substr(0, 40));
+    expect_works([&] { grammar::parse_gbnf(grammar::json_schema_to_gbnf(*schema)); }, schema->substr(0, 40), kSchemaStack);
   }
   grammar::GrammarMatcher m(std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(grammar::json_schema_to_gbnf(properties))));
   EXPECT_TRUE(m.accept_utf8(nested("{\"a\":", "7", "}", 63)) && m.can_end());
   expect_refused([] { grammar::json_schema_to_gbnf(nested(R"({"type": "array", "items": )", "{}", "}", grammar::kSchemaMaxDepth + 1)); },
-                 "nested deeper than " + std::to_string(grammar::kSchemaMaxDepth), "one items level too many");
+                 "nested deeper than " + std::to_string(grammar::kSchemaMaxDepth), "one items level too many", kSchemaStack);
 }
 
 TEST(DeepInput, LongRefChainsAndAllOfMergesAreRefusedNotRecursedInto) {
@@ -161,7 +181,7 @@ TEST(DeepInput, LongRefChainsAndAllOfMergesAreRefusedNotRecursedInto) {
   const std::string last = "\"d" + std::to_string(kDefs) + "\": {}";
   const std::string chain = R"({"$defs": {)" + defs + ", " + last + R"(}, "$ref": "#/$defs/d0"})";
   expect_refused([&] { grammar::json_schema_to_gbnf(chain); }, "nested deeper than " + std::to_string(grammar::kSchemaMaxDepth),
-                 "a $ref chain 1,000 long");
+                 "a $ref chain 1,000 long", kSchemaStack);
   // The same chain through allOf, merged rather than compiled.
   std::string all_of_defs;
   for (size_t i = 0; i < kDefs; ++i) {
@@ -169,25 +189,26 @@ TEST(DeepInput, LongRefChainsAndAllOfMergesAreRefusedNotRecursedInto) {
                    std::to_string(i + 1) + "\"}]}";
   }
   const std::string all_of_chain = R"({"$defs": {)" + all_of_defs + ", " + last + R"(}, "allOf": [{"$ref": "#/$defs/d0"}]})";
-  expect_refused([&] { grammar::json_schema_to_gbnf(all_of_chain); }, "allOf and $ref nested deeper than", "an allOf $ref chain");
-  // 100,000 parts each declaring its own `items`: merging them would nest the merged `items`
-  // 100,000 deep.
+  expect_refused([&] { grammar::json_schema_to_gbnf(all_of_chain); }, "allOf and $ref nested deeper than", "an allOf $ref chain",
+                 kSchemaStack);
+  // 10,000 parts each declaring its own `items`: merging them would nest the merged `items`
+  // 10,000 deep.
   std::string parts = R"({"allOf": [)";
-  for (size_t i = 0; i < kDeep; ++i) parts += (i ? ", " : "") + std::string(R"({"items": {"minimum": )") + std::to_string(i) + "}}";
+  for (size_t i = 0; i < 10000; ++i) parts += (i ? ", " : "") + std::string(R"({"items": {"minimum": )") + std::to_string(i) + "}}";
   parts += "]}";
-  expect_refused([&] { grammar::json_schema_to_gbnf(parts); }, "parts merge into one 'items'", "100,000 allOf parts");
+  expect_refused([&] { grammar::json_schema_to_gbnf(parts); }, "parts merge into one 'items'", "10,000 allOf parts");
   // A $ref back to the root inside an anyOf that an allOf distributes: a cycle through merging.
   expect_refused([] { grammar::json_schema_to_gbnf(R"({"allOf": [{"anyOf": [{"$ref": "#"}, {"type": "null"}]}]})"); },
                  "json schema", "a $ref cycle through allOf and anyOf");
-  // 3,000 $refs chained without reading (d_k is d_k+1), each first met from its own property:
+  // 2,000 $refs chained without reading (d_k is d_k+1), each first met from its own property:
   // no deep compilation, but a long path for the left-recursion check, which is iterative.
   std::string props, chained_defs;
-  for (size_t k = 0; k < 3000; ++k) {
-    props += (k ? ", " : "") + std::string("\"p") + std::to_string(k) + "\": {\"$ref\": \"#/$defs/d" + std::to_string(2999 - k) + "\"}";
+  for (size_t k = 0; k < 2000; ++k) {
+    props += (k ? ", " : "") + std::string("\"p") + std::to_string(k) + "\": {\"$ref\": \"#/$defs/d" + std::to_string(1999 - k) + "\"}";
     chained_defs += (k ? ", " : "") + std::string("\"d") + std::to_string(k) + "\": {\"$ref\": \"#/$defs/d" + std::to_string(k + 1) + "\"}";
   }
-  const std::string refs = R"({"type": "object", "properties": {)" + props + R"(}, "$defs": {)" + chained_defs + R"(, "d3000": {"type": "null"}}})";
-  expect_works([&] { grammar::json_schema_to_gbnf(refs); }, "3,000 chained $refs");
+  const std::string refs = R"({"type": "object", "properties": {)" + props + R"(}, "$defs": {)" + chained_defs + R"(, "d2000": {"type": "null"}}})";
+  expect_works([&] { grammar::json_schema_to_gbnf(refs); }, "2,000 chained $refs");
   // An allOf of a few parts that all declare `items` still merges as before.
   expect_works([] { grammar::json_schema_to_gbnf(R"({"allOf": [{"items": {"type": "integer"}}, {"items": {"minimum": 0}}]})"); },
                "two parts with items");
@@ -249,6 +270,18 @@ TEST(DeepInput, LongRuleChainsAreExpandedWithoutRecursion) {
   }, "the completion of a chain of 5,000 rules");
 }
 
+TEST(DeepInput, InputWithinTheLimitsIsRefusedOnAStackTooSmallForIt) {
+  // 96 KB: less than kStackReserve above what these need, in Release as under ASan.
+  constexpr size_t kTiny = 96 * 1024;
+  const std::string schema = nested(R"({"type": "object", "properties": {"a": )", "{}", "}}", 63);
+  std::string error = error_on_small_stack([&] { grammar::json_schema_to_gbnf(schema); }, kTiny);
+  EXPECT_NE(error.find("nested too deeply for this thread's stack"), std::string::npos) << error;
+  error = error_on_small_stack([] { grammar::parse_gbnf("root ::= " + nested("(", "\"a\"", ")", grammar::kGbnfMaxNesting)); }, kTiny);
+  EXPECT_NE(error.find("parentheses nested too deeply for this thread's stack"), std::string::npos) << error;
+  // The thread's own bounds are what is measured.
+  EXPECT_EQ(error_on_small_stack([] { if (stack_room() >= kTiny) throw Error("stack_room() is not this thread's"); }, kTiny), "");
+}
+
 // --- tools and OpenAI chat fields (engine/chat) ---
 
 TEST(DeepInput, ToolsNested100000DeepAreRefusedNamingTheLimit) {
@@ -262,7 +295,7 @@ TEST(DeepInput, ToolsNested100000DeepAreRefusedNamingTheLimit) {
   expect_works([&] {
     const std::vector<chat::ToolDefinition> tools = chat::parse_tool_definitions(ok);
     grammar::parse_gbnf(chat::tool_call_grammar(chat::ToolCallFormat::Hermes, tools, false, false, false).gbnf);
-  }, "parameters under the limit");
+  }, "parameters under the limit", kSchemaStack);
 }
 
 TEST(DeepInput, DeepToolCallRepliesStayContent) {
