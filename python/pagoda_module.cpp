@@ -25,6 +25,7 @@
 
 #include "engine/chat/chat_reply.h"
 #include "engine/chat/openai_chat.h"
+#include "engine/util/json_depth.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 
@@ -43,6 +44,29 @@ py::str utf8(const std::string& s) {
   PyObject* o = PyUnicode_DecodeUTF8(s.data(), Py_ssize_t(s.size()), "replace");
   if (!o) throw py::error_already_set();
   return py::reinterpret_steal<py::str>(o);
+}
+
+// Raises pagoda.Error when `value` (dicts, lists and tuples, the containers json.dumps walks)
+// nests deeper than kMaxJsonDepth, the engine's bound on JSON from a user: json.dumps of a
+// deeper value would recurse into RecursionError (or, on a small thread stack, past the
+// stack's end). Iterative; a cycle is reported as too deep as soon as it passes the limit.
+void check_json_depth(const py::handle& value, const std::string& what) {
+  std::vector<std::pair<PyObject*, size_t>> pending{{value.ptr(), 0}};  // an object, the containers around it
+  while (!pending.empty()) {
+    const auto [o, around] = pending.back();
+    pending.pop_back();
+    const bool dict = PyDict_Check(o), list = PyList_Check(o), tuple = PyTuple_Check(o);
+    if (!dict && !list && !tuple) continue;
+    if (around >= pagoda::kMaxJsonDepth) throw pagoda::Error(pagoda::json_depth_error(what));
+    if (dict) {
+      Py_ssize_t at = 0;
+      PyObject *key, *child;
+      while (PyDict_Next(o, &at, &key, &child)) pending.emplace_back(child, around + 1);
+    } else {
+      const Py_ssize_t n = list ? PyList_GET_SIZE(o) : PyTuple_GET_SIZE(o);
+      for (Py_ssize_t i = 0; i < n; ++i) pending.emplace_back(list ? PyList_GET_ITEM(o, i) : PyTuple_GET_ITEM(o, i), around + 1);
+    }
+  }
 }
 
 // A Python object C++ threads may hold and copy without the GIL.
@@ -555,6 +579,8 @@ PYBIND11_MODULE(_core, m) {
            py::arg("body"), py::arg("add_generation_prompt"), py::arg("constrain"), py::arg("special_in_content"));
 
   py::class_<ReplyShapeHandle>(m, "ReplyShape", "What a chat reply may hold besides text (thinking, tool calls).");
+  m.def("check_json_depth", &check_json_depth, py::arg("value"), py::arg("what"),
+        "Raises pagoda.Error when dicts/lists/tuples in value nest deeper than the engine's JSON bound (128).");
   m.def(
       "split_reply",
       [](const ReplyShapeHandle& shape, const std::string& reply) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/util/json_depth.h"
 #include "pagoda/error.h"
 
 namespace pagoda::chat {
@@ -47,6 +48,9 @@ std::vector<ToolCall> message_tool_calls(const json& calls, size_t index) {
                   .name = (*f)["name"].get<std::string>(),
                   .arguments = "{}"};
     if (const json* a = field(*f, "arguments")) call.arguments = a->is_string() ? a->get<std::string>() : a->dump();
+    // Arguments as JSON text are parsed when the template is rendered: bounded the same way
+    // (text that is not JSON passes as it is).
+    parse_json_bounded(call.arguments, where(index, "tool_calls") + " arguments", false);
     out.push_back(std::move(call));
   }
   return out;
@@ -66,6 +70,8 @@ const char* const kToolChoiceForms =
 
 std::vector<ChatMessage> parse_messages(const json& messages) {
   if (!messages.is_array() || messages.empty()) throw Error("'messages' must be a non-empty list");
+  // Before any dump() of tool-call arguments, which recurses.
+  check_json_depth(messages, "'messages'");
   std::vector<ChatMessage> out;
   for (size_t i = 0; i < messages.size(); ++i) {
     const json& msg = messages[i];
@@ -86,6 +92,7 @@ std::string template_kwargs(const json& body) {
   const json* k = field(body, "chat_template_kwargs");
   if (!k) return {};
   if (!k->is_object()) throw Error("'chat_template_kwargs' must be an object");
+  check_json_depth(*k, "'chat_template_kwargs'");
   return k->dump();
 }
 
@@ -96,6 +103,7 @@ std::optional<ToolRequest> parse_tool_request(const json& body, const std::optio
     if (choice && !(choice->is_string() && choice->get<std::string>() == "none")) throw Error("'tool_choice' needs 'tools'");
     return std::nullopt;
   }
+  check_json_depth(*tools, "'tools'");
   ToolRequest t;
   t.tools.definitions = parse_tool_definitions(tools->dump());
   t.tools_json = tools->dump();

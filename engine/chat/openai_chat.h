@@ -7,7 +7,8 @@
 // answer in prose), over the whole reply with "required" or a named function.
 //
 // Malformed fields are pagoda::Error naming the field ('messages[2].tool_calls' ...); the
-// server answers them with 400.
+// server answers them with 400. So are fields nested deeper than kMaxJsonDepth
+// (engine/util/json_depth.h), checked before anything walks them recursively.
 
 #include <functional>
 #include <optional>

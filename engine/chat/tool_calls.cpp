@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/grammar/json_schema.h"
+#include "engine/util/json_depth.h"
 #include "pagoda/error.h"
 
 namespace pagoda::chat {
@@ -78,10 +79,16 @@ size_t json_value_end(std::string_view text, size_t begin) {
   return std::string_view::npos;
 }
 
+// A reply's JSON, or nullopt when it is not JSON or nested deeper than kMaxJsonDepth (the
+// arguments are copied and dumped, recursively): either way the text stays content.
 std::optional<ordered_json> parse_json(std::string_view text) {
-  ordered_json j = ordered_json::parse(text.begin(), text.end(), nullptr, false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
+  try {
+    ordered_json j = parse_ordered_json_bounded(text, "a tool call", false);
+    if (j.is_discarded()) return std::nullopt;
+    return j;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 // {"name": ..., "arguments" | "parameters": {...} or its JSON text} naming a known tool.
@@ -227,7 +234,7 @@ std::string_view tool_call_tag(ToolCallFormat format) {
 }
 
 std::vector<ToolDefinition> parse_tool_definitions(std::string_view tools_json) {
-  const ordered_json tools = ordered_json::parse(tools_json.begin(), tools_json.end(), nullptr, false);
+  const ordered_json tools = parse_ordered_json_bounded(tools_json, "'tools'", false);
   if (tools.is_discarded() || !tools.is_array()) throw Error("'tools' must be a list of tools");
   std::vector<ToolDefinition> out;
   std::set<std::string> names;

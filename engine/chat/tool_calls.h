@@ -31,7 +31,8 @@ struct ToolDefinition {
 };
 
 // OpenAI's `tools` array ([{"type": "function", "function": {"name", "parameters", ...}}]) →
-// definitions. Throws pagoda::Error naming the entry for a malformed one or a repeated name.
+// definitions. Throws pagoda::Error naming the entry for a malformed one or a repeated name,
+// and for JSON nested deeper than kMaxJsonDepth (engine/util/json_depth.h).
 std::vector<ToolDefinition> parse_tool_definitions(std::string_view tools_json);
 
 // A grammar admitting one call (or, with `parallel`, one or more) of any of `tools` in
@@ -67,7 +68,8 @@ struct ParsedReply {
 };
 
 // Splits a reply (control tokens spelled out) into content and calls. Text that does not parse
-// as a call of a known tool stays content, so a malformed call is never lost.
+// as a call of a known tool (or is nested deeper than kMaxJsonDepth) stays content, so a
+// malformed call is never lost.
 ParsedReply parse_tool_calls(ToolCallFormat format, std::string_view reply, const std::vector<ToolDefinition>& tools);
 
 }  // namespace pagoda::chat

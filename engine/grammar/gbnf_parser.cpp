@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "engine/util/stack_room.h"
 #include "pagoda/error.h"
 
 namespace pagoda::grammar {
@@ -163,49 +164,78 @@ class Parser {
     return alternatives;
   }
 
+  // The recursion (parse_sequence -> read_group -> parse_alternatives) keeps its frames small:
+  // each item is read by a function of its own, not inlined, so the locals and message
+  // temporaries of every kind of item are not on the stack once per nesting level (which
+  // under AddressSanitizer, where each gets its own slot, made a level 7 KB).
   Sequence parse_sequence(const std::string& rule, bool nested) {
     Sequence sequence;
     size_t last_item = kNowhere;  // where the item a repetition would apply to starts
     while (!at_end()) {
-      const size_t at = pos_;
       const char c = text_[pos_];
-      if (c == '"') {
+      if (c == '"' || c == '[' || c == '.' || is_name_char(c)) {
         last_item = sequence.size();
-        ++pos_;
-        while (!at_end() && text_[pos_] != '"') {
-          const char32_t point = parse_char();
-          push(sequence, {Element::Kind::Chars, add_class({{{point, point}}, false})}, at);
-        }
-        if (at_end()) fail(at, "unterminated string literal");
-        ++pos_;
-      } else if (c == '[') {
-        last_item = sequence.size();
-        push(sequence, {Element::Kind::Chars, add_class(parse_class())}, at);
-      } else if (c == '.') {
-        last_item = sequence.size();
-        ++pos_;
-        push(sequence, {Element::Kind::Chars, add_class({{}, true})}, at);
-      } else if (is_name_char(c)) {
-        last_item = sequence.size();
-        const std::string name = parse_name();
-        push(sequence, {Element::Kind::Rule, symbol(name, at)}, at);
+        read_item(sequence);
       } else if (c == '(') {
         last_item = sequence.size();
-        ++pos_;
-        skip_space(true);
-        std::vector<Sequence> alternatives = parse_alternatives(rule, true);
-        if (at_end() || text_[pos_] != ')') fail(at, "unterminated group: expecting ')'");
-        ++pos_;
-        push(sequence, {Element::Kind::Rule, add_helper(rule, at, std::move(alternatives))}, at);
+        read_group(sequence, rule);
       } else if (c == '*' || c == '+' || c == '?' || c == '{') {
-        if (last_item == kNowhere) fail(at, std::string("repetition '") + c + "' with no item before it");
-        apply_repetition(sequence, last_item, rule, nested);
+        read_repetition(sequence, last_item, rule, nested);
       } else {
         break;
       }
       skip_space(nested);
     }
     return sequence;
+  }
+
+  // A literal, a class, `.` or a rule name.
+  [[gnu::noinline]] void read_item(Sequence& sequence) {
+    const size_t at = pos_;
+    const char c = text_[pos_];
+    if (c == '"') {
+      ++pos_;
+      while (!at_end() && text_[pos_] != '"') {
+        const char32_t point = parse_char();
+        push(sequence, {Element::Kind::Chars, add_class({{{point, point}}, false})}, at);
+      }
+      if (at_end()) fail(at, "unterminated string literal");
+      ++pos_;
+    } else if (c == '[') {
+      push(sequence, {Element::Kind::Chars, add_class(parse_class())}, at);
+    } else if (c == '.') {
+      ++pos_;
+      push(sequence, {Element::Kind::Chars, add_class({{}, true})}, at);
+    } else {
+      const std::string name = parse_name();
+      push(sequence, {Element::Kind::Rule, symbol(name, at)}, at);
+    }
+  }
+
+  // `( alternatives )`: a level of this recursive descent, bounded so deep text cannot
+  // overflow the stack.
+  [[gnu::noinline]] void read_group(Sequence& sequence, const std::string& rule) {
+    const size_t at = pos_;
+    if (++groups_open_ > kGbnfMaxNesting || stack_nearly_full()) fail_nesting(at);
+    ++pos_;
+    skip_space(true);
+    std::vector<Sequence> alternatives = parse_alternatives(rule, true);
+    if (at_end() || text_[pos_] != ')') fail_unterminated_group(at);
+    ++pos_;
+    --groups_open_;
+    push(sequence, {Element::Kind::Rule, add_helper(rule, at, std::move(alternatives))}, at);
+  }
+
+  [[noreturn, gnu::noinline]] void fail_nesting(size_t at) const {
+    if (groups_open_ <= kGbnfMaxNesting) fail(at, "parentheses nested too deeply for this thread's stack");
+    fail(at, "nested deeper than " + std::to_string(kGbnfMaxNesting) + " levels of parentheses");
+  }
+
+  [[noreturn, gnu::noinline]] void fail_unterminated_group(size_t at) const { fail(at, "unterminated group: expecting ')'"); }
+
+  [[gnu::noinline]] void read_repetition(Sequence& sequence, size_t last_item, const std::string& rule, bool nested) {
+    if (last_item == kNowhere) fail(pos_, std::string("repetition '") + text_[pos_] + "' with no item before it");
+    apply_repetition(sequence, last_item, rule, nested);
   }
 
   // One code point of a literal or class: an escape, or a UTF-8 character.
@@ -417,6 +447,7 @@ class Parser {
   std::vector<DraftRule> rules_;
   std::vector<CharClass> classes_;
   size_t element_count_ = 0;
+  size_t groups_open_ = 0;  // around the text being read
 };
 
 }  // namespace

@@ -1,8 +1,10 @@
-// The public entry points: parse the schema text, compile, name the rules.
+// The public entry points: parse the schema text (at most kMaxJsonDepth deep, so copies and
+// dumps of its parts cannot overflow the stack), compile, name the rules.
 
 #include "engine/grammar/json_schema.h"
 
 #include "engine/grammar/json_schema_compiler.h"
+#include "engine/util/json_depth.h"
 #include "pagoda/error.h"
 
 namespace pagoda::grammar {
@@ -10,7 +12,7 @@ namespace {
 
 OrderedJson parse_schema(std::string_view text) {
   try {
-    return OrderedJson::parse(text);
+    return parse_ordered_json_bounded(text, "json schema");
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("json schema: not valid JSON: ") + e.what());
   }

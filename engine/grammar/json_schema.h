@@ -34,10 +34,15 @@
 // ...`): malformed schemas, validation keywords it cannot honour (not, if, patternProperties,
 // multipleOf, ...), a pattern together with a length or format, counts
 // (minLength, maxLength, minItems, maxItems, regex repetitions) above kSchemaMaxRepetition or
-// adding up to more than 40000, schemas nested deeper than kSchemaMaxDepth or needing more
-// than kSchemaMaxSubschemas compiled subschemas (an allOf over $refs can otherwise grow
-// exponentially), and empty results (`false`, no integer in the bounds, an enum with no value
-// of the type).
+// adding up to more than 40000, schema text nested deeper than kMaxJsonDepth
+// (engine/util/json_depth.h: `json schema: JSON nested deeper than 128 levels`), schemas
+// nested deeper than kSchemaMaxDepth (subschemas, $ref chains, allOf merging more parts into
+// one keyword) or needing more than kSchemaMaxSubschemas compiled subschemas (an allOf over
+// $refs can otherwise grow exponentially), patterns nested deeper than kRegexMaxNesting, and
+// empty results (`false`, no integer in the bounds, an enum with no value of the type). Every
+// recursion is bounded by these and checks the stack left (engine/util/stack_room.h: "nested
+// too deeply for this thread's stack" on a thread whose stack is too small for a schema within
+// the limits), so no schema can overflow the stack.
 
 #include <cstddef>
 #include <string>

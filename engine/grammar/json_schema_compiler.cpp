@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <functional>
 
 #include "engine/grammar/gbnf_text.h"
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/json_schema_compiler.h"
+#include "engine/util/stack_room.h"
 #include "pagoda/error.h"
 
 namespace pagoda::grammar {
@@ -233,35 +233,44 @@ std::string JsonSchemaCompiler::ref_rule(const json& ref_value, const std::strin
   return name;
 }
 
-// A $ref reaching itself with nothing read in between would be left recursion.
+// A $ref reaching itself with nothing read in between would be left recursion. A depth-first
+// search with its own stack: the edges can chain every $ref of the schema (each met from a
+// different property, so compiling them never nested).
 void JsonSchemaCompiler::check_ref_cycles() const {
   std::map<std::string, int> state;  // 1 on the path, 2 done
-  std::vector<std::string> stack;
-  std::function<void(const std::string&)> visit = [&](const std::string& ref) {
-    state[ref] = 1;
-    stack.push_back(ref);
-    const auto edges = ref_edges_.find(ref);
-    if (edges != ref_edges_.end()) {
-      for (const auto& [next, path] : edges->second) {
-        if (state[next] == 1) {
-          std::string cycle;
-          for (auto it = std::find(stack.begin(), stack.end(), next); it != stack.end(); ++it) cycle += *it + " -> ";
-          fail(path, "'" + next + "' refers back to itself (" + cycle + next + ") without an object or array in between");
-        }
-        if (state[next] == 0) visit(next);
+  std::vector<std::pair<const std::string*, size_t>> path;  // a ref on the path, its next edge
+  for (const auto& [start, unused] : ref_edges_) {
+    if (state[start] != 0) continue;
+    state[start] = 1;
+    path.emplace_back(&start, 0);
+    while (!path.empty()) {
+      const std::string& ref = *path.back().first;
+      const auto edges = ref_edges_.find(ref);
+      if (edges == ref_edges_.end() || path.back().second == edges->second.size()) {
+        state[ref] = 2;
+        path.pop_back();
+        continue;
+      }
+      const auto& [next, at] = edges->second[path.back().second++];
+      if (state[next] == 1) {
+        std::string cycle;
+        size_t i = 0;
+        while (*path[i].first != next) ++i;
+        for (; i < path.size(); ++i) cycle += *path[i].first + " -> ";
+        fail(at, "'" + next + "' refers back to itself (" + cycle + next + ") without an object or array in between");
+      }
+      if (state[next] == 0) {
+        state[next] = 1;
+        path.emplace_back(&next, 0);
       }
     }
-    stack.pop_back();
-    state[ref] = 2;
-  };
-  for (const auto& [ref, edges] : ref_edges_) {
-    if (state[ref] == 0) visit(ref);
   }
 }
 
 // The term (a rule name or literal) for a value of schema `s`.
 std::string JsonSchemaCompiler::compile(const json& s, const std::string& local, const std::string& path, size_t depth) {
   if (depth > kSchemaMaxDepth) fail(path, "nested deeper than " + std::to_string(kSchemaMaxDepth));
+  if (stack_nearly_full()) fail(path, "nested too deeply for this thread's stack");
   if (++subschemas_ > kSchemaMaxSubschemas) fail(path, "more than " + std::to_string(kSchemaMaxSubschemas) + " subschemas to compile");
   if (s.is_boolean()) {
     if (!s.get<bool>()) fail(path, "the schema false admits no value");

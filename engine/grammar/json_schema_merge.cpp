@@ -4,10 +4,12 @@
 #include "engine/grammar/json_schema_merge.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <vector>
 
 #include "engine/grammar/json_schema.h"
+#include "engine/util/stack_room.h"
 #include "pagoda/error.h"
 
 namespace pagoda::grammar {
@@ -29,8 +31,12 @@ class Merger {
  public:
   Merger(const RefResolver& resolve, size_t& count) : resolve_(resolve), count_(count) {}
 
-  OrderedJson merge(const std::vector<OrderedJson>& parts, const std::string& path) {
+  // `depth`: the anyOf/oneOf distributed on the way here (a $ref cycle through them would
+  // otherwise recurse until kSchemaMaxSubschemas).
+  OrderedJson merge(const std::vector<OrderedJson>& parts, const std::string& path, size_t depth) {
     if (++count_ > kSchemaMaxSubschemas) fail(path, "allOf expands to more than " + std::to_string(kSchemaMaxSubschemas) + " subschemas");
+    if (depth > kSchemaMaxDepth) fail(path, "allOf distributes anyOf/oneOf nested deeper than " + std::to_string(kSchemaMaxDepth));
+    if (stack_nearly_full()) fail(path, "allOf nested too deeply for this thread's stack");
     std::vector<OrderedJson> flat;
     std::vector<std::string> active;
     for (const OrderedJson& p : parts) flatten(p, path, active, flat, 0);
@@ -47,7 +53,7 @@ class Merger {
           std::vector<OrderedJson> next = flat;
           next[i] = rest;
           next.push_back(branch);
-          alternatives.push_back(merge(next, path));
+          alternatives.push_back(merge(next, path, depth + 1));
         }
         return OrderedJson{{"anyOf", std::move(alternatives)}};
       }
@@ -59,12 +65,17 @@ class Merger {
   void flatten(const OrderedJson& s, const std::string& path, std::vector<std::string>& active, std::vector<OrderedJson>& out,
                size_t depth) {
     if (depth > kSchemaMaxDepth) fail(path, "allOf and $ref nested deeper than " + std::to_string(kSchemaMaxDepth));
+    if (stack_nearly_full()) fail(path, "allOf nested too deeply for this thread's stack");
     if (s.is_boolean()) {
       if (!s.get<bool>()) fail(path, "allOf with a false part admits no value");
       return;
     }
     if (!s.is_object()) fail(path, "a schema must be an object or a boolean");
-    OrderedJson rest = s;
+    // Not a copy of `s`: a merged allOf chain may be deeper than any input (see combine).
+    OrderedJson rest = OrderedJson::object();
+    for (const auto& [k, v] : s.items()) {
+      if (k != "$ref" && k != "allOf") rest[k] = v;
+    }
     if (s.contains("$ref")) {
       if (!s["$ref"].is_string()) fail(path + "/$ref", "must be a string");
       const std::string ref = s["$ref"].get<std::string>();
@@ -74,13 +85,11 @@ class Merger {
       active.push_back(ref);
       flatten(resolve_(ref, path + "/$ref"), ref.substr(1), active, out, depth + 1);
       active.pop_back();
-      rest.erase("$ref");
     }
     if (s.contains("allOf")) {
       const OrderedJson& parts = s["allOf"];
       if (!parts.is_array() || parts.empty()) fail(path + "/allOf", "must be a non-empty array");
       for (size_t i = 0; i < parts.size(); ++i) flatten(parts[i], path + "/allOf/" + std::to_string(i), active, out, depth + 1);
-      rest.erase("allOf");
     }
     out.push_back(std::move(rest));
   }
@@ -115,12 +124,26 @@ class Merger {
     return out.size() == 1 ? out[0] : out;
   }
 
-  static OrderedJson all_of(const OrderedJson& a, const OrderedJson& b) { return OrderedJson{{"allOf", {a, b}}}; }
+  static OrderedJson all_of(OrderedJson a, const OrderedJson& b) {
+    OrderedJson parts = OrderedJson::array();
+    parts.push_back(std::move(a));
+    parts.push_back(b);
+    return OrderedJson{{"allOf", std::move(parts)}};
+  }
+
+  // allOf(have, v) in place. Each part merged into one keyword nests the result one level
+  // deeper; past kSchemaMaxDepth parts, copies and comparisons of it would recurse unboundedly
+  // (and compiling it would fail anyway), so that is refused here.
+  static void nest(OrderedJson& have, const OrderedJson& v, size_t& merged, const std::string& what, const std::string& path) {
+    if (++merged > kSchemaMaxDepth) fail(path + "/allOf", "more than " + std::to_string(kSchemaMaxDepth) + " parts merge into one " + what);
+    have = all_of(std::move(have), v);
+  }
 
   OrderedJson combine(const std::vector<OrderedJson>& parts, const std::string& path) {
     static const std::set<std::string> kLower = {"minimum", "minLength", "minItems", "minProperties"};
     static const std::set<std::string> kUpper = {"maximum", "maxLength", "maxItems", "maxProperties"};
     OrderedJson r = OrderedJson::object();
+    std::map<std::string, size_t> merged;  // "items", "properties/name": parts nested into it
     for (const OrderedJson& part : parts) {
       for (const auto& [k, v] : part.items()) {
         if (is_annotation(k)) continue;
@@ -134,14 +157,20 @@ class Merger {
           have = intersect_types(have, v, path);
         } else if (k == "properties") {
           if (!v.is_object() || !have.is_object()) fail(path + "/allOf", "properties must be an object");
-          for (const auto& [name, schema] : v.items()) have[name] = have.contains(name) ? all_of(have[name], schema) : schema;
+          for (const auto& [name, schema] : v.items()) {
+            if (have.contains(name)) {
+              nest(have[name], schema, merged["properties/" + name], "property '" + name + "'", path);
+            } else {
+              have[name] = schema;
+            }
+          }
         } else if (k == "required") {
           if (!v.is_array() || !have.is_array()) fail(path + "/allOf", "required must be an array");
           for (const OrderedJson& name : v) {
             if (std::find(have.begin(), have.end(), name) == have.end()) have.push_back(name);
           }
         } else if (k == "items" || k == "additionalItems") {
-          have = all_of(have, v);
+          nest(have, v, merged[k], "'" + k + "'", path);
         } else if (k == "additionalProperties") {
           // Applied below, per part, against the properties the other parts declare.
         } else if (kLower.count(k) || kUpper.count(k) || k == "exclusiveMinimum" || k == "exclusiveMaximum") {
@@ -178,6 +207,10 @@ class Merger {
       limits.push_back(&part);
     }
     if (limits.empty()) return;
+    // Each limit nests the properties and additionalProperties one level deeper (see nest).
+    if (limits.size() > kSchemaMaxDepth) {
+      fail(path + "/allOf", "more than " + std::to_string(kSchemaMaxDepth) + " parts restrict additionalProperties");
+    }
     OrderedJson merged_ap = true;
     for (const OrderedJson* part : limits) {
       const OrderedJson& ap = (*part)["additionalProperties"];
@@ -206,7 +239,7 @@ class Merger {
 }  // namespace
 
 OrderedJson merge_all_of(const OrderedJson& schema, const std::string& path, const RefResolver& resolve, size_t& count) {
-  return Merger(resolve, count).merge({schema}, path);
+  return Merger(resolve, count).merge({schema}, path, 0);
 }
 
 }  // namespace pagoda::grammar

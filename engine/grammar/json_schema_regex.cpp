@@ -11,6 +11,7 @@
 
 #include "engine/grammar/gbnf_text.h"
 #include "engine/tokenizer/utf8.h"
+#include "engine/util/stack_room.h"
 #include "pagoda/error.h"
 
 namespace pagoda::grammar {
@@ -174,22 +175,32 @@ class RegexReader {
     return {out.empty() ? "\"\"" : "(" + out + ")", nullable};
   }
 
-  Expr atom() {
+  // The recursion (alternation -> sequence -> atom -> group) keeps its frames small: groups
+  // and the other atoms are read by functions of their own, not inlined, so their locals are
+  // not on the stack once per nesting level (under AddressSanitizer each gets its own slot).
+  Expr atom() { return peek('(') ? group() : leaf(); }
+
+  [[gnu::noinline]] Expr group() {
+    ++i_;
+    if (peek('?')) {
+      if (i_ + 1 < p_.size() && p_[i_ + 1] == ':') {
+        i_ += 2;
+      } else {
+        fail("lookaround and named groups are not supported");
+      }
+    }
+    if (++groups_open_ > kRegexMaxNesting) fail("groups nested deeper than " + std::to_string(kRegexMaxNesting) + " levels");
+    if (stack_nearly_full()) fail("groups nested too deeply for this thread's stack");
+    Expr inner = alternation();
+    if (!peek(')')) fail("unterminated group");
+    ++i_;
+    --groups_open_;
+    return inner;
+  }
+
+  [[gnu::noinline]] Expr leaf() {
     const char32_t c = p_[i_++];
     switch (c) {
-      case '(': {
-        if (peek('?')) {
-          if (i_ + 1 < p_.size() && p_[i_ + 1] == ':') {
-            i_ += 2;
-          } else {
-            fail("lookaround and named groups are not supported");
-          }
-        }
-        Expr inner = alternation();
-        if (!peek(')')) fail("unterminated group");
-        ++i_;
-        return inner;
-      }
       case '[': return {json_chars(char_class()), false};
       case '.': return {json_chars(complement({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}})), false};
       case '\\': return {json_chars(escape(false)), false};
@@ -276,7 +287,7 @@ class RegexReader {
     return escape(true);
   }
 
-  Expr quantified(Expr item) {
+  [[gnu::noinline]] Expr quantified(Expr item) {
     if (i_ >= p_.size()) return item;
     size_t min = 0, max = kUnbounded;
     const char32_t c = p_[i_];
@@ -321,6 +332,7 @@ class RegexReader {
 
   std::vector<char32_t> p_;
   size_t i_ = 0;
+  size_t groups_open_ = 0;  // around the character being read
   const std::string& any_char_;
   size_t max_count_;
   size_t& budget_;

@@ -8,7 +8,10 @@
 // groups ( ) and (?: ), alternation |, quantifiers ? * + {m} {m,} {m,n} (a lazy `?` after
 // them changes nothing here), and ^ / $ at the start / end of a top-level alternative; a
 // branch without them may have any text before / after its match. Anything else (lookaround,
-// backreferences, \b, named groups, anchors inside groups) is refused with pagoda::Error.
+// backreferences, \b, named groups, anchors inside groups) is refused with pagoda::Error, and
+// so are groups nested deeper than kRegexMaxNesting, or than the thread's stack has room for:
+// the reader recurses once per group, and each group nests the GBNF up to two levels (within
+// the GBNF parser's kGbnfMaxNesting).
 //
 // The grammar writes a subset of what the pattern matches, safe for both ECMA and Python's
 // `re`: `.` excludes all line terminators, \d \w \s are ASCII, a negated class that involves
@@ -20,6 +23,8 @@
 #include <string_view>
 
 namespace pagoda::grammar {
+
+inline constexpr size_t kRegexMaxNesting = 32;
 
 // `any_char` is the rule name for one JSON string character (used around unanchored
 // branches). Each repetition's bound (its minimum when unbounded) is taken from `budget`;

@@ -72,14 +72,21 @@ uint64_t ShortestCompletion::rest_cost(uint32_t position) const {
   }
 }
 
+// Iterative: a chain of rules (one per line of the grammar text) can be any number deep.
 void ShortestCompletion::write_rest(uint32_t position, std::string& out) const {
-  for (uint32_t p = position; out.size() <= kMaxBytes; ++p) {
+  std::vector<uint32_t> resume{position};  // where each rule being written goes on, innermost last
+  while (!resume.empty() && out.size() <= kMaxBytes) {
+    const uint32_t p = resume.back();
     const Element& e = grammar_->elements[p];
-    if (e.kind == Element::Kind::End) return;
+    if (e.kind == Element::Kind::End) {
+      resume.pop_back();
+      continue;
+    }
+    resume.back() = p + 1;
     if (e.kind == Element::Kind::Chars) {
       out += representative_[e.index];
     } else {
-      write_rest(rule_choice_[e.index], out);
+      resume.push_back(rule_choice_[e.index]);
     }
   }
 }

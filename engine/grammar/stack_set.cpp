@@ -74,35 +74,51 @@ bool PartialChar::interval(char32_t& lo, char32_t& hi) const {
   return lo <= hi;
 }
 
+// A depth-first walk with its own stack of frames, not the call stack: a chain of rules each
+// referring to the next (one per line of grammar text) is followed up to kMaxExpansions deep.
 void StackStepper::expand(StackSet& next) {
-  if (budget_-- == 0) {
-    throw Error("grammar: more than " + std::to_string(GrammarMatcher::kMaxExpansions) +
-                " expansion steps for one character; the grammar is too ambiguous to match");
-  }
-  if (scratch_.size() > GrammarMatcher::kMaxDepth) {
-    throw Error("grammar: nesting deeper than " + std::to_string(GrammarMatcher::kMaxDepth) + " parse positions");
-  }
   const std::vector<Element>& elements = grammar_.elements;
-  if (scratch_.empty() || elements[scratch_.back()].kind == Element::Kind::Chars) {
-    next.add(scratch_);
-    return;
-  }
-  // A rule reference: continue after it once the rule is done, and begin each alternative.
-  const uint32_t at = scratch_.back();
-  scratch_.pop_back();
-  const bool continues = elements[at + 1].kind != Element::Kind::End;
-  if (continues) scratch_.push_back(at + 1);
-  for (const uint32_t alt : grammar_.rule_alternatives[elements[at].index]) {
-    if (elements[alt].kind == Element::Kind::End) {
-      expand(next);
+  // Expands scratch_ if its top is a rule reference (a new frame), else adds it to `next`.
+  const auto enter = [&] {
+    if (budget_-- == 0) {
+      throw Error("grammar: more than " + std::to_string(GrammarMatcher::kMaxExpansions) +
+                  " expansion steps for one character; the grammar is too ambiguous to match");
+    }
+    if (scratch_.size() > GrammarMatcher::kMaxDepth) {
+      throw Error("grammar: nesting deeper than " + std::to_string(GrammarMatcher::kMaxDepth) + " parse positions");
+    }
+    if (scratch_.empty() || elements[scratch_.back()].kind == Element::Kind::Chars) {
+      next.add(scratch_);
+      return;
+    }
+    // A rule reference: continue after it once the rule is done, and begin each alternative.
+    const uint32_t at = scratch_.back();
+    scratch_.pop_back();
+    const bool continues = elements[at + 1].kind != Element::Kind::End;
+    if (continues) scratch_.push_back(at + 1);
+    frames_.push_back({.at = at, .continues = continues});
+  };
+  frames_.clear();  // what a throw left
+  enter();
+  while (!frames_.empty()) {
+    Frame& f = frames_.back();
+    if (f.alt_pushed) scratch_.pop_back();
+    f.alt_pushed = false;
+    const std::vector<uint32_t>& alts = grammar_.rule_alternatives[elements[f.at].index];
+    if (f.next_alt == alts.size()) {
+      // Done: scratch_ back as the frame found it.
+      if (f.continues) scratch_.pop_back();
+      scratch_.push_back(f.at);
+      frames_.pop_back();
       continue;
     }
-    scratch_.push_back(alt);
-    expand(next);
-    scratch_.pop_back();
+    const uint32_t alt = alts[f.next_alt++];
+    if (elements[alt].kind != Element::Kind::End) {
+      scratch_.push_back(alt);
+      f.alt_pushed = true;
+    }
+    enter();  // may grow frames_: `f` is not used after it
   }
-  if (continues) scratch_.pop_back();
-  scratch_.push_back(at);
 }
 
 void StackStepper::advance(const StackSet& from, char32_t c, StackSet& next) {

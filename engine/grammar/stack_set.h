@@ -2,8 +2,9 @@
 // Parse stacks stepped exactly as GrammarMatcher steps its own, but built for the token mask's
 // trie walks, which advance millions of times per precomputation: a StackSet is flat and
 // reused (no allocation once warm), duplicates are found by hash as stacks are added, and a
-// rule reference is expanded by one recursion over a single scratch stack instead of a work
-// list of copies. The same bounds apply (GrammarMatcher::kMax*), with the same errors.
+// rule reference is expanded depth-first over a single scratch stack (with its own frame
+// stack, not the call stack) instead of a work list of copies. The same bounds apply
+// (GrammarMatcher::kMax*), with the same errors.
 //
 // PartialChar is the matcher's pending UTF-8 character: the same byte rules (no overlong
 // forms, surrogates or code points above U+10FFFF) and the same interval of code points it
@@ -71,8 +72,17 @@ class StackStepper {
   // Expands scratch_ into `next` and leaves scratch_ as it found it.
   void expand(StackSet& next);
 
+  // One rule reference being expanded by expand(): its alternatives are begun one by one.
+  struct Frame {
+    uint32_t at = 0;          // the reference's position (popped from scratch_ meanwhile)
+    bool continues = false;   // at + 1 was pushed, to go on after the rule
+    bool alt_pushed = false;  // the alternative being expanded is on scratch_
+    size_t next_alt = 0;
+  };
+
   const Grammar& grammar_;
   std::vector<uint32_t> scratch_;
+  std::vector<Frame> frames_;
   size_t budget_ = 0;
 };
 

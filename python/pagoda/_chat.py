@@ -85,6 +85,7 @@ def _body(messages: Sequence[Message], tools: Optional[Sequence[object]], tool_c
         body["parallel_tool_calls"] = parallel_tool_calls
     if chat_template_kwargs is not None:
         body["chat_template_kwargs"] = dict(chat_template_kwargs)
+    _core.check_json_depth(body, "the chat")
     try:
         return json.dumps(body, ensure_ascii=False)
     except (TypeError, ValueError) as e:

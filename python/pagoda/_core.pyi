@@ -136,5 +136,8 @@ class Engine:
 class ReplyShape:
     """What a chat reply may hold besides text (thinking, tool calls)."""
 
+def check_json_depth(value: object, what: str) -> None:
+    """Raises pagoda.Error when dicts/lists/tuples in value nest deeper than the engine's JSON bound (128)."""
+
 def split_reply(shape: ReplyShape, reply: str) -> tuple[str, str, list[tuple[str, str, str]]]:
     """(content, reasoning, [(id, name, arguments)]) of a whole reply."""

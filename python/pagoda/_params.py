@@ -82,6 +82,7 @@ class SamplingParams:
         if self.json_schema is not None and not isinstance(self.json_schema, str):
             if not isinstance(self.json_schema, (Mapping, bool)):
                 raise Error(f"SamplingParams.json_schema must be a JSON Schema (a dict or its text), got {self.json_schema!r}")
+            _core.check_json_depth(self.json_schema, "SamplingParams.json_schema")
             try:
                 object.__setattr__(self, "json_schema", json.dumps(self.json_schema, ensure_ascii=False))
             except (TypeError, ValueError) as e:

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "pagoda/error.h"
 
@@ -43,6 +44,25 @@ void expect_clean(F&& body) {
   } catch (const pagoda::Error&) {
   }
 }
+
+// Fuzz bytes read one at a time as choices, for harnesses that build structured input (deep
+// and wide, which byte flips of text rarely reach); 0 once the bytes run out.
+class Choices {
+ public:
+  explicit Choices(std::string_view bytes) : bytes_(bytes) {}
+  bool done() const { return at_ >= bytes_.size(); }
+  uint8_t next() { return done() ? 0 : uint8_t(bytes_[at_++]); }
+  // How many times to repeat something: mostly 1 to 8, sometimes up to 32,000 (past every
+  // nesting limit).
+  size_t count() {
+    const uint8_t b = next();
+    return b < 0xF0 ? b % 8 + 1 : size_t(b - 0xEF) * 2000;
+  }
+
+ private:
+  std::string_view bytes_;
+  size_t at_ = 0;
+};
 
 // Data shipped beside the checkout (../shared), or "" when it is absent.
 inline std::string shared_file(const char* relative) {
