@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/util/json_depth.h"
 #include "pagoda/error.h"
 
 namespace pagoda::chat {
@@ -10,37 +11,16 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// Thrown by the parser callback when the text nests too deeply; nlohmann's parser itself is
-// iterative, but the template values made from its result are not.
-struct TooDeep {};
-
-json parse_bounded(const std::string& text, bool allow_exceptions) {
-  const json::parser_callback_t bound = [](int depth, json::parse_event_t event, json&) {
-    if (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) {
-      if (depth >= kMaxChatJsonDepth) throw TooDeep{};
-    }
-    return true;
-  };
-  return json::parse(text, bound, allow_exceptions);
-}
-
 json parse_json(const std::string& text, const char* what) {
   try {
-    return parse_bounded(text, true);
+    return parse_ordered_json_bounded(text, what);
   } catch (const json::exception& e) {
     throw Error(std::string(what) + " is not valid JSON: " + e.what());
-  } catch (const TooDeep&) {
-    throw Error(std::string(what) + " nest deeper than " + std::to_string(kMaxChatJsonDepth) + " levels");
   }
 }
 
 json arguments_value(const std::string& arguments) {
-  json parsed;
-  try {
-    parsed = parse_bounded(arguments, false);
-  } catch (const TooDeep&) {
-    throw Error("tool call arguments nest deeper than " + std::to_string(kMaxChatJsonDepth) + " levels");
-  }
+  json parsed = parse_ordered_json_bounded(arguments, "tool call arguments", false);
   if (parsed.is_object()) return parsed;
   return arguments;
 }

@@ -17,14 +17,10 @@ namespace pagoda::chat {
 // expect) when they parse as one and stay a string otherwise; an assistant turn with tool calls
 // and no text has content null, as OpenAI sends it (or "" without `null_content`). Throws
 // pagoda::Error when options.tools is not a JSON array or options.kwargs not a JSON object, or
-// either nests deeper than kMaxChatJsonDepth.
+// when they or a tool call's arguments nest deeper than kMaxJsonDepth (engine/util/json_depth.h).
 nlohmann::ordered_json template_context(const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options,
                                         const std::string& bos_token, const std::string& eos_token,
                                         bool null_content = true);
-
-// JSON nested deeper than this in options.tools, options.kwargs or a tool call's arguments is
-// refused with a pagoda::Error naming the limit.
-constexpr int kMaxChatJsonDepth = 128;
 
 // The template rendered with template_context; a template that fails on a null content is
 // rendered again with "" there, as llama.cpp does for templates older than null contents.

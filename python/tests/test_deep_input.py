@@ -83,7 +83,7 @@ def test_deep_chat_fields_are_refused(engine):
     expect_refused(lambda: engine.apply_chat_template(deep_content), "the chat: JSON " + LIMIT)
     # The same body as text, past the Python check, is refused by the engine's own.
     body = '{"messages": [{"role": "user", "content": ' + "[" * DEEP + "]" * DEEP + "}]}"
-    expect_refused(lambda: engine._core.prepare_chat(body, True, False), "'messages': JSON " + LIMIT)
+    expect_refused(lambda: engine._core.prepare_chat(body, True, False, False), "'messages': JSON " + LIMIT)
 
 
 def test_a_schema_under_the_limit_still_constrains(engine):
