@@ -102,10 +102,8 @@ void parse_and_match(std::string_view gbnf, std::string_view text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string_view input(reinterpret_cast<const char*>(data), size);
-  const size_t split = std::min(input.find('\0'), input.size());
-  const std::string_view gbnf = input.substr(0, split);
-  const std::string_view text = split < input.size() ? input.substr(split + 1) : std::string_view();
+  const pagoda::fuzz::TwoParts parts = pagoda::fuzz::split_at_first_nul(data, size);
+  const std::string_view gbnf = parts.first, text = parts.second;
   parse_and_match(gbnf, text);
   parse_and_match(generated_grammar(gbnf), text);
   return 0;

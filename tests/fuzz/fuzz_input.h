@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -63,6 +64,18 @@ class Choices {
   std::string_view bytes_;
   size_t at_ = 0;
 };
+
+// An input of two parts, the first up to its first NUL byte and the rest after it (empty when
+// there is no NUL): a grammar or schema, then text to match against it.
+struct TwoParts {
+  std::string_view first;
+  std::string_view second;
+};
+inline TwoParts split_at_first_nul(const uint8_t* data, size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  const size_t split = std::min(input.find('\0'), input.size());
+  return {input.substr(0, split), split < input.size() ? input.substr(split + 1) : std::string_view()};
+}
 
 // Data shipped beside the checkout (../shared), or "" when it is absent.
 inline std::string shared_file(const char* relative) {

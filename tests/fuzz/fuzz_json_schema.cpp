@@ -140,10 +140,8 @@ void compile_and_match(std::string_view schema, std::string_view text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string_view input(reinterpret_cast<const char*>(data), size);
-  const size_t split = std::min(input.find('\0'), input.size());
-  const std::string_view schema = input.substr(0, split);
-  const std::string_view text = split < input.size() ? input.substr(split + 1) : std::string_view();
+  const pagoda::fuzz::TwoParts parts = pagoda::fuzz::split_at_first_nul(data, size);
+  const std::string_view schema = parts.first, text = parts.second;
   compile_and_match(schema, text);
   compile_and_match(generated_schema(schema), text);
   return 0;

@@ -47,10 +47,8 @@ void check_state(const GrammarMatcher& state, const TokenMask (&masks)[2], const
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string_view input(reinterpret_cast<const char*>(data), size);
-  const size_t split = std::min(input.find('\0'), input.size());
-  const std::string_view gbnf = input.substr(0, split);
-  const std::string_view text = split < input.size() ? input.substr(split + 1) : std::string_view();
+  const pagoda::fuzz::TwoParts parts = pagoda::fuzz::split_at_first_nul(data, size);
+  const std::string_view gbnf = parts.first, text = parts.second;
   pagoda::fuzz::expect_clean([&] {
     const auto grammar = std::make_shared<const Grammar>(parse_gbnf(gbnf));
     const auto trie = std::make_shared<const TokenTrie>(vocabulary(text), std::span<const int32_t>());
