@@ -107,5 +107,17 @@ TEST(ShortestCompletion, NoneInsideAPartialCharacter) {
   EXPECT_FALSE(completion.of(m));
 }
 
+// A grammar that is one long chain of rules (as deep as the matcher expands) is priced
+// rule by rule, not pass by pass, and its completion is the chain's last character.
+TEST(ShortestCompletion, ClosesALongChainOfRules) {
+  std::string gbnf = "root ::= r0\n";
+  constexpr int kRules = 60000;
+  for (int i = 0; i < kRules; ++i) gbnf += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + "\n";
+  gbnf += "r" + std::to_string(kRules) + " ::= \"z\"\n";
+  const auto g = compiled(gbnf);
+  const ShortestCompletion completion(g);
+  EXPECT_EQ(completion.of(GrammarMatcher(g)), std::optional<std::string>("z"));
+}
+
 }  // namespace
 }  // namespace pagoda::grammar

@@ -1,6 +1,9 @@
 #include "engine/grammar/shortest_completion.h"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
+#include <utility>
 
 #include "engine/tokenizer/utf8.h"
 
@@ -40,19 +43,67 @@ ShortestCompletion::ShortestCompletion(std::shared_ptr<const Grammar> grammar)
       rule_choice_(grammar_->rule_alternatives.size(), 0) {
   representative_.reserve(grammar_->classes.size());
   for (const CharClass& c : grammar_->classes) representative_.push_back(representative(c));
-  // Bellman-Ford over the rules: a cost only ever falls, so this ends; a rule whose every
-  // alternative needs itself keeps kNever.
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t rule = 0; rule < grammar_->rule_alternatives.size(); ++rule) {
-      for (const uint32_t alt : grammar_->rule_alternatives[rule]) {
-        const uint64_t cost = rest_cost(alt);
-        if (cost < rule_cost_[rule]) {
-          rule_cost_[rule] = cost;
-          rule_choice_[rule] = alt;
-          changed = true;
+  settle_rule_costs();
+}
+
+// Knuth's generalisation of Dijkstra to grammars: rules are settled cheapest first, and an
+// alternative's cost is known once every rule it names is settled, so each element is looked
+// at a bounded number of times (a chain of N rules costs O(N log N), where a fixed point over
+// all rules took N passes). A rule's choice is the alternative that first offered its final
+// cost (the earlier one of two offered together), so a choice only names rules settled before
+// its own and following the choices always ends; a rule whose every alternative needs itself,
+// or a class with no character, keeps kNever.
+void ShortestCompletion::settle_rule_costs() {
+  const size_t rules = grammar_->rule_alternatives.size();
+  struct Alternative {
+    uint32_t start;
+    uint32_t rule;
+    uint32_t pending = 0;  // references to rules not settled yet
+    uint64_t cost = 0;     // of its characters and settled rules so far
+  };
+  std::vector<Alternative> alts;
+  std::vector<std::vector<uint32_t>> users(rules);  // per rule: the alternatives naming it, once per reference
+  for (uint32_t rule = 0; rule < rules; ++rule) {
+    for (const uint32_t start : grammar_->rule_alternatives[rule]) {
+      Alternative a{start, rule};
+      for (uint32_t p = start; grammar_->elements[p].kind != Element::Kind::End; ++p) {
+        const Element& e = grammar_->elements[p];
+        if (e.kind == Element::Kind::Chars) {
+          const std::string& r = representative_[e.index];
+          a.cost = r.empty() ? kNever : std::min(kNever, a.cost + r.size());
+        } else {
+          ++a.pending;
+          users[e.index].push_back(uint32_t(alts.size()));
         }
       }
+      alts.push_back(a);
+    }
+  }
+  // A complete alternative offers its cost to its rule.
+  auto offer = [&](uint32_t alt, auto& queue) {
+    const Alternative& a = alts[alt];
+    if (a.cost >= kNever) return;
+    if (a.cost < rule_cost_[a.rule] || (a.cost == rule_cost_[a.rule] && a.start < rule_choice_[a.rule])) {
+      rule_cost_[a.rule] = a.cost;
+      rule_choice_[a.rule] = a.start;
+      queue.emplace(a.cost, a.rule);
+    }
+  };
+  using Entry = std::pair<uint64_t, uint32_t>;  // cost, rule
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
+  for (uint32_t alt = 0; alt < alts.size(); ++alt) {
+    if (alts[alt].pending == 0) offer(alt, queue);
+  }
+  std::vector<bool> settled(rules, false);
+  while (!queue.empty()) {
+    const auto [cost, rule] = queue.top();
+    queue.pop();
+    if (settled[rule] || cost != rule_cost_[rule]) continue;
+    settled[rule] = true;
+    for (const uint32_t alt : users[rule]) {
+      Alternative& a = alts[alt];
+      a.cost = std::min(kNever, a.cost + cost);
+      if (--a.pending == 0 && !settled[a.rule]) offer(alt, queue);
     }
   }
 }

@@ -3,9 +3,9 @@
 // nearing its token budget can still be closed into a whole sentence (a JSON document whose
 // brackets all close) instead of being cut off mid-value.
 //
-// Computed once per grammar: each rule's cheapest expansion in bytes (a fixed point over the
-// rules, a rule's chosen alternative recorded only when its cost strictly falls, so following
-// the choices always terminates), with each character class written as one representative
+// Computed once per grammar: each rule's cheapest expansion in bytes (rules settled cheapest
+// first, so a rule's chosen alternative names only rules settled before it and following the
+// choices always terminates), with each character class written as one representative
 // character (printable ASCII where the class has one). A state's completion is then the
 // cheapest of its stacks': each stack position's rest of its alternative, top first.
 
@@ -37,6 +37,8 @@ class ShortestCompletion {
  private:
   static constexpr uint64_t kNever = UINT64_MAX / 4;
 
+  // Each rule's cheapest expansion in bytes and the alternative that gives it.
+  void settle_rule_costs();
   // The stack with the cheapest completion and its cost in bytes; stack_ends().size() when none.
   size_t best_stack(const GrammarMatcher& state, uint64_t& cost) const;
   // Bytes from element `position` to the end of its alternative, choosing each rule's cheapest.
