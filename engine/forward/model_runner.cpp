@@ -332,14 +332,11 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
 
   // One task per (chunk of an entry's query tokens, KV head); each query token attends to its
   // own prefix in position order, the chunk's tokens sharing each block of keys and values.
-  struct PagePointers {
-    std::vector<const std::byte*> k, v;
-  };
-  static thread_local PagePointers pointers;
   const float scale = c.attention_scale();
   const kernels::AttentionVariant variant{c.is_sliding(layer) ? c.sliding_window : 0, c.attn_softcap};
   const int32_t n_items = int32_t(attention_chunks_.size());
   auto attend = [&](const tbb::blocked_range<int32_t>& r) {
+    PagePointers& pointers = page_pointers_.local();
     for (int32_t item = r.begin(); item < r.end(); ++item) {
       const AttentionChunk chunk = attention_chunks_[item / c.n_kv_heads];
       const int32_t h = item % c.n_kv_heads;
