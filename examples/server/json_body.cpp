@@ -3,7 +3,9 @@
 #include <atomic>
 #include <string>
 
+#include "engine/util/json_depth.h"
 #include "examples/server/api_error.h"
+#include "pagoda/error.h"
 
 namespace pagoda::server {
 
@@ -18,17 +20,11 @@ void set_max_json_depth(int depth) { g_max_depth.store(depth); }
 int max_json_depth() { return g_max_depth.load(); }
 
 nlohmann::json parse_json_body(std::string_view text, int max_depth) {
-  // nlohmann's parser is iterative; the callback sees each container open at the depth of the
-  // container it opens in, so the refusal comes at the first level too deep, before the rest
-  // of the text is read.
-  const nlohmann::json::parser_callback_t bound = [max_depth](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-    if ((event == nlohmann::json::parse_event_t::object_start || event == nlohmann::json::parse_event_t::array_start) &&
-        depth >= max_depth) {
-      throw ApiError(400, "the JSON body is nested deeper than --max-json-depth (" + std::to_string(max_depth) + " levels)");
-    }
-    return true;
-  };
-  return nlohmann::json::parse(text, bound);
+  try {
+    return parse_json_bounded(text, "the JSON body", true, size_t(max_depth));
+  } catch (const Error&) {  // the bound's refusal; invalid JSON is nlohmann's parse_error
+    throw ApiError(400, "the JSON body is nested deeper than --max-json-depth (" + std::to_string(max_depth) + " levels)");
+  }
 }
 
 }  // namespace pagoda::server
