@@ -7,7 +7,7 @@
 
 #include <tbb/parallel_for.h>
 
-#include "engine/request/logprobs.h"
+#include "engine/sampling/logprobs.h"
 #include "engine/speculation/proposer.h"
 #include "engine/speculation/verifier.h"
 

@@ -13,7 +13,7 @@
 #include "actors/actor.h"
 #include "actors/messages.h"
 #include "actors/page_pool_actor.h"
-#include "engine/request/metrics_board.h"
+#include "engine/metrics/metrics_board.h"
 #include "engine/forward/model_runner.h"
 #include "engine/speculation/draft_proposer.h"
 #include "pagoda/engine_config.h"

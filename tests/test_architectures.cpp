@@ -20,7 +20,7 @@
 #include "engine/lora/lora_adapter.h"
 #include "engine/lora/lora_weights.h"
 #include "engine/model/reference_model.h"
-#include "engine/request/sampler.h"
+#include "engine/sampling/sampler.h"
 #include "engine/synth/lora_synth.h"
 #include "engine/synth/synth.h"
 #include "pagoda/engine.h"

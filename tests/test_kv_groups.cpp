@@ -18,7 +18,7 @@
 #include "engine/kv/block_table.h"
 #include "engine/kv/page_pool.h"
 #include "engine/model/reference_model.h"
-#include "engine/request/sampler.h"
+#include "engine/sampling/sampler.h"
 #include "engine/synth/synth.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"

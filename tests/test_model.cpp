@@ -13,7 +13,7 @@
 #include "engine/gguf/quantize_gguf.h"
 #include "engine/model/model.h"
 #include "engine/model/reference_model.h"
-#include "engine/request/sampler.h"
+#include "engine/sampling/sampler.h"
 #include "engine/synth/synth.h"
 #include "pagoda/error.h"
 #include "support/test_support.h"

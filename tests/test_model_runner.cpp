@@ -7,7 +7,7 @@
 
 #include "engine/forward/model_runner.h"
 #include "engine/model/reference_model.h"
-#include "engine/request/sampler.h"
+#include "engine/sampling/sampler.h"
 #include "kernels/cpu_features.h"
 #include "pagoda/error.h"
 #include "support/batch_driver.h"

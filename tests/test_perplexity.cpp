@@ -14,7 +14,7 @@
 
 #include "engine/forward/model_runner.h"
 #include "engine/model/reference_model.h"
-#include "engine/request/sampler.h"
+#include "engine/sampling/sampler.h"
 #include "engine/synth/synth.h"
 #include "support/test_support.h"
 

@@ -15,7 +15,7 @@
 #include "engine/kv/prefix_cache.h"
 #include "engine/lora/lora_weights.h"
 #include "engine/model/model.h"
-#include "engine/request/sampler.h"
+#include "engine/sampling/sampler.h"
 #include "engine/synth/lora_synth.h"
 #include "engine/synth/synth.h"
 #include "pagoda/engine.h"

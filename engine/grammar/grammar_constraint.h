@@ -24,7 +24,7 @@
 
 #include "engine/grammar/grammar_matcher.h"
 #include "engine/grammar/shortest_completion.h"
-#include "engine/request/sampler.h"
+#include "engine/sampling/sampler.h"
 
 namespace pagoda {
 class Tokenizer;

@@ -15,7 +15,7 @@
 #include "engine/lora/lora_weights.h"
 #include "engine/request/output_text.h"
 #include "engine/request/request_state.h"
-#include "engine/request/sampler.h"
+#include "engine/sampling/sampler.h"
 #include "engine/speculation/speculation_state.h"
 
 namespace pagoda {

@@ -18,7 +18,7 @@
 #include "engine/forward/model_runner.h"
 #include "engine/kv/page_pool.h"
 #include "engine/model/model.h"
-#include "engine/request/metrics_board.h"
+#include "engine/metrics/metrics_board.h"
 #include "engine/request/sequence.h"
 #include "pagoda/engine_config.h"
 

@@ -1,6 +1,6 @@
 #include "engine/speculation/verifier.h"
 
-#include "engine/request/logprobs.h"
+#include "engine/sampling/logprobs.h"
 
 namespace pagoda::speculation {
 

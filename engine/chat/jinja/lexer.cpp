@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "engine/chat/jinja/utf8.h"
-#include "engine/tokenizer/utf8.h"
+#include "engine/util/utf8.h"
 #include "pagoda/error.h"
 
 namespace pagoda::jinja {

@@ -1,7 +1,7 @@
 // UTF-8 decoding and the few Unicode character properties Python's str methods need.
 #include "engine/chat/jinja/utf8.h"
 
-#include "engine/tokenizer/utf8.h"
+#include "engine/util/utf8.h"
 
 namespace pagoda::jinja::utf8 {
 

@@ -10,7 +10,7 @@
 
 #include "engine/chat/jinja/text_spans.h"
 #include "engine/chat/jinja/utf8.h"
-#include "engine/tokenizer/utf8.h"
+#include "engine/util/utf8.h"
 #include "pagoda/error.h"
 
 namespace pagoda::jinja {

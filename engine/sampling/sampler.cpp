@@ -1,4 +1,4 @@
-#include "engine/request/sampler.h"
+#include "engine/sampling/sampler.h"
 
 #include <algorithm>
 #include <cmath>

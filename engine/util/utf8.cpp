@@ -1,4 +1,4 @@
-#include "engine/tokenizer/utf8.h"
+#include "engine/util/utf8.h"
 
 namespace pagoda {
 
