@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/chat/chat_reply.h"
+#include "protocol/chat_reply.h"
 
 namespace pagoda::chat {
 namespace {

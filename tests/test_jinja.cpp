@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat/jinja/template.h"
+#include "engine/jinja/template.h"
 #include "pagoda/error.h"
 #include "support/jinja_oracle.h"
 

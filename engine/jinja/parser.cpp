@@ -1,12 +1,12 @@
 // A recursive-descent parser following jinja2's parser.py, function for function.
 
-#include "engine/chat/jinja/parser.h"
+#include "engine/jinja/parser.h"
 
 #include <cerrno>
 #include <cstdlib>
 #include <initializer_list>
 
-#include "engine/chat/jinja/lexer.h"
+#include "engine/jinja/lexer.h"
 #include "pagoda/error.h"
 
 namespace pagoda::jinja {

@@ -7,10 +7,10 @@
 #include <string>
 #include <unordered_map>
 
-#include "engine/chat/jinja/ast.h"
-#include "engine/chat/jinja/budget.h"
-#include "engine/chat/jinja/text_spans.h"
-#include "engine/chat/jinja/value.h"
+#include "engine/jinja/ast.h"
+#include "engine/jinja/budget.h"
+#include "engine/jinja/text_spans.h"
+#include "engine/jinja/value.h"
 
 namespace pagoda::jinja {
 

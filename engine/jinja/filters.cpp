@@ -1,6 +1,6 @@
 // The filter registry and the filters on single values and text.
 
-#include "engine/chat/jinja/filters.h"
+#include "engine/jinja/filters.h"
 
 #include <cerrno>
 #include <charconv>
@@ -8,12 +8,12 @@
 #include <cstdlib>
 #include <unordered_map>
 
-#include "engine/chat/jinja/arguments.h"
-#include "engine/chat/jinja/methods.h"
-#include "engine/chat/jinja/operators.h"
-#include "engine/chat/jinja/strings.h"
-#include "engine/chat/jinja/text_spans.h"
-#include "engine/chat/jinja/utf8.h"
+#include "engine/jinja/arguments.h"
+#include "engine/jinja/methods.h"
+#include "engine/jinja/operators.h"
+#include "engine/jinja/strings.h"
+#include "engine/jinja/text_spans.h"
+#include "engine/jinja/utf8.h"
 #include "pagoda/error.h"
 
 namespace pagoda::jinja {

@@ -1,9 +1,9 @@
-#include "engine/chat/jinja/globals.h"
+#include "engine/jinja/globals.h"
 
 #include <ctime>
 
-#include "engine/chat/jinja/arguments.h"
-#include "engine/chat/jinja/text_spans.h"
+#include "engine/jinja/arguments.h"
+#include "engine/jinja/text_spans.h"
 #include "pagoda/error.h"
 
 namespace pagoda::jinja {

@@ -5,7 +5,7 @@
 
 #include <string_view>
 
-#include "engine/chat/jinja/ast.h"
+#include "engine/jinja/ast.h"
 
 namespace pagoda::jinja {
 

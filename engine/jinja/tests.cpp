@@ -3,10 +3,10 @@
 #include <cmath>
 #include <unordered_map>
 
-#include "engine/chat/jinja/arguments.h"
-#include "engine/chat/jinja/filters.h"
-#include "engine/chat/jinja/operators.h"
-#include "engine/chat/jinja/utf8.h"
+#include "engine/jinja/arguments.h"
+#include "engine/jinja/filters.h"
+#include "engine/jinja/operators.h"
+#include "engine/jinja/utf8.h"
 #include "pagoda/error.h"
 
 namespace pagoda::jinja {

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/chat/jinja/value.h"
+#include "engine/jinja/value.h"
 
 namespace pagoda::jinja {
 

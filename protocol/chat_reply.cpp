@@ -1,4 +1,4 @@
-#include "engine/chat/chat_reply.h"
+#include "protocol/chat_reply.h"
 
 #include <algorithm>
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat/jinja/budget.h"
+#include "engine/jinja/budget.h"
 #include "pagoda/chat.h"
 
 namespace pagoda::jinja {

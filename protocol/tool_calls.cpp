@@ -1,4 +1,4 @@
-#include "engine/chat/tool_calls.h"
+#include "protocol/tool_calls.h"
 
 #include <algorithm>
 #include <optional>

@@ -1,8 +1,8 @@
-#include "engine/chat/jinja/text_spans.h"
+#include "engine/jinja/text_spans.h"
 
 #include <algorithm>
 
-#include "engine/chat/jinja/utf8.h"
+#include "engine/jinja/utf8.h"
 #include "engine/util/utf8.h"
 #include "pagoda/error.h"
 

@@ -2,7 +2,7 @@
 // The functions a chat template can call by name: jinja2's range (capped as the sandbox caps
 // it), dict and namespace, and transformers' raise_exception and strftime_now.
 
-#include "engine/chat/jinja/value.h"
+#include "engine/jinja/value.h"
 
 namespace pagoda::jinja {
 

@@ -1,5 +1,5 @@
 // UTF-8 decoding and the few Unicode character properties Python's str methods need.
-#include "engine/chat/jinja/utf8.h"
+#include "engine/jinja/utf8.h"
 
 #include "engine/util/utf8.h"
 

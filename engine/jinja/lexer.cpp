@@ -3,12 +3,12 @@
 // whitespace on that side, lstrip_blocks strips the spaces before a block or comment tag that
 // starts its line, trim_blocks drops the newline right after one.
 
-#include "engine/chat/jinja/lexer.h"
+#include "engine/jinja/lexer.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "engine/chat/jinja/utf8.h"
+#include "engine/jinja/utf8.h"
 #include "engine/util/utf8.h"
 #include "pagoda/error.h"
 

@@ -1,8 +1,8 @@
-#include "engine/chat/jinja/renderer.h"
+#include "engine/jinja/renderer.h"
 
-#include "engine/chat/jinja/filters.h"
-#include "engine/chat/jinja/methods.h"
-#include "engine/chat/jinja/operators.h"
+#include "engine/jinja/filters.h"
+#include "engine/jinja/methods.h"
+#include "engine/jinja/operators.h"
 #include "pagoda/error.h"
 
 namespace pagoda::jinja {

@@ -1,12 +1,12 @@
-#include "engine/chat/jinja/methods.h"
+#include "engine/jinja/methods.h"
 
 #include <cctype>
 
-#include "engine/chat/jinja/arguments.h"
-#include "engine/chat/jinja/operators.h"
-#include "engine/chat/jinja/strings.h"
-#include "engine/chat/jinja/text_spans.h"
-#include "engine/chat/jinja/utf8.h"
+#include "engine/jinja/arguments.h"
+#include "engine/jinja/operators.h"
+#include "engine/jinja/strings.h"
+#include "engine/jinja/text_spans.h"
+#include "engine/jinja/utf8.h"
 #include "pagoda/error.h"
 
 namespace pagoda::jinja {

@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat/chat_reply.h"
-#include "engine/chat/tool_calls.h"
+#include "protocol/chat_reply.h"
+#include "protocol/tool_calls.h"
 #include "pagoda/chat.h"
 
 namespace pagoda::chat {

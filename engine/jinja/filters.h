@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "engine/chat/jinja/budget.h"
-#include "engine/chat/jinja/value.h"
+#include "engine/jinja/budget.h"
+#include "engine/jinja/value.h"
 
 namespace pagoda::jinja {
 

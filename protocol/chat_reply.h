@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/chat/tool_calls.h"
+#include "protocol/tool_calls.h"
 
 namespace pagoda::chat {
 

@@ -1,4 +1,4 @@
-#include "engine/chat/openai_chat.h"
+#include "protocol/openai_chat.h"
 
 #include <algorithm>
 

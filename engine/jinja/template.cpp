@@ -1,10 +1,10 @@
-#include "engine/chat/jinja/template.h"
+#include "engine/jinja/template.h"
 
 #include <algorithm>
 
-#include "engine/chat/jinja/globals.h"
-#include "engine/chat/jinja/parser.h"
-#include "engine/chat/jinja/renderer.h"
+#include "engine/jinja/globals.h"
+#include "engine/jinja/parser.h"
+#include "engine/jinja/renderer.h"
 #include "pagoda/error.h"
 
 namespace pagoda::jinja {

@@ -1,15 +1,15 @@
 // Python's semantics for the template values: truthiness, str(), repr(), ==, ordering, and
 // json.dumps as transformers' tojson calls it.
 
-#include "engine/chat/jinja/value.h"
+#include "engine/jinja/value.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
-#include "engine/chat/jinja/text_spans.h"
-#include "engine/chat/jinja/utf8.h"
+#include "engine/jinja/text_spans.h"
+#include "engine/jinja/utf8.h"
 #include "engine/util/utf8.h"
 #include "pagoda/error.h"
 

@@ -1,7 +1,7 @@
 // Python's operator semantics, down to floor division and modulo rounding towards negative
 // infinity and `True + 1 == 2`.
 
-#include "engine/chat/jinja/operators.h"
+#include "engine/jinja/operators.h"
 
 #include <algorithm>
 #include <cctype>
@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <limits>
 
-#include "engine/chat/jinja/strings.h"
-#include "engine/chat/jinja/text_spans.h"
-#include "engine/chat/jinja/utf8.h"
+#include "engine/jinja/strings.h"
+#include "engine/jinja/text_spans.h"
+#include "engine/jinja/utf8.h"
 #include "pagoda/error.h"
 
 namespace pagoda::jinja {

@@ -1,4 +1,4 @@
-#include "engine/chat/jinja/arguments.h"
+#include "engine/jinja/arguments.h"
 
 #include <string>
 
