@@ -9,7 +9,7 @@ namespace pagoda::chat {
 
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 const json* field(const json& object, const char* name) {
   auto it = object.find(name);

@@ -26,10 +26,10 @@ namespace pagoda::chat {
 
 // OpenAI's `messages`: a non-empty list of {"role", "content" (a string, null, or text parts),
 // "tool_calls"?, "tool_call_id"?, "name"?, "reasoning_content"?}.
-std::vector<ChatMessage> parse_messages(const nlohmann::json& messages);
+std::vector<ChatMessage> parse_messages(const nlohmann::ordered_json& messages);
 
 // `chat_template_kwargs` (an object, or absent) as ChatTemplateOptions::kwargs.
-std::string template_kwargs(const nlohmann::json& body);
+std::string template_kwargs(const nlohmann::ordered_json& body);
 
 struct ToolRequest {
   std::string tools_json;      // every tool offered, for the template's `tools`
@@ -40,7 +40,7 @@ struct ToolRequest {
 
 // nullopt without `tools` or with tool_choice "none". `chat_template` (the template in use)
 // decides the layout: Generic without one.
-std::optional<ToolRequest> parse_tool_request(const nlohmann::json& body, const std::optional<std::string>& chat_template);
+std::optional<ToolRequest> parse_tool_request(const nlohmann::ordered_json& body, const std::optional<std::string>& chat_template);
 
 // The messages and options to render for a request with these tools: a Generic layout is taught
 // in the system message, the others get the template's `tools`.

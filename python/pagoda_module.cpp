@@ -314,7 +314,8 @@ struct PreparedChat {
 
 PreparedChat prepare_chat(const pagoda::Engine& engine, const std::string& text, bool add_generation_prompt, bool constrain,
                           bool special_in_content) {
-  const nlohmann::json body = nlohmann::json::parse(text, nullptr, false);
+  // Ordered: the tools and arguments reach the template in the order the dicts were built in.
+  const nlohmann::ordered_json body = pagoda::parse_ordered_json_bounded(text, "the chat", false);
   if (!body.is_object() || !body.contains("messages")) throw pagoda::Error("a chat needs messages");
   std::vector<pagoda::ChatMessage> messages = pagoda::chat::parse_messages(body["messages"]);
   const std::optional<std::string> chat_template = engine.chat_template();

@@ -7,7 +7,7 @@
 
 namespace pagoda::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 json apply_template(const std::string& text, const Engine& engine, bool special_in_content) {
   json body;

@@ -14,6 +14,6 @@
 namespace pagoda::server {
 
 // Throws ApiError (400) for a malformed body and for a template that fails on it.
-nlohmann::json apply_template(const std::string& body, const Engine& engine, bool special_in_content = false);
+nlohmann::ordered_json apply_template(const std::string& body, const Engine& engine, bool special_in_content = false);
 
 }  // namespace pagoda::server

@@ -18,7 +18,8 @@ int max_json_depth();
 
 // `text` parsed; ApiError 400 when it is nested deeper than `max_depth` (objects and arrays
 // both count; a top-level object is depth 1). Invalid JSON throws nlohmann's parse_error, as
-// json::parse does, so the callers' messages stay as they were.
-nlohmann::json parse_json_body(std::string_view text, int max_depth = max_json_depth());
+// json::parse does, so the callers' messages stay as they were. Objects keep the order their
+// members were sent in: a schema's properties are written, and tools shown to the model, in it.
+nlohmann::ordered_json parse_json_body(std::string_view text, int max_depth = max_json_depth());
 
 }  // namespace pagoda::server

@@ -23,7 +23,7 @@ namespace pagoda::server {
 
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 const json* field(const json& body, const char* name) {
   auto it = body.find(name);

@@ -40,7 +40,7 @@ ApiError shutting_down_error() { return ApiError(503, "the server is shutting do
 
 // {"lora_name": ..., "lora_path": ...} of vLLM's adapter endpoints; the path only when asked.
 std::pair<std::string, std::string> adapter_body(const std::string& text, bool needs_path) {
-  json body;
+  nlohmann::ordered_json body;
   try {
     body = parse_json_body(text);
   } catch (const json::exception& e) {
