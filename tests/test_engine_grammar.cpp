@@ -1,7 +1,8 @@
 // Grammar-constrained decoding through the Engine, on stories260K: the greedy output under a
 // grammar is the oracle's argmax over the tokens the grammar allows, step by step; sampled
 // outputs are sentences of the grammar; constrained requests give the same tokens alone and in
-// a batch with unconstrained ones; a lazy grammar leaves the output free until its trigger.
+// a batch with unconstrained ones; a lazy grammar leaves the output free until its trigger; a
+// JSON schema's properties are written in the order the schema lists them.
 
 #include <gtest/gtest.h>
 
@@ -10,6 +11,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/grammar/gbnf_parser.h"
 #include "engine/grammar/grammar_matcher.h"
@@ -198,6 +201,36 @@ TEST_F(EngineGrammar, TheBudgetClosesTheSentence) {
       EXPECT_TRUE(complete_sentence(gbnf, grammar_text(engine, c))) << n << ": " << c.text;
       EXPECT_LE(c.token_ids.size(), size_t(n));
     }
+  }
+}
+
+TEST_F(EngineGrammar, SchemaPropertiesAreWrittenInTheSchemasOrder) {
+  // Not alphabetical, nested, and `required` listed in yet another order: the order a schema
+  // gives is the order the model writes in ("reasoning" before "answer").
+  const std::string schema = R"({"type": "object", "properties": {
+      "zeta": {"type": "integer", "minimum": 0, "maximum": 99},
+      "reasoning": {"type": "string", "maxLength": 12},
+      "answer": {"type": "object", "properties": {"value": {"type": "integer"}, "unit": {"enum": ["m", "s"]}},
+                 "required": ["unit", "value"], "additionalProperties": false}},
+    "required": ["answer", "zeta", "reasoning"], "additionalProperties": false})";
+  Engine engine({.model_path = model_, .threads = 2});
+  std::vector<RequestHandle> handles;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    Request r = test::greedy_request(cases_.front().prompt_ids, 120);
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = seed;
+    r.json_schema = schema;
+    handles.push_back(engine.submit(r));
+  }
+  for (RequestHandle& h : handles) {
+    const std::string text = grammar_text(engine, test::await(h));
+    const nlohmann::ordered_json value = nlohmann::ordered_json::parse(text, nullptr, false);
+    ASSERT_TRUE(value.is_object()) << text;
+    std::vector<std::string> keys, answer_keys;
+    for (const auto& [key, member] : value.items()) keys.push_back(key);
+    for (const auto& [key, member] : value["answer"].items()) answer_keys.push_back(key);
+    EXPECT_EQ(keys, (std::vector<std::string>{"zeta", "reasoning", "answer"})) << text;
+    EXPECT_EQ(answer_keys, (std::vector<std::string>{"value", "unit"})) << text;
   }
 }
 

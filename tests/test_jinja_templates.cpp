@@ -1,17 +1,24 @@
 // Every chat template in ../shared/templates (as model vendors ship them) and in
 // tests/data/templates (written for pagoda, with features the vendors' templates use) rendered
 // by pagoda and by Python's jinja2 for a set of conversations: the outputs must be byte-identical,
-// and where jinja2 raises, pagoda must raise too.
+// and where jinja2 raises, pagoda must raise too. The conversations with tools are also rendered
+// from a request body's text, read as pagoda-server and the Python package read it, so the order
+// of the tools' and arguments' keys on the wire is the order the template prints.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/chat/chat_renderer.h"
+#include "engine/util/json_depth.h"
+#include "pagoda/error.h"
+#include "protocol/openai_chat.h"
 #include "support/jinja_oracle.h"
 #include "support/test_support.h"
 
@@ -96,11 +103,32 @@ std::vector<fs::path> templates_in(const fs::path& dir) {
   return files;
 }
 
-// Renders every template of `dir` for every conversation with pagoda and the oracle.
-void expect_identical(const fs::path& dir) {
+// `context`'s messages and tools sent as a chat request body's text, read back by protocol/
+// (as pagoda-server and the Python package read one) and rendered through the engine's context.
+OracleResult render_from_request(const std::string& source, const json& context) {
+  try {
+    const json body = parse_ordered_json_bounded(json{{"messages", context["messages"]}, {"tools", context["tools"]}}.dump(), "the body");
+    const std::vector<ChatMessage> messages = chat::parse_messages(body["messages"]);
+    const std::optional<chat::ToolRequest> tools = chat::parse_tool_request(body, source);
+    ChatTemplateOptions options;
+    options.add_generation_prompt = context["add_generation_prompt"].get<bool>();
+    options.tools = tools->tools_json;
+    const json rendered = chat::template_context(messages, options, context["bos_token"], context["eos_token"], false);
+    return {true, jinja::Template(source).render(rendered)};
+  } catch (const Error& e) {
+    return {false, e.what()};
+  }
+}
+
+using Renderer = std::function<OracleResult(const std::string& source, const json& context)>;
+
+// Renders every template of `dir` for every conversation (those with tools only, with
+// `tools_only`) with pagoda's `render` and with the oracle.
+void expect_identical(const fs::path& dir, const Renderer& render = render_with_pagoda, bool tools_only = false) {
   const std::vector<fs::path> files = templates_in(dir);
   ASSERT_FALSE(files.empty()) << "no templates in " << dir;
-  const auto convs = conversations();
+  auto convs = conversations();
+  if (tools_only) std::erase_if(convs, [](const auto& c) { return !c.second.contains("tools"); });
   json cases = json::array();
   for (const auto& file : files) {
     const std::string source = read_text(file);
@@ -112,7 +140,7 @@ void expect_identical(const fs::path& dir) {
   for (const auto& file : files) {
     for (const auto& [name, context] : convs) {
       SCOPED_TRACE(file.filename().string() + " / " + name);
-      const OracleResult got = render_with_pagoda(cases[i]["template"].get<std::string>(), context);
+      const OracleResult got = render(cases[i]["template"].get<std::string>(), context);
       const OracleResult& want = expected[i++];
       if (want.ok) {
         ++rendered;
@@ -132,6 +160,12 @@ TEST(JinjaTemplates, VendorTemplatesRenderAsJinja2Does) {
   if (const std::string why = jinja_oracle_missing(); !why.empty()) GTEST_SKIP() << why << "; skipping";
   PAGODA_SHARED_OR_SKIP(readme, "templates/README.md");
   expect_identical(fs::path(readme).parent_path());
+}
+
+TEST(JinjaTemplates, VendorTemplatesRenderToolsFromARequestBodyInItsKeyOrder) {
+  if (const std::string why = jinja_oracle_missing(); !why.empty()) GTEST_SKIP() << why << "; skipping";
+  PAGODA_SHARED_OR_SKIP(readme, "templates/README.md");
+  expect_identical(fs::path(readme).parent_path(), render_from_request, true);
 }
 
 TEST(JinjaTemplates, OwnTemplatesRenderAsJinja2Does) {
