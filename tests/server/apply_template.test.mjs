@@ -1,8 +1,8 @@
 // pagoda-server's POST /apply-template (llama-server's): a chat body rendered with the chat
 // template (here given with --chat-template-file) and answered as {"prompt", "data_spans"}, with
 // tool calls, tool turns, content as a list of parts, tools and chat_template_kwargs reaching the
-// template and the byte ranges the template copied from them as data spans; malformed bodies
-// and a template that raises are 400s.
+// template (arguments and tools with their keys in the order sent) and the byte ranges the
+// template copied from them as data spans; malformed bodies and a template that raises are 400s.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,7 +18,7 @@ const TEMPLATE = `{%- if messages[0].role == 'nobody' %}{{ raise_exception('no s
 {%- for c in m.tool_calls or [] %}[call {{ c.id }} {{ c.function.name }} {{ c.function.arguments | tojson }}]{% endfor %}
 {%- if m.tool_call_id is defined %}(for {{ m.tool_call_id }} from {{ m.name }}){% endif %}
 {% endfor -%}
-{%- if tools is defined %}tools: {{ tools | map(attribute='function.name') | join(', ') }}
+{%- if tools is defined %}tools: {{ tools | map(attribute='function.name') | join(', ') }} {{ tools[0] | tojson }}
 {% endif -%}
 {%- if enable_thinking is defined %}thinking: {{ enable_thinking }}
 {% endif -%}
@@ -50,10 +50,11 @@ describe('pagoda-server /apply-template', () => {
     const res = await post({
       messages: [
         { role: 'user', content: [{ type: 'text', text: 'Weather in ' }, { type: 'text', text: 'Paris?' }] },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: { city: 'Paris' } } }] },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: { city: 'Paris', days: 2 } } }] },
         { role: 'tool', tool_call_id: 'call_1', name: 'get_weather', content: '21 C' },
       ],
-      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }],
+      // keys in the order transformers' users write them, not sorted: the template prints them so
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
       chat_template_kwargs: { enable_thinking: false },
       add_generation_prompt: false,
     });
@@ -61,13 +62,13 @@ describe('pagoda-server /apply-template', () => {
     assert.deepEqual(await res.json(), {
       prompt:
         '<|user|>Weather in Paris?' +
-        '<|assistant|>-[call call_1 get_weather {"city": "Paris"}]' +
+        '<|assistant|>-[call call_1 get_weather {"city": "Paris", "days": 2}]' +
         '<|tool|>21 C(for call_1 from get_weather)' +
-        'tools: get_weather\n' +
+        'tools: get_weather {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}\n' +
         'thinking: False\n',
       // content, call id, name, arguments (tojson of data is data whole), tool result, its call
-      // id and name, the tool's name; the kwarg is a boolean, printed as template text
-      data_spans: [[8, 25], [45, 51], [52, 63], [64, 81], [90, 94], [99, 105], [111, 122], [130, 141]],
+      // id and name, the tool's name, the tool; the kwarg is a boolean, printed as template text
+      data_spans: [[8, 25], [45, 51], [52, 63], [64, 92], [101, 105], [110, 116], [122, 133], [141, 152], [153, 288]],
     });
   });
 

@@ -108,6 +108,30 @@ describe('structured output and tool calls', { skip }, () => {
     assert.ok(distinct.size > 50, 'the seeds give different documents');
   });
 
+  test('a json_schema reply lists its properties in the schema\'s order on every seed', async () => {
+    // Not alphabetical, nested, `required` in another order: "reasoning" is written before "answer".
+    const schema = {
+      type: 'object',
+      properties: {
+        zeta: { type: 'integer', minimum: 0, maximum: 99 },
+        reasoning: { type: 'string', maxLength: 16 },
+        answer: { type: 'object', properties: { value: { type: 'integer' }, unit: { enum: ['m', 's'] } }, required: ['unit', 'value'], additionalProperties: false },
+      },
+      required: ['answer', 'zeta', 'reasoning'],
+      additionalProperties: false,
+    };
+    const replies = await inBatches([...Array(12).keys()], 6, (seed) => client.chat.completions.create({
+      messages: user, seed, temperature: 1, max_tokens: 120,
+      response_format: { type: 'json_schema', json_schema: { name: 'ordered', schema, strict: true } },
+    }));
+    for (const r of replies) {
+      const text = r.choices[0].message.content;
+      const value = JSON.parse(text);
+      assert.deepEqual(Object.keys(value), ['zeta', 'reasoning', 'answer'], text);
+      assert.deepEqual(Object.keys(value.answer), ['value', 'unit'], text);
+    }
+  });
+
   test('json_object, a GBNF grammar and llama-server\'s json_schema, on both endpoints', async () => {
     for (const seed of [1, 2, 3]) {
       const obj = await client.chat.completions.create({ messages: user, seed, temperature: 1, max_tokens: 80, response_format: { type: 'json_object' } });
