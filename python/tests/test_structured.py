@@ -95,6 +95,31 @@ def test_chat_template_sees_tools_and_tool_turns(qwen_engine):
     assert reply.token_ids == reply.completion.token_ids
 
 
+def test_dicts_keep_their_insertion_order(engine, qwen_engine):
+    """Tools, tool-call arguments and schemas reach the template and the grammar in the order the
+    dicts were built in, not sorted: the model was trained on {"type": "function", "function": ...}."""
+    tool = {"type": "function", "function": {"name": "sub", "description": "b minus a", "parameters": {
+        "type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "integer"}}, "required": ["b", "a"]}}}
+    messages = [{"role": "user", "content": "5 - 2?"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "sub", "arguments": {"b": 5, "a": 2}}}]}]
+    prompt = qwen_engine.apply_chat_template(messages, tools=[tool])
+    assert json.dumps(tool) in prompt
+    assert '{"name": "sub", "arguments": {"b": 5, "a": 2}}' in prompt
+    schema = {"type": "object", "properties": {
+        "zeta": {"type": "integer", "minimum": 0, "maximum": 9},
+        "reasoning": {"type": "string", "maxLength": 12},
+        "answer": {"type": "object", "properties": {"value": {"type": "integer"}, "unit": {"enum": ["m", "s"]}},
+                   "required": ["unit", "value"], "additionalProperties": False}},
+        "required": ["answer", "zeta", "reasoning"], "additionalProperties": False}
+    for seed in range(6):
+        text = engine.generate("Once upon a time", pagoda.SamplingParams(temperature=1, max_tokens=100, seed=seed,
+                                                                         json_schema=schema))[0].text
+        value = json.loads(text)
+        assert list(value) == ["zeta", "reasoning", "answer"], text
+        assert list(value["answer"]) == ["value", "unit"], text
+
+
 @pytest.mark.asyncio
 async def test_async_chat_is_the_same_reply(qwen_model, qwen_engine):
     params = pagoda.SamplingParams(temperature=1, max_tokens=60, seed=4)
