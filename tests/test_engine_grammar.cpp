@@ -2,7 +2,8 @@
 // grammar is the oracle's argmax over the tokens the grammar allows, step by step; sampled
 // outputs are sentences of the grammar; constrained requests give the same tokens alone and in
 // a batch with unconstrained ones; a lazy grammar leaves the output free until its trigger; a
-// JSON schema's properties are written in the order the schema lists them.
+// JSON schema's properties are written in the order the schema lists them; any budget of at
+// least two tokens closes a json_object reply.
 
 #include <gtest/gtest.h>
 
@@ -16,6 +17,7 @@
 
 #include "engine/grammar/gbnf_parser.h"
 #include "engine/grammar/grammar_matcher.h"
+#include "engine/grammar/json_schema.h"
 #include "engine/model/model.h"
 #include "testing/reference_model.h"
 #include "pagoda/engine.h"
@@ -201,6 +203,28 @@ TEST_F(EngineGrammar, TheBudgetClosesTheSentence) {
       EXPECT_TRUE(complete_sentence(gbnf, grammar_text(engine, c))) << n << ": " << c.text;
       EXPECT_LE(c.token_ids.size(), size_t(n));
     }
+  }
+}
+
+TEST_F(EngineGrammar, AJsonObjectIsWholeAtEveryBudget) {
+  // OpenAI's json_object: any object. Without the guard before closing, a token opening a
+  // member near the end ({" makes the completion ":0}) left it cut within a few tokens.
+  Engine engine({.model_path = model_, .threads = 2});
+  std::vector<std::pair<int32_t, RequestHandle>> handles;
+  for (const int32_t n : {2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20, 30, 40}) {
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      Request r = test::greedy_request(cases_.front().prompt_ids, n);
+      r.sampling.temperature = 1.0f;
+      r.sampling.seed = seed;
+      r.grammar = grammar::any_json_gbnf();
+      handles.emplace_back(n, engine.submit(r));
+    }
+  }
+  for (auto& [n, h] : handles) {
+    const Completion c = test::await(h);
+    const std::string text = grammar_text(engine, c);
+    EXPECT_TRUE(nlohmann::json::parse(text, nullptr, false).is_object()) << n << " tokens: " << text;
+    EXPECT_LE(c.token_ids.size(), size_t(n));
   }
 }
 

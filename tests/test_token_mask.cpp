@@ -3,7 +3,8 @@
 // nested rules), on a synthetic vocabulary and on the real 32k-152k ones of ../shared/vocab,
 // TokenMask::fill_mask must equal, bit for bit, "not excluded and the matcher accepts the
 // token's bytes" for every token; also inside a partial UTF-8 character and from several
-// threads sharing one mask.
+// threads sharing one mask. BudgetMask, the mask cut to tokens whose shortest completion fits
+// a byte limit, against the same brute force.
 
 #include <gtest/gtest.h>
 
@@ -18,8 +19,10 @@
 #include <vector>
 
 #include "engine/gguf/gguf.h"
+#include "engine/grammar/budget_mask.h"
 #include "engine/grammar/gbnf_parser.h"
 #include "engine/grammar/grammar_matcher.h"
+#include "engine/grammar/shortest_completion.h"
 #include "engine/grammar/token_mask.h"
 #include "engine/grammar/token_mask_cache.h"
 #include "engine/grammar/token_trie.h"
@@ -177,6 +180,40 @@ TEST(TokenMask, SyntheticVocabularyMatchesBruteForce) {
   const std::vector<std::string> vocab = synthetic_vocab();
   const std::vector<int32_t> excluded = {int32_t(vocab.size() - 1)};
   check_walks(std::make_shared<const TokenTrie>(vocab, excluded), "synthetic", 20, 40, kAllDepths);
+}
+
+TEST(BudgetMask, IsTheGrammarsMaskCutToCompletionsWithinTheLimit) {
+  const std::vector<std::string> vocab = synthetic_vocab();
+  const std::vector<int32_t> excluded = {int32_t(vocab.size() - 1)};
+  const TokenTrie trie(vocab, excluded);
+  for (const NamedGrammar& g : grammars()) {
+    SCOPED_TRACE(g.name);
+    const auto grammar = std::make_shared<const Grammar>(parse_gbnf(g.text));
+    const ShortestCompletion completion(grammar);
+    BudgetMask budget(trie, completion);
+    std::mt19937 rng(99);
+    std::vector<uint64_t> fast;
+    for (int walk = 0; walk < 8; ++walk) {
+      GrammarMatcher state(grammar);
+      for (int step = 0; step < 30; ++step) {
+        for (const size_t limit : {size_t(0), size_t(1), size_t(3), size_t(6), size_t(1000)}) {
+          std::vector<uint64_t> slow((size_t(trie.vocab_size()) + 63) / 64, 0);
+          for (int32_t id = 0; id < trie.vocab_size(); ++id) {
+            GrammarMatcher after = state;
+            const bool fits = !trie.excluded(id) && after.accept_utf8(trie.token(id)) && completion.length(after) &&
+                              *completion.length(after) <= limit;
+            if (fits) slow[size_t(id) / 64] |= uint64_t(1) << (id % 64);
+            EXPECT_EQ(budget.allows(state, id, limit), fits) << "token '" << trie.token(id) << "', limit " << limit;
+          }
+          budget.fill(state, limit, fast);
+          ASSERT_EQ(fast, slow) << "limit " << limit << ":" << differences(trie, fast, slow);
+        }
+        const std::vector<int32_t> allowed = ids_in(brute_force_mask(trie, state));
+        if (allowed.empty()) break;
+        ASSERT_TRUE(state.accept_utf8(trie.token(allowed[rng() % allowed.size()])));
+      }
+    }
+  }
 }
 
 TEST(TokenMask, InsideAPartialUtf8Character) {

@@ -16,6 +16,7 @@ GrammarConstraint::GrammarConstraint(std::shared_ptr<const Grammar> grammar, std
       triggers_(std::move(triggers)),
       matcher_(grammar),
       completion_(std::move(grammar)),
+      budget_mask_(mask_->trie(), completion_),
       active_(triggers_.empty()) {
   std::sort(ending_ids_.begin(), ending_ids_.end());
   ending_ids_.erase(std::unique(ending_ids_.begin(), ending_ids_.end()), ending_ids_.end());
@@ -31,8 +32,8 @@ void GrammarConstraint::set_budget(int32_t tokens_left) {
 }
 
 void GrammarConstraint::update_closing() {
-  const bool was_closing = closing_;
-  closing_ = false;
+  const bool was_closing = closing_, was_guarding = guarding_;
+  closing_ = guarding_ = false;
   if (active_ && !dead_) {
     const std::optional<size_t> rest = completion_.length(matcher_);
     if (rest && *rest > 0 && int64_t(budget_) <= int64_t(*rest)) {
@@ -44,8 +45,11 @@ void GrammarConstraint::update_closing() {
       for (int32_t id = 0; id < trie.vocab_size() && !writable; ++id) writable = spells_closing_prefix(id);
       closing_ = writable;
     }
+    // Inside a UTF-8 character no stack is known: judged as if the completion were empty.
+    const size_t reach = completion_.longest_stack_length(matcher_).value_or(0);
+    guarding_ = !closing_ && budget_ >= 1 && int64_t(budget_) - 1 < int64_t(reach) + kGrowthMargin;
   }
-  if (closing_ || was_closing) bits_valid_ = false;
+  if (closing_ || was_closing || guarding_ || was_guarding) bits_valid_ = false;
 }
 
 bool GrammarConstraint::spells_closing_prefix(int32_t token) const {
@@ -57,6 +61,7 @@ bool GrammarConstraint::allows(int32_t token) {
   if (dead_) return false;
   if (is_ending(token)) return matcher_.can_end();
   if (closing_) return spells_closing_prefix(token);
+  if (guarding_) return mask_->allows(matcher_, token) && budget_mask_.allows(matcher_, token, size_t(budget_ - 1));
   return mask_->allows(matcher_, token);
 }
 
@@ -67,6 +72,8 @@ std::span<const uint64_t> GrammarConstraint::mask() {
       for (int32_t id = 0; id < mask_->trie().vocab_size(); ++id) {
         if (spells_closing_prefix(id)) bits_[size_t(id) / 64] |= uint64_t(1) << (id % 64);
       }
+    } else if (guarding_) {
+      budget_mask_.fill(matcher_, size_t(budget_ - 1), bits_);
     } else {
       mask_->fill_mask(matcher_, bits_);
     }

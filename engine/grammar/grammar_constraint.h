@@ -11,6 +11,12 @@
 // are no more than the bytes of the shortest completion (ShortestCompletion), only tokens that
 // spell a prefix of that completion are allowed, each taking at least one byte of it, so the
 // output ends as a whole sentence within max_new_tokens when the budget allows it at all.
+// Before that, in the last steps where a token could lengthen the completion past the budget
+// (opening a JSON member makes `}` into `":0}`), only tokens after which the completion still
+// fits in the tokens left are allowed (BudgetMask). "The last steps" are judged from the
+// longest live stack's completion plus kGrowthMargin bytes, more than one token of JSON syntax
+// adds ({" or [{"); a grammar where a single token commits to a longer completion than that
+// (an optional member whose value must be long) can still be cut.
 //
 // The state depends on the request's own tokens only, so a constrained request samples the
 // same tokens whatever shares its batch. Owned by one Sequence; not thread-safe.
@@ -22,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/grammar/budget_mask.h"
 #include "engine/grammar/grammar_matcher.h"
 #include "engine/grammar/shortest_completion.h"
 #include "engine/sampling/token_constraint.h"
@@ -36,6 +43,8 @@ class TokenMask;
 
 class GrammarConstraint final : public TokenConstraint {
  public:
+  static constexpr int64_t kGrowthMargin = 16;
+
   // `mask` is `grammar`'s over the tokenizer's vocabulary. `ending_ids`: the tokens that end
   // the output (the vocabulary's end-of-generation ids unless the request ignores them, and
   // its stop ids). `tokenizer` must outlive the constraint.
@@ -59,7 +68,8 @@ class GrammarConstraint final : public TokenConstraint {
  private:
   bool is_ending(int32_t token) const;
   void look_for_trigger(size_t searched_from);
-  // Whether the budget calls for closing: then closing_text_ is the completion to write.
+  // Whether the budget calls for closing (then closing_text_ is the completion to write), or
+  // for guarding it (only tokens whose completion fits the tokens left after them).
   void update_closing();
   bool spells_closing_prefix(int32_t token) const;
 
@@ -69,8 +79,10 @@ class GrammarConstraint final : public TokenConstraint {
   std::vector<std::string> triggers_;
   GrammarMatcher matcher_;
   ShortestCompletion completion_;
+  BudgetMask budget_mask_;
   bool active_;
   int32_t budget_ = INT32_MAX;
+  bool guarding_ = false;
   bool closing_ = false;
   std::string closing_text_;
   bool dead_ = false;            // the grammar refused the text: nothing is allowed any more

@@ -150,6 +150,20 @@ bool GrammarMatcher::accepts_utf8_prefix(std::string_view bytes) const {
   return copy.accept_utf8(bytes);
 }
 
+std::string GrammarMatcher::state_key() const {
+  std::string key;
+  key.reserve(3 + 4 * (1 + positions_.size() + stack_ends_.size()));
+  auto append = [&](const void* data, size_t bytes) { key.append(static_cast<const char*>(data), bytes); };
+  append(&pending_value_, sizeof pending_value_);
+  key += char(pending_remaining_);
+  key += char(pending_length_);
+  const uint32_t stacks = uint32_t(stack_ends_.size());
+  append(&stacks, sizeof stacks);
+  append(stack_ends_.data(), stack_ends_.size() * sizeof(uint32_t));
+  append(positions_.data(), positions_.size() * sizeof(uint32_t));
+  return key;
+}
+
 bool GrammarMatcher::can_end() const {
   if (pending_remaining_ != 0) return false;
   uint32_t begin = 0;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -59,6 +60,9 @@ class GrammarMatcher {
   std::span<const uint32_t> stack_ends() const { return stack_ends_; }
   // Whether the last bytes accepted stopped inside a UTF-8 character.
   bool has_partial_char() const { return pending_remaining_ != 0; }
+  // Bytes naming the state (the stacks and any partial character): two matchers of one grammar
+  // with equal keys accept the same texts from here.
+  std::string state_key() const;
   const Grammar& grammar() const { return *grammar_; }
 
  private:

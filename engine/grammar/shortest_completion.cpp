@@ -142,22 +142,36 @@ void ShortestCompletion::write_rest(uint32_t position, std::string& out) const {
   }
 }
 
-size_t ShortestCompletion::best_stack(const GrammarMatcher& state, uint64_t& cost) const {
+uint64_t ShortestCompletion::stack_cost(const GrammarMatcher& state, size_t stack) const {
   const std::span<const uint32_t> positions = state.stack_positions();
   const std::span<const uint32_t> ends = state.stack_ends();
+  uint64_t c = 0;
+  for (uint32_t k = stack == 0 ? 0 : ends[stack - 1]; k < ends[stack] && c < kNever; ++k) c += rest_cost(positions[k]);
+  return std::min(c, kNever);
+}
+
+size_t ShortestCompletion::best_stack(const GrammarMatcher& state, uint64_t& cost) const {
+  const size_t stacks = state.stack_ends().size();
   cost = kNever;
-  size_t best = ends.size();
+  size_t best = stacks;
   if (state.has_partial_char()) return best;
-  for (size_t i = 0; i < ends.size(); ++i) {
-    const uint32_t begin = i == 0 ? 0 : ends[i - 1];
-    uint64_t c = 0;
-    for (uint32_t k = begin; k < ends[i] && c < kNever; ++k) c += rest_cost(positions[k]);
-    if (c < cost) {
+  for (size_t i = 0; i < stacks; ++i) {
+    if (const uint64_t c = stack_cost(state, i); c < cost) {
       cost = c;
       best = i;
     }
   }
   return best;
+}
+
+std::optional<size_t> ShortestCompletion::longest_stack_length(const GrammarMatcher& state) const {
+  if (state.has_partial_char()) return std::nullopt;
+  std::optional<size_t> longest;
+  for (size_t i = 0; i < state.stack_ends().size(); ++i) {
+    const uint64_t c = stack_cost(state, i);
+    if (c <= kMaxBytes) longest = std::max(longest.value_or(0), size_t(c));
+  }
+  return longest;
 }
 
 std::optional<size_t> ShortestCompletion::length(const GrammarMatcher& state) const {

@@ -33,12 +33,17 @@ class ShortestCompletion {
   std::optional<std::string> of(const GrammarMatcher& state) const;
   // The byte length of of(state), without writing it (what a decode step asks each time).
   std::optional<size_t> length(const GrammarMatcher& state) const;
+  // The longest of the live stacks' own completions (stacks that cannot complete left out);
+  // nullopt as for length(). A token that commits to one stack starts from at most this.
+  std::optional<size_t> longest_stack_length(const GrammarMatcher& state) const;
 
  private:
   static constexpr uint64_t kNever = UINT64_MAX / 4;
 
   // Each rule's cheapest expansion in bytes and the alternative that gives it.
   void settle_rule_costs();
+  // Bytes to complete stack `stack` of `state` (kNever when it cannot complete).
+  uint64_t stack_cost(const GrammarMatcher& state, size_t stack) const;
   // The stack with the cheapest completion and its cost in bytes; stack_ends().size() when none.
   size_t best_stack(const GrammarMatcher& state, uint64_t& cost) const;
   // Bytes from element `position` to the end of its alternative, choosing each rule's cheapest.
