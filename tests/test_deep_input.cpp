@@ -322,30 +322,30 @@ TEST(DeepInput, DeepToolCallRepliesStayContent) {
 }
 
 TEST(DeepInput, DeepChatFieldsAreRefusedNamingTheField) {
-  // Built by parsing (iterative) with the deep value spliced in by text: copying a 100,000-deep
-  // nlohmann value would itself recurse.
+  // Built by parsing (iterative) with the deep value spliced in by text, as the ordered_json the
+  // fields are read as: copying or converting a 100,000-deep nlohmann value would itself recurse.
   const std::string deep = nested("{\"a\":", "1", "}", kDeep);
-  const nlohmann::json deep_content =
-      nlohmann::json::parse(R"([{"role": "user", "content": [{"type": "text", "text": "hi", "extra": )" + deep + "}]}]");
+  const nlohmann::ordered_json deep_content =
+      nlohmann::ordered_json::parse(R"([{"role": "user", "content": [{"type": "text", "text": "hi", "extra": )" + deep + "}]}]");
   expect_refused([&] { chat::parse_messages(deep_content); }, "'messages': " + kJsonLimit, "deep content");
-  const nlohmann::json deep_arguments = nlohmann::json::parse(
+  const nlohmann::ordered_json deep_arguments = nlohmann::ordered_json::parse(
       R"([{"role": "assistant", "content": null, "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": )" +
       deep + "}}]}]");
   expect_refused([&] { chat::parse_messages(deep_arguments); }, "'messages': " + kJsonLimit, "deep tool-call arguments");
   // Arguments as a JSON string (as OpenAI sends them), which the template renderer parses.
-  const nlohmann::json deep_argument_text = nlohmann::json::array(
+  const nlohmann::ordered_json deep_argument_text = nlohmann::ordered_json::array(
       {{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {{{"function", {{"name", "f"}, {"arguments", deep}}}}}}}});
   expect_refused([&] { chat::parse_messages(deep_argument_text); }, "'messages[0].tool_calls' arguments: " + kJsonLimit,
                  "deep tool-call arguments text");
-  const nlohmann::json kwargs = nlohmann::json::parse(R"({"chat_template_kwargs": )" + deep + "}");
+  const nlohmann::ordered_json kwargs = nlohmann::ordered_json::parse(R"({"chat_template_kwargs": )" + deep + "}");
   expect_refused([&] { chat::template_kwargs(kwargs); }, "'chat_template_kwargs': " + kJsonLimit, "deep kwargs");
-  const nlohmann::json tools =
-      nlohmann::json::parse(R"({"tools": [{"type": "function", "function": {"name": "f", "parameters": )" + deep + "}}]}");
+  const nlohmann::ordered_json tools =
+      nlohmann::ordered_json::parse(R"({"tools": [{"type": "function", "function": {"name": "f", "parameters": )" + deep + "}}]}");
   expect_refused([&] { chat::parse_tool_request(tools, std::nullopt); }, "'tools': " + kJsonLimit, "deep tools");
   // The same fields under the limit.
-  const nlohmann::json ok = nlohmann::json::parse(nested("{\"a\":", "1", "}", 100));
+  const nlohmann::ordered_json ok = nlohmann::ordered_json::parse(nested("{\"a\":", "1", "}", 100));
   EXPECT_EQ(chat::template_kwargs({{"chat_template_kwargs", ok}}), ok.dump());
-  EXPECT_EQ(chat::parse_messages(nlohmann::json::array({{{"role", "assistant"}, {"content", nullptr},
+  EXPECT_EQ(chat::parse_messages(nlohmann::ordered_json::array({{{"role", "assistant"}, {"content", nullptr},
                                                          {"tool_calls", {{{"function", {{"name", "f"}, {"arguments", ok}}}}}}}}))[0]
                 .tool_calls[0]
                 .arguments,

@@ -81,9 +81,9 @@ def test_deep_chat_fields_are_refused(engine):
     expect_refused(lambda: engine.apply_chat_template(hi, tools=tools), "the chat: JSON " + LIMIT)
     deep_content = [{"role": "user", "content": [{"type": "text", "text": "hi", "x": nested_list(DEEP)}]}]
     expect_refused(lambda: engine.apply_chat_template(deep_content), "the chat: JSON " + LIMIT)
-    # The same body as text, past the Python check, is refused by the engine's own.
+    # The same body as text, past the Python check, is refused by the engine's own bounded parse.
     body = '{"messages": [{"role": "user", "content": ' + "[" * DEEP + "]" * DEEP + "}]}"
-    expect_refused(lambda: engine._core.prepare_chat(body, True, False, False), "'messages': JSON " + LIMIT)
+    expect_refused(lambda: engine._core.prepare_chat(body, True, False, False), "the chat: JSON " + LIMIT)
 
 
 def test_a_schema_under_the_limit_still_constrains(engine):
