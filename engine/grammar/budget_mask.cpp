@@ -17,18 +17,18 @@ int32_t BudgetMask::intern(GrammarMatcher matcher) {
   auto [it, added] = ids_.try_emplace(matcher.state_key(), int32_t(states_.size()));
   if (added) {
     const std::optional<size_t> length = completion_->length(matcher);
-    states_.push_back(State{std::move(matcher), length});
+    states_.push_back(State{std::move(matcher), length, {}});
+    states_.back().next.fill(kUnknown);
   }
   return it->second;
 }
 
 int32_t BudgetMask::next(int32_t state, uint8_t byte) {
-  const uint64_t key = uint64_t(state) << 8 | byte;
-  if (const auto it = transitions_.find(key); it != transitions_.end()) return it->second;
+  if (const int32_t known = states_[size_t(state)].next[byte]; known != kUnknown) return known;
   GrammarMatcher m = states_[size_t(state)].matcher;
   const char c = char(byte);
-  const int32_t to = m.accept_utf8(std::string_view(&c, 1)) ? intern(std::move(m)) : -1;
-  transitions_.emplace(key, to);
+  const int32_t to = m.accept_utf8(std::string_view(&c, 1)) ? intern(std::move(m)) : kRefused;
+  states_[size_t(state)].next[byte] = to;  // after intern: states_ may have moved
   return to;
 }
 
@@ -36,17 +36,16 @@ void BudgetMask::fill(const GrammarMatcher& state, size_t limit, std::vector<uin
   if (states_.size() > kMaxStates) {
     states_.clear();
     ids_.clear();
-    transitions_.clear();
   }
   bits.assign((size_t(trie_->vocab_size()) + 63) / 64, 0);
   const std::span<const TokenTrie::Node> nodes = trie_->nodes();
   const std::span<const int32_t> ids = trie_->ids();
-  std::vector<int32_t> path(trie_->max_depth() + 1, -1);  // the state after each depth's bytes
+  std::vector<int32_t> path(trie_->max_depth() + 1, kRefused);  // the state after each depth's bytes
   path[0] = intern(state);
   for (uint32_t i = 1; i < nodes.size();) {
     const TokenTrie::Node& node = nodes[i];
     const int32_t s = next(path[node.depth - 1], node.byte);
-    if (s < 0) {
+    if (s == kRefused) {
       i = node.subtree_end;
       continue;
     }

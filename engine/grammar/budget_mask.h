@@ -9,10 +9,11 @@
 // A token ending inside a UTF-8 character has no known completion and is refused.
 //
 // The vocabulary trie is walked with the matcher states interned and their byte transitions
-// kept, so the walk is mostly table lookups: the text inside a JSON string returns to one state
+// kept in a table per state, so the walk is mostly array lookups: the text inside a JSON string returns to one state
 // after every character. The tables belong to one request (one decode at a time); not
 // thread-safe.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -38,22 +39,24 @@ class BudgetMask {
   bool allows(const GrammarMatcher& state, int32_t token, size_t limit) const;
 
  private:
-  static constexpr size_t kMaxStates = 1 << 14;  // past this the tables start over
+  static constexpr size_t kMaxStates = 2048;  // past this (2 MB of transitions) the tables start over
+  static constexpr int32_t kRefused = -1;
+  static constexpr int32_t kUnknown = -2;
 
   struct State {
     GrammarMatcher matcher;
     std::optional<size_t> completion;  // its shortest completion's length
+    std::array<int32_t, 256> next;     // per byte: the next state, kRefused, or kUnknown yet
   };
 
   int32_t intern(GrammarMatcher matcher);
-  // The state after `byte`, or -1 when the grammar refuses it.
+  // The state after `byte`, or kRefused.
   int32_t next(int32_t state, uint8_t byte);
 
   const TokenTrie* trie_;
   const ShortestCompletion* completion_;
   std::vector<State> states_;
-  std::unordered_map<std::string, int32_t> ids_;        // state_key -> index in states_
-  std::unordered_map<uint64_t, int32_t> transitions_;  // state << 8 | byte -> next state or -1
+  std::unordered_map<std::string, int32_t> ids_;  // state_key -> index in states_
 };
 
 }  // namespace pagoda::grammar

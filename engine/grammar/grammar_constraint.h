@@ -43,6 +43,8 @@ class TokenMask;
 
 class GrammarConstraint final : public TokenConstraint {
  public:
+  // Bytes one token may lengthen the completion past the longest live stack's own before the
+  // guard is on (see above).
   static constexpr int64_t kGrowthMargin = 16;
 
   // `mask` is `grammar`'s over the tokenizer's vocabulary. `ending_ids`: the tokens that end
@@ -50,6 +52,9 @@ class GrammarConstraint final : public TokenConstraint {
   // its stop ids). `tokenizer` must outlive the constraint.
   GrammarConstraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenMask> mask,
                     const Tokenizer& tokenizer, std::vector<int32_t> ending_ids, std::vector<std::string> triggers);
+  // Not copied or moved: budget_mask_ points at completion_.
+  GrammarConstraint(const GrammarConstraint&) = delete;
+  GrammarConstraint& operator=(const GrammarConstraint&) = delete;
 
   // False while a lazy constraint waits for its trigger: the sampler then needs no filter.
   bool active() const override { return active_; }
