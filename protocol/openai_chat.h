@@ -40,7 +40,8 @@ struct ToolRequest {
 
 // nullopt without `tools` or with tool_choice "none". `chat_template` (the template in use)
 // decides the layout: Generic without one.
-std::optional<ToolRequest> parse_tool_request(const nlohmann::ordered_json& body, const std::optional<std::string>& chat_template);
+std::optional<ToolRequest> parse_tool_request(const nlohmann::ordered_json& body,
+                                              const std::optional<std::string>& chat_template);
 
 // The messages and options to render for a request with these tools: a Generic layout is taught
 // in the system message, the others get the template's `tools`.

@@ -325,8 +325,8 @@ TEST(DeepInput, DeepChatFieldsAreRefusedNamingTheField) {
   // Built by parsing (iterative) with the deep value spliced in by text, as the ordered_json the
   // fields are read as: copying or converting a 100,000-deep nlohmann value would itself recurse.
   const std::string deep = nested("{\"a\":", "1", "}", kDeep);
-  const nlohmann::ordered_json deep_content =
-      nlohmann::ordered_json::parse(R"([{"role": "user", "content": [{"type": "text", "text": "hi", "extra": )" + deep + "}]}]");
+  const nlohmann::ordered_json deep_content = nlohmann::ordered_json::parse(
+      R"([{"role": "user", "content": [{"type": "text", "text": "hi", "extra": )" + deep + "}]}]");
   expect_refused([&] { chat::parse_messages(deep_content); }, "'messages': " + kJsonLimit, "deep content");
   const nlohmann::ordered_json deep_arguments = nlohmann::ordered_json::parse(
       R"([{"role": "assistant", "content": null, "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": )" +
@@ -339,8 +339,8 @@ TEST(DeepInput, DeepChatFieldsAreRefusedNamingTheField) {
                  "deep tool-call arguments text");
   const nlohmann::ordered_json kwargs = nlohmann::ordered_json::parse(R"({"chat_template_kwargs": )" + deep + "}");
   expect_refused([&] { chat::template_kwargs(kwargs); }, "'chat_template_kwargs': " + kJsonLimit, "deep kwargs");
-  const nlohmann::ordered_json tools =
-      nlohmann::ordered_json::parse(R"({"tools": [{"type": "function", "function": {"name": "f", "parameters": )" + deep + "}}]}");
+  const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(
+      R"({"tools": [{"type": "function", "function": {"name": "f", "parameters": )" + deep + "}}]}");
   expect_refused([&] { chat::parse_tool_request(tools, std::nullopt); }, "'tools': " + kJsonLimit, "deep tools");
   // The same fields under the limit.
   const nlohmann::ordered_json ok = nlohmann::ordered_json::parse(nested("{\"a\":", "1", "}", 100));

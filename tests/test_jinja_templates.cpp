@@ -107,7 +107,8 @@ std::vector<fs::path> templates_in(const fs::path& dir) {
 // (as pagoda-server and the Python package read one) and rendered through the engine's context.
 OracleResult render_from_request(const std::string& source, const json& context) {
   try {
-    const json body = parse_ordered_json_bounded(json{{"messages", context["messages"]}, {"tools", context["tools"]}}.dump(), "the body");
+    const std::string text = json{{"messages", context["messages"]}, {"tools", context["tools"]}}.dump();
+    const json body = parse_ordered_json_bounded(text, "the body");
     const std::vector<ChatMessage> messages = chat::parse_messages(body["messages"]);
     const std::optional<chat::ToolRequest> tools = chat::parse_tool_request(body, source);
     ChatTemplateOptions options;

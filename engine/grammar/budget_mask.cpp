@@ -51,7 +51,9 @@ void BudgetMask::fill(const GrammarMatcher& state, size_t limit, std::vector<uin
     }
     path[node.depth] = s;
     if (within(states_[size_t(s)].completion, limit)) {
-      for (uint32_t k = node.ids_begin; k < node.ids_end; ++k) bits[size_t(ids[k]) / 64] |= uint64_t(1) << (ids[k] % 64);
+      for (uint32_t k = node.ids_begin; k < node.ids_end; ++k) {
+        bits[size_t(ids[k]) / 64] |= uint64_t(1) << (ids[k] % 64);
+      }
     }
     ++i;
   }

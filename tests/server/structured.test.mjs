@@ -115,7 +115,12 @@ describe('structured output and tool calls', { skip }, () => {
       properties: {
         zeta: { type: 'integer', minimum: 0, maximum: 99 },
         reasoning: { type: 'string', maxLength: 16 },
-        answer: { type: 'object', properties: { value: { type: 'integer' }, unit: { enum: ['m', 's'] } }, required: ['unit', 'value'], additionalProperties: false },
+        answer: {
+          type: 'object',
+          properties: { value: { type: 'integer' }, unit: { enum: ['m', 's'] } },
+          required: ['unit', 'value'],
+          additionalProperties: false,
+        },
       },
       required: ['answer', 'zeta', 'reasoning'],
       additionalProperties: false,
@@ -134,16 +139,19 @@ describe('structured output and tool calls', { skip }, () => {
 
   test('a json_object reply is a whole object at every max_tokens from 2', async () => {
     const jobs = [];
-    for (const max_tokens of [2, 3, 4, 5, 6, 8, 12, 20, 40, 120]) for (const seed of [1, 2, 3, 4]) jobs.push({ max_tokens, seed });
+    for (const max_tokens of [2, 3, 4, 5, 6, 8, 12, 20, 40, 120]) {
+      for (const seed of [1, 2, 3, 4]) jobs.push({ max_tokens, seed });
+    }
     const replies = await inBatches(jobs, 8, ({ max_tokens, seed }) => client.chat.completions.create({
       messages: user, seed, temperature: 1, max_tokens, response_format: { type: 'json_object' },
     }));
     replies.forEach((r, i) => {
       const text = r.choices[0].message.content;
       let value;
-      assert.doesNotThrow(() => { value = JSON.parse(text); }, `max_tokens ${jobs[i].max_tokens}, seed ${jobs[i].seed}: ${text}`);
+      const { max_tokens, seed } = jobs[i];
+      assert.doesNotThrow(() => { value = JSON.parse(text); }, `max_tokens ${max_tokens}, seed ${seed}: ${text}`);
       assert.ok(value !== null && typeof value === 'object' && !Array.isArray(value), text);
-      assert.ok(r.usage.completion_tokens <= jobs[i].max_tokens);
+      assert.ok(r.usage.completion_tokens <= max_tokens);
     });
   });
 
