@@ -3,8 +3,8 @@
 // apart from the actors that carry it out, as vLLM v1's scheduler returns its plan as data
 // (schedule → execute → update). It belongs to the core layer, above engine/request, engine/kv
 // and engine/speculation, and below the actors: nothing here posts a message, takes a page
-// from the pool, calls a proposer or touches a Sequence, so every rule can be tested without a
-// model or a thread.
+// from the pool, runs a proposer of its own or changes a Sequence, so every rule can be tested
+// without a model or a thread.
 //
 // The step planner decides what one decode step computes. Every decoding sequence's next
 // token comes first (latency stays flat), then prefill chunks in admission order, each at most
