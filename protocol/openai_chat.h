@@ -2,7 +2,7 @@
 // OpenAI's chat-completion fields that shape the prompt and the reply, read the same way for
 // pagoda-server and the Python package: the messages (text, text parts, tool calls, tool
 // turns), `chat_template_kwargs`, and `tools` / `tool_choice` / `parallel_tool_calls` — which
-// tools the template is shown, the layout calls are written in (engine/chat/tool_calls) and the
+// tools the template is shown, the layout calls are written in (protocol/tool_calls) and the
 // grammar a reply runs under: lazily from the layout's opening tag with "auto" (the model may
 // answer in prose), over the whole reply with "required" or a named function.
 //

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "engine/forward/model_runner.h"
-#include "engine/model/reference_model.h"
+#include "testing/reference_model.h"
 #include "engine/sampling/sampler.h"
 #include "support/batch_driver.h"
 #include "support/lora_support.h"

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "engine/forward/model_runner.h"
-#include "engine/model/reference_model.h"
+#include "testing/reference_model.h"
 #include "engine/sampling/sampler.h"
 #include "kernels/cpu_features.h"
 #include "pagoda/error.h"

@@ -1,4 +1,4 @@
-// Tool calls (engine/chat/tool_calls): the layout each vendor template uses, the parser on
+// Tool calls (protocol/tool_calls): the layout each vendor template uses, the parser on
 // replies written the way models write them, and grammar round trips — every text a tool-call
 // grammar admits parses back into calls of the given tools whose arguments are JSON objects.
 

@@ -2,6 +2,7 @@
 
 #include "engine/jinja/parser.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <initializer_list>
@@ -389,19 +390,23 @@ class Parser {
     return e;
   }
 
-  ExprPtr parse_or() {
+  // One left-associative level of the grammar: operands from `operand` joined by any of `ops`
+  // (operators, or keywords such as `and` when `keywords`), each join a Binary node on the
+  // level's first line.
+  ExprPtr left_assoc(ExprPtr (Parser::*operand)(), std::initializer_list<const char*> ops, bool keywords = false) {
     const int line = cur().line;
-    ExprPtr left = parse_and();
-    while (skip_name("or")) left = binary("or", std::move(left), parse_and(), line);
-    return left;
+    ExprPtr left = (this->*operand)();
+    for (;;) {
+      const auto op =
+          std::find_if(ops.begin(), ops.end(), [&](const char* o) { return keywords ? is_name(o) : is_op(o); });
+      if (op == ops.end()) return left;
+      next();
+      left = binary(*op, std::move(left), (this->*operand)(), line);
+    }
   }
 
-  ExprPtr parse_and() {
-    const int line = cur().line;
-    ExprPtr left = parse_not();
-    while (skip_name("and")) left = binary("and", std::move(left), parse_not(), line);
-    return left;
-  }
+  ExprPtr parse_or() { return left_assoc(&Parser::parse_and, {"or"}, true); }
+  ExprPtr parse_and() { return left_assoc(&Parser::parse_not, {"and"}, true); }
 
   ExprPtr parse_not() {
     Nest nest(*this);
@@ -442,41 +447,11 @@ class Parser {
     return e;
   }
 
-  ExprPtr parse_math1() {
-    const int line = cur().line;
-    ExprPtr left = parse_concat();
-    while (is_op("+") || is_op("-")) {
-      const std::string op = cur().text;
-      next();
-      left = binary(op, std::move(left), parse_concat(), line);
-    }
-    return left;
-  }
-
-  ExprPtr parse_concat() {
-    const int line = cur().line;
-    ExprPtr left = parse_math2();
-    while (skip_op("~")) left = binary("~", std::move(left), parse_math2(), line);
-    return left;
-  }
-
-  ExprPtr parse_math2() {
-    const int line = cur().line;
-    ExprPtr left = parse_pow();
-    while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
-      const std::string op = cur().text;
-      next();
-      left = binary(op, std::move(left), parse_pow(), line);
-    }
-    return left;
-  }
-
-  ExprPtr parse_pow() {
-    const int line = cur().line;
-    ExprPtr left = parse_unary(true);
-    while (skip_op("**")) left = binary("**", std::move(left), parse_unary(true), line);
-    return left;
-  }
+  ExprPtr parse_math1() { return left_assoc(&Parser::parse_concat, {"+", "-"}); }
+  ExprPtr parse_concat() { return left_assoc(&Parser::parse_math2, {"~"}); }
+  ExprPtr parse_math2() { return left_assoc(&Parser::parse_pow, {"*", "/", "//", "%"}); }
+  ExprPtr parse_pow() { return left_assoc(&Parser::parse_filtered_unary, {"**"}); }
+  ExprPtr parse_filtered_unary() { return parse_unary(true); }
 
   ExprPtr parse_unary(bool with_filter) {
     Nest nest(*this);

@@ -58,26 +58,19 @@ bool t_divisibleby(const Value& v, const std::vector<Value>& a) {
   if (d == 0) throw Error("integer division or modulo by zero");
   return integer(v, "divisibleby") % d == 0;
 }
-bool t_lower(const Value& v, const std::vector<Value>&) {
-  const std::string s = to_str(v);
+// Python's str.islower / isupper: at least one cased character, and every cased one already in
+// the case `to_case` gives.
+bool all_cased_in_case(const Value& v, char32_t (*to_case)(char32_t)) {
   bool cased = false;
-  for (char32_t c : utf8::decode(s)) {
+  for (char32_t c : utf8::decode(to_str(v))) {
     if (!utf8::is_cased(c)) continue;
     cased = true;
-    if (utf8::to_lower(c) != c) return false;
+    if (to_case(c) != c) return false;
   }
   return cased;
 }
-bool t_upper(const Value& v, const std::vector<Value>&) {
-  const std::string s = to_str(v);
-  bool cased = false;
-  for (char32_t c : utf8::decode(s)) {
-    if (!utf8::is_cased(c)) continue;
-    cased = true;
-    if (utf8::to_upper(c) != c) return false;
-  }
-  return cased;
-}
+bool t_lower(const Value& v, const std::vector<Value>&) { return all_cased_in_case(v, utf8::to_lower); }
+bool t_upper(const Value& v, const std::vector<Value>&) { return all_cased_in_case(v, utf8::to_upper); }
 bool t_in(const Value& v, const std::vector<Value>& a) { return contains(arg(a, "in"), v); }
 bool t_eq(const Value& v, const std::vector<Value>& a) { return equals(v, a.empty() ? Value() : a[0]); }
 bool t_ne(const Value& v, const std::vector<Value>& a) { return !equals(v, a.empty() ? Value() : a[0]); }

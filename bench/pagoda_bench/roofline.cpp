@@ -1,4 +1,4 @@
-#include "examples/bench/roofline.h"
+#include "bench/pagoda_bench/roofline.h"
 
 namespace pagoda::benchtool {
 

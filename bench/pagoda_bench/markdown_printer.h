@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/bench/printers.h"
+#include "bench/pagoda_bench/printers.h"
 
 namespace pagoda::benchtool {
 

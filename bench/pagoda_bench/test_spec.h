@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/bench/options.h"
+#include "bench/pagoda_bench/options.h"
 
 namespace pagoda::benchtool {
 

@@ -1,4 +1,4 @@
-#include "examples/bench/test_result.h"
+#include "bench/pagoda_bench/test_result.h"
 
 #include <cmath>
 #include <numeric>

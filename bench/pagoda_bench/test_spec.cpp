@@ -1,4 +1,4 @@
-#include "examples/bench/test_spec.h"
+#include "bench/pagoda_bench/test_spec.h"
 
 #include "pagoda/error.h"
 

@@ -1,4 +1,4 @@
-#include "engine/model/reference_model.h"
+#include "testing/reference_model.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,10 +1,10 @@
-#include "engine/synth/lora_synth.h"
+#include "testing/lora_synth.h"
 
 #include <cmath>
 #include <random>
 
 #include "engine/gguf/gguf_writer.h"
-#include "engine/synth/synth_random.h"
+#include "testing/synth_random.h"
 #include "pagoda/error.h"
 
 namespace pagoda {

@@ -1,4 +1,4 @@
-#include "engine/synth/synth.h"
+#include "testing/synth.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/gguf/gguf_writer.h"
-#include "engine/synth/synth_random.h"
+#include "testing/synth_random.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "pagoda/error.h"
 

@@ -1,12 +1,12 @@
-#include "examples/bench/run_test.h"
+#include "bench/pagoda_bench/run_test.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 
-#include "examples/bench/engine_setup.h"
-#include "examples/bench/job.h"
+#include "bench/pagoda_bench/engine_setup.h"
+#include "bench/pagoda_bench/job.h"
 #include "pagoda/error.h"
 
 namespace pagoda::benchtool {

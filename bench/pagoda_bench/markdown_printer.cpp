@@ -1,4 +1,4 @@
-#include "examples/bench/markdown_printer.h"
+#include "bench/pagoda_bench/markdown_printer.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -6,9 +6,9 @@
 
 #include <optional>
 
-#include "examples/bench/machine.h"
-#include "examples/bench/model_facts.h"
-#include "examples/bench/test_result.h"
+#include "bench/pagoda_bench/machine.h"
+#include "bench/pagoda_bench/model_facts.h"
+#include "bench/pagoda_bench/test_result.h"
 
 namespace pagoda::benchtool {
 

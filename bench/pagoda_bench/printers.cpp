@@ -1,9 +1,9 @@
-#include "examples/bench/printers.h"
+#include "bench/pagoda_bench/printers.h"
 
 #include <cstdio>
 #include <sstream>
 
-#include "examples/bench/markdown_printer.h"
+#include "bench/pagoda_bench/markdown_printer.h"
 
 namespace pagoda::benchtool {
 

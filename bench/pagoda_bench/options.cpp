@@ -1,4 +1,4 @@
-#include "examples/bench/options.h"
+#include "bench/pagoda_bench/options.h"
 
 #include <tbb/info.h>
 

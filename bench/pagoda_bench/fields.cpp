@@ -1,8 +1,8 @@
-#include "examples/bench/fields.h"
+#include "bench/pagoda_bench/fields.h"
 
 #include <cmath>
 
-#include "build_info.h"  // generated at every build by examples/bench/build_info.cmake
+#include "build_info.h"  // generated at every build by bench/pagoda_bench/build_info.cmake
 
 namespace pagoda::benchtool {
 

@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "examples/bench/engine_setup.h"
-#include "examples/bench/machine.h"
-#include "examples/bench/model_facts.h"
-#include "examples/bench/options.h"
-#include "examples/bench/printers.h"
-#include "examples/bench/roofline.h"
-#include "examples/bench/run_test.h"
-#include "examples/bench/test_spec.h"
+#include "bench/pagoda_bench/engine_setup.h"
+#include "bench/pagoda_bench/machine.h"
+#include "bench/pagoda_bench/model_facts.h"
+#include "bench/pagoda_bench/options.h"
+#include "bench/pagoda_bench/printers.h"
+#include "bench/pagoda_bench/roofline.h"
+#include "bench/pagoda_bench/run_test.h"
+#include "bench/pagoda_bench/test_spec.h"
 #include "kernels/kv_rows.h"
 #include "pagoda/engine.h"
 

@@ -1,4 +1,4 @@
-#include "examples/bench/job.h"
+#include "bench/pagoda_bench/job.h"
 
 #include <thread>
 

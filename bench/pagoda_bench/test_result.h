@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/bench/test_spec.h"
+#include "bench/pagoda_bench/test_spec.h"
 
 namespace pagoda::benchtool {
 

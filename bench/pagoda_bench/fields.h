@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "examples/bench/engine_setup.h"
-#include "examples/bench/machine.h"
-#include "examples/bench/model_facts.h"
-#include "examples/bench/roofline.h"
-#include "examples/bench/test_result.h"
+#include "bench/pagoda_bench/engine_setup.h"
+#include "bench/pagoda_bench/machine.h"
+#include "bench/pagoda_bench/model_facts.h"
+#include "bench/pagoda_bench/roofline.h"
+#include "bench/pagoda_bench/test_result.h"
 
 namespace pagoda::benchtool {
 

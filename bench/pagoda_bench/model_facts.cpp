@@ -1,4 +1,4 @@
-#include "examples/bench/model_facts.h"
+#include "bench/pagoda_bench/model_facts.h"
 
 #include <algorithm>
 #include <cstdio>

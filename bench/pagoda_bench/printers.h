@@ -4,8 +4,8 @@
 
 #include <memory>
 
-#include "examples/bench/fields.h"
-#include "examples/bench/options.h"
+#include "bench/pagoda_bench/fields.h"
+#include "bench/pagoda_bench/options.h"
 
 namespace pagoda::benchtool {
 

@@ -1,6 +1,6 @@
 """The Python package against the C++ engine on the same job, and what a Python callback costs.
 
-    PYTHONPATH=build/release/python python3 python/bench/bench_python.py \
+    PYTHONPATH=build/release/python python3 bench/bench_python.py \
         --model build/release/models/s15m.gguf --loadgen build/release/examples/pagoda-loadgen
 
 One run of each, in one process, one after the other:

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/bench/test_result.h"
+#include "bench/pagoda_bench/test_result.h"
 #include "pagoda/engine.h"
 
 namespace pagoda::benchtool {

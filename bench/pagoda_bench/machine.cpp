@@ -1,4 +1,4 @@
-#include "examples/bench/machine.h"
+#include "bench/pagoda_bench/machine.h"
 
 #include <tbb/info.h>
 #include <tbb/task_arena.h>

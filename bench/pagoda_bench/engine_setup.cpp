@@ -1,4 +1,4 @@
-#include "examples/bench/engine_setup.h"
+#include "bench/pagoda_bench/engine_setup.h"
 
 #include <algorithm>
 #include <cstdint>

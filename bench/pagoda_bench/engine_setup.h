@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "examples/bench/model_facts.h"
-#include "examples/bench/options.h"
-#include "examples/bench/test_spec.h"
+#include "bench/pagoda_bench/model_facts.h"
+#include "bench/pagoda_bench/options.h"
+#include "bench/pagoda_bench/test_spec.h"
 #include "pagoda/engine_config.h"
 
 namespace pagoda::benchtool {
