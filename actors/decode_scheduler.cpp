@@ -112,7 +112,6 @@ bool DecodeScheduler::plan(std::vector<Planned>& planned) {
     if (plan_.entries.empty()) return false;
     for (const scheduling::PlannedEntry& e : plan_.entries) running_[e.sequence]->spec.rows.clear();
     propose_guesses();
-    scheduling::StepPlanner::count_pages(views_, plan_);
     if (auto pages = pool_.allocate(plan_.pages, 0, PageRequester::Decode)) {
       std::span<const int32_t> next(*pages);
       for (const scheduling::PlannedEntry& e : plan_.entries) {
@@ -135,6 +134,7 @@ bool DecodeScheduler::plan(std::vector<Planned>& planned) {
 }
 
 void DecodeScheduler::propose_guesses() {
+  if (plan_.guess_budget == 0) return;  // nobody guesses in this step
   drafting_.clear();
   scheduling::StepPlanner::hand_out_guesses(plan_, [&](size_t entry, int32_t limit) {
     Sequence& seq = *running_[plan_.entries[entry].sequence];
@@ -146,8 +146,8 @@ void DecodeScheduler::propose_guesses() {
   // Draft-mode requests without one).
   if (!drafting_.empty()) draft_->propose(drafting_);
   for (size_t i = 0; i < plan_.decodes; ++i) {
-    const Sequence& seq = *running_[plan_.entries[i].sequence];
-    scheduling::StepPlanner::set_guesses(plan_, i, int32_t(seq.spec.guesses().size()));
+    const auto guesses = int32_t(running_[plan_.entries[i].sequence]->spec.guesses().size());
+    if (guesses > 0) scheduling::StepPlanner::set_guesses(views_, plan_, i, guesses);
   }
 }
 

@@ -117,8 +117,8 @@ void BM_PageRoundTrip(benchmark::State& state) {
 //
 // DecodeScheduler needs the whole engine around it, so its step is rebuilt here around the
 // same planner: the step planner plans the entries (decodes first, then prefill chunks in admission
-// order cut to the token budget and entry cap) and counts their pages, which come from the
-// page-pool actor in one round trip; then the batch entries are built and, in place of the
+// order cut to the token budget and entry cap) and their pages, which come from the page-pool
+// actor in one round trip; then the batch entries are built and, in place of the
 // forward pass and the sampler, every sequence whose chunk completed gets a fixed token. Nothing
 // speculates and the pool never runs dry here (preemption is not measured). A sequence that
 // reaches its length gives its pages back (one-way post) and starts over as a new prompt, so
@@ -211,7 +211,6 @@ class PlanBench {
     views_.clear();
     for (const SequencePtr& seq : running_) views_.push_back(scheduling::view_of(*seq));
     planner_.plan_entries(views_, turn_++, false, plan_);
-    scheduling::StepPlanner::count_pages(views_, plan_);
     auto pages = actor_.allocate(plan_.pages, 0, PageRequester::Decode);
     std::span<const int32_t> next(*pages);
     planned_.clear();

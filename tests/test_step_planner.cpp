@@ -268,7 +268,7 @@ TEST(StepPlanner, ADecodeFeedsItsGuessesAfterItsLastToken) {
   StepPlan plan;
   StepPlanner(config_with(512, 256, 256)).plan_entries(running.views(), 0, true, plan);
   EXPECT_FALSE(plan.speculates());
-  StepPlanner::set_guesses(plan, 1, 3);
+  StepPlanner::set_guesses(running.views(), plan, 1, 3);
   EXPECT_EQ(entries(plan), (Entries{{0, 1}, {1, 4}}));
   EXPECT_EQ(plan.entries[1].guesses, 3);
   EXPECT_TRUE(plan.speculates());
@@ -282,16 +282,17 @@ TEST(StepPlanner, PagesAreCountedForTheNewPositionsOnly) {
   running.prefill(4, 6);     // positions 6..9: its second page has room for 6 and 7, then one more
   StepPlan plan;
   StepPlanner(config_with(512, 256, 256)).plan_entries(running.views(), 0, true, plan);
-  StepPlanner::count_pages(running.views(), plan);
   std::vector<int32_t> pages;
   for (const PlannedEntry& e : plan.entries) pages.push_back(e.pages);
   EXPECT_EQ(pages, (std::vector<int32_t>{1, 0, 2, 1}));
   EXPECT_EQ(plan.pages, 4);
 
-  StepPlanner::set_guesses(plan, 1, 4);  // positions 5..9 reach a third page
-  StepPlanner::count_pages(running.views(), plan);
+  StepPlanner::set_guesses(running.views(), plan, 1, 4);  // positions 5..9 reach a third page
   EXPECT_EQ(plan.entries[1].pages, 1);
   EXPECT_EQ(plan.pages, 5);
+  StepPlanner::set_guesses(running.views(), plan, 1, 0);  // the guesses did not come
+  EXPECT_EQ(plan.entries[1].pages, 0);
+  EXPECT_EQ(plan.pages, 4);
 }
 
 TEST(StepPlanner, ADryPoolPreemptsTheMostRecentlyAdmittedFirst) {
@@ -316,9 +317,8 @@ std::vector<std::string> outcomes(Running& running, const StepPlanner& planner, 
     FakeProposer propose{wanted_guesses, {}};
     StepPlanner::hand_out_guesses(plan, std::ref(propose));
     for (const auto& [entry, limit] : propose.asked) {
-      StepPlanner::set_guesses(plan, entry, std::min(wanted_guesses, limit));
+      StepPlanner::set_guesses(running.views(), plan, entry, std::min(wanted_guesses, limit));
     }
-    StepPlanner::count_pages(running.views(), plan);
     if (plan.pages <= free) {
       seen.push_back("fits in " + std::to_string(plan.pages));
       break;

@@ -16,16 +16,17 @@
 // recently admitted sequence is preempted, and the step is planned again.
 //
 // A step is planned in phases around what only the actor can do:
-//   1. plan_entries: the entries and the guess budget;
+//   1. plan_entries: the entries, the pages their new positions need, and the guess budget;
 //   2. hand_out_guesses: the actor's proposer is asked, decode by decode, for guesses within
 //      what is left of the budget. The guess counts cannot be inputs of a single pure call:
 //      a proposer makes fewer guesses than it is allowed, proposing changes the sequence (the
 //      draft length's pause counts down, a draft model feeds its cache), and each decode's
 //      limit is what the ones before it left. The actor then lets the draft model guess for
-//      all its sequences at once and reports each decode's guesses (set_guesses);
-//   3. count_pages: the pages every entry's new positions need, which the actor asks the pool
-//      for (the pool's free pages are known only to the page-pool actor, which admissions draw
-//      on at the same time, so its answer is an input, not a number the planner reads);
+//      all its sequences at once and reports the guesses each decode got (set_guesses, which
+//      counts their pages too);
+//   3. the actor asks the pool for plan.pages. The pool's free pages are known only to the
+//      page-pool actor, which admissions draw on at the same time, so its answer is an input,
+//      not a number the planner reads;
 //   4. make_room, when the pool refused: what gives way before the step is planned again.
 
 #include <cstddef>
@@ -48,21 +49,24 @@ struct SequenceView {
   const BlockTable* table = nullptr;                   // what more positions cost in pages
 };
 
-SequenceView view_of(const Sequence& seq);
+// Inline: the scheduler takes a view of every running sequence every step.
+inline SequenceView view_of(const Sequence& seq) {
+  return {seq.status, seq.pending(), seq.n_cached, seq.lora.get(), &seq.table};
+}
 
 // One sequence's part of the step.
 struct PlannedEntry {
   size_t sequence = 0;   // index into the running sequences the plan was made from
   int32_t n_tokens = 0;  // tokens fed: a decode's last token and its guesses, or a prefill chunk
   int32_t guesses = 0;   // a decode's guesses in this entry (0: it decodes plainly)
-  int32_t pages = 0;     // pages its new positions need (count_pages)
+  int32_t pages = 0;     // pages its new positions need
 };
 
 struct StepPlan {
   std::vector<PlannedEntry> entries;  // the decodes first, then the prefill chunks
   size_t decodes = 0;                 // entries[0, decodes) are decodes
   int32_t guess_budget = 0;           // tokens guesses may still take; 0 when the step does not speculate
-  int32_t pages = 0;                  // the pages every entry together needs (count_pages)
+  int32_t pages = 0;                  // the pages every entry together needs
 
   // Some decode feeds guesses.
   bool speculates() const;
@@ -78,8 +82,8 @@ class StepPlanner {
  public:
   explicit StepPlanner(const EngineConfig& config);
 
-  // Plans the entries of a step over `running` (in admission order; not empty) into `plan`
-  // (its vectors are reused). Without mixed-adapter batches only the sequences sharing
+  // Plans the entries of a step over `running` (in admission order; not empty) and their pages
+  // into `plan` (its vectors are reused). Without mixed-adapter batches only the sequences sharing
   // running[turn % size]'s adapter are planned. With `speculate` false (speculation stepped
   // aside in this step) or more than speculative_max_batch decodes, the guess budget is 0.
   void plan_entries(std::span<const SequenceView> running, size_t turn, bool speculate, StepPlan& plan) const;
@@ -95,11 +99,9 @@ class StepPlanner {
     }
   }
 
-  // Decode `entry` feeds `guesses` guesses after its last token.
-  static void set_guesses(StepPlan& plan, size_t entry, int32_t guesses);
-
-  // Fills in each entry's pages and their total.
-  static void count_pages(std::span<const SequenceView> running, StepPlan& plan);
+  // Decode `entry` feeds `guesses` guesses after its last token; its pages follow. `running`
+  // is what the plan was made from.
+  static void set_guesses(std::span<const SequenceView> running, StepPlan& plan, size_t entry, int32_t guesses);
 
   // The pool refused plan.pages: guesses give way first, then the last of `n_running`
   // sequences, the most recently admitted.
