@@ -49,7 +49,7 @@ struct SequenceView {
   const BlockTable* table = nullptr;                   // what more positions cost in pages
 };
 
-// Inline: the scheduler takes a view of every running sequence every step.
+// What the planner reads of `seq` (inline: the scheduler views every running sequence every step).
 inline SequenceView view_of(const Sequence& seq) {
   return {seq.status, seq.pending(), seq.n_cached, seq.lora.get(), &seq.table};
 }
@@ -99,8 +99,8 @@ class StepPlanner {
     }
   }
 
-  // Decode `entry` feeds `guesses` guesses after its last token; its pages follow. `running`
-  // is what the plan was made from.
+  // Decode `entry` (planned without guesses) feeds `guesses` guesses after its last token; its
+  // pages and plan.pages follow. `running` is what the plan was made from.
   static void set_guesses(std::span<const SequenceView> running, StepPlan& plan, size_t entry, int32_t guesses);
 
   // The pool refused plan.pages: guesses give way first, then the last of `n_running`
