@@ -24,7 +24,8 @@ DecodeScheduler::DecodeScheduler(std::shared_ptr<Mailbox<DecodeMessage>> mailbox
       config_(config),
       metrics_(metrics),
       draft_(draft),
-      tokenizer_(runner.model().tokenizer) {}
+      tokenizer_(runner.model().tokenizer),
+      planner_(config) {}
 
 void DecodeScheduler::run() {
   while (!stopped()) {
@@ -105,64 +106,48 @@ bool DecodeScheduler::plan(std::vector<Planned>& planned) {
   for (;;) {
     planned.clear();
     if (running_.empty()) return false;
-    int32_t budget = config_.max_tokens_per_step;
-    // Without mixed-adapter batches, a step serves one adapter (or the base), taking turns.
-    const LoraWeights* only = config_.mixed_adapter_batches ? nullptr : running_[turn_++ % running_.size()]->lora.get();
-    auto excluded = [&](const Sequence& s) { return !config_.mixed_adapter_batches && s.lora.get() != only; };
-    // Decodes first: each running sequence's next token keeps latency flat.
-    for (SequencePtr& seq : running_) {
-      if (seq->status != SequenceStatus::Decoding || excluded(*seq)) continue;
-      if (int32_t(planned.size()) == config_.max_entries_per_step || budget == 0) break;
-      planned.push_back({seq.get(), 1});
-      --budget;
-    }
-    const size_t decodes = planned.size();
-    // Then prefill chunks, in admission order, cut to what is left of the budget.
-    for (SequencePtr& seq : running_) {
-      if (seq->status != SequenceStatus::Prefilling || excluded(*seq)) continue;
-      if (int32_t(planned.size()) == config_.max_entries_per_step || budget == 0) break;
-      const int32_t n = std::min({seq->pending(), config_.prefill_chunk, budget});
-      planned.push_back({seq.get(), n});
-      budget -= n;
-    }
-    if (planned.empty()) return false;
-    // Then guesses for speculating decodes, from what is left: speculation never displaces a
-    // decode or a prefill chunk, and steps aside when many sequences decode.
-    for (Planned& p : planned) p.seq->spec.rows.clear();
-    if (speculate && int32_t(decodes) <= config_.speculative_max_batch) {
-      drafting_.clear();
-      for (size_t i = 0; i < decodes && budget > 0; ++i) {
-        Sequence& s = *planned[i].seq;
-        budget -= speculation::propose(s.spec, s.tokens, budget, s.max_new_tokens - s.generated());
-        if (s.spec.draft_wanted > 0) drafting_.push_back({&s.spec, s.tokens});
-      }
-      // The draft model guesses for all its sequences in the same passes (the engine refuses
-      // Draft-mode requests without one).
-      if (!drafting_.empty()) draft_->propose(drafting_);
-      for (size_t i = 0; i < decodes; ++i) planned[i].n_tokens = 1 + int32_t(planned[i].seq->spec.guesses().size());
-    }
-
-    int32_t need = 0;
-    for (const Planned& p : planned) need += p.seq->table.pages_needed(p.seq->n_cached, p.seq->n_cached + p.n_tokens);
-    if (auto pages = pool_.allocate(need, 0, PageRequester::Decode)) {
+    views_.clear();
+    for (const SequencePtr& seq : running_) views_.push_back(scheduling::view_of(*seq));
+    planner_.plan_entries(views_, turn_++, speculate, plan_);
+    if (plan_.entries.empty()) return false;
+    for (const scheduling::PlannedEntry& e : plan_.entries) running_[e.sequence]->spec.rows.clear();
+    propose_guesses();
+    if (auto pages = pool_.allocate(plan_.pages, 0, PageRequester::Decode)) {
       std::span<const int32_t> next(*pages);
-      for (const Planned& p : planned) {
-        const int32_t from = p.seq->n_cached, to = from + p.n_tokens;
-        const auto k = size_t(p.seq->table.pages_needed(from, to));
-        p.seq->table.grow(from, to, next.first(k));
-        next = next.subspan(k);
+      for (const scheduling::PlannedEntry& e : plan_.entries) {
+        Sequence& seq = *running_[e.sequence];
+        seq.table.grow(seq.n_cached, seq.n_cached + e.n_tokens, next.first(size_t(e.pages)));
+        next = next.subspan(size_t(e.pages));
+        planned.push_back({&seq, e.n_tokens});
       }
       return true;
     }
-    // The pool is dry: speculation steps aside first, then the most recently admitted sequence
-    // makes room, and the step is planned again.
-    if (std::any_of(planned.begin(), planned.end(), [](const Planned& p) { return !p.seq->spec.rows.empty(); })) {
+    const scheduling::Relief relief = scheduling::StepPlanner::make_room(plan_, running_.size());
+    if (relief.drop_speculation) {
       speculate = false;
       continue;
     }
-    SequencePtr victim = std::move(running_.back());
-    running_.pop_back();
+    SequencePtr victim = std::move(running_[relief.victim]);
+    running_.erase(running_.begin() + ptrdiff_t(relief.victim));
     preempt(std::move(victim));
+  }
+}
+
+void DecodeScheduler::propose_guesses() {
+  if (plan_.guess_budget == 0) return;  // nobody guesses in this step
+  drafting_.clear();
+  scheduling::StepPlanner::hand_out_guesses(plan_, [&](size_t entry, int32_t limit) {
+    Sequence& seq = *running_[plan_.entries[entry].sequence];
+    const int32_t asked = speculation::propose(seq.spec, seq.tokens, limit, seq.max_new_tokens - seq.generated());
+    if (seq.spec.draft_wanted > 0) drafting_.push_back({&seq.spec, seq.tokens});
+    return asked;
+  });
+  // The draft model guesses for all its sequences in the same passes (the engine refuses
+  // Draft-mode requests without one).
+  if (!drafting_.empty()) draft_->propose(drafting_);
+  for (size_t i = 0; i < plan_.decodes; ++i) {
+    const auto guesses = int32_t(running_[plan_.entries[i].sequence]->spec.guesses().size());
+    if (guesses > 0) scheduling::StepPlanner::set_guesses(views_, plan_, i, guesses);
   }
 }
 

@@ -1,11 +1,13 @@
 #pragma once
 // The decode scheduler actor: owns the running sequences and the step loop. Each step it
-// builds the batch — every decoding sequence first, then prefill chunks until the token
-// budget or the entry cap (a chunk may be cut to fit) — runs the forward pass, samples,
-// streams, finishes and frees. Speculating decodes get their guesses from their proposer after
-// that, the draft model's for all of them at once (`draft`, null without one). When the page pool runs dry it preempts the most recently
-// admitted sequences (recompute or swap). With nothing to run it blocks on its mailbox. Pages a
-// step fills are named for the prefix cache before anything else can release them.
+// carries out the plan of engine/scheduling/step_planner.h — every decoding sequence first,
+// then prefill chunks until the token budget or the entry cap (a chunk may be cut to fit) —
+// then runs the forward pass, samples, streams, finishes and frees. Speculating decodes get
+// their guesses from their proposer within what the planner leaves them, the draft model's for
+// all of them at once (`draft`, null without one). When the page pool runs dry it preempts the
+// sequences the planner names, the most recently admitted (recompute or swap). With nothing to
+// run it blocks on its mailbox. Pages a step fills are named for the prefix cache before
+// anything else can release them.
 
 #include <optional>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "actors/page_pool_actor.h"
 #include "engine/metrics/metrics_board.h"
 #include "engine/forward/model_runner.h"
+#include "engine/scheduling/step_planner.h"
 #include "engine/speculation/draft_proposer.h"
 #include "pagoda/engine_config.h"
 
@@ -38,7 +41,11 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   void run() override;
   void handle(DecodeMessage message) override;
   void step();
+  // Plans the step with planner_, asking the proposers for guesses and the pool for pages,
+  // preempting until the pages come; false with nothing to run.
   bool plan(std::vector<Planned>& planned);
+  // Asks the proposers for the guesses plan_ leaves room for, and writes down what came.
+  void propose_guesses();
   void preempt(SequencePtr victim);
   void process_outputs(const std::vector<Planned>& planned, const std::vector<float>& logits);
   // After a decode's rows were verified: n_cached past the accepted guesses, the pages beyond
@@ -63,6 +70,9 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   std::vector<SequencePtr> running_;  // in admission order
   int32_t slots_to_return_ = 0;
   size_t turn_ = 0;  // whose adapter's turn it is, without mixed-adapter batches
+  scheduling::StepPlanner planner_;
+  std::vector<scheduling::SequenceView> views_;  // running_ as the planner sees it
+  scheduling::StepPlan plan_;                    // reused so steps do not allocate
   std::vector<Planned> planned_;  // this step's entries; reused so steps do not allocate
   struct Sampled {
     Sequence* seq;

@@ -2,17 +2,18 @@
 //   - Mailbox throughput, 1..8 producer threads into one consumer (messages/s);
 //   - a request/reply round trip between two actor threads (post + Reply wait), bare and as
 //     the decode scheduler asks the page-pool actor for a page;
-//   - the decode scheduler's per-step cost at 1..1024 running sequences: planning the batch,
-//     page bookkeeping through the page-pool actor, and the per-token updates after the step.
+//   - the decode scheduler's per-step cost at 1..1024 running sequences: planning the batch
+//     (engine/scheduling/step_planner.h), page bookkeeping through the page-pool actor, and the
+//     per-token updates after the step.
 // On a 2-core machine, more than one producer oversubscribes the cores: that is the point of
 // the 4 and 8 producer cases (many application threads submitting at once).
 
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <chrono>
 #include <latch>
 #include <memory>
+#include <span>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "actors/reply.h"
 #include "engine/forward/batch.h"
 #include "engine/request/sequence.h"
+#include "engine/scheduling/step_planner.h"
 #include "pagoda/engine.h"
 
 namespace {
@@ -113,12 +115,12 @@ void BM_PageRoundTrip(benchmark::State& state) {
 
 // ---- The decode scheduler's step, without the forward pass ----
 //
-// DecodeScheduler::plan() is private and needs the whole engine around it, so the planning
-// loop is reimplemented here line for line (actors/decode_scheduler.cpp): decodes first, then
-// prefill chunks in admission order cut to the token budget and entry cap; the pages the step
-// needs come from the page-pool actor in one round trip; then the batch entries are built and,
-// in place of the forward pass and the sampler, every sequence whose chunk completed gets a
-// fixed token. The pool never runs dry here (preemption is not measured). A sequence that
+// DecodeScheduler needs the whole engine around it, so its step is rebuilt here around the
+// same planner: the step planner plans the entries (decodes first, then prefill chunks in admission
+// order cut to the token budget and entry cap) and their pages, which come from the page-pool
+// actor in one round trip; then the batch entries are built and, in place of the
+// forward pass and the sampler, every sequence whose chunk completed gets a fixed token. Nothing
+// speculates and the pool never runs dry here (preemption is not measured). A sequence that
 // reaches its length gives its pages back (one-way post) and starts over as a new prompt, so
 // the mix of prefills and decodes stays steady; its new prompt's pages are allocated by the
 // plan rather than by the prefill scheduler.
@@ -127,7 +129,17 @@ constexpr int32_t kTokensPerPage = 16;
 constexpr int32_t kPromptLen = 64;
 constexpr int32_t kGenerated = 192;  // tokens each sequence generates before starting over
 constexpr int32_t kPrefillChunk = 64;
-constexpr bool kMixedAdapters = EngineConfig{}.mixed_adapter_batches;
+
+// The engine's default, mixed-adapter batches: no sequence is left out for its adapter. The caps
+// are large enough that every running sequence is in every step: this is the cost of a plan
+// over n entries, not of the default caps (512 tokens, 256 entries).
+EngineConfig step_config(int32_t n_running) {
+  EngineConfig config;
+  config.max_tokens_per_step = n_running + kPrefillChunk;
+  config.max_entries_per_step = n_running;
+  config.prefill_chunk = kPrefillChunk;
+  return config;
+}
 
 Tokenizer tiny_tokenizer() {
   TokenizerVocab v;
@@ -143,10 +155,7 @@ class PlanBench {
       : tokenizer_(tiny_tokenizer()),
         pool_(KvLayout{1, 1, 4, kTokensPerPage}, n_running * ((kPromptLen + kGenerated) / kTokensPerPage + 2)),
         actor_(pool_, metrics_),
-        // Large enough that every running sequence is in every step: this is the cost of a
-        // plan over n entries, not of the default caps (512 tokens, 256 entries).
-        max_tokens_(n_running + kPrefillChunk),
-        max_entries_(n_running) {
+        planner_(step_config(n_running)) {
     // Staggered ages, so that sequences cross page boundaries and restart on different steps.
     for (int32_t i = 0; i < n_running; ++i) {
       running_.push_back(new_sequence());
@@ -199,33 +208,17 @@ class PlanBench {
   }
 
   void plan() {
-    planned_.clear();
-    int32_t budget = max_tokens_;
-    // The engine's default, mixed-adapter batches: no sequence is left out for its adapter.
-    const LoraWeights* only = kMixedAdapters ? nullptr : running_[turn_++ % running_.size()]->lora.get();
-    auto excluded = [&](const Sequence& s) { return !kMixedAdapters && s.lora.get() != only; };
-    for (SequencePtr& seq : running_) {
-      if (seq->status != SequenceStatus::Decoding || excluded(*seq)) continue;
-      if (int32_t(planned_.size()) == max_entries_ || budget == 0) break;
-      planned_.push_back({seq.get(), 1});
-      --budget;
-    }
-    for (SequencePtr& seq : running_) {
-      if (seq->status != SequenceStatus::Prefilling || excluded(*seq)) continue;
-      if (int32_t(planned_.size()) == max_entries_ || budget == 0) break;
-      const int32_t n = std::min({seq->pending(), kPrefillChunk, budget});
-      planned_.push_back({seq.get(), n});
-      budget -= n;
-    }
-    int32_t need = 0;
-    for (const Planned& p : planned_) need += p.seq->table.pages_needed(p.seq->n_cached, p.seq->n_cached + p.n_tokens);
-    auto pages = actor_.allocate(need, 0, PageRequester::Decode);
+    views_.clear();
+    for (const SequencePtr& seq : running_) views_.push_back(scheduling::view_of(*seq));
+    planner_.plan_entries(views_, turn_++, false, plan_);
+    auto pages = actor_.allocate(plan_.pages, 0, PageRequester::Decode);
     std::span<const int32_t> next(*pages);
-    for (const Planned& p : planned_) {
-      const int32_t from = p.seq->n_cached, to = from + p.n_tokens;
-      const auto k = size_t(p.seq->table.pages_needed(from, to));
-      p.seq->table.grow(from, to, next.first(k));
-      next = next.subspan(k);
+    planned_.clear();
+    for (const scheduling::PlannedEntry& e : plan_.entries) {
+      Sequence& seq = *running_[e.sequence];
+      seq.table.grow(seq.n_cached, seq.n_cached + e.n_tokens, next.first(size_t(e.pages)));
+      next = next.subspan(size_t(e.pages));
+      planned_.push_back({&seq, e.n_tokens});
     }
   }
 
@@ -252,10 +245,12 @@ class PlanBench {
   PagePool pool_;
   MetricsBoard metrics_;
   PagePoolActor actor_;
-  int32_t max_tokens_;
-  int32_t max_entries_;
+  scheduling::StepPlanner planner_;
   std::vector<SequencePtr> running_;
-  std::vector<Planned> planned_;  // reused from step to step, as the scheduler does
+  // Reused from step to step, as the scheduler does.
+  std::vector<scheduling::SequenceView> views_;
+  scheduling::StepPlan plan_;
+  std::vector<Planned> planned_;
   size_t turn_ = 0;
   Batch batch_;
 };

@@ -1,0 +1,74 @@
+#include "engine/scheduling/step_planner.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace pagoda::scheduling {
+namespace {
+
+int32_t pages_for(const SequenceView& s, int32_t n_tokens) {
+  return s.table->pages_needed(s.n_cached, s.n_cached + n_tokens);
+}
+
+}  // namespace
+
+bool StepPlan::speculates() const {
+  return std::any_of(entries.begin(), entries.begin() + ptrdiff_t(decodes),
+                     [](const PlannedEntry& e) { return e.guesses > 0; });
+}
+
+StepPlanner::StepPlanner(const EngineConfig& config)
+    : max_tokens_(config.max_tokens_per_step),
+      max_entries_(config.max_entries_per_step),
+      prefill_chunk_(config.prefill_chunk),
+      speculative_max_batch_(config.speculative_max_batch),
+      mixed_adapter_batches_(config.mixed_adapter_batches) {}
+
+void StepPlanner::plan_entries(std::span<const SequenceView> running, size_t turn, bool speculate,
+                               StepPlan& plan) const {
+  assert(!running.empty());
+  plan.entries.clear();
+  int32_t budget = max_tokens_;
+  int32_t pages = 0;
+  const LoraWeights* only = mixed_adapter_batches_ ? nullptr : running[turn % running.size()].adapter;
+  auto excluded = [&](const SequenceView& s) { return !mixed_adapter_batches_ && s.adapter != only; };
+  auto full = [&] { return int32_t(plan.entries.size()) == max_entries_ || budget == 0; };
+  for (size_t i = 0; i < running.size(); ++i) {
+    if (running[i].status != SequenceStatus::Decoding || excluded(running[i])) continue;
+    if (full()) break;
+    plan.entries.push_back({i, 1, 0, pages_for(running[i], 1)});
+    pages += plan.entries.back().pages;
+    --budget;
+  }
+  plan.decodes = plan.entries.size();
+  for (size_t i = 0; i < running.size(); ++i) {
+    if (running[i].status != SequenceStatus::Prefilling || excluded(running[i])) continue;
+    if (full()) break;
+    const int32_t n = std::min({running[i].pending, prefill_chunk_, budget});
+    plan.entries.push_back({i, n, 0, pages_for(running[i], n)});
+    pages += plan.entries.back().pages;
+    budget -= n;
+  }
+  plan.pages = pages;
+  // Speculation is a latency tool: in a full batch it would only add compute.
+  plan.guess_budget = speculate && int32_t(plan.decodes) <= speculative_max_batch_ ? budget : 0;
+}
+
+void StepPlanner::set_guesses(std::span<const SequenceView> running, StepPlan& plan, size_t entry,
+                              int32_t guesses) {
+  assert(entry < plan.decodes);
+  PlannedEntry& e = plan.entries[entry];
+  plan.pages -= e.pages;
+  e.guesses = guesses;
+  e.n_tokens = 1 + guesses;
+  e.pages = pages_for(running[e.sequence], e.n_tokens);
+  plan.pages += e.pages;
+}
+
+Relief StepPlanner::make_room(const StepPlan& plan, size_t n_running) {
+  assert(n_running > 0);
+  if (plan.speculates()) return {true, 0};
+  return {false, n_running - 1};
+}
+
+}  // namespace pagoda::scheduling
