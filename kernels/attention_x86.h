@@ -10,9 +10,9 @@
 // Keys and values of the narrower cache types become floats in registers: f16 by vcvtph2ps,
 // bf16 by a 16-bit shift, q8_0 by int8 → float times the block's scale.
 //
-// An ISA's unit instantiates FusedHeadsAttention with a Shape saying how much its registers
-// hold: Lanes (the vector), kHeadsAtOnce (query heads taken together) and
-// score_positions(heads) (key positions one pass of scores takes for that many heads).
+// An ISA's unit instantiates FusedHeadsAttention with what its registers hold: V (the vector of
+// lanes), kHeadsAtOnce (query heads taken together) and kLonePositions (key positions one pass
+// of scores takes for a lone head; several heads take 4 a pass).
 
 #include <cstdint>
 #include <type_traits>
@@ -43,9 +43,8 @@ template <class V, KvCacheType T, bool kMasked>
   }
 }
 
-template <class Shape>
+template <class V, int kHeadsAtOnce, int kLonePositions>
 struct FusedHeadsAttention {
-  using V = typename Shape::Lanes;
   using F = typename V::F;
   using Mask = typename V::Mask;
   static constexpr int L = V::kLanes;
@@ -62,7 +61,7 @@ struct FusedHeadsAttention {
   template <KvCacheType T, int H>
   static void scores_lanes(const float* q, const std::byte* const* k, int head_dim, F* result,
                            const std::byte* const* next) {
-    constexpr int P = Shape::score_positions(H);
+    constexpr int P = H == 1 ? kLonePositions : 4;
     static_assert(P % 4 == 0 && L % P == 0);
     F u[H][L / 4];
     for (int pass = 0; pass < L / P; ++pass) {
@@ -157,7 +156,7 @@ struct FusedHeadsAttention {
   }
   template <class Fn>
   [[gnu::always_inline]] static inline void by_head_groups(int heads, Fn&& f) {
-    for (int h0 = 0; h0 < heads; h0 += Shape::kHeadsAtOnce) with_heads<Shape::kHeadsAtOnce>(heads - h0, h0, f);
+    for (int h0 = 0; h0 < heads; h0 += kHeadsAtOnce) with_heads<kHeadsAtOnce>(heads - h0, h0, f);
   }
 
   static constexpr bool kFusedHeads = true;
@@ -204,7 +203,7 @@ struct FusedHeadsAttention {
                                int count, int head_dim, const std::byte* const* next) {
     by_head_groups(heads, [&]<int H>(int h0, std::integral_constant<int, H>) {
       // Column chunks a pass: as many as the registers hold beside the heads' chains.
-      constexpr int W = Shape::kHeadsAtOnce / H;
+      constexpr int W = kHeadsAtOnce / H;
       int d = 0;
       for (; d + L * W <= head_dim; d += L * W)
         accumulate_chunks<T, H, W, false>(out + h0 * head_dim, alpha + h0, e + h0 * B, v, count, d, head_dim,

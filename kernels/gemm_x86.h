@@ -63,10 +63,15 @@ void gemm_tile(const GemmTile& t) {
     }
 }
 
-// The table of tiles of 1 … kRows rows, each kVectors vectors wide.
 template <class V, int kVectors, int... R>
 constexpr GemmKernels gemm_kernels_of(std::integer_sequence<int, R...>) {
   return {int(sizeof...(R)), V::kLanes * kVectors, {nullptr, &gemm_tile<V, kVectors, R + 1>...}};
+}
+
+// The table of tiles of 1 … kRows rows (MR), each kVectors vectors wide (NR = kVectors·kLanes).
+template <class V, int kVectors, int kRows>
+constexpr GemmKernels gemm_kernels_of() {
+  return gemm_kernels_of<V, kVectors>(std::make_integer_sequence<int, kRows>());
 }
 
 }  // namespace
