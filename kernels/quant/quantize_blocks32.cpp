@@ -18,18 +18,6 @@ namespace {
 // values; clamping first keeps a NaN or out-of-range input defined.
 int truncate_level(float v, int top) { return int(std::fmin(std::fmax(v, 0.0f), float(top))); }
 
-// The signed value of largest magnitude (the first one, on ties).
-float signed_absmax(const float* x) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < kQK; ++j) {
-    if (amax < std::fabs(x[j])) {
-      amax = std::fabs(x[j]);
-      max = x[j];
-    }
-  }
-  return max;
-}
-
 struct Range {
   float min, max;
 };
@@ -58,7 +46,7 @@ void pack_5bit(const int (&q)[kQK], uint8_t* qs, uint8_t* qh_bytes) {
 
 void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t blocks) {
   for (int64_t b = 0; b < blocks; ++b, x += kQK) {
-    const float d = signed_absmax(x) / -8;
+    const float d = largest_magnitude(kQK, x) / -8;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = f32_to_f16(d);
     for (int j = 0; j < kQK / 2; ++j) {
@@ -86,7 +74,7 @@ void quantize_q4_1(const float* x, BlockQ4_1* y, int64_t blocks) {
 
 void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t blocks) {
   for (int64_t b = 0; b < blocks; ++b, x += kQK) {
-    const float d = signed_absmax(x) / -16;
+    const float d = largest_magnitude(kQK, x) / -16;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = f32_to_f16(d);
     int q[kQK];

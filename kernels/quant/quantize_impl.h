@@ -4,7 +4,9 @@
 // order, same float rounding), because a different but "equivalent" order rounds some values
 // differently and then the bytes no longer match llama-quantize's.
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/quant/ggml_blocks.h"
@@ -20,6 +22,40 @@ inline int nearest_int(float v) {
 }
 
 inline constexpr float kGroupMaxEps = 1e-15f;  // below this a group counts as all zeros (ggml's GROUP_MAX_EPS)
+
+// The value of largest magnitude among x[0..n): the first of equal magnitudes, 0 when none is
+// above 0. A magnitude below kGroupMaxEps makes the group all zeros.
+inline float largest_magnitude(int n, const float* x) {
+  float max = 0, amax = 0;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  return max;
+}
+
+// x's level on the symmetric grid of step 1 / iscale: round(iscale·x) within −nmax … nmax − 1.
+inline int symmetric_level(float iscale, float x, int nmax) {
+  return std::clamp(nearest_int(iscale * x), -nmax, nmax - 1);
+}
+
+// The x²-weighted least-squares sums of x[0..n) on that grid: Σ w·x·l and Σ w·l² (w = x²).
+struct LevelSums {
+  float lx, l2;
+};
+inline LevelSums symmetric_level_sums(int n, int nmax, const float* x, float iscale) {
+  LevelSums sums{0, 0};
+  for (int i = 0; i < n; ++i) {
+    const int l = symmetric_level(iscale, x[i], nmax);
+    const float w = x[i] * x[i];
+    sums.lx += w * x[i] * l;
+    sums.l2 += w * l * l;
+  }
+  return sums;
+}
 
 // Affine levels 0..nmax for n ≤ 32 values: finds scale and min (min ≤ 0) minimising the
 // weighted error (squared, or absolute when absolute_error), trying the plain max−min fit, then
