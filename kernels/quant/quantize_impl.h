@@ -65,11 +65,9 @@ inline LevelSums symmetric_level_sums(int n, int nmax, const float* x, float isc
 float fit_affine_levels(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* neg_min,
                         float rmin, float rdelta, int nstep, bool absolute_error);
 
-// Blocks of 32 (quantize_blocks32.cpp).
-void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t blocks);
-void quantize_q4_1(const float* x, BlockQ4_1* y, int64_t blocks);
-void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t blocks);
-void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t blocks);
+// Blocks of 32 (quantize_blocks32.cpp): Block is BlockQ4_0, BlockQ4_1, BlockQ5_0 or BlockQ5_1.
+template <typename Block>
+void quantize_blocks32(const float* x, Block* y, int64_t blocks);
 void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t blocks);
 void quantize_q8_1(const float* x, BlockQ8_1* y, int64_t blocks);
 
