@@ -56,8 +56,8 @@ struct FusedHeadsAttention {
   // position one vector chain over the columns in order, p = fma(q[d..d+L), k[d..d+L), p) from
   // zero, then a fixed transpose-and-add tree (unpack ps, unpack pd, then V::add_blocks over
   // the 128-bit blocks) turns a head's L chains into its L dot products at once. Every key
-  // chunk is loaded and widened once for all H heads, every query chunk once for the P
-  // positions of a pass.
+  // chunk is loaded and widened once for all H heads (four positions' chunks before their
+  // FMAs), every query chunk once for the P positions of a pass.
   template <KvCacheType T, int H>
   static void scores_lanes(const float* q, const std::byte* const* k, int head_dim, F* result,
                            const std::byte* const* next) {
@@ -77,11 +77,15 @@ struct FusedHeadsAttention {
         F qd[H];
 #pragma GCC unroll 8
         for (int h = 0; h < H; ++h) qd[h] = V::template load<kMasked>(q + h * head_dim + d, m);
+#pragma GCC unroll 2
+        for (int quad = 0; quad < P / 4; ++quad) {
+          F x[4];
+#pragma GCC unroll 4
+          for (int j = 0; j < 4; ++j) x[j] = load_row<V, T, kMasked>(kp[4 * quad + j], d, m);
 #pragma GCC unroll 8
-        for (int j = 0; j < P; ++j) {
-          const F x = load_row<V, T, kMasked>(kp[j], d, m);
-#pragma GCC unroll 8
-          for (int h = 0; h < H; ++h) a[h][j] = V::fmadd(qd[h], x, a[h][j]);
+          for (int h = 0; h < H; ++h)
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; ++j) a[h][4 * quad + j] = V::fmadd(qd[h], x[j], a[h][4 * quad + j]);
         }
       });
 #pragma GCC unroll 8
