@@ -21,6 +21,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
 #include "kernels/kv_rows.h"
+#include "kernels/ops.h"
 
 namespace {
 
@@ -208,8 +209,30 @@ void BM_PagedAttentionKv(benchmark::State& state) {
   state.SetLabel(std::string(kv_cache_type_name(type)) + " " + isa_name(active_isa()));
 }
 
+// One row op on one thread, in L1 / L2: rmsnorm (range(0) 0), swiglu (1) or softmax (2) over
+// range(1) values (a hidden row, an FFN row, a vocabulary's logits).
+void BM_RowOp(benchmark::State& state) {
+  const int op = int(state.range(0)), n = int(state.range(1));
+  const std::vector<float> x = random_vector(std::size_t(n), 8), w = random_vector(std::size_t(n), 9);
+  std::vector<float> out(x.size());
+  for (auto _ : state) {
+    switch (op) {
+      case 0: rmsnorm(x.data(), w.data(), out.data(), n, 1e-5f); break;
+      case 1: swiglu(x.data(), w.data(), out.data(), n); break;
+      default:
+        std::copy(x.begin(), x.end(), out.begin());
+        softmax(out.data(), n);
+        break;
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * n);
+  state.SetLabel(std::string(op == 0 ? "rmsnorm " : op == 1 ? "swiglu " : "softmax ") + isa_name(active_isa()));
+}
+
 void BM_PagedAttention(benchmark::State& state) { attention_bench(state, true); }
 void BM_ContiguousAttention(benchmark::State& state) { attention_bench(state, false); }
+BENCHMARK(BM_RowOp)->ArgNames({"op", "n"})->ArgsProduct({{0, 1, 2}, {2048, 8192, 128256}});
 BENCHMARK(BM_PagedAttention)->RangeMultiplier(2)->Range(128, 4096);
 BENCHMARK(BM_ContiguousAttention)->RangeMultiplier(2)->Range(128, 4096);
 BENCHMARK(BM_PagedAttentionKv)

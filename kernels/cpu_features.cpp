@@ -4,18 +4,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <iterator>
 
 #include "kernels/dispatch.h"
 
 namespace pagoda::kernels {
 
 const char* isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::Portable: return "portable";
-    case Isa::Avx2: return "avx2";
-    case Isa::Avx512: return "avx512";
-  }
-  return "unknown";
+  static constexpr const char* kNames[] = {"portable", "avx2", "avx512"};  // in Isa's order
+  static_assert(std::size(kNames) == kIsaCount);
+  return unsigned(isa) < unsigned(kIsaCount) ? kNames[unsigned(isa)] : "unknown";
 }
 
 bool cpu_supports(Isa isa) {

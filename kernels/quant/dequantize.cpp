@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "kernels/half.h"
 #include "pagoda/error.h"
@@ -139,43 +140,28 @@ void dequantize_iq4_xs(const BlockIQ4_XS* x, float* y, int64_t nb) {
   }
 }
 
-void dequantize_q4_k(const BlockQ4_K* x, float* y, int64_t nb) {
+// Q4_K and Q5_K: each 32 bytes of qs carry two sub-blocks, low nibbles then high nibbles; Q5_K
+// adds a fifth bit, bit 2·pair (low) or 2·pair + 1 (high) of qh[l].
+template <typename Block>
+void dequantize_k45(const Block* x, float* y, int64_t nb) {
+  constexpr bool kFive = std::is_same_v<Block, BlockQ5_K>;
   for (int64_t i = 0; i < nb; ++i) {
     const float d = f16_to_f32(x[i].d);
     const float dmin = f16_to_f32(x[i].dmin);
     const uint8_t* q = x[i].qs;
-    // Each 32 bytes of qs carry two sub-blocks: low nibbles, then high nibbles.
+    auto fifth = [&](int l, int bit) {
+      if constexpr (kFive) return x[i].qh[l] & (1 << bit) ? 16 : 0;
+      return 0;
+    };
     for (int j = 0; j < kQK_K / 64; ++j) {
       uint8_t sc, m;
       k_scale_min(2 * j, x[i].scales, &sc, &m);
       const float d1 = d * float(sc), m1 = dmin * float(m);
       k_scale_min(2 * j + 1, x[i].scales, &sc, &m);
       const float d2 = d * float(sc), m2 = dmin * float(m);
-      for (int l = 0; l < 32; ++l) *y++ = d1 * float(q[l] & 0x0f) - m1;
-      for (int l = 0; l < 32; ++l) *y++ = d2 * float(q[l] >> 4) - m2;
+      for (int l = 0; l < 32; ++l) *y++ = d1 * float((q[l] & 0x0f) + fifth(l, 2 * j)) - m1;
+      for (int l = 0; l < 32; ++l) *y++ = d2 * float((q[l] >> 4) + fifth(l, 2 * j + 1)) - m2;
       q += 32;
-    }
-  }
-}
-
-void dequantize_q5_k(const BlockQ5_K* x, float* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
-    const float d = f16_to_f32(x[i].d);
-    const float dmin = f16_to_f32(x[i].dmin);
-    const uint8_t* ql = x[i].qs;
-    const uint8_t* qh = x[i].qh;
-    uint8_t low_bit = 1, high_bit = 2;
-    for (int j = 0; j < kQK_K / 64; ++j) {
-      uint8_t sc, m;
-      k_scale_min(2 * j, x[i].scales, &sc, &m);
-      const float d1 = d * float(sc), m1 = dmin * float(m);
-      k_scale_min(2 * j + 1, x[i].scales, &sc, &m);
-      const float d2 = d * float(sc), m2 = dmin * float(m);
-      for (int l = 0; l < 32; ++l) *y++ = d1 * float((ql[l] & 0x0f) + (qh[l] & low_bit ? 16 : 0)) - m1;
-      for (int l = 0; l < 32; ++l) *y++ = d2 * float((ql[l] >> 4) + (qh[l] & high_bit ? 16 : 0)) - m2;
-      ql += 32;
-      low_bit = uint8_t(low_bit << 2);
-      high_bit = uint8_t(high_bit << 2);
     }
   }
 }
@@ -242,8 +228,8 @@ void dequantize_row(QuantType type, const void* src, float* dst, int64_t n) {
     case QuantType::Q2_K: return dequantize_q2_k(blocks<BlockQ2_K>(src), dst, nb);
     case QuantType::Q3_K: return dequantize_q3_k(blocks<BlockQ3_K>(src), dst, nb);
     case QuantType::IQ4_XS: return dequantize_iq4_xs(blocks<BlockIQ4_XS>(src), dst, nb);
-    case QuantType::Q4_K: return dequantize_q4_k(blocks<BlockQ4_K>(src), dst, nb);
-    case QuantType::Q5_K: return dequantize_q5_k(blocks<BlockQ5_K>(src), dst, nb);
+    case QuantType::Q4_K: return dequantize_k45(blocks<BlockQ4_K>(src), dst, nb);
+    case QuantType::Q5_K: return dequantize_k45(blocks<BlockQ5_K>(src), dst, nb);
     case QuantType::Q6_K: return dequantize_q6_k(blocks<BlockQ6_K>(src), dst, nb);
     default: return;  // Q8_1 and Q8_K were refused above
   }

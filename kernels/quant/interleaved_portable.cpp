@@ -111,6 +111,10 @@ void group(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t str
   constexpr bool kK45 = kType == QuantType::Q4_K || kType == QuantType::Q5_K || kType == QuantType::Q2_K;
   constexpr bool kMin = kType == QuantType::Q4_1 || kType == QuantType::Q5_1;
   constexpr int kOffset = kType == QuantType::Q4_0 ? 8 : kType == QuantType::Q5_0 ? 16 : 0;
+  // Q3_K and Q6_K: 16 signed sub-block scales, quants offset by kZero; IQ4_XS: 8, table values.
+  constexpr bool kSignedScales = kType == QuantType::Q3_K || kType == QuantType::Q6_K || kType == QuantType::IQ4_XS;
+  constexpr int kSubs = kType == QuantType::IQ4_XS ? 8 : 16, kLen = kQK_K / kSubs;
+  constexpr int kZero = kType == QuantType::Q3_K ? 4 : kType == QuantType::Q6_K ? 32 : 0;
   const std::size_t bytes = tile_bytes(kType);
   for (int r = 0; r < kGroupRows; ++r) {
     float acc[kMaxActs] = {}, extra[kMaxActs] = {};
@@ -130,22 +134,11 @@ void group(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t str
           }
           acc[j] = acc[j] + float(total) * (d * y.d);
           extra[j] = extra[j] + float(mins) * (half_at(t + 32, r) * y.d);
-        } else if constexpr (kType == QuantType::Q3_K) {
+        } else if constexpr (kSignedScales) {
           const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(row)[b];
           int32_t total = 0;
-          for (int s = 0; s < 16; ++s)
-            total += int8_t(t[32 + 16 * s + r]) * (dot_ints(u + 16 * s, y.qs + 16 * s, 16) - 4 * y.bsums[s]);
-          acc[j] = acc[j] + float(total) * (d * y.d);
-        } else if constexpr (kType == QuantType::IQ4_XS) {
-          const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(row)[b];
-          int32_t total = 0;
-          for (int s = 0; s < 8; ++s) total += int8_t(t[32 + 16 * s + r]) * dot_ints(u + 32 * s, y.qs + 32 * s, 32);
-          acc[j] = acc[j] + float(total) * (d * y.d);
-        } else if constexpr (kType == QuantType::Q6_K) {
-          const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(row)[b];
-          int32_t total = 0;
-          for (int s = 0; s < 16; ++s)
-            total += int8_t(t[32 + 16 * s + r]) * (dot_ints(u + 16 * s, y.qs + 16 * s, 16) - 32 * y.bsums[s]);
+          for (int s = 0; s < kSubs; ++s)
+            total += int8_t(t[32 + 16 * s + r]) * (dot_ints(u + kLen * s, y.qs + kLen * s, kLen) - kZero * y.bsums[s]);
           acc[j] = acc[j] + float(total) * (d * y.d);
         } else if constexpr (kK45) {
           const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(row)[b];

@@ -254,16 +254,36 @@ inline typename L::F add_block(typename L::F acc, typename L::I total, typename 
   return L::fadd(acc, L::fmul(L::to_float(total), L::fmul(d, L::fset1(da))));
 }
 
+// The pass every kernel makes over a group's tiles: NA float accumulators, and NA more for the
+// types with a second series (Q4_1 / Q5_1's offsets, the K-quants' mins; compiled away where
+// unused), all zero to start; for each block b its tile t, prefetched ahead on a streaming pass
+// (kPrefetch: unless the kernel spreads the prefetch over its steps itself), and
+// block(t, b, acc, more); then out[16·j + r] = result(acc[j], more[j]).
+template <typename L, int NA, std::size_t kTile, bool kPrefetch, typename Block, typename Result>
+[[gnu::always_inline]] inline void over_tiles(const uint8_t* tiles, int blocks, bool streaming, float* out,
+                                              Block&& block, Result&& result) {
+  typename L::F acc[NA], more[NA];
+  for (int j = 0; j < NA; ++j) acc[j] = more[j] = L::fzero();
+  for (int b = 0; b < blocks; ++b) {
+    const uint8_t* t = tiles + kTile * std::size_t(b);
+    if (kPrefetch && streaming) prefetch_ahead<kTile>(t);
+    block(t, b, acc, more);
+  }
+  for (int j = 0; j < NA; ++j) L::store(out + kGroupRows * j, result(acc[j], more[j]));
+}
+
+// The result of the types with one series.
+template <typename L>
+inline typename L::F acc_only(typename L::F acc, typename L::F) {
+  return acc;
+}
+
 template <typename L, int NA>
 void q8_0(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, bool streaming, float* out) {
   using I = typename L::I;
   using F = typename L::F;
   const Acts<L, NA> y(act, stride);
-  F acc[NA];
-  for (F& a : acc) a = L::fzero();
-  for (int b = 0; b < blocks; ++b) {
-    const uint8_t* t = tiles + 544 * std::size_t(b);
-    if (streaming) prefetch_ahead<544>(t);
+  over_tiles<L, NA, 544, true>(tiles, blocks, streaming, out, [&](const uint8_t* t, int b, F* acc, F*) {
     I sum[NA];
     for (I& s : sum) s = L::zero();
     #pragma GCC unroll 8
@@ -279,24 +299,23 @@ void q8_0(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stri
       const I total = L::kQ8Bias ? L::sub(sum[j], L::set1(L::kQ8Bias * a.sum)) : sum[j];
       acc[j] = add_block<L>(acc[j], total, d, a.d);
     }
-  }
-  for (int j = 0; j < NA; ++j) L::store(out + kGroupRows * j, acc[j]);
+  }, acc_only<L>);
 }
 
-// Q4_0, Q4_1, Q5_0, Q5_1.
-template <typename L, int NA, bool kMin, bool kFive>
+// Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL (Q4_0's tile; its nibbles index kIq4nlValues, signed, so
+// they take Q8_0's route: dot_q8, less kQ8Bias·Σa).
+template <typename L, int NA, QuantType kType>
 void block32(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, bool streaming, float* out) {
   using I = typename L::I;
   using F = typename L::F;
-  constexpr int kOffset = kMin ? 0 : kFive ? 16 : 8;
+  constexpr bool kMin = kType == QuantType::Q4_1 || kType == QuantType::Q5_1;
+  constexpr bool kFive = kType == QuantType::Q5_0 || kType == QuantType::Q5_1;
+  constexpr bool kTable = kType == QuantType::IQ4_NL;
+  constexpr int kOffset = kTable ? L::kQ8Bias : kMin ? 0 : kFive ? 16 : 8;
   constexpr std::size_t kMasks = kMin ? 64 : 32, kNibbles = kMasks + (kFive ? 64 : 0);
   constexpr std::size_t kTile = kNibbles + 256;
   const Acts<L, NA> y(act, stride);
-  F acc[NA], off[NA];
-  for (int j = 0; j < NA; ++j) acc[j] = off[j] = L::fzero();
-  for (int b = 0; b < blocks; ++b) {
-    const uint8_t* t = tiles + kTile * std::size_t(b);
-    if (streaming) prefetch_ahead<kTile>(t);
+  over_tiles<L, NA, kTile, true>(tiles, blocks, streaming, out, [&](const uint8_t* t, int b, F* acc, F* off) {
     I sum[NA];
     for (I& s : sum) s = L::zero();
     #pragma GCC unroll 4
@@ -307,10 +326,19 @@ void block32(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t s
         lo = L::fifth(lo, t + kMasks + 16 * i);
         hi = L::fifth(hi, t + kMasks + 16 * i + 8);
       }
+      if constexpr (kTable) {
+        lo = L::prepare_q8(L::iq4nl(lo));
+        hi = L::prepare_q8(L::iq4nl(hi));
+      }
       #pragma GCC unroll 4
       for (int j = 0; j < NA; ++j) {
-        sum[j] = L::dot(sum[j], lo, L::broadcast(y.b32(j, b).qs + 4 * i));
-        sum[j] = L::dot(sum[j], hi, L::broadcast(y.b32(j, b).qs + 16 + 4 * i));
+        if constexpr (kTable) {
+          sum[j] = L::dot_q8(sum[j], lo, L::broadcast(y.b32(j, b).qs + 4 * i));
+          sum[j] = L::dot_q8(sum[j], hi, L::broadcast(y.b32(j, b).qs + 16 + 4 * i));
+        } else {
+          sum[j] = L::dot(sum[j], lo, L::broadcast(y.b32(j, b).qs + 4 * i));
+          sum[j] = L::dot(sum[j], hi, L::broadcast(y.b32(j, b).qs + 16 + 4 * i));
+        }
       }
     }
     const F d = L::halves(t);
@@ -321,8 +349,7 @@ void block32(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t s
       acc[j] = add_block<L>(acc[j], total, d, a.d);
       if constexpr (kMin) off[j] = L::fadd(off[j], L::fmul(L::fmul(L::halves(t + 32), L::fset1(a.d)), L::fset1(float(a.sum))));
     }
-  }
-  for (int j = 0; j < NA; ++j) L::store(out + kGroupRows * j, kMin ? L::fadd(acc[j], off[j]) : acc[j]);
+  }, [](F acc, F off) { return kMin ? L::fadd(acc, off) : acc; });
 }
 
 // Q4_K, Q5_K.
@@ -332,11 +359,7 @@ void k45(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t strid
   using F = typename L::F;
   constexpr std::size_t kNibbles = kFive ? 832 : 320, kTile = kFive ? 2880 : 2368;
   const Acts<L, NA> y(act, stride);
-  F acc[NA], mins[NA];
-  for (int j = 0; j < NA; ++j) acc[j] = mins[j] = L::fzero();
-  for (int b = 0; b < blocks; ++b) {
-    const uint8_t* t = tiles + kTile * std::size_t(b);
-    if (streaming) prefetch_ahead<kTile>(t);
+  over_tiles<L, NA, kTile, true>(tiles, blocks, streaming, out, [&](const uint8_t* t, int b, F* acc, F* mins) {
     I total[NA];
     for (I& s : total) s = L::zero();
     for (int p = 0; p < 4; ++p) {
@@ -371,19 +394,16 @@ void k45(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t strid
       acc[j] = add_block<L>(acc[j], total[j], d, a.d);
       mins[j] = add_block<L>(mins[j], m, dmin, a.d);
     }
-  }
-  for (int j = 0; j < NA; ++j) L::store(out + kGroupRows * j, L::fsub(acc[j], mins[j]));
+  }, [](F acc, F mins) { return L::fsub(acc, mins); });
 }
 
+// Q6_K spreads its prefetch over its 16 steps.
 template <typename L, int NA>
 void q6_k(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, bool streaming, float* out) {
   using I = typename L::I;
   using F = typename L::F;
   const Acts<L, NA> y(act, stride);
-  F acc[NA];
-  for (F& a : acc) a = L::fzero();
-  for (int b = 0; b < blocks; ++b) {
-    const uint8_t* t = tiles + 3360 * std::size_t(b);
+  over_tiles<L, NA, 3360, false>(tiles, blocks, streaming, out, [&](const uint8_t* t, int b, F* acc, F*) {
     I total[NA];
     for (I& s : total) s = L::zero();
     for (int s0 = 0; s0 < 4; ++s0) {  // sub-blocks s0 + 4c: k-groups t + 16c for t in 4·s0 … 4·s0 + 3
@@ -416,8 +436,7 @@ void q6_k(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stri
     const F d = L::halves(t);
     #pragma GCC unroll 4
     for (int j = 0; j < NA; ++j) acc[j] = add_block<L>(acc[j], total[j], d, y.bk(j, b).d);
-  }
-  for (int j = 0; j < NA; ++j) L::store(out + kGroupRows * j, acc[j]);
+  }, acc_only<L>);
 }
 
 }  // namespace

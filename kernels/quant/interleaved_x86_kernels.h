@@ -20,16 +20,16 @@ void by_acts(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t s
 }
 
 template <typename L, int NA> struct Q8_0K { static constexpr auto run = q8_0<L, NA>; };
-template <typename L, int NA> struct Q4_0K { static constexpr auto run = block32<L, NA, false, false>; };
-template <typename L, int NA> struct Q4_1K { static constexpr auto run = block32<L, NA, true, false>; };
-template <typename L, int NA> struct Q5_0K { static constexpr auto run = block32<L, NA, false, true>; };
-template <typename L, int NA> struct Q5_1K { static constexpr auto run = block32<L, NA, true, true>; };
+template <typename L, int NA> struct Q4_0K { static constexpr auto run = block32<L, NA, QuantType::Q4_0>; };
+template <typename L, int NA> struct Q4_1K { static constexpr auto run = block32<L, NA, QuantType::Q4_1>; };
+template <typename L, int NA> struct Q5_0K { static constexpr auto run = block32<L, NA, QuantType::Q5_0>; };
+template <typename L, int NA> struct Q5_1K { static constexpr auto run = block32<L, NA, QuantType::Q5_1>; };
 template <typename L, int NA> struct Q4_KK { static constexpr auto run = k45<L, NA, false>; };
 template <typename L, int NA> struct Q5_KK { static constexpr auto run = k45<L, NA, true>; };
 template <typename L, int NA> struct Q6_KK { static constexpr auto run = q6_k<L, NA>; };
 template <typename L, int NA> struct Q2_KK { static constexpr auto run = k23<L, NA, false>; };
 template <typename L, int NA> struct Q3_KK { static constexpr auto run = k23<L, NA, true>; };
-template <typename L, int NA> struct IQ4_NLK { static constexpr auto run = iq4_nl<L, NA>; };
+template <typename L, int NA> struct IQ4_NLK { static constexpr auto run = block32<L, NA, QuantType::IQ4_NL>; };
 template <typename L, int NA> struct IQ4_XSK { static constexpr auto run = iq4_xs<L, NA>; };
 
 template <typename L>

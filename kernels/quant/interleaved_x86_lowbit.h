@@ -1,8 +1,8 @@
 #pragma once
-// Internal, for interleaved_x86_kernels.h only: interleaved.h's kernels for Q2_K, Q3_K, IQ4_NL
-// and IQ4_XS over interleaved_x86.h's lanes, with the same exact integer totals and float steps
-// as interleaved_portable.cpp. The IQ4 types' table values are signed, so they take Q8_0's
-// signed route (dot_q8, less kQ8Bias · Σa per scale group).
+// Internal, for interleaved_x86_kernels.h only: interleaved.h's kernels for Q2_K, Q3_K and
+// IQ4_XS over interleaved_x86.h's lanes, with the same exact integer totals and float steps as
+// interleaved_portable.cpp (IQ4_NL is interleaved_x86.h's block32). IQ4_XS's table values are
+// signed, so they take Q8_0's signed route (dot_q8, less kQ8Bias · Σa per scale group).
 
 #include "kernels/quant/interleaved_x86.h"
 
@@ -17,11 +17,7 @@ void k23(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t strid
   using F = typename L::F;
   constexpr std::size_t kTile = kThree ? 1824 : 1344, kCrumbs = kThree ? 288 : 320, kMasks = 1312;
   const Acts<L, NA> y(act, stride);
-  F acc[NA], mins[NA];
-  for (int j = 0; j < NA; ++j) acc[j] = mins[j] = L::fzero();
-  for (int b = 0; b < blocks; ++b) {
-    const uint8_t* t = tiles + kTile * std::size_t(b);
-    if (streaming) prefetch_ahead<kTile>(t);
+  over_tiles<L, NA, kTile, true>(tiles, blocks, streaming, out, [&](const uint8_t* t, int b, F* acc, F* mins) {
     I total[NA];
     for (I& s : total) s = L::zero();
     for (int h = 0; h < 2; ++h) {
@@ -67,41 +63,7 @@ void k23(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t strid
         mins[j] = add_block<L>(mins[j], m, L::halves(t + 32), a.d);
       }
     }
-  }
-  for (int j = 0; j < NA; ++j) L::store(out + kGroupRows * j, kThree ? acc[j] : L::fsub(acc[j], mins[j]));
-}
-
-template <typename L, int NA>
-void iq4_nl(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t stride, bool streaming, float* out) {
-  using I = typename L::I;
-  using F = typename L::F;
-  const Acts<L, NA> y(act, stride);
-  F acc[NA];
-  for (F& a : acc) a = L::fzero();
-  for (int b = 0; b < blocks; ++b) {
-    const uint8_t* t = tiles + 288 * std::size_t(b);
-    if (streaming) prefetch_ahead<288>(t);
-    I sum[NA];
-    for (I& s : sum) s = L::zero();
-    #pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-      const I v = L::load(t + 32 + 64 * i);
-      const I lo = L::prepare_q8(L::iq4nl(L::low4(v))), hi = L::prepare_q8(L::iq4nl(L::high4(v)));
-      #pragma GCC unroll 4
-      for (int j = 0; j < NA; ++j) {
-        sum[j] = L::dot_q8(sum[j], lo, L::broadcast(y.b32(j, b).qs + 4 * i));
-        sum[j] = L::dot_q8(sum[j], hi, L::broadcast(y.b32(j, b).qs + 16 + 4 * i));
-      }
-    }
-    const F d = L::halves(t);
-    #pragma GCC unroll 4
-    for (int j = 0; j < NA; ++j) {
-      const ActBlock32& a = y.b32(j, b);
-      const I total = L::kQ8Bias ? L::sub(sum[j], L::set1(L::kQ8Bias * a.sum)) : sum[j];
-      acc[j] = add_block<L>(acc[j], total, d, a.d);
-    }
-  }
-  for (int j = 0; j < NA; ++j) L::store(out + kGroupRows * j, acc[j]);
+  }, [](F acc, F mins) { return kThree ? acc : L::fsub(acc, mins); });
 }
 
 template <typename L, int NA>
@@ -109,11 +71,7 @@ void iq4_xs(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t st
   using I = typename L::I;
   using F = typename L::F;
   const Acts<L, NA> y(act, stride);
-  F acc[NA];
-  for (F& a : acc) a = L::fzero();
-  for (int b = 0; b < blocks; ++b) {
-    const uint8_t* t = tiles + 2208 * std::size_t(b);
-    if (streaming) prefetch_ahead<2208>(t);
+  over_tiles<L, NA, 2208, true>(tiles, blocks, streaming, out, [&](const uint8_t* t, int b, F* acc, F*) {
     I total[NA];
     for (I& s : total) s = L::zero();
     for (int s = 0; s < 8; ++s) {
@@ -141,8 +99,7 @@ void iq4_xs(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t st
     const F d = L::halves(t);
     #pragma GCC unroll 4
     for (int j = 0; j < NA; ++j) acc[j] = add_block<L>(acc[j], total[j], d, y.bk(j, b).d);
-  }
-  for (int j = 0; j < NA; ++j) L::store(out + kGroupRows * j, acc[j]);
+  }, acc_only<L>);
 }
 
 }  // namespace

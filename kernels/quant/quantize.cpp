@@ -49,10 +49,10 @@ void quantize_row(QuantType type, const float* src, void* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) out[i] = f32_to_bf16(src[i]);
       return;
     }
-    case QuantType::Q4_0: return quantize_q4_0(src, static_cast<BlockQ4_0*>(dst), blocks);
-    case QuantType::Q4_1: return quantize_q4_1(src, static_cast<BlockQ4_1*>(dst), blocks);
-    case QuantType::Q5_0: return quantize_q5_0(src, static_cast<BlockQ5_0*>(dst), blocks);
-    case QuantType::Q5_1: return quantize_q5_1(src, static_cast<BlockQ5_1*>(dst), blocks);
+    case QuantType::Q4_0: return quantize_blocks32(src, static_cast<BlockQ4_0*>(dst), blocks);
+    case QuantType::Q4_1: return quantize_blocks32(src, static_cast<BlockQ4_1*>(dst), blocks);
+    case QuantType::Q5_0: return quantize_blocks32(src, static_cast<BlockQ5_0*>(dst), blocks);
+    case QuantType::Q5_1: return quantize_blocks32(src, static_cast<BlockQ5_1*>(dst), blocks);
     case QuantType::Q8_0: return quantize_q8_0(src, static_cast<BlockQ8_0*>(dst), blocks);
     case QuantType::Q8_1: return quantize_q8_1(src, static_cast<BlockQ8_1*>(dst), blocks);
     case QuantType::IQ4_NL: return quantize_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), blocks);

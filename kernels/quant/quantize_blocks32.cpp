@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/half.h"
 #include "kernels/quant/quantize_impl.h"
@@ -17,18 +18,6 @@ namespace {
 // Truncation toward zero of a value in [0, top], as ggml's (int8_t) casts of the already offset
 // values; clamping first keeps a NaN or out-of-range input defined.
 int truncate_level(float v, int top) { return int(std::fmin(std::fmax(v, 0.0f), float(top))); }
-
-// The signed value of largest magnitude (the first one, on ties).
-float signed_absmax(const float* x) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < kQK; ++j) {
-    if (amax < std::fabs(x[j])) {
-      amax = std::fabs(x[j]);
-      max = x[j];
-    }
-  }
-  return max;
-}
 
 struct Range {
   float min, max;
@@ -42,8 +31,8 @@ Range value_range(const float* x) {
   return r;
 }
 
-// Element j of a block goes to the low nibble of byte j, element j + 16 to the high nibble;
-// a fifth bit, when there is one, goes to bit j (j + 16) of the 32-bit qh.
+// Q5_0 / Q5_1's levels: element j of a block goes to the low nibble of byte j, element j + 16 to
+// the high nibble (as Q4_0 / Q4_1's); the fifth bit goes to bit j (j + 16) of the 32-bit qh.
 void pack_5bit(const int (&q)[kQK], uint8_t* qs, uint8_t* qh_bytes) {
   uint32_t qh = 0;
   for (int j = 0; j < kQK / 2; ++j) {
@@ -56,57 +45,39 @@ void pack_5bit(const int (&q)[kQK], uint8_t* qs, uint8_t* qh_bytes) {
 
 }  // namespace
 
-void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t blocks) {
+template <typename Block>
+void quantize_blocks32(const float* x, Block* y, int64_t blocks) {
+  constexpr bool kMin = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>;
+  constexpr bool kFive = std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>;
+  constexpr int kTop = kFive ? 31 : 15;           // the highest level
+  constexpr float kZero = (kTop + 1) / 2 + 0.5f;  // the symmetric types' level of 0, plus ½
   for (int64_t b = 0; b < blocks; ++b, x += kQK) {
-    const float d = signed_absmax(x) / -8;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = f32_to_f16(d);
-    for (int j = 0; j < kQK / 2; ++j) {
-      const int q0 = truncate_level(x[j] * id + 8.5f, 15);
-      const int q1 = truncate_level(x[j + kQK / 2] * id + 8.5f, 15);
-      y[b].qs[j] = uint8_t(q0 | (q1 << 4));
+    int q[kQK];
+    if constexpr (kMin) {
+      const Range r = value_range(x);
+      const float d = (r.max - r.min) / kTop;
+      const float id = d != 0.0f ? 1.0f / d : 0.0f;
+      y[b].d = f32_to_f16(d);
+      y[b].m = f32_to_f16(r.min);
+      for (int j = 0; j < kQK; ++j) q[j] = truncate_level((x[j] - r.min) * id + 0.5f, kTop);
+    } else {
+      const float d = largest_magnitude(kQK, x) / -((kTop + 1) / 2);
+      const float id = d != 0.0f ? 1.0f / d : 0.0f;
+      y[b].d = f32_to_f16(d);
+      for (int j = 0; j < kQK; ++j) q[j] = truncate_level(x[j] * id + kZero, kTop);
+    }
+    if constexpr (kFive) {
+      pack_5bit(q, y[b].qs, y[b].qh);
+    } else {
+      for (int j = 0; j < kQK / 2; ++j) y[b].qs[j] = uint8_t(q[j] | (q[j + kQK / 2] << 4));
     }
   }
 }
 
-void quantize_q4_1(const float* x, BlockQ4_1* y, int64_t blocks) {
-  for (int64_t b = 0; b < blocks; ++b, x += kQK) {
-    const Range r = value_range(x);
-    const float d = (r.max - r.min) / 15;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = f32_to_f16(d);
-    y[b].m = f32_to_f16(r.min);
-    for (int j = 0; j < kQK / 2; ++j) {
-      const int q0 = truncate_level((x[j] - r.min) * id + 0.5f, 15);
-      const int q1 = truncate_level((x[j + kQK / 2] - r.min) * id + 0.5f, 15);
-      y[b].qs[j] = uint8_t(q0 | (q1 << 4));
-    }
-  }
-}
-
-void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t blocks) {
-  for (int64_t b = 0; b < blocks; ++b, x += kQK) {
-    const float d = signed_absmax(x) / -16;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = f32_to_f16(d);
-    int q[kQK];
-    for (int j = 0; j < kQK; ++j) q[j] = truncate_level(x[j] * id + 16.5f, 31);
-    pack_5bit(q, y[b].qs, y[b].qh);
-  }
-}
-
-void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t blocks) {
-  for (int64_t b = 0; b < blocks; ++b, x += kQK) {
-    const Range r = value_range(x);
-    const float d = (r.max - r.min) / 31;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = f32_to_f16(d);
-    y[b].m = f32_to_f16(r.min);
-    int q[kQK];
-    for (int j = 0; j < kQK; ++j) q[j] = truncate_level((x[j] - r.min) * id + 0.5f, 31);
-    pack_5bit(q, y[b].qs, y[b].qh);
-  }
-}
+template void quantize_blocks32(const float* x, BlockQ4_0* y, int64_t blocks);
+template void quantize_blocks32(const float* x, BlockQ4_1* y, int64_t blocks);
+template void quantize_blocks32(const float* x, BlockQ5_0* y, int64_t blocks);
+template void quantize_blocks32(const float* x, BlockQ5_1* y, int64_t blocks);
 
 namespace {
 

@@ -34,15 +34,8 @@ int nearest_level(float x) {
 // The best scale for 32 values on the non-linear grid (0 for an all-zero block): the fit of
 // the grid that puts the largest magnitude on level 0, then of 2·kTries + 1 grids around it.
 float fit_block(const float* x) {
-  float amax = 0, max = 0;
-  for (int j = 0; j < 32; ++j) {
-    const float ax = std::fabs(x[j]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[j];
-    }
-  }
-  if (amax < kGroupMaxEps) return 0.0f;
+  const float max = largest_magnitude(32, x);
+  if (std::fabs(max) < kGroupMaxEps) return 0.0f;
   auto sums = [&](float id, float* sumqx, float* sumq2) {
     *sumqx = *sumq2 = 0;
     for (int j = 0; j < 32; ++j) {
@@ -88,14 +81,8 @@ void quantize_iq4_xs(const float* x, BlockIQ4_XS* y, int64_t blocks) {
   constexpr int kSub = kQK_K / 32;
   for (int64_t b = 0; b < blocks; ++b, x += kQK_K) {
     float scales[kSub];
-    float max_scale = 0, amax_scale = 0;
-    for (int s = 0; s < kSub; ++s) {
-      scales[s] = fit_block(x + 32 * s);
-      if (std::fabs(scales[s]) > amax_scale) {
-        amax_scale = std::fabs(scales[s]);
-        max_scale = scales[s];
-      }
-    }
+    for (int s = 0; s < kSub; ++s) scales[s] = fit_block(x + 32 * s);
+    const float max_scale = largest_magnitude(kSub, scales);
     // ggml requantizes against the unrounded d, not the f16 it stores.
     const float d = -max_scale / 32;
     y[b].d = f32_to_f16(d);

@@ -81,44 +81,24 @@ namespace {
 // slightly stretched or shrunk grids and keeps the least-squares scale of the best one.
 // Returns the scale. (ggml's make_qx_quants with rmse_type 1 and no importance weights.)
 float fit_symmetric_levels(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = largest_magnitude(n, x);
+  if (std::fabs(max) < kGroupMaxEps) {
     std::fill(L, L + n, int8_t(0));
     return 0.0f;
   }
-  auto level = [&](float iscale, int i) { return std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1); };
   float iscale = -nmax / max;
-  float sumlx = 0, suml2 = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = level(iscale, i);
-    L[i] = int8_t(l + nmax);
-    const float w = x[i] * x[i];
-    sumlx += w * x[i] * l;
-    suml2 += w * l * l;
-  }
-  float scale = suml2 != 0 ? sumlx / suml2 : 0.0f;
-  float best = scale * sumlx;
+  for (int i = 0; i < n; ++i) L[i] = int8_t(symmetric_level(iscale, x[i], nmax) + nmax);
+  const LevelSums first = symmetric_level_sums(n, nmax, x, iscale);
+  float scale = first.l2 != 0 ? first.lx / first.l2 : 0.0f;
+  float best = scale * first.lx;
   for (int is = -9; is <= 9; ++is) {
     if (is == 0) continue;
     iscale = -(nmax + 0.1f * is) / max;
-    sumlx = suml2 = 0;
-    for (int i = 0; i < n; ++i) {
-      const int l = level(iscale, i);
-      const float w = x[i] * x[i];
-      sumlx += w * x[i] * l;
-      suml2 += w * l * l;
-    }
-    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-      for (int i = 0; i < n; ++i) L[i] = int8_t(nmax + level(iscale, i));
-      scale = sumlx / suml2;
-      best = scale * sumlx;
+    const LevelSums sums = symmetric_level_sums(n, nmax, x, iscale);
+    if (sums.l2 > 0 && sums.lx * sums.lx > best * sums.l2) {
+      for (int i = 0; i < n; ++i) L[i] = int8_t(nmax + symmetric_level(iscale, x[i], nmax));
+      scale = sums.lx / sums.l2;
+      best = scale * sums.lx;
     }
   }
   return scale;
@@ -218,15 +198,9 @@ void quantize_q6_k(const float* x, BlockQ6_K* y, int64_t blocks) {
   for (int64_t b = 0; b < blocks; ++b, x += kQK_K) {
     int8_t L[kQK_K];
     float scales[kSub];
-    float max_scale = 0, max_abs_scale = 0;
-    for (int j = 0; j < kSub; ++j) {
-      scales[j] = fit_symmetric_levels(16, 32, x + 16 * j, L + 16 * j);
-      if (std::fabs(scales[j]) > max_abs_scale) {
-        max_abs_scale = std::fabs(scales[j]);
-        max_scale = scales[j];
-      }
-    }
-    if (max_abs_scale < kGroupMaxEps) {
+    for (int j = 0; j < kSub; ++j) scales[j] = fit_symmetric_levels(16, 32, x + 16 * j, L + 16 * j);
+    const float max_scale = largest_magnitude(kSub, scales);
+    if (std::fabs(max_scale) < kGroupMaxEps) {
       std::memset(&y[b], 0, sizeof(y[b]));
       continue;
     }

@@ -22,27 +22,15 @@ constexpr int kSub = kQK_K / 16;
 // single values to the level that most raises the x²-weighted fit, up to 5 sweeps. Returns
 // the least-squares scale. (ggml's make_q3_quants with do_rmse.)
 float fit_q3_levels(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = largest_magnitude(n, x);
+  if (std::fabs(max) < kGroupMaxEps) {
     std::fill(L, L + n, int8_t(0));
     return 0.0f;
   }
   const float iscale = -nmax / max;
-  float sumlx = 0, suml2 = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
-    L[i] = int8_t(l);
-    const float w = x[i] * x[i];
-    sumlx += w * x[i] * l;
-    suml2 += w * l * l;
-  }
+  for (int i = 0; i < n; ++i) L[i] = int8_t(symmetric_level(iscale, x[i], nmax));
+  const LevelSums first = symmetric_level_sums(n, nmax, x, iscale);
+  float sumlx = first.lx, suml2 = first.l2;
   for (int sweep = 0; sweep < 5; ++sweep) {
     int changed = 0;
     for (int i = 0; i < n; ++i) {
@@ -117,14 +105,8 @@ void quantize_q3_k(const float* x, BlockQ3_K* y, int64_t blocks) {
   for (int64_t b = 0; b < blocks; ++b, x += kQK_K) {
     int8_t L[kQK_K];
     float scales[kSub];
-    float max_scale = 0, amax = 0;
-    for (int j = 0; j < kSub; ++j) {
-      scales[j] = fit_q3_levels(16, 4, x + 16 * j, L + 16 * j);
-      if (std::fabs(scales[j]) > amax) {
-        amax = std::fabs(scales[j]);
-        max_scale = scales[j];
-      }
-    }
+    for (int j = 0; j < kSub; ++j) scales[j] = fit_q3_levels(16, 4, x + 16 * j, L + 16 * j);
+    const float max_scale = largest_magnitude(kSub, scales);
     std::memset(y[b].scales, 0, sizeof(y[b].scales));
     if (max_scale != 0) {
       const float iscale = -32.f / max_scale;
