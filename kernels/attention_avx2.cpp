@@ -113,7 +113,7 @@ template <KvCacheType T, int H, int W, bool kMasked>
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) acc[h][c][w] = _mm256_setzero_ps();
   }
-  auto step = [&](int c, int i) [[gnu::always_inline]] {
+  auto step = [&](int c, int i) {
     __m256 vi[W];
 #pragma GCC unroll 4
     for (int w = 0; w < W; ++w) vi[w] = load_row<T, kMasked>(v[i], d + 8 * w, m[w]);

@@ -109,7 +109,7 @@ template <KvCacheType T, int H, int W, bool kMasked>
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) acc[h][c][w] = _mm512_setzero_ps();
   }
-  auto step = [&](int c, int i) [[gnu::always_inline]] {
+  auto step = [&](int c, int i) {
     __m512 vi[W];
 #pragma GCC unroll 4
     for (int w = 0; w < W; ++w) vi[w] = load_row<T, kMasked>(v[i], d + 16 * w, m[w]);
