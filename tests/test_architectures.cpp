@@ -27,6 +27,7 @@
 #include "pagoda/error.h"
 #include "support/batch_driver.h"
 #include "support/lora_support.h"
+#include "support/oracle.h"
 #include "support/test_support.h"
 
 namespace pagoda {
@@ -101,20 +102,6 @@ std::vector<int32_t> random_prompt(int32_t vocab, size_t n, uint32_t seed) {
   std::vector<int32_t> ids(n);
   for (int32_t& id : ids) id = int32_t(rng() % uint32_t(vocab));
   return ids;
-}
-
-// Greedy ids from the oracle: the prompt fed position by position, then `n` argmax tokens.
-std::vector<int32_t> oracle_greedy(const Model& m, const std::vector<int32_t>& prompt, int32_t n) {
-  ReferenceModel oracle(m);
-  std::vector<int32_t> tokens = prompt, out;
-  for (size_t pos = 0; out.size() < size_t(n); ++pos) {
-    const auto& logits = oracle.forward(tokens[pos], int32_t(pos));
-    if (pos + 1 >= tokens.size()) {
-      out.push_back(argmax(logits));
-      tokens.push_back(out.back());
-    }
-  }
-  return out;
 }
 
 struct Runner {
@@ -215,7 +202,7 @@ TEST_P(Architectures, MatchesTheOracle) {
   }
   // The golden ids, from the oracle alone, against the engine alone and in a crowd.
   for (size_t i = 0; i < prompts.size(); ++i) {
-    const std::vector<int32_t> golden = oracle_greedy(r.model, prompts[i], 12);
+    const std::vector<int32_t> golden = test::oracle_greedy(r.model, prompts[i], 12);
     EXPECT_EQ(seqs[i].generated(), golden) << "in a crowd, prompt " << i;
     EXPECT_EQ(r.run({prompts[i]}, 12, 64)[0].generated(), golden) << "alone, prompt " << i;
   }
@@ -299,7 +286,7 @@ TEST(SlidingWindowPrefixCache, CachedPrefixesGiveTheOraclesIds) {
       RequestHandle handle = engine.submit(std::move(r));
       return test::await(handle).token_ids;
     };
-    for (const auto& prompt : {a, a, b}) EXPECT_EQ(generate(prompt), oracle_greedy(m, prompt, 12));
+    for (const auto& prompt : {a, a, b}) EXPECT_EQ(generate(prompt), test::oracle_greedy(m, prompt, 12));
     EXPECT_GT(engine.metrics().prefix_hit_tokens, 64);  // a again, then b's shared pages
   }
 }
