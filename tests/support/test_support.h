@@ -82,6 +82,10 @@ std::string read_file(const std::string& path);
 // "\n__ggml_vocab_test__\n".
 std::vector<std::string> read_vocab_cases(const std::string& path);
 
+// A random-weight model of `config` (`seed`, SynthSpec's other defaults) in the scratch
+// folder as `name`, written by the first call with that name and reused by later ones.
+const std::string& synth_model_once(const std::string& name, const ModelConfig& config, uint64_t seed);
+
 // A small random Llama with grouped-query attention (written once per program and reused).
 const std::string& tiny_gqa_model();
 ModelConfig tiny_gqa_config();
