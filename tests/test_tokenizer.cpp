@@ -26,6 +26,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "pagoda/error.h"
 #include "support/test_support.h"
+#include "support/vocab_support.h"
 
 namespace pagoda {
 namespace {
@@ -134,26 +135,11 @@ TEST(TokenizerGolden, BothVocabulariesAgreeAndRoundTrip) {
 // stored as "▁" when `escaped`).
 TokenizerVocab make_vocab(const std::vector<std::pair<std::string, float>>& pieces, bool escaped = true,
                           bool bytes = true) {
-  TokenizerVocab v;
-  auto add = [&](std::string t, float s, TokenType type) {
-    v.tokens.push_back(std::move(t));
-    v.scores.push_back(s);
-    v.types.push_back(type);
-  };
-  add("<unk>", 0, TokenType::Unknown);
-  add("<s>", 0, TokenType::Control);
-  add("</s>", 0, TokenType::Control);
-  if (bytes) {
-    for (int b = 0; b < 256; ++b) {
-      char name[8];
-      std::snprintf(name, sizeof name, "<0x%02X>", b);
-      add(name, 0, TokenType::Byte);
-    }
-  }
+  TokenizerVocab v = test::spm_vocab_base(bytes);
   for (const auto& [text, score] : pieces) {
     std::string t;
     for (char c : text) t += (c == ' ' && escaped) ? kSpace : std::string(1, c);
-    add(std::move(t), score, TokenType::Normal);
+    test::add_token(v, std::move(t), TokenType::Normal, score);
   }
   v.space_marker = escaped ? SpaceMarker::Escaped : SpaceMarker::Space;
   return v;
@@ -200,9 +186,7 @@ std::vector<int32_t> naive_encode(const TokenizerVocab& v, std::string_view text
       out.push_back(it->second);
     } else {
       for (unsigned char c : span) {
-        char name[8];
-        std::snprintf(name, sizeof name, "<0x%02X>", c);
-        auto b = ids.find(name);
+        auto b = ids.find(test::byte_token_text(c));
         out.push_back(b != ids.end() ? b->second : v.unk_id);
       }
     }
