@@ -21,4 +21,7 @@ int max_json_depth();
 // json::parse does, so the callers' messages stay as they were.
 nlohmann::json parse_json_body(std::string_view text, int max_depth = max_json_depth());
 
+// A request's body through parse_json_body, invalid JSON answered with a 400 that says so.
+nlohmann::json parse_request_body(std::string_view text);
+
 }  // namespace pagoda::server
