@@ -347,16 +347,7 @@ TEST_F(EngineSpeculative, CancelInTheMiddleOfSpeculationReturnsEveryPage) {
     RequestHandle h = engine.submit(p);
     return await(h);
   }();
-  std::atomic<int> seen{0};
-  std::atomic<RequestHandle*> self{nullptr};
-  r.on_token = [&](const StreamEvent&) {
-    if (++seen != 20) return;
-    while (!self.load()) std::this_thread::yield();  // the handle is on its way back from submit
-    self.load()->cancel();
-  };
-  RequestHandle h = engine.submit(r);
-  self = &h;
-  const Completion c = await(h);
+  const Completion c = test::SelfCancellingRequest(engine, r, 20).await();
   ASSERT_EQ(c.finish_reason, FinishReason::Cancelled);
   ASSERT_LE(c.token_ids.size(), plain.token_ids.size());
   EXPECT_TRUE(std::equal(c.token_ids.begin(), c.token_ids.end(), plain.token_ids.begin()));
@@ -555,16 +546,7 @@ TEST_F(EngineSpeculativeDraft, CancelInTheMiddleOfDraftingReturnsEveryPage) {
   r.speculative = SpeculativeParams{};
   const Completion plain = [&] { RequestHandle h = engine.submit(r); return await(h); }();
   r.speculative = drafted();
-  std::atomic<int> seen{0};
-  std::atomic<RequestHandle*> self{nullptr};
-  r.on_token = [&](const StreamEvent&) {
-    if (++seen != 20) return;
-    while (!self.load()) std::this_thread::yield();
-    self.load()->cancel();
-  };
-  RequestHandle h = engine.submit(r);
-  self = &h;
-  const Completion got = await(h);
+  const Completion got = test::SelfCancellingRequest(engine, r, 20).await();
   ASSERT_EQ(got.finish_reason, FinishReason::Cancelled);
   ASSERT_LE(got.token_ids.size(), plain.token_ids.size());
   EXPECT_TRUE(std::equal(got.token_ids.begin(), got.token_ids.end(), plain.token_ids.begin()));

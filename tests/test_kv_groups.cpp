@@ -11,7 +11,6 @@
 #include <atomic>
 #include <cstdio>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include "engine/forward/model_runner.h"
@@ -472,18 +471,9 @@ TEST_P(SlidingModels, CancelMidGenerationReturnsEveryPage) {
   Engine engine(engine_config(path));
   const Request keep = greedy(random_prompt(model.config.vocab_size, 25, 81), 60);
   const Completion want = test::run_all(engine, {keep})[0];
-  Request doomed = greedy(random_prompt(model.config.vocab_size, 25, 82), 150);
-  std::atomic<int> seen{0};
-  std::atomic<RequestHandle*> self{nullptr};
-  doomed.on_token = [&](const StreamEvent&) {
-    if (++seen != 40) return;
-    while (!self.load()) std::this_thread::yield();
-    self.load()->cancel();
-  };
-  RequestHandle h = engine.submit(doomed);
-  self = &h;
+  test::SelfCancellingRequest doomed(engine, greedy(random_prompt(model.config.vocab_size, 25, 82), 150), 40);
   RequestHandle k = engine.submit(keep);
-  const Completion cancelled = test::await(h);
+  const Completion cancelled = doomed.await();
   EXPECT_EQ(cancelled.finish_reason, FinishReason::Cancelled);
   EXPECT_LT(cancelled.token_ids.size(), 150u);
   test::expect_same_completions({test::await(k)}, {want});

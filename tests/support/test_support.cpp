@@ -78,6 +78,16 @@ Completion await(RequestHandle& handle) {
   return handle.get();
 }
 
+SelfCancellingRequest::SelfCancellingRequest(Engine& engine, Request r, int tokens) {
+  r.on_token = [this, tokens](const StreamEvent&) {
+    if (++seen_ != tokens) return;
+    while (!submitted_.load()) std::this_thread::yield();  // the handle is on its way back from submit
+    handle_->cancel();
+  };
+  handle_.emplace(engine.submit(std::move(r)));
+  submitted_ = true;
+}
+
 Request greedy_request(const std::vector<int32_t>& prompt, int32_t n, const std::string& adapter) {
   Request r;
   r.prompt_ids = prompt;

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,21 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 // The request's completion, waiting with a generous limit so that a bug shows as a failure
 // rather than a hung test.
 Completion await(RequestHandle& handle);
+
+// A request that cancels itself from its own on_token callback once it has made `tokens`
+// tokens: submitted to `engine` on construction, and not to be moved (the callback refers to it).
+class SelfCancellingRequest {
+ public:
+  SelfCancellingRequest(Engine& engine, Request r, int tokens);
+  SelfCancellingRequest(const SelfCancellingRequest&) = delete;
+  SelfCancellingRequest& operator=(const SelfCancellingRequest&) = delete;
+  Completion await() { return test::await(*handle_); }
+
+ private:
+  std::atomic<int> seen_{0};
+  std::atomic<bool> submitted_{false};
+  std::optional<RequestHandle> handle_;
+};
 
 // A greedy request for `n` new tokens (EOS ignored) on `adapter` ("" for the base model).
 Request greedy_request(const std::vector<int32_t>& prompt, int32_t n = 24, const std::string& adapter = "");
