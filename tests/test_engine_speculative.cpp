@@ -322,10 +322,8 @@ TEST_F(EngineSpeculative, PreemptionInTheMiddleOfSpeculationGivesPlainTokens) {
   for (PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
     SCOPED_TRACE(mode == PreemptionMode::Swap ? "swap" : "recompute");
     // Room for about two of the five sequences at once: the others are preempted mid-run.
-    EngineConfig c{.model_path = model_, .threads = 2, .kv_pages = 40, .tokens_per_page = 8};
-    c.preemption = mode;
-    c.prefix_caching = false;
-    Engine engine(c);
+    Engine engine({.model_path = model_, .threads = 2, .kv_pages = 40, .tokens_per_page = 8, .preemption = mode,
+                   .prefix_caching = false});
     std::vector<Request> rs = retellings(120, 1);
     for (size_t i = 0; i < rs.size(); ++i) {
       rs[i].sampling.temperature = i % 2 ? 0.7f : 0.0f;
@@ -524,13 +522,8 @@ TEST_F(EngineSpeculativeDraft, PreemptionAndATightDraftPoolGivePlainTokens) {
     SCOPED_TRACE(mode == PreemptionMode::Swap ? "swap" : "recompute");
     // Room for about two of the five sequences at once in either cache: the others are
     // preempted mid-run, and find no draft pages now and then.
-    EngineConfig c{.model_path = model_, .threads = 2, .kv_pages = 40, .tokens_per_page = 8};
-    c.preemption = mode;
-    c.prefix_caching = false;
-    c.draft_model_path = model_;
-    c.draft_kv_pages = 40;
-    c.prefill_chunk = 24;
-    Engine engine(c);
+    Engine engine({.model_path = model_, .threads = 2, .kv_pages = 40, .tokens_per_page = 8, .prefill_chunk = 24,
+                   .preemption = mode, .prefix_caching = false, .draft_model_path = model_, .draft_kv_pages = 40});
     EXPECT_EQ(engine.metrics().draft_kv_pages_total, 40);
     const int64_t before = engine.metrics().preempted;
     expect_speculation_changes_nothing(engine, sampled(120), drafted());
