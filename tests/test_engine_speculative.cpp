@@ -84,6 +84,13 @@ void expect_speculation_changes_nothing(Engine& engine, const std::vector<Reques
   expect_draft_idle(engine);
 }
 
+// A request cancelled partway (`got`) ended as cancelled with a prefix of its uncancelled tokens.
+void expect_cancelled_prefix(const Completion& got, const Completion& plain) {
+  ASSERT_EQ(got.finish_reason, FinishReason::Cancelled);
+  ASSERT_LE(got.token_ids.size(), plain.token_ids.size());
+  EXPECT_TRUE(std::equal(got.token_ids.begin(), got.token_ids.end(), plain.token_ids.begin()));
+}
+
 TEST(NgramProposer, ProposesWhatFollowedTheLatestLongestMatch) {
   const std::vector<int32_t> tokens = {5, 1, 2, 3, 9, 9, 7, 2, 3, 4, 8, 6, 1, 2, 3};
   std::vector<int32_t> out;
@@ -345,10 +352,7 @@ TEST_F(EngineSpeculative, CancelInTheMiddleOfSpeculationReturnsEveryPage) {
     RequestHandle h = engine.submit(p);
     return await(h);
   }();
-  const Completion c = test::SelfCancellingRequest(engine, r, 20).await();
-  ASSERT_EQ(c.finish_reason, FinishReason::Cancelled);
-  ASSERT_LE(c.token_ids.size(), plain.token_ids.size());
-  EXPECT_TRUE(std::equal(c.token_ids.begin(), c.token_ids.end(), plain.token_ids.begin()));
+  ASSERT_NO_FATAL_FAILURE(expect_cancelled_prefix(test::SelfCancellingRequest(engine, r, 20).await(), plain));
   EXPECT_GT(engine.metrics().speculative_accepted, 0);
   test::expect_engine_idle(engine);
 }
@@ -539,10 +543,7 @@ TEST_F(EngineSpeculativeDraft, CancelInTheMiddleOfDraftingReturnsEveryPage) {
   r.speculative = SpeculativeParams{};
   const Completion plain = [&] { RequestHandle h = engine.submit(r); return await(h); }();
   r.speculative = drafted();
-  const Completion got = test::SelfCancellingRequest(engine, r, 20).await();
-  ASSERT_EQ(got.finish_reason, FinishReason::Cancelled);
-  ASSERT_LE(got.token_ids.size(), plain.token_ids.size());
-  EXPECT_TRUE(std::equal(got.token_ids.begin(), got.token_ids.end(), plain.token_ids.begin()));
+  ASSERT_NO_FATAL_FAILURE(expect_cancelled_prefix(test::SelfCancellingRequest(engine, r, 20).await(), plain));
   EXPECT_GT(engine.metrics().speculative_accepted, 0);
   test::expect_engine_idle(engine);
   expect_draft_idle(engine);
