@@ -7,9 +7,8 @@
 
 #include <tbb/parallel_for.h>
 
-#include "engine/request/logprobs.h"
+#include "engine/sampling/logprobs.h"
 #include "engine/speculation/proposer.h"
-#include "engine/speculation/verifier.h"
 
 namespace pagoda {
 
@@ -133,8 +132,9 @@ bool DecodeScheduler::plan(std::vector<Planned>& planned) {
     if (speculate && int32_t(decodes) <= config_.speculative_max_batch) {
       drafting_.clear();
       for (size_t i = 0; i < decodes && budget > 0; ++i) {
-        budget -= speculation::propose(*planned[i].seq, budget);
-        if (planned[i].seq->spec.draft_wanted > 0) drafting_.push_back(planned[i].seq);
+        Sequence& s = *planned[i].seq;
+        budget -= speculation::propose(s.spec, s.tokens, budget, s.max_new_tokens - s.generated());
+        if (s.spec.draft_wanted > 0) drafting_.push_back({&s.spec, s.tokens});
       }
       // The draft model guesses for all its sequences in the same passes (the engine refuses
       // Draft-mode requests without one).
@@ -181,7 +181,7 @@ void DecodeScheduler::preempt(SequencePtr victim) {
     seq.n_cached = 0;  // recompute: every token is fed again
   }
   pool_.release(seq.table.take_pages());
-  if (draft_) draft_->release(seq);  // recomputed when it drafts again
+  if (draft_) draft_->release(seq.spec);  // recomputed when it drafts again
   seq.requeued = true;
   ++seq.preemptions;
   metrics_.preempted.fetch_add(1, std::memory_order_relaxed);
@@ -239,7 +239,7 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
       const Sampled& s = sampling_[i];
       if (s.score_only) return;
       const size_t rows = s.seq->spec.guesses().size() + 1;
-      speculation::verify(*s.seq, std::span<const float>(logits).subspan(s.row * vocab, rows * vocab), vocab);
+      s.seq->sample(std::span<const float>(logits).subspan(s.row * vocab, rows * vocab), vocab);
     });
   });
   for (const Sampled& s : sampling_) {
@@ -255,7 +255,7 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
     }
     // Emitted one by one as plain decoding would, so a stop rule ends the run where it ends
     // plain decoding; what was sampled after it is dropped.
-    const size_t first = seq.tokens.size() - size_t(seq.spec.sampled);
+    const size_t first = seq.tokens.size() - size_t(seq.sampled.sampled);
     const std::vector<int32_t> sampled(seq.tokens.begin() + ptrdiff_t(first), seq.tokens.end());
     seq.tokens.resize(first);
     for (size_t j = 0; j < sampled.size() && seq.status != SequenceStatus::Finished; ++j) {
@@ -264,11 +264,13 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
         break;
       }
       std::optional<TokenLogprobs> logprobs;
-      if (seq.logprobs >= 0) logprobs = std::move(seq.spec.sampled_logprobs[j]);
+      if (seq.logprobs >= 0) logprobs = std::move(seq.sampled.logprobs[j]);
       append_token(seq, sampled[j], std::move(logprobs));
     }
     // The draft forgets the guesses it was fed that were rejected (or dropped by a stop rule).
-    if (draft_ && seq.status != SequenceStatus::Finished && !seq.spec.draft_tokens.empty()) draft_->rollback(seq);
+    if (draft_ && seq.status != SequenceStatus::Finished && !seq.spec.draft_tokens.empty()) {
+      draft_->rollback({&seq.spec, seq.tokens});
+    }
   }
   // Sliding-window groups give back the pages no later query sees (after they were named).
   for (const Planned& p : planned) {
@@ -281,14 +283,14 @@ void DecodeScheduler::keep_accepted(Sequence& seq) {
   const auto guesses = int32_t(spec.guesses().size());
   // The fed token and the accepted guesses keep their K/V; the pages only rejected guesses
   // reached go back to the pool.
-  seq.n_cached += 1 + spec.accepted;
+  seq.n_cached += 1 + seq.sampled.accepted;
   pool_.release(seq.table.take_pages_beyond(seq.n_cached));
   if (guesses > 0) {
-    spec.length.record(guesses, spec.accepted);
+    spec.length.record(guesses, seq.sampled.accepted);
     metrics_.speculative_proposed.fetch_add(guesses, std::memory_order_relaxed);
-    metrics_.speculative_accepted.fetch_add(spec.accepted, std::memory_order_relaxed);
+    metrics_.speculative_accepted.fetch_add(seq.sampled.accepted, std::memory_order_relaxed);
     // A draft that gave up reads no more of this sequence: its cache goes back now.
-    if (spec.length.gave_up() && draft_) draft_->release(seq);
+    if (spec.length.gave_up() && draft_) draft_->release(spec);
   }
   collect_filled(seq);
 }
@@ -324,7 +326,7 @@ void DecodeScheduler::append_token(Sequence& seq, int32_t token, std::optional<T
 
 void DecodeScheduler::retire(Sequence& seq, FinishReason reason, std::string error) {
   pool_.release(seq.table.take_pages());
-  if (draft_) draft_->release(seq);
+  if (draft_) draft_->release(seq.spec);
   ++slots_to_return_;
   // Counted before the future resolves, so a caller who saw it resolve sees the counts too.
   metrics_.running.fetch_sub(1, std::memory_order_relaxed);

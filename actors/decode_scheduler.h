@@ -13,7 +13,7 @@
 #include "actors/actor.h"
 #include "actors/messages.h"
 #include "actors/page_pool_actor.h"
-#include "engine/request/metrics_board.h"
+#include "engine/metrics/metrics_board.h"
 #include "engine/forward/model_runner.h"
 #include "engine/speculation/draft_proposer.h"
 #include "pagoda/engine_config.h"
@@ -57,7 +57,7 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   EngineConfig config_;
   MetricsBoard& metrics_;
   speculation::DraftProposer* draft_;
-  std::vector<Sequence*> drafting_;  // this step's decodes that ask the draft model for guesses
+  std::vector<speculation::DraftingSequence> drafting_;  // this step's decodes that ask the draft model for guesses
   const Tokenizer& tokenizer_;  // its end-of-generation set ends sequences
 
   std::vector<SequencePtr> running_;  // in admission order
@@ -71,7 +71,7 @@ class DecodeScheduler : public Actor<DecodeMessage> {
     bool score_only = false;  // max_new_tokens 0: the prompt was scored, nothing more
   };
   // The sequences whose next tokens this step's logits give; what was sampled is in each
-  // one's Sequence::spec (speculation/verifier.h).
+  // one's Sequence::sampled (Sequence::sample).
   std::vector<Sampled> sampling_;
   struct Scored {
     Sequence* seq;

@@ -11,7 +11,7 @@
 
 #include "actors/actor.h"
 #include "actors/messages.h"
-#include "engine/request/metrics_board.h"
+#include "engine/metrics/metrics_board.h"
 
 namespace pagoda {
 

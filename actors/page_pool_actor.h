@@ -10,7 +10,7 @@
 
 #include "actors/actor.h"
 #include "actors/messages.h"
-#include "engine/request/metrics_board.h"
+#include "engine/metrics/metrics_board.h"
 #include "engine/kv/page_pool.h"
 
 namespace pagoda {

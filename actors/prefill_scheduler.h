@@ -12,7 +12,7 @@
 #include "actors/actor.h"
 #include "actors/messages.h"
 #include "actors/page_pool_actor.h"
-#include "engine/request/metrics_board.h"
+#include "engine/metrics/metrics_board.h"
 
 namespace pagoda {
 

@@ -28,7 +28,7 @@
 #include "engine/kv/block_table.h"
 #include "engine/kv/page_pool.h"
 #include "engine/model/model.h"
-#include "engine/request/sampler.h"
+#include "engine/sampling/sampler.h"
 #include "kernels/attention.h"
 #include "kernels/quant/weight_matrix.h"
 

@@ -10,8 +10,8 @@
 
 #include "bench/bench_models.h"
 #include "engine/model/model.h"
-#include "engine/model/reference_model.h"
-#include "engine/request/sampler.h"
+#include "testing/reference_model.h"
+#include "engine/sampling/sampler.h"
 #include "pagoda/engine.h"
 
 namespace {

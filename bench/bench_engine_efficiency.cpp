@@ -14,7 +14,7 @@
 #include "bench/bench_models.h"
 #include "engine/forward/model_runner.h"
 #include "engine/kv/page_pool.h"
-#include "engine/request/sampler.h"
+#include "engine/sampling/sampler.h"
 #include "pagoda/engine.h"
 
 namespace {

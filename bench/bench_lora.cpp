@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "bench/bench_models.h"
-#include "engine/synth/lora_synth.h"
-#include "engine/synth/synth.h"
+#include "testing/lora_synth.h"
+#include "testing/synth.h"
 #include "kernels/lora_sgmv.h"
 #include "engine/model/model.h"
 #include "pagoda/engine.h"

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/synth/synth.h"
+#include "testing/synth.h"
 
 namespace pagoda::bench {
 

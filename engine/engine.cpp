@@ -19,7 +19,7 @@
 #include "engine/grammar/token_mask_cache.h"
 #include "engine/lora/lora_adapter.h"
 #include "engine/model/model.h"
-#include "engine/request/logprobs.h"
+#include "engine/sampling/logprobs.h"
 #include "engine/speculation/draft_proposer.h"
 #include "engine/forward/model_runner.h"
 #include "pagoda/error.h"

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "engine/model/model.h"
-#include "engine/synth/synth.h"
+#include "testing/synth.h"
 #include "examples/common/args.h"
 #include "examples/common/cache_type_flag.h"
 #include "examples/common/load_report.h"

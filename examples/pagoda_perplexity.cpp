@@ -22,8 +22,8 @@
 #include "engine/forward/model_runner.h"
 #include "engine/kv/page_pool.h"
 #include "engine/model/model.h"
-#include "engine/request/logprobs.h"
-#include "engine/request/sampler.h"
+#include "engine/sampling/logprobs.h"
+#include "engine/sampling/sampler.h"
 #include "examples/common/args.h"
 #include "examples/common/cache_type_flag.h"
 

@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "engine/model/model.h"
-#include "engine/synth/lora_synth.h"
-#include "engine/synth/synth.h"
+#include "testing/lora_synth.h"
+#include "testing/synth.h"
 #include "examples/common/args.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"

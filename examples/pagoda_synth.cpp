@@ -14,8 +14,8 @@
 #include <span>
 
 #include "engine/model/model.h"
-#include "engine/synth/lora_synth.h"
-#include "engine/synth/synth.h"
+#include "testing/lora_synth.h"
+#include "testing/synth.h"
 #include "examples/common/args.h"
 
 namespace {

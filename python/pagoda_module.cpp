@@ -23,8 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat/chat_reply.h"
-#include "engine/chat/openai_chat.h"
+#include "protocol/chat_reply.h"
+#include "protocol/openai_chat.h"
 #include "engine/util/json_depth.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"

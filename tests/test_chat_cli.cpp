@@ -24,7 +24,7 @@
 
 #include "engine/gguf/gguf.h"
 #include "engine/gguf/gguf_writer.h"
-#include "engine/synth/lora_synth.h"
+#include "testing/lora_synth.h"
 #include "engine/model/model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "examples/common/default_model.h"

@@ -17,7 +17,7 @@
 
 #include "engine/chat/chat_renderer.h"
 #include "engine/chat/chat_template.h"
-#include "engine/chat/jinja/template.h"
+#include "engine/jinja/template.h"
 #include "engine/gguf/gguf.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "pagoda/engine.h"

@@ -1,4 +1,4 @@
-// ChatReplySplitter (engine/chat/chat_reply): thinking, content and tool calls taken apart
+// ChatReplySplitter (protocol/chat_reply): thinking, content and tool calls taken apart
 // the same way whether the reply comes whole or in any pieces, so a stream's deltas add up to
 // the unstreamed message; tags split across pieces are held back, never leaked as content.
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/chat/chat_reply.h"
+#include "protocol/chat_reply.h"
 
 namespace pagoda::chat {
 namespace {

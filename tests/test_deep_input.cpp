@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat/openai_chat.h"
-#include "engine/chat/tool_calls.h"
+#include "protocol/openai_chat.h"
+#include "protocol/tool_calls.h"
 #include "engine/grammar/gbnf_parser.h"
 #include "engine/grammar/grammar_matcher.h"
 #include "engine/grammar/json_schema.h"

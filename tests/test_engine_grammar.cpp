@@ -14,7 +14,7 @@
 #include "engine/grammar/gbnf_parser.h"
 #include "engine/grammar/grammar_matcher.h"
 #include "engine/model/model.h"
-#include "engine/model/reference_model.h"
+#include "testing/reference_model.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 #include "support/test_support.h"

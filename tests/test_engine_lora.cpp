@@ -7,9 +7,9 @@
 #include <latch>
 
 #include "engine/lora/lora_adapter.h"
-#include "engine/synth/lora_synth.h"
-#include "engine/model/reference_model.h"
-#include "engine/request/sampler.h"
+#include "testing/lora_synth.h"
+#include "testing/reference_model.h"
+#include "engine/sampling/sampler.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 #include "support/lora_support.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/model/model.h"
-#include "engine/model/reference_model.h"
+#include "testing/reference_model.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 #include "support/test_support.h"

@@ -9,7 +9,7 @@
 #include <thread>
 #include <stdexcept>
 
-#include "engine/synth/lora_synth.h"
+#include "testing/lora_synth.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 #include "support/test_support.h"

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "engine/gguf/mapped_file.h"
-#include "engine/synth/lora_synth.h"
-#include "engine/synth/synth.h"
+#include "testing/lora_synth.h"
+#include "testing/synth.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 #include "support/test_support.h"

@@ -1,4 +1,4 @@
-// pagoda's Jinja2 interpreter (engine/chat/jinja): small templates, each on one feature,
+// pagoda's Jinja2 interpreter (engine/jinja): small templates, each on one feature,
 // rendered byte-identical to Python's jinja2 (the oracle), and the sandbox's errors: syntax
 // errors name their line, runaway loops, huge outputs and deep recursion stop with an error.
 
@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat/jinja/template.h"
+#include "engine/jinja/template.h"
 #include "pagoda/error.h"
 #include "support/jinja_oracle.h"
 

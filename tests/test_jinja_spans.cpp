@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/chat/chat_renderer.h"
-#include "engine/chat/jinja/template.h"
-#include "engine/chat/jinja/value.h"
+#include "engine/jinja/template.h"
+#include "engine/jinja/value.h"
 #include "pagoda/error.h"
 
 namespace pagoda::jinja {

@@ -20,7 +20,7 @@
 #include "engine/grammar/gbnf_parser.h"
 #include "engine/grammar/grammar_matcher.h"
 #include "engine/grammar/json_schema.h"
-#include "engine/tokenizer/utf8.h"
+#include "engine/util/utf8.h"
 #include "pagoda/error.h"
 #include "support/grammar_support.h"
 

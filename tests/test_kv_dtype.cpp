@@ -14,7 +14,7 @@
 
 #include "engine/forward/model_runner.h"
 #include "engine/kv/page_pool.h"
-#include "engine/synth/synth.h"
+#include "testing/synth.h"
 #include "kernels/attention.h"
 #include "kernels/cpu_features.h"
 #include "kernels/half.h"

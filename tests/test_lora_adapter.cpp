@@ -13,7 +13,7 @@
 #include "engine/gguf/gguf.h"
 #include "engine/gguf/gguf_writer.h"
 #include "engine/lora/lora_adapter.h"
-#include "engine/synth/lora_synth.h"
+#include "testing/lora_synth.h"
 #include "engine/model/model.h"
 #include "pagoda/error.h"
 #include "support/test_support.h"

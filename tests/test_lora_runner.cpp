@@ -7,8 +7,8 @@
 #include <random>
 
 #include "engine/forward/model_runner.h"
-#include "engine/model/reference_model.h"
-#include "engine/request/sampler.h"
+#include "testing/reference_model.h"
+#include "engine/sampling/sampler.h"
 #include "support/batch_driver.h"
 #include "support/lora_support.h"
 #include "support/test_support.h"

@@ -13,9 +13,9 @@
 #include "engine/gguf/gguf_writer.h"
 #include "engine/gguf/quantize_gguf.h"
 #include "engine/model/model.h"
-#include "engine/model/reference_model.h"
-#include "engine/request/sampler.h"
-#include "engine/synth/synth.h"
+#include "testing/reference_model.h"
+#include "engine/sampling/sampler.h"
+#include "testing/synth.h"
 #include "pagoda/error.h"
 #include "support/test_support.h"
 

@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "engine/forward/model_runner.h"
-#include "engine/model/reference_model.h"
-#include "engine/request/sampler.h"
+#include "testing/reference_model.h"
+#include "engine/sampling/sampler.h"
 #include "kernels/cpu_features.h"
 #include "pagoda/error.h"
 #include "support/batch_driver.h"

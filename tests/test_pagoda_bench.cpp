@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "engine/gguf/gguf.h"
-#include "engine/synth/synth.h"
+#include "testing/synth.h"
 #include "support/test_support.h"
 
 namespace pagoda {

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "engine/forward/model_runner.h"
-#include "engine/model/reference_model.h"
-#include "engine/request/sampler.h"
-#include "engine/synth/synth.h"
+#include "testing/reference_model.h"
+#include "engine/sampling/sampler.h"
+#include "testing/synth.h"
 #include "support/test_support.h"
 
 namespace pagoda {

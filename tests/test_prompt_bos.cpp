@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/model/model.h"
-#include "engine/synth/synth.h"
+#include "testing/synth.h"
 #include "support/test_support.h"
 
 namespace pagoda {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/forward/model_runner.h"
-#include "engine/model/reference_model.h"
+#include "testing/reference_model.h"
 #include "pagoda/error.h"
 #include "support/batch_driver.h"
 #include "support/test_support.h"

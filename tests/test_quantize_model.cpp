@@ -18,7 +18,7 @@
 #include "engine/gguf/quantize_gguf.h"
 #include "engine/forward/model_runner.h"
 #include "engine/model/model.h"
-#include "engine/request/sampler.h"
+#include "engine/sampling/sampler.h"
 #include "pagoda/error.h"
 #include "support/test_support.h"
 

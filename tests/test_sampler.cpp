@@ -6,7 +6,7 @@
 #include <numeric>
 #include <random>
 
-#include "engine/request/sampler.h"
+#include "engine/sampling/sampler.h"
 #include "pagoda/error.h"
 
 namespace pagoda {

@@ -29,7 +29,7 @@
 
 #include "engine/chat/chat_renderer.h"
 #include "engine/chat/chat_template.h"
-#include "engine/chat/jinja/template.h"
+#include "engine/jinja/template.h"
 #include "engine/gguf/gguf.h"
 #include "engine/gguf/gguf_writer.h"
 #include "engine/tokenizer/tokenizer.h"

@@ -1,4 +1,4 @@
-// Tool calls (engine/chat/tool_calls): the layout each vendor template uses, the parser on
+// Tool calls (protocol/tool_calls): the layout each vendor template uses, the parser on
 // replies written the way models write them, and grammar round trips — every text a tool-call
 // grammar admits parses back into calls of the given tools whose arguments are JSON objects.
 
@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat/tool_calls.h"
+#include "protocol/tool_calls.h"
 #include "engine/grammar/gbnf_parser.h"
 #include "engine/grammar/grammar_matcher.h"
 #include "pagoda/error.h"

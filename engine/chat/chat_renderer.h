@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat/jinja/template.h"
+#include "engine/jinja/template.h"
 #include "pagoda/chat.h"
 
 namespace pagoda::chat {

@@ -24,7 +24,7 @@
 
 #include "engine/grammar/grammar_matcher.h"
 #include "engine/grammar/shortest_completion.h"
-#include "engine/request/sampler.h"
+#include "engine/sampling/token_constraint.h"
 
 namespace pagoda {
 class Tokenizer;
@@ -34,7 +34,7 @@ namespace pagoda::grammar {
 
 class TokenMask;
 
-class GrammarConstraint final : public TokenFilter {
+class GrammarConstraint final : public TokenConstraint {
  public:
   // `mask` is `grammar`'s over the tokenizer's vocabulary. `ending_ids`: the tokens that end
   // the output (the vocabulary's end-of-generation ids unless the request ignores them, and
@@ -43,18 +43,18 @@ class GrammarConstraint final : public TokenFilter {
                     const Tokenizer& tokenizer, std::vector<int32_t> ending_ids, std::vector<std::string> triggers);
 
   // False while a lazy constraint waits for its trigger: the sampler then needs no filter.
-  bool active() const { return active_; }
+  bool active() const override { return active_; }
 
   // How many more tokens the output may have, counting the next: set before each step (and
   // after the token before it was accepted); without it the constraint never closes early.
-  void set_budget(int32_t tokens_left);
+  void set_budget(int32_t tokens_left) override;
 
   bool allows(int32_t token) override;
   std::span<const uint64_t> mask() override;
 
   // Advances past a drawn token (an ending token is not text and changes nothing). A token the
   // grammar refuses leaves the constraint allowing nothing more, which ends the output.
-  void accept(int32_t token);
+  void accept(int32_t token) override;
 
  private:
   bool is_ending(int32_t token) const;

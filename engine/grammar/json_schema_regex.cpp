@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/grammar/gbnf_text.h"
-#include "engine/tokenizer/utf8.h"
+#include "engine/util/utf8.h"
 #include "engine/util/stack_room.h"
 #include "pagoda/error.h"
 

@@ -5,7 +5,7 @@
 #include <queue>
 #include <utility>
 
-#include "engine/tokenizer/utf8.h"
+#include "engine/util/utf8.h"
 
 namespace pagoda::grammar {
 

@@ -4,7 +4,20 @@
 #include <exception>
 #include <utility>
 
+#include "engine/speculation/verifier.h"
+
 namespace pagoda {
+
+void Sequence::sample(std::span<const float> logits, size_t vocab) {
+  SequenceSampling s{sampler, tokens, size_t(prompt_len), ending_ids, grammar.get(), max_new_tokens, logprobs};
+  sampled.clear();
+  const std::span<const int32_t> guesses = spec.guesses();
+  if (guesses.empty()) {
+    sample_next(s, logits.first(vocab), sampled);
+  } else {
+    speculation::verify(s, guesses, logits, vocab, sampled);
+  }
+}
 
 void Sequence::finish(FinishReason reason, std::string error) {
   status = SequenceStatus::Finished;

@@ -15,7 +15,8 @@
 #include "engine/lora/lora_weights.h"
 #include "engine/request/output_text.h"
 #include "engine/request/request_state.h"
-#include "engine/request/sampler.h"
+#include "engine/sampling/next_token.h"
+#include "engine/sampling/sampler.h"
 #include "engine/speculation/speculation_state.h"
 
 namespace pagoda {
@@ -62,6 +63,10 @@ struct Sequence {
   // Resolves the request's future (flushing held-back text to the stream first). The caller
   // still owns the pages.
   void finish(FinishReason reason, std::string error = {});
+  // Samples this step's tokens from its rows of `logits` (`vocab` wide): one row for a plain
+  // decode, one per guess plus one when it speculates (speculation/verifier.h), appending them
+  // to `tokens` and counting them in `sampled`.
+  void sample(std::span<const float> logits, size_t vocab);
 
   std::shared_ptr<detail::RequestState> state;
   int32_t max_new_tokens;
@@ -86,6 +91,7 @@ struct Sequence {
   PrefixHashes prefix;          // its full blocks' prefix-cache hashes
   Sampler sampler;
   speculation::SpeculationState spec;  // Request::speculative (or the engine's default)
+  SampledTokens sampled;               // what this step's sample() appended
   std::unique_ptr<grammar::GrammarConstraint> grammar;  // Request::grammar or json_schema, compiled
   OutputText output;
   std::vector<TokenLogprobs> logprobs_out;         // one per generated token, with logprobs >= 0

@@ -41,18 +41,18 @@ int32_t draft_pages(const EngineConfig& c, const KvLayout& layout, int64_t targe
 }
 
 // Positions of `s`'s context in the draft: its tokens, less those skipped while probing.
-int32_t draft_length(const Sequence& s) { return int32_t(s.tokens.size()) - s.spec.draft_skipped; }
+int32_t draft_length(const DraftingSequence& s) { return int32_t(s.tokens.size()) - s.spec->draft_skipped; }
 
 // Where draft position p is in the sequence's tokens: the first token, then the tail read
 // past the skipped ones.
-size_t token_index(const Sequence& s, int32_t p) { return size_t(p == 0 ? 0 : p + s.spec.draft_skipped); }
+size_t token_index(const DraftingSequence& s, int32_t p) { return size_t(p == 0 ? 0 : p + s.spec->draft_skipped); }
 
 // The sequence's token at draft position p.
-int32_t token_at(const Sequence& s, int32_t p) { return s.tokens[token_index(s, p)]; }
+int32_t token_at(const DraftingSequence& s, int32_t p) { return s.tokens[token_index(s, p)]; }
 
 // How many of the draft's cached positions still hold the sequence's tokens.
-int32_t agreement(const Sequence& s) {
-  const std::vector<int32_t>& fed = s.spec.draft_tokens;
+int32_t agreement(const DraftingSequence& s) {
+  const std::vector<int32_t>& fed = s.spec->draft_tokens;
   const int32_t n = std::min(int32_t(fed.size()), draft_length(s));
   for (int32_t p = 0; p < n; ++p) {
     if (fed[size_t(p)] != token_at(s, p)) return p;
@@ -62,10 +62,10 @@ int32_t agreement(const Sequence& s) {
 
 // `n` of the sequence's tokens from draft position `from` on, as the draft reads them; a
 // probe's first feed joins the first token to the tail, in SpeculationState::draft_feed.
-std::span<const int32_t> feed_from(Sequence& s, int32_t from, int32_t n) {
-  SpeculationState& spec = s.spec;
+std::span<const int32_t> feed_from(const DraftingSequence& s, int32_t from, int32_t n) {
+  SpeculationState& spec = *s.spec;
   if (from > 0 || spec.draft_skipped == 0) {
-    return std::span<const int32_t>(s.tokens).subspan(token_index(s, from), size_t(n));
+    return s.tokens.subspan(token_index(s, from), size_t(n));
   }
   const auto tail = s.tokens.begin() + 1 + spec.draft_skipped;
   spec.draft_feed.assign(1, s.tokens.front());
@@ -87,20 +87,20 @@ DraftProposer::DraftProposer(const EngineConfig& config, const Model& target, in
   publish();
 }
 
-void DraftProposer::propose(std::span<Sequence* const> seqs) {
+void DraftProposer::propose(std::span<const DraftingSequence> seqs) {
   active_.clear();
-  for (Sequence* s : seqs) {
-    SpeculationState& spec = s->spec;
+  for (const DraftingSequence& s : seqs) {
+    SpeculationState& spec = *s.spec;
     if (!spec.draft_table) spec.draft_table.emplace(pool_.layout());
     // A draft that earned trust while probing reads the whole context from now on.
-    if (spec.length.trusted() && spec.draft_skipped > 0) release(*s);
+    if (spec.length.trusted() && spec.draft_skipped > 0) release(spec);
     if (spec.draft_tokens.empty()) {
       const int32_t probe = spec.length.trusted() ? 0 : spec.params.draft_probe;
-      spec.draft_skipped = probe > 0 ? std::max(0, int32_t(s->tokens.size()) - 1 - probe) : 0;
+      spec.draft_skipped = probe > 0 ? std::max(0, int32_t(s.tokens.size()) - 1 - probe) : 0;
     }
-    const int32_t len = draft_length(*s);
+    const int32_t len = draft_length(s);
     // What the cache agrees with stays, less the last token, which is fed again for its logits.
-    truncate(*s, std::min(agreement(*s), len - 1));
+    truncate(spec, std::min(agreement(s), len - 1));
     // The tokens, then every guess but the last, which is never fed.
     const int32_t positions = len + spec.draft_wanted - 1;
     if (positions > model_.config.context_length || !spec.draft_table->reserve(positions, pool_)) {
@@ -116,21 +116,21 @@ void DraftProposer::propose(std::span<Sequence* const> seqs) {
     // stall the step; such a sequence decodes plainly until the rest fits in the first pass.
     batch_.entries.clear();
     going_.clear();
-    for (Sequence* s : active_) {
-      const auto fed = int32_t(s->spec.draft_tokens.size());
-      if (draft_length(*s) - fed <= chunk_) continue;
-      batch_.entries.push_back({feed_from(*s, fed, chunk_), fed, &*s->spec.draft_table, false, nullptr, false});
+    for (const DraftingSequence& s : active_) {
+      const auto fed = int32_t(s.spec->draft_tokens.size());
+      if (draft_length(s) - fed <= chunk_) continue;
+      batch_.entries.push_back({feed_from(s, fed, chunk_), fed, &*s.spec->draft_table, false, nullptr, false});
       going_.push_back(s);
     }
     if (!going_.empty()) {
       runner_.forward(batch_, pool_.view(), logits_);
       for (size_t i = 0; i < going_.size(); ++i) {
-        SpeculationState& spec = going_[i]->spec;
+        SpeculationState& spec = *going_[i].spec;
         const std::span<const int32_t> fed = batch_.entries[i].tokens;
         spec.draft_tokens.insert(spec.draft_tokens.end(), fed.begin(), fed.end());
         spec.rows.clear();
       }
-      std::erase_if(active_, [](const Sequence* s) { return s->spec.rows.empty(); });
+      std::erase_if(active_, [](const DraftingSequence& s) { return s.spec->rows.empty(); });
     }
     // Then one pass per guess: each sequence feeds the rest of its tokens, then its latest
     // guess, and takes the draft's most likely next token as the next guess.
@@ -138,18 +138,18 @@ void DraftProposer::propose(std::span<Sequence* const> seqs) {
     const size_t vocab = size_t(model_.config.vocab_size);
     while (!going_.empty()) {
       batch_.entries.clear();
-      for (Sequence* s : going_) {
-        SpeculationState& spec = s->spec;
+      for (const DraftingSequence& s : going_) {
+        SpeculationState& spec = *s.spec;
         const auto fed = int32_t(spec.draft_tokens.size());
         const std::span<const int32_t> feed = spec.rows.size() > 1 ? std::span<const int32_t>(spec.rows).last(1)
-                                                                   : feed_from(*s, fed, draft_length(*s) - fed);
+                                                                   : feed_from(s, fed, draft_length(s) - fed);
         batch_.entries.push_back({feed, fed, &*spec.draft_table, true, nullptr, false});
       }
       runner_.forward(batch_, pool_.view(), logits_);
       size_t kept = 0;
       for (size_t i = 0; i < going_.size(); ++i) {
-        Sequence& s = *going_[i];
-        SpeculationState& spec = s.spec;
+        const DraftingSequence s = going_[i];
+        SpeculationState& spec = *s.spec;
         const std::span<const int32_t> fed = batch_.entries[i].tokens;
         spec.draft_tokens.insert(spec.draft_tokens.end(), fed.begin(), fed.end());
         const float* row = logits_.data() + i * vocab;
@@ -160,44 +160,43 @@ void DraftProposer::propose(std::span<Sequence* const> seqs) {
           if (1.0 / sum < double(spec.params.draft_p_min)) continue;  // too unsure: stop here
         }
         spec.rows.push_back(best);
-        if (int32_t(spec.guesses().size()) < spec.draft_wanted) going_[kept++] = &s;
+        if (int32_t(spec.guesses().size()) < spec.draft_wanted) going_[kept++] = s;
       }
       going_.resize(kept);
     }
   } catch (const std::exception&) {
     // The draft failed (say its file changed under the mapping): its caches are garbage, so
     // they are dropped, and this step decodes plainly; the model's own step decides errors.
-    for (Sequence* s : active_) {
-      release(*s);
-      s->spec.rows.clear();
+    for (const DraftingSequence& s : active_) {
+      release(*s.spec);
+      s.spec->rows.clear();
     }
     active_.clear();
   }
-  for (Sequence* s : active_) {
-    drop_short_guess(s->spec);
+  for (const DraftingSequence& s : active_) {
+    SpeculationState& spec = *s.spec;
+    drop_short_guess(spec);
     // Drafted but too unsure to guess (draft_p_min, draft_min): as fruitless as a rejected
     // guess, so it counts toward the pauses and the giving up.
-    if (s->spec.guesses().empty()) {
-      s->spec.length.record(s->spec.draft_wanted, 0);
-      if (s->spec.length.gave_up()) release(*s);
+    if (spec.guesses().empty()) {
+      spec.length.record(spec.draft_wanted, 0);
+      if (spec.length.gave_up()) release(spec);
     }
   }
 }
 
-void DraftProposer::rollback(Sequence& seq) {
-  truncate(seq, agreement(seq));
+void DraftProposer::rollback(const DraftingSequence& seq) {
+  truncate(*seq.spec, agreement(seq));
   publish();
 }
 
-void DraftProposer::release(Sequence& seq) {
-  SpeculationState& spec = seq.spec;
+void DraftProposer::release(SpeculationState& spec) {
   spec.draft_tokens.clear();
   if (spec.draft_table) pool_.release(spec.draft_table->take_pages());
   publish();
 }
 
-void DraftProposer::truncate(Sequence& seq, int32_t n) {
-  SpeculationState& spec = seq.spec;
+void DraftProposer::truncate(SpeculationState& spec, int32_t n) {
   if (int32_t(spec.draft_tokens.size()) > n) spec.draft_tokens.resize(size_t(n));
   if (spec.draft_table) pool_.release(spec.draft_table->take_pages_beyond(n));
 }

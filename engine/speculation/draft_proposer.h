@@ -18,11 +18,18 @@
 #include "engine/forward/model_runner.h"
 #include "engine/kv/page_pool.h"
 #include "engine/model/model.h"
-#include "engine/request/metrics_board.h"
-#include "engine/request/sequence.h"
+#include "engine/metrics/metrics_board.h"
+#include "engine/speculation/speculation_state.h"
 #include "pagoda/engine_config.h"
 
 namespace pagoda::speculation {
+
+// A drafting sequence as the draft sees it: its speculation state and its tokens (the prompt,
+// then the output), which the draft reads and never changes.
+struct DraftingSequence {
+  SpeculationState* spec;
+  std::span<const int32_t> tokens;
+};
 
 class DraftProposer {
  public:
@@ -38,18 +45,18 @@ class DraftProposer {
   // (it is fed one chunk in this step), or whose guess is shorter than draft_min, is left with
   // empty rows: it decodes plainly in this step; the last case counts as a miss in its
   // DraftLength.
-  void propose(std::span<Sequence* const> seqs);
+  void propose(std::span<const DraftingSequence> seqs);
   // After verification: forgets the draft K/V of positions where `seq`'s tokens no longer
   // agree with what the draft was fed (rejected guesses), releasing pages beyond the rest.
-  void rollback(Sequence& seq);
-  // Gives back every draft page of `seq` (it ended or was preempted).
-  void release(Sequence& seq);
+  void rollback(const DraftingSequence& seq);
+  // Gives back every draft page of a sequence (it ended or was preempted).
+  void release(SpeculationState& spec);
 
   const Model& model() const { return model_; }
 
  private:
-  // Keeps the first `n` positions of seq's draft cache.
-  void truncate(Sequence& seq, int32_t n);
+  // Keeps the first `n` positions of a sequence's draft cache.
+  void truncate(SpeculationState& spec, int32_t n);
   void publish();
 
   Model model_;
@@ -57,7 +64,7 @@ class DraftProposer {
   PagePool pool_;
   MetricsBoard& metrics_;
   int32_t chunk_;  // catch-up tokens of one sequence in one draft pass (the engine's prefill_chunk)
-  std::vector<Sequence*> active_, going_;
+  std::vector<DraftingSequence> active_, going_;
   Batch batch_;
   std::vector<float> logits_;
 };

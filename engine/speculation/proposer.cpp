@@ -6,19 +6,18 @@
 
 namespace pagoda::speculation {
 
-int32_t propose(Sequence& seq, int32_t limit) {
-  SpeculationState& spec = seq.spec;
+int32_t propose(SpeculationState& spec, std::span<const int32_t> tokens, int32_t limit, int32_t tokens_left) {
   spec.rows.clear();
   spec.draft_wanted = 0;
   if (!spec.enabled() || limit <= 0) return 0;
   // The last sampled token is fed either way, and the bonus token after an accepted run
   // counts against max_new_tokens like the guesses.
-  const int32_t k = std::min({spec.length.next(), limit, seq.max_new_tokens - seq.generated() - 1});
+  const int32_t k = std::min({spec.length.next(), limit, tokens_left - 1});
   if (k <= 0) return 0;
-  spec.rows.push_back(seq.tokens.back());
+  spec.rows.push_back(tokens.back());
   switch (spec.params.mode) {
     case SpeculativeMode::Ngram:
-      propose_ngram(seq.tokens, spec.params.ngram_max, spec.params.ngram_min, k, spec.rows);
+      propose_ngram(tokens, spec.params.ngram_max, spec.params.ngram_min, k, spec.rows);
       break;
     case SpeculativeMode::Draft:
       spec.draft_wanted = k;

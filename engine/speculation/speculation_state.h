@@ -1,6 +1,6 @@
 #pragma once
 // What one sequence carries for speculative decoding: its settings, the adaptive draft
-// length, this step's rows and what verification sampled from them, and its counts.
+// length, this step's rows, and the draft model's cache of it.
 
 #include <cstdint>
 #include <optional>
@@ -9,7 +9,6 @@
 #include "engine/kv/block_table.h"
 
 #include "engine/speculation/draft_length.h"
-#include "pagoda/request.h"
 #include "pagoda/speculative.h"
 
 namespace pagoda::speculation {
@@ -26,9 +25,6 @@ struct SpeculationState {
   SpeculativeParams params;
   DraftLength length;
   std::vector<int32_t> rows;  // this step's entry when it speculates: the last token, then the guesses
-  std::vector<TokenLogprobs> sampled_logprobs;  // one per token verification sampled, with logprobs
-  int32_t sampled = 0;                          // tokens verification appended to Sequence::tokens
-  int32_t accepted = 0;                         // of this step's guesses
   int32_t draft_wanted = 0;  // guesses asked of the draft model in this step (Draft mode)
 
   // The draft model's cache of this sequence (Draft mode): the tokens whose K/V it holds,

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <initializer_list>
 
-#include "engine/tokenizer/utf8.h"
+#include "engine/util/utf8.h"
 #include "pagoda/error.h"
 
 namespace pagoda {

@@ -49,20 +49,16 @@ Tokenizer Tokenizer::from_llama2c(const std::string& path, int32_t vocab_size) {
                   " bytes at offset " + std::to_string(off) + " but the file has " + std::to_string(data.size()));
     }
   };
-  auto read_i32 = [&](const std::string& what) {
-    need(4, what);
-    int32_t v;
-    std::memcpy(&v, data.data() + off, 4);
-    off += 4;
+  // A little-endian int32 or float32 (the file's and the machine's order).
+  auto read = [&]<typename T>(const std::string& what) {
+    need(sizeof(T), what);
+    T v;
+    std::memcpy(&v, data.data() + off, sizeof(T));
+    off += sizeof(T);
     return v;
   };
-  auto read_f32 = [&](const std::string& what) {
-    need(4, what);
-    float v;
-    std::memcpy(&v, data.data() + off, 4);
-    off += 4;
-    return v;
-  };
+  auto read_i32 = [&](const std::string& what) { return read.operator()<int32_t>(what); };
+  auto read_f32 = [&](const std::string& what) { return read.operator()<float>(what); };
 
   const int32_t max_len = read_i32("max_token_length");
   if (max_len <= 0) {

@@ -9,7 +9,7 @@
 #include <string>
 #include <system_error>
 
-#include "engine/synth/synth.h"
+#include "testing/synth.h"
 
 namespace pagoda::cli {
 

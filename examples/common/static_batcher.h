@@ -21,7 +21,7 @@
 #include "actors/mailbox.h"
 #include "engine/forward/model_runner.h"
 #include "engine/kv/page_pool.h"
-#include "engine/request/sampler.h"
+#include "engine/sampling/sampler.h"
 #include "pagoda/error.h"
 
 namespace pagoda::loadgen {

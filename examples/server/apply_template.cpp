@@ -1,6 +1,6 @@
 #include "examples/server/apply_template.h"
 
-#include "engine/chat/openai_chat.h"
+#include "protocol/openai_chat.h"
 #include "examples/server/api_error.h"
 #include "examples/server/json_body.h"
 #include "pagoda/error.h"

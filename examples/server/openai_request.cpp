@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/chat/openai_chat.h"
+#include "protocol/openai_chat.h"
 #include "engine/grammar/json_schema.h"
 #include "examples/server/api_error.h"
 #include "examples/server/json_body.h"

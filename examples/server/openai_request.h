@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat/chat_reply.h"
+#include "protocol/chat_reply.h"
 #include "examples/server/model_names.h"
 #include "pagoda/engine.h"
 #include "pagoda/request.h"

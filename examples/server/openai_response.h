@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat/tool_calls.h"
+#include "protocol/tool_calls.h"
 #include "examples/server/openai_request.h"
 #include "pagoda/request.h"
 

@@ -12,7 +12,7 @@
 #include "examples/server/apply_template.h"
 #include "examples/server/auth.h"
 #include "examples/server/json_body.h"
-#include "engine/chat/chat_reply.h"
+#include "protocol/chat_reply.h"
 #include "examples/server/choices.h"
 #include "examples/server/openai_logprobs.h"
 #include "examples/server/openai_request.h"

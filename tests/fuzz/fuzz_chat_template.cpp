@@ -10,7 +10,7 @@
 
 #include "engine/chat/chat_renderer.h"
 #include "engine/chat/chat_template.h"
-#include "engine/chat/jinja/template.h"
+#include "engine/jinja/template.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "tests/fuzz/fuzz_structures.h"
 

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat/jinja/template.h"
+#include "engine/jinja/template.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "tests/fuzz/fuzz_structures.h"
 

@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/synth/synth.h"
+#include "testing/synth.h"
 #include "examples/server/api_error.h"
 #include "examples/server/json_body.h"
 #include "examples/server/openai_request.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "engine/request/sampler.h"
+#include "engine/sampling/sampler.h"
 
 namespace pagoda::test {
 

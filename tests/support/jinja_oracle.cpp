@@ -9,7 +9,7 @@
 
 #include <unistd.h>
 
-#include "engine/chat/jinja/template.h"
+#include "engine/jinja/template.h"
 #include "pagoda/error.h"
 
 namespace pagoda::test {

@@ -1,7 +1,7 @@
 #include "support/oracle.h"
 
-#include "engine/model/reference_model.h"
-#include "engine/request/sampler.h"
+#include "testing/reference_model.h"
+#include "engine/sampling/sampler.h"
 
 namespace pagoda::test {
 

@@ -1,5 +1,5 @@
 #pragma once
-// The reference model (engine/model/reference_model) as the tests' oracle.
+// The reference model (testing/reference_model) as the tests' oracle.
 
 #include <cstdint>
 #include <vector>

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/synth/synth.h"
+#include "testing/synth.h"
 
 namespace pagoda::test {
 
