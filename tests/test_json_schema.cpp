@@ -30,7 +30,9 @@ namespace {
 using json = nlohmann::ordered_json;
 using test::expect_sentences;
 
-std::shared_ptr<const Grammar> compile(const std::string& schema) { return test::grammar_of(json_schema_to_gbnf(schema)); }
+std::shared_ptr<const Grammar> compile(const std::string& schema) {
+  return test::grammar_of(json_schema_to_gbnf(schema));
+}
 
 bool accepts(const std::shared_ptr<const Grammar>& g, std::string_view text) { return test::is_sentence(g, text); }
 

@@ -49,7 +49,9 @@ ModelConfig q8_friendly_config() {
           .context_length = 256};
 }
 
-const std::string& q8_friendly_model() { return test::synth_model_once("kv-dtype-hd32.gguf", q8_friendly_config(), 11); }
+const std::string& q8_friendly_model() {
+  return test::synth_model_once("kv-dtype-hd32.gguf", q8_friendly_config(), 11);
+}
 
 // ---- Rows ----
 

@@ -165,7 +165,8 @@ describe('slow clients', () => {
 
   test('a body trickling a byte every 200 ms is cut at --body-timeout (2 s)', async () => {
     const lifetime = await trickle(server.port, {
-      first: 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n',
+      first: 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+        'Content-Length: 1000\r\n\r\n',
       next: () => ' ',
       everyMs: 200,
       limitMs: 10000,

@@ -10,7 +10,9 @@ import path from 'node:path';
 
 import OpenAI from 'openai';
 
-import { BIN, eventually, metric, scratch, serverForSuite, startServer, stopServer, synthesize, testModel } from './server_process.mjs';
+import {
+  BIN, eventually, metric, scratch, serverForSuite, startServer, stopServer, synthesize, testModel,
+} from './server_process.mjs';
 
 const greedy = { temperature: 0, max_tokens: 12 };
 

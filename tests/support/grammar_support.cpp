@@ -16,7 +16,8 @@ bool is_sentence(const std::shared_ptr<const grammar::Grammar>& g, std::string_v
   return m.accept_utf8(text) && m.can_end();
 }
 
-void expect_sentences(const std::shared_ptr<const grammar::Grammar>& g, std::initializer_list<std::string_view> sentences,
+void expect_sentences(const std::shared_ptr<const grammar::Grammar>& g,
+                      std::initializer_list<std::string_view> sentences,
                       std::initializer_list<std::string_view> non_sentences) {
   for (std::string_view text : sentences) EXPECT_TRUE(is_sentence(g, text)) << "refused: " << text;
   for (std::string_view text : non_sentences) EXPECT_FALSE(is_sentence(g, text)) << "accepted: " << text;

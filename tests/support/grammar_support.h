@@ -17,7 +17,8 @@ bool is_sentence(const std::shared_ptr<const grammar::Grammar>& g, std::string_v
 
 // Expects each of `sentences` to be a complete sentence of `g` and none of `non_sentences`;
 // a failure quotes the text.
-void expect_sentences(const std::shared_ptr<const grammar::Grammar>& g, std::initializer_list<std::string_view> sentences,
+void expect_sentences(const std::shared_ptr<const grammar::Grammar>& g,
+                      std::initializer_list<std::string_view> sentences,
                       std::initializer_list<std::string_view> non_sentences = {});
 
 }  // namespace pagoda::test
