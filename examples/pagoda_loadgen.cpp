@@ -130,29 +130,18 @@ int32_t longest_positions(const Options& o) {
 
 Options parse_options(const cli::Args& args) {
   Options o;
-  o.model = args.get("--model", "");
-  o.preset = args.get("--preset", "");
-  o.model_dir = args.get("--model-dir", "");
-  o.mode = args.get("--mode", o.mode);
-  o.json = args.get("--json", "");
-  o.url = args.get("--url", "");
-  o.disconnect = args.number("--disconnect", 0.0);
+  args.set_fields({{"--model", o.model}, {"--preset", o.preset}, {"--model-dir", o.model_dir}, {"--mode", o.mode},
+                   {"--json", o.json}, {"--url", o.url}, {"--disconnect", o.disconnect}});
   if (!(o.disconnect >= 0.0 && o.disconnect <= 1.0)) throw Error("--disconnect must be a fraction in [0, 1]");
-  o.requests = args.number("--requests", o.requests);
-  o.concurrency = args.number("--concurrency", o.concurrency);
+  args.set_fields({{"--requests", o.requests}, {"--concurrency", o.concurrency}});
   if (auto r = args.get("--rate")) o.rate = parse_rate(*r);
   if (auto r = args.get("--prompt-len")) o.prompt_len = parse_range("--prompt-len", *r);
   if (auto r = args.get("--output-len")) o.output_len = parse_range("--output-len", *r);
-  o.shared_prefix = args.number("--shared-prefix", o.shared_prefix);
-  o.turns = args.number("--turns", o.turns);
-  o.prefix_cache = args.get("--prefix-cache", o.prefix_cache);
-  o.seed = args.number("--seed", o.seed);
-  o.temperature = args.number("--temp", o.temperature);
-  o.threads = args.number("--threads", o.threads);
+  args.set_fields({{"--shared-prefix", o.shared_prefix}, {"--turns", o.turns}, {"--prefix-cache", o.prefix_cache},
+                   {"--seed", o.seed}, {"--temp", o.temperature}, {"--threads", o.threads}});
   o.kv_type = cli::cache_type_flag(args);
-  o.max_running = args.number("--max-running", o.max_running);
-  o.token_budget = args.number("--token-budget", o.token_budget);
-  o.prefill_chunk = args.number("--prefill-chunk", o.prefill_chunk);
+  args.set_fields({{"--max-running", o.max_running}, {"--token-budget", o.token_budget},
+                   {"--prefill-chunk", o.prefill_chunk}});
 
   if (o.model.empty() == o.preset.empty()) throw Error("give exactly one of -m MODEL and --preset NAME (see --help)");
   if (!o.preset.empty() && o.preset != "s15m" && o.preset != "s110m") {

@@ -363,13 +363,8 @@ int main(int argc, char** argv) {
     std::string model_path = args.get("--model", "");
     if (model_path.empty()) {
       pagoda::SynthSpec spec;
-      spec.config.dim = 64;
-      spec.config.n_layers = 2;
-      spec.config.n_heads = 4;
-      spec.config.n_kv_heads = 2;
-      spec.config.ffn_dim = 128;
-      spec.config.vocab_size = 512;
-      spec.config.context_length = 512;
+      spec.config = {.dim = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .ffn_dim = 128, .vocab_size = 512,
+                     .context_length = 512};
       spec.seed = seed;
       model_path = (dir / "soak-model.gguf").string();
       pagoda::write_synth_model(model_path, spec);

@@ -379,18 +379,10 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init([](float temperature, int32_t top_k, float top_p, float min_p, float repetition_penalty,
                        int32_t repetition_window, float presence_penalty, float frequency_penalty,
                        std::vector<std::pair<int32_t, float>> logit_bias, int32_t min_tokens, uint64_t seed) {
-             pagoda::SamplingParams p;
-             p.temperature = temperature;
-             p.top_k = top_k;
-             p.top_p = top_p;
-             p.min_p = min_p;
-             p.repetition_penalty = repetition_penalty;
-             p.repetition_window = repetition_window;
-             p.presence_penalty = presence_penalty;
-             p.frequency_penalty = frequency_penalty;
-             p.logit_bias = std::move(logit_bias);
-             p.min_tokens = min_tokens;
-             p.seed = seed;
+             pagoda::SamplingParams p{.temperature = temperature, .top_k = top_k, .top_p = top_p, .min_p = min_p,
+                                      .repetition_penalty = repetition_penalty, .repetition_window = repetition_window,
+                                      .presence_penalty = presence_penalty, .frequency_penalty = frequency_penalty,
+                                      .logit_bias = std::move(logit_bias), .min_tokens = min_tokens, .seed = seed};
              p.validate();
              return p;
            }),
@@ -504,24 +496,13 @@ PYBIND11_MODULE(_core, m) {
               int32_t logprobs, int32_t prompt_logprobs, std::string adapter, int32_t priority, bool prefix_cache,
               bool parse_special, bool stream, std::optional<py::object> on_token, std::string grammar,
               std::string json_schema, std::vector<std::string> grammar_triggers) {
-             pagoda::Request r;
-             r.prompt = std::move(prompt);
-             r.prompt_ids = std::move(prompt_ids);
-             r.parse_special = parse_special;
-             r.sampling = sampling;
-             r.max_new_tokens = max_tokens;
-             r.stop_token_ids = std::move(stop_token_ids);
-             r.stop_strings = std::move(stop);
-             r.ignore_eos = ignore_eos;
-             r.logprobs = logprobs;
-             r.prompt_logprobs = prompt_logprobs;
-             r.adapter = std::move(adapter);
-             r.priority = priority;
-             r.prefix_cache = prefix_cache;
-             r.stream = stream;
-             r.grammar = std::move(grammar);
-             r.json_schema = std::move(json_schema);
-             r.grammar_triggers = std::move(grammar_triggers);
+             pagoda::Request r{.prompt = std::move(prompt), .prompt_ids = std::move(prompt_ids),
+                               .parse_special = parse_special, .sampling = sampling, .max_new_tokens = max_tokens,
+                               .stop_token_ids = std::move(stop_token_ids), .stop_strings = std::move(stop),
+                               .logprobs = logprobs, .prompt_logprobs = prompt_logprobs, .grammar = std::move(grammar),
+                               .json_schema = std::move(json_schema), .grammar_triggers = std::move(grammar_triggers),
+                               .ignore_eos = ignore_eos, .adapter = std::move(adapter), .priority = priority,
+                               .stream = stream, .prefix_cache = prefix_cache};
              return self.submit(std::move(r), std::move(on_token));
            },
            py::kw_only(), py::arg("prompt"), py::arg("prompt_ids"), py::arg("sampling"), py::arg("max_tokens"),

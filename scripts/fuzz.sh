@@ -11,7 +11,7 @@ seconds=${1:-60}
 shift || true
 jobs=$(nproc)
 
-cmake --preset fuzz
+cmake --preset fuzz -DPAGODA_WERROR=ON
 cmake --build --preset fuzz -j "$jobs"
 
 harnesses=("$@")

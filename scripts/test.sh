@@ -11,15 +11,15 @@ jobs=$(nproc)
 
 (cd tests/server && npm ci --no-audit --no-fund)  # the openai client the server tests drive
 python3 scripts/check_layers.py  # includes against cmake/layers.txt (every build runs it too)
-cmake --preset release
+cmake --preset release -DPAGODA_WERROR=ON
 cmake --build --preset release -j "$jobs"
 ctest --preset release
 
-cmake --preset asan
+cmake --preset asan -DPAGODA_WERROR=ON
 cmake --build --preset asan -j "$jobs"
 ctest --preset asan
 
-cmake --preset tsan
+cmake --preset tsan -DPAGODA_WERROR=ON
 cmake --build --preset tsan -j "$jobs" --target test_engine test_engine_lora test_page_pool test_actors test_prefix_pool test_prefix_churn test_kv_groups test_faults_mapping test_worker_pool
 ctest --preset tsan
 

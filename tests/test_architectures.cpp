@@ -27,6 +27,7 @@
 #include "pagoda/error.h"
 #include "support/batch_driver.h"
 #include "support/lora_support.h"
+#include "support/oracle.h"
 #include "support/test_support.h"
 
 namespace pagoda {
@@ -101,20 +102,6 @@ std::vector<int32_t> random_prompt(int32_t vocab, size_t n, uint32_t seed) {
   std::vector<int32_t> ids(n);
   for (int32_t& id : ids) id = int32_t(rng() % uint32_t(vocab));
   return ids;
-}
-
-// Greedy ids from the oracle: the prompt fed position by position, then `n` argmax tokens.
-std::vector<int32_t> oracle_greedy(const Model& m, const std::vector<int32_t>& prompt, int32_t n) {
-  ReferenceModel oracle(m);
-  std::vector<int32_t> tokens = prompt, out;
-  for (size_t pos = 0; out.size() < size_t(n); ++pos) {
-    const auto& logits = oracle.forward(tokens[pos], int32_t(pos));
-    if (pos + 1 >= tokens.size()) {
-      out.push_back(argmax(logits));
-      tokens.push_back(out.back());
-    }
-  }
-  return out;
 }
 
 struct Runner {
@@ -215,7 +202,7 @@ TEST_P(Architectures, MatchesTheOracle) {
   }
   // The golden ids, from the oracle alone, against the engine alone and in a crowd.
   for (size_t i = 0; i < prompts.size(); ++i) {
-    const std::vector<int32_t> golden = oracle_greedy(r.model, prompts[i], 12);
+    const std::vector<int32_t> golden = test::oracle_greedy(r.model, prompts[i], 12);
     EXPECT_EQ(seqs[i].generated(), golden) << "in a crowd, prompt " << i;
     EXPECT_EQ(r.run({prompts[i]}, 12, 64)[0].generated(), golden) << "alone, prompt " << i;
   }
@@ -299,7 +286,7 @@ TEST(SlidingWindowPrefixCache, CachedPrefixesGiveTheOraclesIds) {
       RequestHandle handle = engine.submit(std::move(r));
       return test::await(handle).token_ids;
     };
-    for (const auto& prompt : {a, a, b}) EXPECT_EQ(generate(prompt), oracle_greedy(m, prompt, 12));
+    for (const auto& prompt : {a, a, b}) EXPECT_EQ(generate(prompt), test::oracle_greedy(m, prompt, 12));
     EXPECT_GT(engine.metrics().prefix_hit_tokens, 64);  // a again, then b's shared pages
   }
 }
@@ -338,10 +325,20 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-std::vector<int32_t> argmax_rows(const std::vector<std::vector<float>>& logits) {
-  std::vector<int32_t> out;
-  for (const auto& row : logits) out.push_back(argmax(row));
-  return out;
+// Teacher forcing: each row of `ids_path` (<model>.teacher_ids.json) fed whole through the model
+// at `path`, one token a step for logits at every position (n_new = 1), and its argmax at every
+// position (`got`) beside llama.cpp's (`want`, the "argmax" of `teacher_path`).
+struct TeacherForced {
+  std::vector<std::vector<int32_t>> got, want;
+};
+TeacherForced teacher_forced(const std::string& path, const std::string& ids_path, const std::string& teacher_path) {
+  Runner r(load_model(path), 2);
+  TeacherForced t{.got = {}, .want = read_json(teacher_path)["argmax"].get<std::vector<std::vector<int32_t>>>()};
+  for (const auto& seq : r.run(read_json(ids_path).get<std::vector<std::vector<int32_t>>>(), 1, 1, true)) {
+    std::vector<int32_t>& argmaxes = t.got.emplace_back();
+    for (const auto& logits : seq.logits) argmaxes.push_back(argmax(logits));
+  }
+  return t;
 }
 
 class LlamaCppReference : public ::testing::TestWithParam<const char*> {};
@@ -373,13 +370,9 @@ TEST_P(LlamaCppReference, TeacherForcedArgmaxOfTheF32Model) {
   PAGODA_SHARED_OR_SKIP(path, "models/llamacpp-quant/" + model + "-F32.gguf");
   PAGODA_SHARED_OR_SKIP(ids_path, "models/llamacpp-quant/" + model + ".teacher_ids.json");
   PAGODA_SHARED_OR_SKIP(teacher_path, "models/llamacpp-quant/" + model + "-F32.teacher.json");
-  Runner r(load_model(path), 2);
-  const auto rows = read_json(ids_path).get<std::vector<std::vector<int32_t>>>();
-  const auto want = read_json(teacher_path)["argmax"].get<std::vector<std::vector<int32_t>>>();
-  ASSERT_EQ(rows.size(), want.size());
-  // n_new = 1: the rows are fed whole, one token a step for logits at every position.
-  const auto seqs = r.run(rows, 1, 1, true);
-  for (size_t s = 0; s < rows.size(); ++s) EXPECT_EQ(argmax_rows(seqs[s].logits), want[s]) << "sequence " << s;
+  const TeacherForced t = teacher_forced(path, ids_path, teacher_path);
+  ASSERT_EQ(t.got.size(), t.want.size());
+  for (size_t s = 0; s < t.got.size(); ++s) EXPECT_EQ(t.got[s], t.want[s]) << "sequence " << s;
 }
 
 // The prompts, tokenized by pagoda as llama.cpp did (add_special, no parse_special), give
@@ -424,17 +417,13 @@ TEST_P(LlamaCppQuantized, TeacherForcedArgmaxAgreesWithLlamaCppOnTheSameFile) {
   PAGODA_SHARED_OR_SKIP(path, "models/llamacpp-quant/" + file + ".gguf");
   PAGODA_SHARED_OR_SKIP(ids_path, "models/llamacpp-quant/" + model + ".teacher_ids.json");
   PAGODA_SHARED_OR_SKIP(teacher_path, "models/llamacpp-quant/" + file + ".teacher.json");
-  Runner r(load_model(path), 2);
-  const auto rows = read_json(ids_path).get<std::vector<std::vector<int32_t>>>();
-  const auto want = read_json(teacher_path)["argmax"].get<std::vector<std::vector<int32_t>>>();
-  ASSERT_EQ(rows.size(), want.size());
-  const auto seqs = r.run(rows, 1, 1, true);
+  const TeacherForced t = teacher_forced(path, ids_path, teacher_path);
+  ASSERT_EQ(t.got.size(), t.want.size());
   size_t same = 0, total = 0;
-  for (size_t s = 0; s < rows.size(); ++s) {
-    const std::vector<int32_t> got = argmax_rows(seqs[s].logits);
-    ASSERT_EQ(got.size(), want[s].size());
-    for (size_t i = 0; i < got.size(); ++i) same += got[i] == want[s][i];
-    total += got.size();
+  for (size_t s = 0; s < t.got.size(); ++s) {
+    ASSERT_EQ(t.got[s].size(), t.want[s].size());
+    for (size_t i = 0; i < t.got[s].size(); ++i) same += t.got[s][i] == t.want[s][i];
+    total += t.got[s].size();
   }
   const double agreement = double(same) / double(total);
   std::printf("%s: teacher-forced argmax agrees with llama.cpp's on %zu of %zu positions (%.1f%%)\n",

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <thread>
@@ -180,6 +181,15 @@ class PtyProcess {
     });
   }
 
+  // Types `line`, then expects each of `replies` in turn and the next prompt.
+  bool command(const std::string& line, std::initializer_list<std::string> replies = {}) {
+    type(line);
+    for (const std::string& reply : replies) {
+      if (!expect(reply)) return false;
+    }
+    return expect("\n> ");
+  }
+
   // Reads until at least `bytes` more have arrived past the last match (without moving past them).
   bool expect_more(size_t bytes) {
     return read_until(60s, [&] { return output_.size() >= cursor_ + bytes; });
@@ -319,22 +329,13 @@ TEST(ChatCli, TinyModelConversationWithCommands) {
   ASSERT_TRUE(chat.expect("tokens/s, prompt ")) << chat.output();
   ASSERT_TRUE(chat.expect("\n> "));
 
-  chat.type("/help\n");
-  ASSERT_TRUE(chat.expect("/reset")) << chat.output();
-  ASSERT_TRUE(chat.expect("\n> "));
-  chat.type("/stats\n");
-  ASSERT_TRUE(chat.expect("last reply: 20 tokens")) << chat.output();
-  ASSERT_TRUE(chat.expect("2 messages")) << chat.output();
-  ASSERT_TRUE(chat.expect("engine: 1 requests finished, 20 tokens generated")) << chat.output();
-  ASSERT_TRUE(chat.expect("\n> "));
-  chat.type("/bogus\n");
-  ASSERT_TRUE(chat.expect("unknown command /bogus")) << chat.output();
-  ASSERT_TRUE(chat.expect("\n> "));
-  chat.type("/reset\n");
-  ASSERT_TRUE(chat.expect("\n> "));
-  chat.type("/stats\n");
-  ASSERT_TRUE(chat.expect("0 messages")) << chat.output();
-  ASSERT_TRUE(chat.expect("\n> "));
+  ASSERT_TRUE(chat.command("/help\n", {"/reset"})) << chat.output();
+  ASSERT_TRUE(chat.command("/stats\n", {"last reply: 20 tokens", "2 messages",
+                                        "engine: 1 requests finished, 20 tokens generated"}))
+      << chat.output();
+  ASSERT_TRUE(chat.command("/bogus\n", {"unknown command /bogus"})) << chat.output();
+  ASSERT_TRUE(chat.command("/reset\n")) << chat.output();
+  ASSERT_TRUE(chat.command("/stats\n", {"0 messages"})) << chat.output();
 
   chat.type("\x03");  // at the prompt: leave
   EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
@@ -415,13 +416,8 @@ TEST_F(ChatCliStories, InteractiveStreamsRepliesAndKeepsTheConversation) {
   EXPECT_TRUE(continuation(0).starts_with(reply)) << "greedy: the golden story's start: " << reply;
   ASSERT_TRUE(chat.expect("\n> "));
 
-  chat.type("Then Lily\n");  // the second turn continues the first
-  ASSERT_TRUE(chat.expect("tokens/s")) << chat.output();
-  ASSERT_TRUE(chat.expect("\n> "));
-  chat.type("/stats\n");
-  ASSERT_TRUE(chat.expect("4 messages")) << chat.output();
-  ASSERT_TRUE(chat.expect("engine: 2 requests finished")) << chat.output();
-  ASSERT_TRUE(chat.expect("\n> "));
+  ASSERT_TRUE(chat.command("Then Lily\n", {"tokens/s"})) << chat.output();  // the second turn continues the first
+  ASSERT_TRUE(chat.command("/stats\n", {"4 messages", "engine: 2 requests finished"})) << chat.output();
   chat.type("/quit\n");
   EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
 }
@@ -432,9 +428,7 @@ TEST(ChatCli, ChatTemplateModelTokenizesItsSpecialTokens) {
     PtyProcess chat({kChat, "-m", model, "--temp", "0", "-n", "8"});
     ASSERT_TRUE(chat.expect("chat template chatml")) << chat.output();
     ASSERT_TRUE(chat.expect("\n> "));
-    chat.type("hello\n");
-    ASSERT_TRUE(chat.expect("tokens/s")) << chat.output();
-    ASSERT_TRUE(chat.expect("\n> "));
+    ASSERT_TRUE(chat.command("hello\n", {"tokens/s"})) << chat.output();
     chat.type("/quit\n");
     EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
   }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -109,73 +110,26 @@ const std::vector<ChatMessage> kConversation = {
     {"assistant", "   I am an assistant   "},  {"user", "Another question"},
 };
 
-struct LayoutCase {
-  Family family;
-  std::string end_of_turn;
-  std::string expected;
-};
+// The family llama.cpp names `name`.
+Family family_named(const std::string& name) {
+  for (int f = 0; f <= int(Family::VicunaOrca); ++f) {
+    if (chat::family_name(Family(f)) == name) return Family(f);
+  }
+  ADD_FAILURE() << "no family is named " << name;
+  return Family::Plain;
+}
 
+// tests/data/chat_template_layouts.json: for each family and end-of-turn marker, the prompt
+// llama.cpp's test expects for kConversation.
 TEST(ChatTemplate, LaysOutTurnsAsLlamaCppDoes) {
-  const std::vector<LayoutCase> cases = {
-      {Family::ChatML, "<|im_end|>",
-       "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>"
-       "assistant\nHi there<|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n   I am an "
-       "assistant   <|im_end|>\n<|im_start|>user\nAnother question<|im_end|>\n<|im_start|>assistant\n"},
-      {Family::Llama2, "</s>",
-       "[INST] You are a helpful assistant\nHello [/INST]Hi there</s>[INST] Who are you [/INST]   I am an assistant   "
-       "</s>[INST] Another question [/INST]"},
-      {Family::Llama2Sys, "</s>",
-       "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST]Hi there</s>[INST] Who are you [/INST]   "
-       "I am an assistant   </s>[INST] Another question [/INST]"},
-      {Family::Llama2SysBos, "</s>",
-       "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST]Hi there</s><s>[INST] Who are you "
-       "[/INST]   I am an assistant   </s><s>[INST] Another question [/INST]"},
-      {Family::Llama2SysStrip, "</s>",
-       "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST]Hi there</s>[INST] Who are you "
-       "[/INST]I am an assistant</s>[INST] Another question [/INST]"},
-      {Family::MistralV1, "</s>",
-       " [INST] You are a helpful assistant\n\nHello [/INST] Hi there</s> [INST] Who are you [/INST]    I am an "
-       "assistant   </s> [INST] Another question [/INST]"},
-      {Family::MistralV3, "</s>",
-       "[INST] You are a helpful assistant\n\nHello[/INST] Hi there</s>[INST] Who are you[/INST] I am an "
-       "assistant</s>[INST] Another question[/INST]"},
-      {Family::MistralV3Tekken, "</s>",
-       "[INST]You are a helpful assistant\n\nHello[/INST]Hi there</s>[INST]Who are you[/INST]   I am an assistant   "
-       "</s>[INST]Another question[/INST]"},
-      {Family::MistralV7, "</s>",
-       "[SYSTEM_PROMPT] You are a helpful assistant[/SYSTEM_PROMPT][INST] Hello[/INST] Hi there</s>[INST] Who are "
-       "you[/INST]    I am an assistant   </s>[INST] Another question[/INST]"},
-      {Family::Phi3, "<|end|>",
-       "<|system|>\nYou are a helpful assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\nHi there<|end|>\n"
-       "<|user|>\nWho are you<|end|>\n<|assistant|>\n   I am an assistant   <|end|>\n<|user|>\nAnother "
-       "question<|end|>\n<|assistant|>\n"},
-      {Family::Zephyr, "<|endoftext|>",
-       "<|system|>\nYou are a helpful assistant<|endoftext|>\n<|user|>\nHello<|endoftext|>\n<|assistant|>\nHi "
-       "there<|endoftext|>\n<|user|>\nWho are you<|endoftext|>\n<|assistant|>\n   I am an assistant   "
-       "<|endoftext|>\n<|user|>\nAnother question<|endoftext|>\n<|assistant|>\n"},
-      {Family::Zephyr, "</s>",
-       "<|system|>\nYou are a helpful assistant</s>\n<|user|>\nHello</s>\n<|assistant|>\nHi there</s>\n<|user|>\nWho "
-       "are you</s>\n<|assistant|>\n   I am an assistant   </s>\n<|user|>\nAnother question</s>\n<|assistant|>\n"},
-      {Family::Gemma, "<end_of_turn>",
-       "<start_of_turn>user\nYou are a helpful assistant\n\nHello<end_of_turn>\n<start_of_turn>model\nHi "
-       "there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\nI am an "
-       "assistant<end_of_turn>\n<start_of_turn>user\nAnother question<end_of_turn>\n<start_of_turn>model\n"},
-      {Family::Llama3, "<|eot_id|>",
-       "<|start_header_id|>system<|end_header_id|>\n\nYou are a helpful "
-       "assistant<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|"
-       "end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWho are "
-       "you<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nI am an "
-       "assistant<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nAnother "
-       "question<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
-      {Family::Vicuna, "</s>",
-       "You are a helpful assistant\n\nUSER: Hello\nASSISTANT: Hi there</s>\nUSER: Who are you\nASSISTANT:    I am an "
-       "assistant   </s>\nUSER: Another question\nASSISTANT:"},
-      {Family::VicunaOrca, "</s>",
-       "SYSTEM: You are a helpful assistant\nUSER: Hello\nASSISTANT: Hi there</s>\nUSER: Who are you\nASSISTANT:    I "
-       "am an assistant   </s>\nUSER: Another question\nASSISTANT:"},
-  };
-  for (const LayoutCase& c : cases) {
-    EXPECT_EQ(chat::apply_template({c.family, c.end_of_turn}, kConversation, true), c.expected) << chat::family_name(c.family);
+  const nlohmann::json cases =
+      nlohmann::json::parse(test::read_file(std::string(PAGODA_SOURCE_DIR) + "/tests/data/chat_template_layouts.json"));
+  ASSERT_EQ(cases.size(), 16u);
+  for (const nlohmann::json& c : cases) {
+    const std::string family = c.at("family"), end_of_turn = c.at("end_of_turn");
+    const std::string expected = c.at("expected");
+    EXPECT_EQ(chat::apply_template({family_named(family), end_of_turn}, kConversation, true), expected)
+        << family << " ending turns with " << end_of_turn;
   }
 }
 

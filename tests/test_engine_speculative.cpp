@@ -76,10 +76,19 @@ void expect_speculation_changes_nothing(Engine& engine, const std::vector<Reques
   const int64_t proposed = after.speculative_proposed - before.speculative_proposed;
   const int64_t accepted = after.speculative_accepted - before.speculative_accepted;
   EXPECT_GT(proposed, 0) << "nothing was guessed: the test proves nothing";
-  if (expect_accepted) EXPECT_GT(accepted, 0) << "no guess was accepted: the test proves nothing";
+  if (expect_accepted) {
+    EXPECT_GT(accepted, 0) << "no guess was accepted: the test proves nothing";
+  }
   EXPECT_LE(accepted, proposed);
   test::expect_engine_idle(engine);
   expect_draft_idle(engine);
+}
+
+// A request cancelled partway (`got`) ended as cancelled with a prefix of its uncancelled tokens.
+void expect_cancelled_prefix(const Completion& got, const Completion& plain) {
+  ASSERT_EQ(got.finish_reason, FinishReason::Cancelled);
+  ASSERT_LE(got.token_ids.size(), plain.token_ids.size());
+  EXPECT_TRUE(std::equal(got.token_ids.begin(), got.token_ids.end(), plain.token_ids.begin()));
 }
 
 TEST(NgramProposer, ProposesWhatFollowedTheLatestLongestMatch) {
@@ -320,10 +329,8 @@ TEST_F(EngineSpeculative, PreemptionInTheMiddleOfSpeculationGivesPlainTokens) {
   for (PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
     SCOPED_TRACE(mode == PreemptionMode::Swap ? "swap" : "recompute");
     // Room for about two of the five sequences at once: the others are preempted mid-run.
-    EngineConfig c{.model_path = model_, .threads = 2, .kv_pages = 40, .tokens_per_page = 8};
-    c.preemption = mode;
-    c.prefix_caching = false;
-    Engine engine(c);
+    Engine engine({.model_path = model_, .threads = 2, .kv_pages = 40, .tokens_per_page = 8, .preemption = mode,
+                   .prefix_caching = false});
     std::vector<Request> rs = retellings(120, 1);
     for (size_t i = 0; i < rs.size(); ++i) {
       rs[i].sampling.temperature = i % 2 ? 0.7f : 0.0f;
@@ -345,19 +352,7 @@ TEST_F(EngineSpeculative, CancelInTheMiddleOfSpeculationReturnsEveryPage) {
     RequestHandle h = engine.submit(p);
     return await(h);
   }();
-  std::atomic<int> seen{0};
-  std::atomic<RequestHandle*> self{nullptr};
-  r.on_token = [&](const StreamEvent&) {
-    if (++seen != 20) return;
-    while (!self.load()) std::this_thread::yield();  // the handle is on its way back from submit
-    self.load()->cancel();
-  };
-  RequestHandle h = engine.submit(r);
-  self = &h;
-  const Completion c = await(h);
-  ASSERT_EQ(c.finish_reason, FinishReason::Cancelled);
-  ASSERT_LE(c.token_ids.size(), plain.token_ids.size());
-  EXPECT_TRUE(std::equal(c.token_ids.begin(), c.token_ids.end(), plain.token_ids.begin()));
+  ASSERT_NO_FATAL_FAILURE(expect_cancelled_prefix(test::SelfCancellingRequest(engine, r, 20).await(), plain));
   EXPECT_GT(engine.metrics().speculative_accepted, 0);
   test::expect_engine_idle(engine);
 }
@@ -531,13 +526,8 @@ TEST_F(EngineSpeculativeDraft, PreemptionAndATightDraftPoolGivePlainTokens) {
     SCOPED_TRACE(mode == PreemptionMode::Swap ? "swap" : "recompute");
     // Room for about two of the five sequences at once in either cache: the others are
     // preempted mid-run, and find no draft pages now and then.
-    EngineConfig c{.model_path = model_, .threads = 2, .kv_pages = 40, .tokens_per_page = 8};
-    c.preemption = mode;
-    c.prefix_caching = false;
-    c.draft_model_path = model_;
-    c.draft_kv_pages = 40;
-    c.prefill_chunk = 24;
-    Engine engine(c);
+    Engine engine({.model_path = model_, .threads = 2, .kv_pages = 40, .tokens_per_page = 8, .prefill_chunk = 24,
+                   .preemption = mode, .prefix_caching = false, .draft_model_path = model_, .draft_kv_pages = 40});
     EXPECT_EQ(engine.metrics().draft_kv_pages_total, 40);
     const int64_t before = engine.metrics().preempted;
     expect_speculation_changes_nothing(engine, sampled(120), drafted());
@@ -553,19 +543,7 @@ TEST_F(EngineSpeculativeDraft, CancelInTheMiddleOfDraftingReturnsEveryPage) {
   r.speculative = SpeculativeParams{};
   const Completion plain = [&] { RequestHandle h = engine.submit(r); return await(h); }();
   r.speculative = drafted();
-  std::atomic<int> seen{0};
-  std::atomic<RequestHandle*> self{nullptr};
-  r.on_token = [&](const StreamEvent&) {
-    if (++seen != 20) return;
-    while (!self.load()) std::this_thread::yield();
-    self.load()->cancel();
-  };
-  RequestHandle h = engine.submit(r);
-  self = &h;
-  const Completion got = await(h);
-  ASSERT_EQ(got.finish_reason, FinishReason::Cancelled);
-  ASSERT_LE(got.token_ids.size(), plain.token_ids.size());
-  EXPECT_TRUE(std::equal(got.token_ids.begin(), got.token_ids.end(), plain.token_ids.begin()));
+  ASSERT_NO_FATAL_FAILURE(expect_cancelled_prefix(test::SelfCancellingRequest(engine, r, 20).await(), plain));
   EXPECT_GT(engine.metrics().speculative_accepted, 0);
   test::expect_engine_idle(engine);
   expect_draft_idle(engine);

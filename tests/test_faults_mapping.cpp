@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <optional>
 #include <thread>
@@ -180,32 +181,51 @@ TEST(MappingGuardDeathTest, ChainsToTheHandlerInstalledBefore) {
 
 // ---- The engine -----------------------------------------------------------------------------
 
+// greedy(n, adapter) on `engine`, to its end.
+Completion generate(Engine& engine, int32_t n = 24, const std::string& adapter = "") {
+  RequestHandle h = engine.submit(greedy(n, adapter));
+  return await(h);
+}
+
+// An on_token callback that holds the decode loop at a request's `at`-th token until opened, so
+// that what the test does meanwhile lands between two of the request's steps.
+class TokenGate {
+ public:
+  explicit TokenGate(int at) : at_(at), open_(opened_.get_future().share()) {}
+  std::function<void(const StreamEvent&)> callback() {
+    return [this, calls = std::make_shared<int>(0)](const StreamEvent&) {
+      if (++*calls == at_) {
+        reached_.set_value();
+        open_.wait();
+      }
+    };
+  }
+  void wait_until_held() { reached_.get_future().wait(); }
+  void open() { opened_.set_value(); }
+
+ private:
+  int at_;
+  std::promise<void> reached_, opened_;
+  std::shared_future<void> open_;
+};
+
 // The model file truncated in place while a request is generating: that request and every one
 // after it fail with an error naming the file; the process, the pages and shutdown are fine.
 TEST(FaultsMapping, TruncatedModelFailsRequestsNotTheProcess) {
   const std::string path = model_copy("truncated.gguf");
   Engine engine({.model_path = path, .threads = 2});
-  RequestHandle clean = engine.submit(greedy(40));
-  const Completion want = await(clean);
+  const Completion want = generate(engine, 40);
   ASSERT_EQ(want.finish_reason, FinishReason::Length) << want.error;
   EXPECT_EQ(engine.model_lost(), std::nullopt);
 
-  // The running request's callback holds the decode loop at its fifth token while the file
-  // is truncated, so the truncation lands between two of its steps.
-  std::promise<void> reached, truncated;
-  std::shared_future<void> go = truncated.get_future().share();
+  // The running request is held at its fifth token while the file is truncated.
+  TokenGate gate(5);
   Request running = greedy(40);
-  auto calls = std::make_shared<int>(0);
-  running.on_token = [&reached, go, calls](const StreamEvent&) {
-    if (++*calls == 5) {
-      reached.set_value();
-      go.wait();
-    }
-  };
+  running.on_token = gate.callback();
   RequestHandle during = engine.submit(running);
-  reached.get_future().wait();
+  gate.wait_until_held();
   fs::resize_file(path, 0);
-  truncated.set_value();
+  gate.open();
 
   const Completion failed = await(during);
   expect_lost_model(failed, path);
@@ -213,8 +233,7 @@ TEST(FaultsMapping, TruncatedModelFailsRequestsNotTheProcess) {
   EXPECT_EQ(std::vector<int32_t>(want.token_ids.begin(), want.token_ids.begin() + 5), failed.token_ids);
 
   for (int i = 0; i < 3; ++i) {
-    RequestHandle after = engine.submit(greedy());
-    expect_lost_model(await(after), path);
+    expect_lost_model(generate(engine), path);
   }
   ASSERT_TRUE(engine.model_lost().has_value());
   EXPECT_NE(engine.model_lost()->find(path), std::string::npos) << *engine.model_lost();
@@ -231,11 +250,9 @@ TEST(FaultsMapping, TruncatedLlama2cCheckpointFailsRequests) {
   const std::string path = test::scratch_path("stories.bin");
   fs::copy_file(checkpoint, path, fs::copy_options::overwrite_existing);
   Engine engine({.model_path = path, .tokenizer_path = tokenizer, .threads = 2});
-  RequestHandle before = engine.submit(greedy(16));
-  ASSERT_EQ(await(before).finish_reason, FinishReason::Length);
+  ASSERT_EQ(generate(engine, 16).finish_reason, FinishReason::Length);
   fs::resize_file(path, 0);
-  RequestHandle after = engine.submit(greedy(16));
-  expect_lost_model(await(after), path);
+  expect_lost_model(generate(engine, 16), path);
   expect_engine_idle(engine);
 }
 
@@ -245,22 +262,15 @@ TEST(FaultsMapping, TruncatedLlama2cCheckpointFailsRequests) {
 TEST(FaultsMapping, EveryRequestInFlightResolves) {
   const std::string path = model_copy("truncated-busy.gguf");
   Engine engine({.model_path = path, .threads = 2, .kv_pages = 64, .tokens_per_page = 8});
-  std::promise<void> reached, truncated;
-  std::shared_future<void> go = truncated.get_future().share();
+  TokenGate gate(1);
   Request first = greedy(200);
-  auto calls = std::make_shared<int>(0);
-  first.on_token = [&reached, go, calls](const StreamEvent&) {
-    if (++*calls == 1) {
-      reached.set_value();
-      go.wait();
-    }
-  };
+  first.on_token = gate.callback();
   std::vector<RequestHandle> handles;
   handles.push_back(engine.submit(first));
   for (int i = 1; i < 16; ++i) handles.push_back(engine.submit(greedy(200)));
-  reached.get_future().wait();
+  gate.wait_until_held();
   fs::resize_file(path, 0);
-  truncated.set_value();
+  gate.open();
   for (RequestHandle& h : handles) expect_lost_model(await(h), path);
   expect_engine_idle(engine);
   EXPECT_EQ(engine.metrics().finished, 16);
@@ -271,20 +281,17 @@ TEST(FaultsMapping, EveryRequestInFlightResolves) {
 TEST(FaultsMapping, NoMmapKeepsWorkingAfterTruncation) {
   const std::string path = model_copy("copied.gguf");
   Engine engine({.model_path = path, .use_mmap = false, .threads = 2});
-  RequestHandle before = engine.submit(greedy(40));
-  const Completion want = await(before);
+  const Completion want = generate(engine, 40);
   ASSERT_EQ(want.finish_reason, FinishReason::Length) << want.error;
   fs::resize_file(path, 0);
-  RequestHandle after = engine.submit(greedy(40));
-  const Completion got = await(after);
+  const Completion got = generate(engine, 40);
   EXPECT_EQ(got.finish_reason, FinishReason::Length) << got.error;
   EXPECT_EQ(got.token_ids, want.token_ids);
   expect_engine_idle(engine);
 
   // And the same tokens as the mapped engine gives on the intact file.
   Engine mapped({.model_path = model_copy("mapped.gguf"), .threads = 2});
-  RequestHandle reference = mapped.submit(greedy(40));
-  EXPECT_EQ(await(reference).token_ids, want.token_ids);
+  EXPECT_EQ(generate(mapped, 40).token_ids, want.token_ids);
 }
 
 // Repacked matrices give their mapped pages back to the OS (they are read again from the file
@@ -314,13 +321,11 @@ TEST(FaultsMapping, NoMmapMatchesMmap) {
   }
   for (EngineConfig config : configs) {
     Engine mapped(config);
-    RequestHandle a = mapped.submit(greedy(40));
-    const Completion want = await(a);
+    const Completion want = generate(mapped, 40);
     ASSERT_EQ(want.finish_reason, FinishReason::Length) << want.error;
     config.use_mmap = false;
     Engine copied(config);
-    RequestHandle b = copied.submit(greedy(40));
-    EXPECT_EQ(await(b).token_ids, want.token_ids) << config.model_path;
+    EXPECT_EQ(generate(copied, 40).token_ids, want.token_ids) << config.model_path;
   }
 }
 
@@ -329,14 +334,12 @@ TEST(FaultsMapping, NoMmapMatchesMmap) {
 TEST(FaultsMapping, ModelReplacedByRenameKeepsWorking) {
   const std::string path = model_copy("renamed.gguf");
   Engine engine({.model_path = path, .threads = 2});
-  RequestHandle before = engine.submit(greedy(40));
-  const Completion want = await(before);
+  const Completion want = generate(engine, 40);
   ASSERT_EQ(want.finish_reason, FinishReason::Length) << want.error;
   const std::string other = test::scratch_path("renamed-new.gguf");
   write_bytes(other, std::string(4096, 'x'));
   fs::rename(other, path);
-  RequestHandle after = engine.submit(greedy(40));
-  const Completion got = await(after);
+  const Completion got = generate(engine, 40);
   EXPECT_EQ(got.finish_reason, FinishReason::Length) << got.error;
   EXPECT_EQ(got.token_ids, want.token_ids);
   expect_engine_idle(engine);
@@ -350,12 +353,10 @@ TEST(FaultsMapping, AdapterTruncatedAfterLoadKeepsWorking) {
   const std::string adapter = test::scratch_path("truncated-adapter.gguf");
   write_synth_lora(adapter, test::tiny_gqa_config(), {.rank = 4, .alpha = 4.0f, .seed = 3});
   engine.load_adapter("cut", adapter);
-  RequestHandle first = engine.submit(greedy(24, "cut"));
-  const Completion want = await(first);
+  const Completion want = generate(engine, 24, "cut");
   ASSERT_EQ(want.finish_reason, FinishReason::Length) << want.error;
   fs::resize_file(adapter, 0);
-  RequestHandle again = engine.submit(greedy(24, "cut"));
-  const Completion got = await(again);
+  const Completion got = generate(engine, 24, "cut");
   EXPECT_EQ(got.finish_reason, FinishReason::Length) << got.error;
   EXPECT_EQ(got.token_ids, want.token_ids);
   EXPECT_THROW(engine.load_adapter("cut-again", adapter), Error) << "the truncated file is no adapter";

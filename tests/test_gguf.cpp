@@ -504,55 +504,47 @@ TEST(GgufMalformed, Header) {
 }
 
 TEST(GgufMalformed, Metadata) {
-  RawGguf raw;
-  raw.kvs.push_back(Bytes().u64(uint64_t(1) << 62).data);
-  expect_error("string-length.gguf", raw.bytes(), "has string length 4611686018427387904, past the end");
-  raw = {};
-  raw.kvs.push_back(Bytes().str("s").type(GgufType::STRING).u64(~uint64_t(0)).data);
-  expect_error("value-length.gguf", raw.bytes(), "key 's': string value at offset");
-  raw = {};
-  raw.kvs.push_back(Bytes().str("arr").type(GgufType::ARRAY).type(GgufType::UINT32).u64(uint64_t(1) << 60).data);
-  expect_error("array-count.gguf", raw.bytes(), "key 'arr': array of 1152921504606846976 UINT32 at offset");
-  raw = {};
-  raw.kvs.push_back(Bytes().str("arr").type(GgufType::ARRAY).type(GgufType::ARRAY).u64(uint64_t(1) << 40).data);
-  expect_error("nested-array-count.gguf", raw.bytes(), "cannot fit");
-  raw = {};
-  raw.kvs.push_back(Bytes().str("odd").u32(77).u32(0).data);
-  expect_error("value-type.gguf", raw.bytes(), "key 'odd': unknown value type 77");
-  raw = {};
-  raw.kvs.push_back(Bytes().str("arr").type(GgufType::ARRAY).u32(13).u64(0).data);
-  expect_error("element-type.gguf", raw.bytes(), "key 'arr': unknown value type 13");
-  raw = {};
-  raw.kvs.push_back(Bytes().str("flag").type(GgufType::BOOL).u8(2).data);
-  expect_error("bool.gguf", raw.bytes(), "key 'flag': bool value is 2");
-  raw = {};
-  raw.kvs.push_back(kv_u32("answer", 43));
-  expect_error("duplicate-key.gguf", raw.bytes(), "key 'answer': duplicate key");
-  // Every byte present, but 2^24 one-byte elements would take 40 times that in memory.
-  raw = {};
-  raw.kvs.push_back(Bytes().str("big").type(GgufType::ARRAY).type(GgufType::UINT8).u64(uint64_t(1) << 24).data +
-                    std::string(size_t(1) << 24, '\0'));
-  expect_error("entry-limit.gguf", raw.bytes(), "key 'big': more than 16777216 metadata values and tensors in all");
-
   // One level deeper than allowed: arrays of one array each, around an empty UINT8 array.
   // (An array element carries no type tag of its own: each level is element type, count.)
   Bytes deep;
   deep.str("deep").type(GgufType::ARRAY);
   for (int level = 0; level < kGgufMaxArrayDepth; ++level) deep.type(GgufType::ARRAY).u64(1);
   deep.type(GgufType::UINT8).u64(0);
-  raw = {};
-  raw.kvs.push_back(deep.data);
-  expect_error("deep.gguf", raw.bytes(), "nested deeper than 8 levels");
-
-  raw = {};
-  raw.kvs.push_back(Bytes().str("general.alignment").type(GgufType::UINT64).u64(32).data);
-  expect_error("alignment-type.gguf", raw.bytes(), "'general.alignment': has type UINT64, expected UINT32");
-  raw = {};
-  raw.kvs.push_back(kv_u32("general.alignment", 48));
-  expect_error("alignment-48.gguf", raw.bytes(), "48 is not a power of two");
-  raw = {};
-  raw.kvs.push_back(kv_u32("general.alignment", 0));
-  expect_error("alignment-0.gguf", raw.bytes(), "0 is not a power of two");
+  // Each case: one more metadata entry after the valid ones, and what refusing the file says.
+  const struct {
+    const char* name;
+    std::string kv;
+    const char* phrase;
+  } cases[] = {
+      {"string-length.gguf", Bytes().u64(uint64_t(1) << 62).data,
+       "has string length 4611686018427387904, past the end"},
+      {"value-length.gguf", Bytes().str("s").type(GgufType::STRING).u64(~uint64_t(0)).data,
+       "key 's': string value at offset"},
+      {"array-count.gguf", Bytes().str("arr").type(GgufType::ARRAY).type(GgufType::UINT32).u64(uint64_t(1) << 60).data,
+       "key 'arr': array of 1152921504606846976 UINT32 at offset"},
+      {"nested-array-count.gguf",
+       Bytes().str("arr").type(GgufType::ARRAY).type(GgufType::ARRAY).u64(uint64_t(1) << 40).data, "cannot fit"},
+      {"value-type.gguf", Bytes().str("odd").u32(77).u32(0).data, "key 'odd': unknown value type 77"},
+      {"element-type.gguf", Bytes().str("arr").type(GgufType::ARRAY).u32(13).u64(0).data,
+       "key 'arr': unknown value type 13"},
+      {"bool.gguf", Bytes().str("flag").type(GgufType::BOOL).u8(2).data, "key 'flag': bool value is 2"},
+      {"duplicate-key.gguf", kv_u32("answer", 43), "key 'answer': duplicate key"},
+      // Every byte present, but 2^24 one-byte elements would take 40 times that in memory.
+      {"entry-limit.gguf",
+       Bytes().str("big").type(GgufType::ARRAY).type(GgufType::UINT8).u64(uint64_t(1) << 24).data +
+           std::string(size_t(1) << 24, '\0'),
+       "key 'big': more than 16777216 metadata values and tensors in all"},
+      {"deep.gguf", deep.data, "nested deeper than 8 levels"},
+      {"alignment-type.gguf", Bytes().str("general.alignment").type(GgufType::UINT64).u64(32).data,
+       "'general.alignment': has type UINT64, expected UINT32"},
+      {"alignment-48.gguf", kv_u32("general.alignment", 48), "48 is not a power of two"},
+      {"alignment-0.gguf", kv_u32("general.alignment", 0), "0 is not a power of two"},
+  };
+  for (const auto& c : cases) {
+    RawGguf raw;
+    raw.kvs.push_back(c.kv);
+    expect_error(c.name, raw.bytes(), c.phrase);
+  }
 }
 
 TEST(GgufMalformed, TensorInfos) {

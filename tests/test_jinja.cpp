@@ -154,7 +154,9 @@ TEST(Jinja, SnippetsRenderAsJinja2Does) {
     const OracleResult got = render_with_pagoda(kSnippets[i], context());
     if (expected[i].ok) {
       EXPECT_TRUE(got.ok) << "pagoda raised where jinja2 rendered: " << got.output;
-      if (got.ok) EXPECT_EQ(got.output, expected[i].output);
+      if (got.ok) {
+        EXPECT_EQ(got.output, expected[i].output);
+      }
     } else {
       EXPECT_FALSE(got.ok) << "jinja2 raised (" << expected[i].output << ") but pagoda rendered: " << got.output;
     }

@@ -146,7 +146,9 @@ void expect_identical(const fs::path& dir, const Renderer& render = render_with_
       if (want.ok) {
         ++rendered;
         EXPECT_TRUE(got.ok) << "pagoda raised where jinja2 rendered: " << got.output;
-        if (got.ok) EXPECT_EQ(got.output, want.output);
+        if (got.ok) {
+          EXPECT_EQ(got.output, want.output);
+        }
       } else {
         ++raised;
         EXPECT_FALSE(got.ok) << "jinja2 raised (" << want.output << ") but pagoda rendered:\n" << got.output;

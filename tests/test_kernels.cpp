@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <string>
 #include <limits>
 #include <vector>
@@ -16,28 +15,16 @@
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
 #include "kernels/rope.h"
+#include "support/kernel_support.h"
 
 namespace {
 
 using namespace pagoda::kernels;
-
-std::vector<float> random_vector(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using pagoda::test::random_uniform;
+using pagoda::test::supported_isas;
 
 bool bitwise_equal(const float* a, const float* b, std::size_t n) {
   return std::memcmp(a, b, n * sizeof(float)) == 0;
-}
-
-std::vector<Isa> supported_isas() {
-  std::vector<Isa> isas;
-  for (Isa isa : {Isa::Portable, Isa::Avx2, Isa::Avx512})
-    if (cpu_supports(isa)) isas.push_back(isa);
-  return isas;
 }
 
 // Runs every test once per supported ISA, switching the kernel tables with set_isa().
@@ -104,8 +91,8 @@ TEST_P(KernelTest, MatmulMatchesDoubleReference) {
   shapes.push_back({33, 768, 2048});
   unsigned seed = 10;
   for (const Shape& s : shapes) {
-    const auto a = random_vector(std::size_t(s.M) * s.K, ++seed);
-    const auto w = random_vector(std::size_t(s.N) * s.K, ++seed);
+    const auto a = random_uniform(std::size_t(s.M) * s.K, ++seed);
+    const auto w = random_uniform(std::size_t(s.N) * s.K, ++seed);
     const PackedMatrix packed = PackedMatrix::pack(w.data(), s.N, s.K);
     ASSERT_EQ(packed.isa(), GetParam());
     ASSERT_EQ(packed.rows(), s.N);
@@ -124,9 +111,9 @@ TEST_P(KernelTest, MatmulMatchesDoubleReference) {
 
 TEST_P(KernelTest, MatmulHonoursStridesAndAccumulates) {
   const int M = 19, N = 50, K = 70, lda = 81, ldc = 64;
-  const auto a = random_vector(std::size_t(M) * lda, 1);
-  const auto w = random_vector(std::size_t(N) * K, 2);
-  const auto c0 = random_vector(std::size_t(M) * ldc, 3);
+  const auto a = random_uniform(std::size_t(M) * lda, 1);
+  const auto w = random_uniform(std::size_t(N) * K, 2);
+  const auto c0 = random_uniform(std::size_t(M) * ldc, 3);
   const PackedMatrix packed = PackedMatrix::pack(w.data(), N, K);
   std::vector<float> c = c0;
   matmul_accumulate(a.data(), M, lda, packed, c.data(), ldc);
@@ -145,8 +132,8 @@ TEST_P(KernelTest, MatmulHonoursStridesAndAccumulates) {
 
 TEST_P(KernelTest, MatmulRowsAreBatchInvariant) {
   const int N = 100, K = 300, rows = 300;
-  const auto w = random_vector(std::size_t(N) * K, 4);
-  const auto a = random_vector(std::size_t(rows) * K, 5);
+  const auto w = random_uniform(std::size_t(N) * K, 4);
+  const auto a = random_uniform(std::size_t(rows) * K, 5);
   const PackedMatrix packed = PackedMatrix::pack(w.data(), N, K);
 
   // Row 0 of `block` is the probe row; matmul over M rows starting there, in an arena.
@@ -176,8 +163,8 @@ TEST_P(KernelTest, MatmulRowsAreBatchInvariant) {
 TEST_P(KernelTest, MatmulColumnsAreIndependentOfN) {
   // Output column n is the same whether W has 40 rows or only the first 17.
   const int K = 129, M = 9;
-  const auto w = random_vector(std::size_t(40) * K, 6);
-  const auto a = random_vector(std::size_t(M) * K, 7);
+  const auto w = random_uniform(std::size_t(40) * K, 6);
+  const auto a = random_uniform(std::size_t(M) * K, 7);
   const PackedMatrix full = PackedMatrix::pack(w.data(), 40, K);
   const PackedMatrix part = PackedMatrix::pack(w.data(), 17, K);
   std::vector<float> c_full(std::size_t(M) * 40), c_part(std::size_t(M) * 17);
@@ -189,8 +176,8 @@ TEST_P(KernelTest, MatmulColumnsAreIndependentOfN) {
 
 TEST(Matmul, UsesTheKernelOfThePackedIsa) {
   const int M = 5, N = 70, K = 90;
-  const auto w = random_vector(std::size_t(N) * K, 8);
-  const auto a = random_vector(std::size_t(M) * K, 9);
+  const auto w = random_uniform(std::size_t(N) * K, 8);
+  const auto a = random_uniform(std::size_t(M) * K, 9);
   for (Isa packed_for : supported_isas()) {
     const PackedMatrix packed = PackedMatrix::pack(w.data(), N, K, packed_for);
     std::vector<float> expected(std::size_t(M) * N), got(expected.size());
@@ -210,8 +197,8 @@ TEST(Matmul, UsesTheKernelOfThePackedIsa) {
 
 TEST_P(KernelTest, RmsnormMatchesReference) {
   for (int n : {1, 7, 16, 33, 288, 768}) {
-    const auto x = random_vector(n, n, -3.0f, 3.0f);
-    const auto w = random_vector(n, n + 1);
+    const auto x = random_uniform(n, n, -3.0f, 3.0f);
+    const auto w = random_uniform(n, n + 1);
     std::vector<float> out(n);
     rmsnorm(x.data(), w.data(), out.data(), n, 1e-5f);
     double ss = 0.0;
@@ -223,8 +210,8 @@ TEST_P(KernelTest, RmsnormMatchesReference) {
 
 TEST_P(KernelTest, RmsnormRowsEqualsSingleRows) {
   const int rows = 37, n = 100, ld = 104;
-  const auto x = random_vector(std::size_t(rows) * ld, 8);
-  const auto w = random_vector(n, 9);
+  const auto x = random_uniform(std::size_t(rows) * ld, 8);
+  const auto w = random_uniform(n, 9);
   std::vector<float> batched(std::size_t(rows) * ld, 0.0f), single(n);
   rmsnorm_rows(x.data(), ld, w.data(), batched.data(), ld, rows, n, 1e-6f);
   for (int r = 0; r < rows; ++r) {
@@ -235,9 +222,9 @@ TEST_P(KernelTest, RmsnormRowsEqualsSingleRows) {
 
 TEST_P(KernelTest, SwigluMatchesReference) {
   for (int n : {1, 5, 16, 17, 2048}) {
-    auto gate = random_vector(n, 10 + n, -20.0f, 20.0f);
+    auto gate = random_uniform(n, 10 + n, -20.0f, 20.0f);
     if (n > 4) gate[0] = -100.0f, gate[1] = 100.0f, gate[2] = 0.0f, gate[3] = -90.0f;
-    const auto up = random_vector(n, 11 + n);
+    const auto up = random_uniform(n, 11 + n);
     std::vector<float> out(n);
     swiglu(gate.data(), up.data(), out.data(), n);
     for (int i = 0; i < n; ++i) {
@@ -252,8 +239,8 @@ TEST_P(KernelTest, SwigluMatchesPortableAlmostEverywhere) {
   // The SIMD exp is evaluated in double and rounded once; glibc's expf is within 0.502 ulp, so
   // the two should agree on nearly every input, and never by more than an ulp or two.
   const int n = 100000;
-  const auto gate = random_vector(n, 12, -30.0f, 30.0f);
-  const auto up = random_vector(n, 13);
+  const auto gate = random_uniform(n, 12, -30.0f, 30.0f);
+  const auto up = random_uniform(n, 13);
   std::vector<float> out(n), portable(n);
   swiglu(gate.data(), up.data(), out.data(), n);
   set_isa(Isa::Portable);
@@ -269,7 +256,7 @@ TEST_P(KernelTest, SwigluMatchesPortableAlmostEverywhere) {
 
 TEST_P(KernelTest, SoftmaxMatchesReference) {
   for (int n : {1, 3, 16, 31, 1000, 32000}) {
-    auto x = random_vector(n, 14 + n, -10.0f, 10.0f);
+    auto x = random_uniform(n, 14 + n, -10.0f, 10.0f);
     const auto in = x;
     softmax(x.data(), n);
     double max = in[0];
@@ -320,7 +307,7 @@ TEST(Rope, MatchesReferenceAndTable) {
       const RopeParams params{head_dim, theta, scaled ? 0.25f : 1.0f, scaled ? factors : std::vector<float>{}, style};
       const RopeTable table(64, params);
       for (int pos : {0, 1, 7, 63}) {
-        const auto x = random_vector(n_heads * head_dim, 20 + pos);
+        const auto x = random_uniform(n_heads * head_dim, 20 + pos);
         auto direct = x, tabled = x;
         rope(direct.data(), n_heads, pos, params);
         table.apply(tabled.data(), n_heads, pos);
@@ -351,13 +338,13 @@ struct Cache {
 
   Cache(int head_dim, int n_ctx, int tokens_per_page, unsigned seed)
       : head_dim(head_dim), n_ctx(n_ctx), tokens_per_page(tokens_per_page),
-        k(random_vector(std::size_t(n_ctx) * head_dim, seed, -2.0f, 2.0f)),
-        v(random_vector(std::size_t(n_ctx) * head_dim, seed + 1)) {
+        k(random_uniform(std::size_t(n_ctx) * head_dim, seed, -2.0f, 2.0f)),
+        v(random_uniform(std::size_t(n_ctx) * head_dim, seed + 1)) {
     const int pages = (n_ctx + tokens_per_page - 1) / tokens_per_page;
     for (int p = 0; p < pages; ++p) {
       // Garbage past n_ctx in the last page must not matter.
-      k_store.push_back(random_vector(std::size_t(tokens_per_page) * head_dim, seed + 100 + p, 50.0f, 60.0f));
-      v_store.push_back(random_vector(std::size_t(tokens_per_page) * head_dim, seed + 200 + p, 50.0f, 60.0f));
+      k_store.push_back(random_uniform(std::size_t(tokens_per_page) * head_dim, seed + 100 + p, 50.0f, 60.0f));
+      v_store.push_back(random_uniform(std::size_t(tokens_per_page) * head_dim, seed + 200 + p, 50.0f, 60.0f));
     }
     for (int t = 0; t < n_ctx; ++t)
       for (int d = 0; d < head_dim; ++d) {
@@ -401,7 +388,7 @@ TEST_P(KernelTest, PagedAttentionMatchesReference) {
       for (int n_ctx : {1, 5, 16, 17, 200}) {
         const Cache cache(head_dim, n_ctx, tokens_per_page, 30 + n_ctx);
         for (int group : {1, 3, 10}) {
-          const auto q = random_vector(std::size_t(group) * head_dim, 40 + group, -2.0f, 2.0f);
+          const auto q = random_uniform(std::size_t(group) * head_dim, 40 + group, -2.0f, 2.0f);
           const float scale = 1.0f / std::sqrt(float(head_dim));
           const auto out = cache.attend(q, group, n_ctx, scale);
           const auto ref = reference_attention(q, group, cache, n_ctx, scale);
@@ -417,7 +404,7 @@ TEST_P(KernelTest, PagedAttentionMatchesReference) {
 TEST_P(KernelTest, PagedAttentionIsDeterministicPerHead) {
   const int head_dim = 64, n_ctx = 200, group = 4;
   const Cache cache(head_dim, n_ctx, 16, 50);
-  const auto q = random_vector(std::size_t(group) * head_dim, 51);
+  const auto q = random_uniform(std::size_t(group) * head_dim, 51);
   const auto out = cache.attend(q, group, n_ctx, 0.125f);
   EXPECT_TRUE(bitwise_equal(out.data(), cache.attend(q, group, n_ctx, 0.125f).data(), out.size()));
   // Each head alone, or placed anywhere in a group, gives the same bits.
@@ -437,7 +424,7 @@ TEST_P(KernelTest, AttentionIsIndependentOfPageSize) {
   // variant relies on it to be an exact baseline.
   const int head_dim = 64, n_ctx = 77;
   const Cache paged(head_dim, n_ctx, 4, 60), other(head_dim, n_ctx, 16, 60);
-  const auto q = random_vector(std::size_t(2) * head_dim, 61);
+  const auto q = random_uniform(std::size_t(2) * head_dim, 61);
   const auto a = paged.attend(q, 2, n_ctx, 0.125f);
   EXPECT_TRUE(bitwise_equal(a.data(), other.attend(q, 2, n_ctx, 0.125f).data(), a.size()));
   std::vector<float> contiguous(a.size());

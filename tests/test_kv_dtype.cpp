@@ -22,23 +22,18 @@
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 #include "support/batch_driver.h"
+#include "support/kernel_support.h"
 #include "support/test_support.h"
 
 namespace pagoda {
 namespace {
 
 using test::DrivenSequence;
+using test::random_uniform;
 using test::run_together;
+using test::supported_isas;
 
 constexpr KvCacheType kAllTypes[] = {KvCacheType::F32, KvCacheType::F16, KvCacheType::BF16, KvCacheType::Q8_0};
-
-std::vector<float> random_vector(size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 std::vector<float> round_trip(KvCacheType type, const std::vector<float>& x) {
   std::vector<std::byte> row(kernels::kv_row_bytes(type, int(x.size())));
@@ -50,19 +45,12 @@ std::vector<float> round_trip(KvCacheType type, const std::vector<float>& x) {
 
 // A small random Llama whose head_dim (32) fits every type, q8_0 included.
 ModelConfig q8_friendly_config() {
-  ModelConfig c;
-  c.dim = 128, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.ffn_dim = 256;
-  c.vocab_size = 1000, c.context_length = 256;
-  return c;
+  return {.dim = 128, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .ffn_dim = 256, .vocab_size = 1000,
+          .context_length = 256};
 }
 
 const std::string& q8_friendly_model() {
-  static const std::string path = [] {
-    std::string p = test::scratch_path("kv-dtype-hd32.gguf");
-    write_synth_model(p, SynthSpec{q8_friendly_config(), 11});
-    return p;
-  }();
-  return path;
+  return test::synth_model_once("kv-dtype-hd32.gguf", q8_friendly_config(), 11);
 }
 
 // ---- Rows ----
@@ -90,7 +78,7 @@ TEST(KvRows, F16AndBf16RoundToNearestEven) {
   EXPECT_EQ(kernels::f32_to_f16(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);  // above the tie
   EXPECT_EQ(kernels::f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);
   EXPECT_EQ(kernels::f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
-  const auto x = random_vector(256, 1, -8.0f, 8.0f);
+  const auto x = random_uniform(256, 1, -8.0f, 8.0f);
   const auto h = round_trip(KvCacheType::F16, x), b = round_trip(KvCacheType::BF16, x);
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_LE(std::fabs(h[i] - x[i]), std::fabs(x[i]) * 0x1p-11f + 0x1p-25f) << i;
@@ -116,7 +104,7 @@ TEST(KvRows, Q8_0IsGgmlsBlockQuantization) {
   // A zero block has scale 0 and reads back as zeros.
   EXPECT_EQ(round_trip(KvCacheType::Q8_0, std::vector<float>(64, 0.0f)), std::vector<float>(64, 0.0f));
   // Each value within half a step (plus the scale's f16 rounding) of the input, per block.
-  const auto r = random_vector(96, 2, -3.0f, 3.0f);
+  const auto r = random_uniform(96, 2, -3.0f, 3.0f);
   const auto y = round_trip(KvCacheType::Q8_0, r);
   for (size_t b = 0; b < 3; ++b) {
     float amax = 0.0f;
@@ -160,13 +148,6 @@ TEST(KvLayout, Q8_0NeedsHeadDimInWholeBlocks) {
 
 // ---- Paged attention per type, on every ISA ----
 
-std::vector<kernels::Isa> supported_isas() {
-  std::vector<kernels::Isa> isas;
-  for (kernels::Isa isa : {kernels::Isa::Portable, kernels::Isa::Avx2, kernels::Isa::Avx512})
-    if (kernels::cpu_supports(isa)) isas.push_back(isa);
-  return isas;
-}
-
 // Every ISA writes f16 and bf16 rows with the bits of the scalar conversions: ties, the edges
 // of overflow and of the subnormals, infinities, zeros and NaNs with payloads, at every length
 // (whole vectors and tails).
@@ -177,8 +158,8 @@ TEST(KvRows, EveryIsaNarrowsAsTheScalarConversions) {
   for (uint32_t bits : {0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7fa5a5a5u, 0xff812345u}) {
     x.push_back(std::bit_cast<float>(bits));
   }
-  for (float v : random_vector(200, 3, -70000.0f, 70000.0f)) x.push_back(v);
-  for (float v : random_vector(200, 4, -1e-4f, 1e-4f)) x.push_back(v);
+  for (float v : random_uniform(200, 3, -70000.0f, 70000.0f)) x.push_back(v);
+  for (float v : random_uniform(200, 4, -1e-4f, 1e-4f)) x.push_back(v);
   const kernels::Isa before = kernels::active_isa();
   for (KvCacheType type : {KvCacheType::F16, KvCacheType::BF16}) {
     for (size_t n : {size_t(1), size_t(7), size_t(8), size_t(15), size_t(16), size_t(33), x.size()}) {
@@ -209,7 +190,7 @@ struct TypedCache {
       : type(type), head_dim(head_dim), n_ctx(n_ctx), tokens_per_page(tokens_per_page) {
     const size_t row = kernels::kv_row_bytes(type, head_dim);
     const int pages = (n_ctx + tokens_per_page - 1) / tokens_per_page;
-    const auto garbage = random_vector(head_dim, seed + 7, 50.0f, 60.0f);
+    const auto garbage = random_uniform(head_dim, seed + 7, 50.0f, 60.0f);
     for (int p = 0; p < pages; ++p) {
       k_store.emplace_back(row * tokens_per_page), v_store.emplace_back(row * tokens_per_page);
       for (int s = 0; s < tokens_per_page; ++s) {
@@ -217,8 +198,8 @@ struct TypedCache {
         kernels::store_kv_row(type, garbage.data(), head_dim, v_store.back().data() + s * row);
       }
     }
-    const auto k_in = random_vector(size_t(n_ctx) * head_dim, seed, -2.0f, 2.0f);
-    const auto v_in = random_vector(size_t(n_ctx) * head_dim, seed + 1);
+    const auto k_in = random_uniform(size_t(n_ctx) * head_dim, seed, -2.0f, 2.0f);
+    const auto v_in = random_uniform(size_t(n_ctx) * head_dim, seed + 1);
     k.resize(k_in.size()), v.resize(v_in.size());
     for (int t = 0; t < n_ctx; ++t) {
       std::byte* kr = k_store[t / tokens_per_page].data() + (t % tokens_per_page) * row;
@@ -275,7 +256,7 @@ TEST_P(KvAttention, EveryTypeMatchesTheReferenceOnItsStoredValues) {
         for (int n_ctx : {1, 17, 200}) {
           const TypedCache cache(type, head_dim, n_ctx, tokens_per_page, 30 + n_ctx);
           for (int group : {1, 3}) {
-            const auto q = random_vector(size_t(group) * head_dim, 40 + group, -2.0f, 2.0f);
+            const auto q = random_uniform(size_t(group) * head_dim, 40 + group, -2.0f, 2.0f);
             const float scale = 1.0f / std::sqrt(float(head_dim));
             const auto out = cache.attend(q, group, scale);
             const auto ref = reference_attention(q, group, cache, scale);
@@ -294,7 +275,7 @@ TEST_P(KvAttention, EveryTypeIsBitwiseIndependentOfGroupPlaceAndPageSize) {
     SCOPED_TRACE(kv_cache_type_name(type));
     const int head_dim = 64, n_ctx = 150;
     const TypedCache cache(type, head_dim, n_ctx, 16, 50), other_pages(type, head_dim, n_ctx, 5, 50);
-    const auto q = random_vector(size_t(3) * head_dim, 51);
+    const auto q = random_uniform(size_t(3) * head_dim, 51);
     const auto out = cache.attend(q, 3, 0.125f);
     EXPECT_EQ(out, other_pages.attend(q, 3, 0.125f));
     for (int g = 0; g < 3; ++g) {
@@ -320,7 +301,7 @@ TEST_P(KvAttention, TokensTogetherAreBitwiseTheTokensAlone) {
                        std::to_string(group) + " n_ctx0 " + std::to_string(n_ctx0));
           const TypedCache cache(type, head_dim, n_ctx0 + tokens - 1, tokens_per_page, 60 + unsigned(n_ctx0));
           const size_t stride = size_t(group) * head_dim + 5;  // rows need not be packed
-          const auto q = random_vector(size_t(tokens) * stride, 61, -2.0f, 2.0f);
+          const auto q = random_uniform(size_t(tokens) * stride, 61, -2.0f, 2.0f);
           std::vector<float> together(size_t(tokens) * stride, NAN);
           kernels::paged_attention_tokens(type, q.data(), stride, tokens, group, head_dim, n_ctx0,
                                           cache.k_pages.data(), cache.v_pages.data(), tokens_per_page, 0.2f,

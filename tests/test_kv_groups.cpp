@@ -11,7 +11,6 @@
 #include <atomic>
 #include <cstdio>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include "engine/forward/model_runner.h"
@@ -23,6 +22,7 @@
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 #include "support/batch_driver.h"
+#include "support/oracle.h"
 #include "support/test_support.h"
 
 namespace pagoda {
@@ -183,16 +183,26 @@ struct Holder {
       pool.release(table.take_dead_pages(n + 1));
     }
   }
+  // Runs, then finishes: its pages stay in the cache, named.
+  void run_and_release(PagePool& pool) {
+    run(pool);
+    table.release(pool);
+  }
+};
+
+// A gemma2 layout and the prefix seed its sequences share.
+class KvGroupsPrefix : public ::testing::Test {
+ protected:
+  const KvLayout layout = gemma2_layout();
+  const PageHash seed = prefix_seed(layout, "", 0);
 };
 
 void expect_accounted(const PagePool& pool) {
   EXPECT_EQ(pool.free_pages() + pool.cached_pages() + pool.used_pages(), pool.capacity());
 }
 
-TEST(KvGroupsPrefix, AHitNeedsTheSlidingBlocksOfItsWindowOnly) {
-  const KvLayout layout = gemma2_layout();
+TEST_F(KvGroupsPrefix, AHitNeedsTheSlidingBlocksOfItsWindowOnly) {
   PagePool pool(layout, 64);
-  const PageHash seed = prefix_seed(layout, "", 0);
   Holder a(41, seed);  // 10 full blocks; the sliding group gave back blocks 0–7 as it went
   a.run(pool);
   EXPECT_EQ(a.table.held_pages(), 11 + 3);
@@ -213,14 +223,10 @@ TEST(KvGroupsPrefix, AHitNeedsTheSlidingBlocksOfItsWindowOnly) {
   expect_accounted(pool);
 }
 
-TEST(KvGroupsPrefix, MissingSlidingBlocksInTheWindowShortenTheHit) {
-  const KvLayout layout = gemma2_layout();
+TEST_F(KvGroupsPrefix, MissingSlidingBlocksInTheWindowShortenTheHit) {
   PagePool pool(layout, 64);
-  const PageHash seed = prefix_seed(layout, "", 0);
-  Holder a(41, seed);
-  a.run(pool);
-  a.table.release(pool);
-  // A fresh run of 24 tokens that was admitted on a's cache: it needs only sliding blocks 3–4.
+  Holder(41, seed).run_and_release(pool);
+  // A fresh run of 24 tokens admitted on the first one's cache: it needs only sliding blocks 3–4.
   Holder b(24, seed);
   const PagePool::PrefixMatch m = pool.match(b.hashes.lookup_keys(b.tokens, kTokensPerPage));
   EXPECT_EQ(m.blocks, 5);
@@ -235,15 +241,11 @@ TEST(KvGroupsPrefix, MissingSlidingBlocksInTheWindowShortenTheHit) {
   expect_accounted(pool);
 }
 
-TEST(KvGroupsPrefix, TheOldestSlidingPagesAreEvictedFirstAndLongHitsSurviveThem) {
-  const KvLayout layout = gemma2_layout();
+TEST_F(KvGroupsPrefix, TheOldestSlidingPagesAreEvictedFirstAndLongHitsSurviveThem) {
   PagePool pool(layout, 40);
-  const PageHash seed = prefix_seed(layout, "", 0);
-  Holder a(41, seed);
-  a.run(pool);
-  a.table.release(pool);
+  Holder(41, seed).run_and_release(pool);
   EXPECT_EQ(pool.used_pages(), 0);
-  // Eviction takes the LRU's head: the sliding pages a gave back while it ran (blocks 0–7).
+  // Eviction takes the LRU's head: the sliding pages the first run gave back as it went (blocks 0–7).
   std::vector<int32_t> squat;
   ASSERT_TRUE(pool.allocate(pool.free_pages() + 8, squat));
   pool.release(std::span(squat).last(2));  // room for b's last pages (unnamed: freed)
@@ -383,19 +385,6 @@ INSTANTIATE_TEST_SUITE_P(Synth, SlidingModels, ::testing::ValuesIn(kModels),
 
 // ---- through the Engine ----
 
-std::vector<int32_t> oracle_greedy(const Model& m, const std::vector<int32_t>& prompt, int32_t n) {
-  ReferenceModel oracle(m);
-  std::vector<int32_t> tokens = prompt, out;
-  for (size_t pos = 0; out.size() < size_t(n); ++pos) {
-    const auto& logits = oracle.forward(tokens[pos], int32_t(pos));
-    if (pos + 1 >= tokens.size()) {
-      out.push_back(argmax(logits));
-      tokens.push_back(out.back());
-    }
-  }
-  return out;
-}
-
 Request greedy(const std::vector<int32_t>& prompt, int32_t n) {
   Request r = test::greedy_request(prompt, n);
   r.logprobs = 2;
@@ -428,8 +417,8 @@ TEST_P(SlidingModels, PrefixCacheHitsGiveTheTokensOfNoCache) {
   std::vector<Completion> want_sequential;
   for (const Request& r : sequential) want_sequential.push_back(test::run_all(plain, {r})[0]);
   const std::vector<Completion> want_together = test::run_all(plain, together);
-  EXPECT_EQ(want_sequential[0].token_ids, oracle_greedy(model, a, 40));
-  EXPECT_EQ(want_sequential[1].token_ids, oracle_greedy(model, b, 40));
+  EXPECT_EQ(want_sequential[0].token_ids, test::oracle_greedy(model, a, 40));
+  EXPECT_EQ(want_sequential[1].token_ids, test::oracle_greedy(model, b, 40));
 
   Engine cached(engine_config(path));
   std::vector<Completion> got_sequential;
@@ -482,18 +471,9 @@ TEST_P(SlidingModels, CancelMidGenerationReturnsEveryPage) {
   Engine engine(engine_config(path));
   const Request keep = greedy(random_prompt(model.config.vocab_size, 25, 81), 60);
   const Completion want = test::run_all(engine, {keep})[0];
-  Request doomed = greedy(random_prompt(model.config.vocab_size, 25, 82), 150);
-  std::atomic<int> seen{0};
-  std::atomic<RequestHandle*> self{nullptr};
-  doomed.on_token = [&](const StreamEvent&) {
-    if (++seen != 40) return;
-    while (!self.load()) std::this_thread::yield();
-    self.load()->cancel();
-  };
-  RequestHandle h = engine.submit(doomed);
-  self = &h;
+  test::SelfCancellingRequest doomed(engine, greedy(random_prompt(model.config.vocab_size, 25, 82), 150), 40);
   RequestHandle k = engine.submit(keep);
-  const Completion cancelled = test::await(h);
+  const Completion cancelled = doomed.await();
   EXPECT_EQ(cancelled.finish_reason, FinishReason::Cancelled);
   EXPECT_LT(cancelled.token_ids.size(), 150u);
   test::expect_same_completions({test::await(k)}, {want});
@@ -557,7 +537,7 @@ TEST(KvGroupsEngine, ALongGemma3GenerationFitsInAPoolTooSmallToKeepEveryPosition
   const Completion c = test::await(h);
   EXPECT_EQ(c.finish_reason, FinishReason::Length);
   EXPECT_EQ(c.preemptions, 0);
-  EXPECT_EQ(c.token_ids, oracle_greedy(model, prompt, kNew));
+  EXPECT_EQ(c.token_ids, test::oracle_greedy(model, prompt, kNew));
   EXPECT_LE(most_used.load(), layout.peak_pages(positions, cfg.max_tokens_per_step));
   std::printf("[ gemma3 12 layers ] most pages in use seen while decoding: %d\n", most_used.load());
   test::expect_engine_idle(engine);

@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -18,25 +17,13 @@
 #include "kernels/cpu_features.h"
 #include "kernels/half.h"
 #include "kernels/lora_sgmv.h"
+#include "support/kernel_support.h"
 
 namespace {
 
 using namespace pagoda::kernels;
-
-std::vector<float> random_vector(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-std::vector<Isa> supported_isas() {
-  std::vector<Isa> isas;
-  for (Isa isa : {Isa::Portable, Isa::Avx2, Isa::Avx512})
-    if (cpu_supports(isa)) isas.push_back(isa);
-  return isas;
-}
+using pagoda::test::random_uniform;
+using pagoda::test::supported_isas;
 
 const char* element_name(LoraElement e) {
   switch (e) {
@@ -49,7 +36,7 @@ const char* element_name(LoraElement e) {
 
 // Random values that `element` holds exactly, as an adapter file of that type would give.
 std::vector<float> random_factor(std::size_t n, unsigned seed, LoraElement element) {
-  std::vector<float> v = random_vector(n, seed);
+  std::vector<float> v = random_uniform(n, seed);
   for (float& x : v) {
     if (element == LoraElement::F16) x = f16_to_f32(f32_to_f16(x));
     if (element == LoraElement::BF16) x = bf16_to_f32(f32_to_bf16(x));
@@ -95,7 +82,7 @@ struct Batch {
 
   Batch(int rows_, int n_in_, int n_out_, unsigned seed)
       : rows(rows_), n_in(n_in_), n_out(n_out_), ldx(n_in_ + 3), ldy(n_out_ + 5),
-        x(random_vector(std::size_t(rows) * ldx, seed)), y(random_vector(std::size_t(rows) * ldy, seed + 1)) {}
+        x(random_uniform(std::size_t(rows) * ldx, seed)), y(random_uniform(std::size_t(rows) * ldy, seed + 1)) {}
 
   std::vector<float> run(int threads = 2) const {
     std::vector<float> out = y;

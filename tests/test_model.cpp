@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -53,12 +54,10 @@ TEST(Model, GoldenGreedyFromGguf) {
   PAGODA_SHARED_OR_SKIP(model_path, test::kStoriesGguf);
   PAGODA_SHARED_OR_SKIP(golden_path, test::kGolden);
   const Model model = load_model(model_path);
-  EXPECT_EQ(model.config.dim, 64);
-  EXPECT_EQ(model.config.n_layers, 5);
-  EXPECT_EQ(model.config.n_heads, 8);
-  EXPECT_EQ(model.config.n_kv_heads, 4);
-  EXPECT_EQ(model.config.ffn_dim, 172);
-  EXPECT_EQ(model.config.vocab_size, 512);
+  const ModelConfig& c = model.config;
+  EXPECT_EQ((std::array{c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.ffn_dim, c.vocab_size}),
+            (std::array{64, 5, 8, 4, 172, 512}))
+      << "dim, layers, heads, KV heads, FFN, vocabulary";
   expect_golden(model, test::load_golden(golden_path));
 }
 
@@ -239,23 +238,29 @@ void expect_load_error(const std::string& path, const std::string& phrase) {
   }
 }
 
+// The tiny model rewritten by `edit` (as `name`) is refused, naming the file and `phrase`.
+void expect_edit_refused(const GgufEdit& edit, const std::string& name, const std::string& phrase) {
+  expect_load_error(rewrite(test::tiny_gqa_model(), name, edit), phrase);
+}
+
+// Keeps every key but `key`.
+std::function<bool(const std::string&)> without_key(const std::string& key) {
+  return [key](const std::string& k) { return k != key; };
+}
+
 TEST(ModelErrors, MissingRequiredKey) {
-  GgufEdit edit;
-  edit.keep_key = [](const std::string& k) { return k != "llama.block_count"; };
-  expect_load_error(rewrite(test::tiny_gqa_model(), "no-block-count.gguf", edit), "llama.block_count");
+  expect_edit_refused({.keep_key = without_key("llama.block_count")}, "no-block-count.gguf", "llama.block_count");
 }
 
 TEST(ModelErrors, WrongArchitecture) {
-  GgufEdit edit;
-  edit.keep_key = [](const std::string& k) { return k != "general.architecture"; };
-  edit.set.push_back({"general.architecture", GgufValue(std::string("mamba"))});
-  expect_load_error(rewrite(test::tiny_gqa_model(), "mamba.gguf", edit), "'mamba' is not supported");
+  expect_edit_refused({.keep_key = without_key("general.architecture"),
+                       .set = {{"general.architecture", GgufValue(std::string("mamba"))}}},
+                      "mamba.gguf", "'mamba' is not supported");
 }
 
 TEST(ModelErrors, MissingTensor) {
-  GgufEdit edit;
-  edit.keep_tensor = [](const std::string& n) { return n != "blk.1.ffn_up.weight"; };
-  expect_load_error(rewrite(test::tiny_gqa_model(), "no-ffn-up.gguf", edit), "'blk.1.ffn_up.weight' is missing");
+  expect_edit_refused({.keep_tensor = [](const std::string& n) { return n != "blk.1.ffn_up.weight"; }},
+                      "no-ffn-up.gguf", "'blk.1.ffn_up.weight' is missing");
 }
 
 TEST(ModelErrors, TensorShapeMismatch) {
@@ -263,14 +268,13 @@ TEST(ModelErrors, TensorShapeMismatch) {
   edit.shape = [](const GgufTensorInfo& t) {
     return t.name == "blk.0.attn_k.weight" ? std::vector<uint64_t>{t.shape[0], t.shape[1] + 1} : t.shape;
   };
-  expect_load_error(rewrite(test::tiny_gqa_model(), "bad-k-shape.gguf", edit), "'blk.0.attn_k.weight' has shape");
+  expect_edit_refused(edit, "bad-k-shape.gguf", "'blk.0.attn_k.weight' has shape");
 }
 
 TEST(ModelErrors, HeadCountThatDoesNotDivide) {
-  GgufEdit edit;
-  edit.keep_key = [](const std::string& k) { return k != "llama.attention.head_count_kv"; };
-  edit.set.push_back({"llama.attention.head_count_kv", GgufValue(uint32_t(3))});
-  expect_load_error(rewrite(test::tiny_gqa_model(), "kv3.gguf", edit), "does not divide");
+  expect_edit_refused({.keep_key = without_key("llama.attention.head_count_kv"),
+                       .set = {{"llama.attention.head_count_kv", GgufValue(uint32_t(3))}}},
+                      "kv3.gguf", "does not divide");
 }
 
 TEST(ModelErrors, TiedOutputIsAccepted) {

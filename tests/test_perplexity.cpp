@@ -200,7 +200,9 @@ TEST_F(ScoringTest, EveryCacheTypeScoresTheTextNearTheF32Cache) {
     ASSERT_GT(f32, 1.0) << model;
     EXPECT_NEAR(ppl(model, "", "f16"), f32, 0.01 * f32) << model;
     EXPECT_NEAR(ppl(model, " --cache-type bf16", "bf16"), f32, 0.03 * f32) << model;
-    if (model == head_dim_32) EXPECT_NEAR(ppl(model, " --cache-type q8_0", "q8_0"), f32, 0.03 * f32);
+    if (model == head_dim_32) {
+      EXPECT_NEAR(ppl(model, " --cache-type q8_0", "q8_0"), f32, 0.03 * f32);
+    }
   }
   const test::ProgramRun q8 = test::run_program("pagoda-perplexity", "-m " + path_ + " -f " + kText + " --cache-type q8_0");
   EXPECT_NE(q8.status, 0);

@@ -111,30 +111,29 @@ void pack_k_scales(uint8_t out[12]) {
 int k_q4(int e) { return (e * 5 + 1) % 16; }
 bool k_q5_bit(int e) { return (e % 5) == 2; }
 
-// Q4_K / Q5_K qs: each 32 bytes hold sub-blocks 2i (low nibbles) and 2i + 1 (high nibbles).
+// A Q4_K / Q5_K block with scales d and dmin, the test's sub-block scales and mins, and the
+// low four bits k_q4 of each element in qs: each 32 bytes hold sub-blocks 2i (low nibbles) and
+// 2i + 1 (high nibbles).
 template <typename Block>
-void fill_k_nibbles(Block& b) {
+Block k_block(uint16_t d, uint16_t dmin) {
+  Block b{};
+  b.d = d;
+  b.dmin = dmin;
+  pack_k_scales(b.scales);
   for (int i = 0; i < 4; ++i)
     for (int l = 0; l < 32; ++l) b.qs[32 * i + l] = uint8_t(k_q4(64 * i + l) | (k_q4(64 * i + 32 + l) << 4));
+  return b;
 }
 
 TEST(Dequantize, Q4_K) {
-  BlockQ4_K b{};
-  b.d = kHalfOne;
-  b.dmin = kHalfHalf;
-  pack_k_scales(b.scales);
-  fill_k_nibbles(b);
+  const BlockQ4_K b = k_block<BlockQ4_K>(kHalfOne, kHalfHalf);
   const std::vector<float> y = decode(QuantType::Q4_K, &b, 256);
   for (int e = 0; e < 256; ++e)
     EXPECT_EQ(y[e], float(kScales[e / 32]) * float(k_q4(e)) - 0.5f * float(kMins[e / 32])) << e;
 }
 
 TEST(Dequantize, Q5_K) {
-  BlockQ5_K b{};
-  b.d = kHalfQuarter;
-  b.dmin = kHalfOne;
-  pack_k_scales(b.scales);
-  fill_k_nibbles(b);
+  BlockQ5_K b = k_block<BlockQ5_K>(kHalfQuarter, kHalfOne);
   // Sub-block s's fifth bit of element l is bit s of qh[l].
   for (int e = 0; e < 256; ++e)
     if (k_q5_bit(e)) b.qh[e % 32] |= uint8_t(1 << (e / 32));

@@ -18,10 +18,13 @@
 #include "kernels/quant/quantize.h"
 #include "kernels/quant/weight_matrix.h"
 #include "pagoda/error.h"
+#include "support/kernel_support.h"
 
 namespace {
 
 using namespace pagoda::kernels;
+using pagoda::test::random_normal;
+using pagoda::test::supported_isas;
 
 constexpr QuantType kTypes[] = {QuantType::F32,  QuantType::F16,  QuantType::BF16, QuantType::Q8_0,
                                 QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1,
@@ -29,21 +32,6 @@ constexpr QuantType kTypes[] = {QuantType::F32,  QuantType::F16,  QuantType::BF1
                                 QuantType::Q3_K, QuantType::IQ4_NL, QuantType::IQ4_XS};
 
 std::string name(QuantType t) { return ggml_type_id_name(uint32_t(t)); }
-
-std::vector<Isa> supported_isas() {
-  std::vector<Isa> isas;
-  for (Isa isa : {Isa::Portable, Isa::Avx2, Isa::Avx512})
-    if (cpu_supports(isa)) isas.push_back(isa);
-  return isas;
-}
-
-std::vector<float> random_values(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // A rows×cols matrix of random values encoded as `type`.
 struct Encoded {
@@ -53,7 +41,7 @@ struct Encoded {
   std::vector<float> dequantized;
 };
 Encoded encode(QuantType type, int rows, int cols, unsigned seed) {
-  const std::vector<float> values = random_values(std::size_t(rows) * cols, seed);
+  const std::vector<float> values = random_normal(std::size_t(rows) * cols, seed);
   const BlockShape shape = block_shape(type);
   Encoded e{type, rows, cols, std::vector<uint8_t>(std::size_t(rows) * cols / shape.elements * shape.bytes),
             std::vector<float>(values.size())};
@@ -95,7 +83,7 @@ TEST(WeightMatrix, MatchesDequantizedReference) {
       for (int rows : {1, 13}) {
         const Encoded w = encode(type, rows, cols, unsigned(cols + rows));
         const int M = 5;
-        const std::vector<float> a = random_values(std::size_t(M) * cols, 99);
+        const std::vector<float> a = random_normal(std::size_t(M) * cols, 99);
         for (Isa isa : supported_isas()) {
           const std::vector<float> c = run(matrix_of(w, isa), a, M, 2);
           for (int m = 0; m < M; ++m)
@@ -121,7 +109,7 @@ TEST(WeightMatrix, BatchInvariant) {
   for (QuantType type : kTypes) {
     const int cols = block_shape(type).elements == kQK_K ? 512 : 544;
     const Encoded w = encode(type, 37, cols, 7);
-    const std::vector<float> a = random_values(std::size_t(kMaxRows) * cols, 11);
+    const std::vector<float> a = random_normal(std::size_t(kMaxRows) * cols, 11);
     std::vector<float> first_isa_alone;
     for (Isa isa : supported_isas()) {
       const WeightMatrix matrix = matrix_of(w, isa);
@@ -162,7 +150,7 @@ TEST(WeightMatrix, FusedPartsAndAccumulate) {
   const int cols = 512, M = 3;
   const Encoded q = encode(QuantType::Q4_K, 10, cols, 1), k = encode(QuantType::Q6_K, 7, cols, 2),
                 v = encode(QuantType::F32, 5, cols, 3);
-  const std::vector<float> a = random_values(std::size_t(M) * cols, 4);
+  const std::vector<float> a = random_normal(std::size_t(M) * cols, 4);
   for (Isa isa : supported_isas()) {
     const WeightPart parts[] = {{q.type, q.bytes.data(), 10}, {k.type, k.bytes.data(), 7}, {v.type, v.bytes.data(), 5}};
     const WeightMatrix fused = WeightMatrix::make(parts, cols, isa);
@@ -194,7 +182,7 @@ TEST(WeightMatrix, HalfRowKernelsMatchOneRowDot) {
     for (int cols : {32, 40, 800}) {
       const Encoded w = encode(type, 4, cols, unsigned(cols));
       const std::size_t row_bytes = w.bytes.size() / 4, stride = cols * sizeof(float);
-      const std::vector<float> a = random_values(std::size_t(4) * cols, 5);
+      const std::vector<float> a = random_normal(std::size_t(4) * cols, 5);
       const DotFn reference = dot_for(dot_portable, type).dot;
       for (const auto& [table, table_name] : tables) {
         const TypeKernels k = dot_for(*table, type);
@@ -254,7 +242,7 @@ TEST(WeightMatrix, GroupKernelsMatchPortableOnAnyBlock) {
     const std::size_t group_bytes = tile_bytes(type) * std::size_t(cols / shape.elements);
     const ActFormat format = act_format(type);
     const std::size_t stride = act_row_bytes(format, cols);
-    std::vector<float> a = random_values(std::size_t(4) * cols, 5);
+    std::vector<float> a = random_normal(std::size_t(4) * cols, 5);
     for (int k = 0; k < cols; ++k) a[k] = k % 3 ? 1.0f : -1.0f;  // row 0 quantizes to ±127
     std::vector<uint8_t> act(4 * stride);
     for (int j = 0; j < 4; ++j) quantize_act_row(format, &a[std::size_t(j) * cols], cols, &act[j * stride]);

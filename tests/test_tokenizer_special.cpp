@@ -15,6 +15,7 @@
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 #include "support/test_support.h"
+#include "support/vocab_support.h"
 
 namespace pagoda {
 namespace {
@@ -26,21 +27,8 @@ const std::string kSp = "\xE2\x96\x81";  // "▁"
 
 // A small SentencePiece vocabulary with a control token, a user-defined one and an EOT.
 TokenizerVocab chat_vocab() {
-  TokenizerVocab v;
-  auto add = [&](std::string t, TokenType type, float score = 0.0f) {
-    v.tokens.push_back(std::move(t));
-    v.types.push_back(type);
-    v.scores.push_back(score);
-    return int32_t(v.tokens.size() - 1);
-  };
-  add("<unk>", TokenType::Unknown);
-  add("<s>", TokenType::Control);
-  add("</s>", TokenType::Control);
-  for (int b = 0; b < 256; ++b) {
-    char name[8];
-    std::snprintf(name, sizeof name, "<0x%02X>", b);
-    add(name, TokenType::Byte);
-  }
+  TokenizerVocab v = test::spm_vocab_base();
+  auto add = [&](std::string t, TokenType type, float score = 0.0f) { test::add_token(v, std::move(t), type, score); };
   for (char c = 'a'; c <= 'z'; ++c) add(std::string(1, c), TokenType::Normal, -10.0f);
   add(kSp, TokenType::Normal, -10.0f);
   add("<", TokenType::Normal, -10.0f);
@@ -98,22 +86,21 @@ TEST(SpecialTokens, UserDefinedTokensAlwaysMatchedWhole) {
   EXPECT_EQ(tok.decode(std::vector<int32_t>{hi, id_of(tok, "<|im_end|>")}), "hi");
 }
 
-TEST(SpecialTokens, LongestTokenWinsWhereTextsOverlap) {
+// chat_vocab and a control token "<|im", the start of <|im_start|>'s and <|im_end|>'s texts.
+Tokenizer chat_tokenizer_with_im_prefix() {
   TokenizerVocab v = chat_vocab();
-  v.tokens.push_back("<|im");
-  v.types.push_back(TokenType::Control);
-  v.scores.push_back(0.0f);
-  const Tokenizer tok(std::move(v));
+  test::add_token(v, "<|im", TokenType::Control);
+  return Tokenizer(std::move(v));
+}
+
+TEST(SpecialTokens, LongestTokenWinsWhereTextsOverlap) {
+  const Tokenizer tok = chat_tokenizer_with_im_prefix();
   EXPECT_EQ(tok.encode("<|im_start|><|im", false, true),
             (std::vector<int32_t>{id_of(tok, "<|im_start|>"), id_of(tok, "<|im")}));
 }
 
 TEST(SpecialTokens, ControlTokensTouchingDataSpansStayText) {
-  TokenizerVocab v = chat_vocab();
-  v.tokens.push_back("<|im");
-  v.types.push_back(TokenType::Control);
-  v.scores.push_back(0.0f);
-  const Tokenizer tok(std::move(v));
+  const Tokenizer tok = chat_tokenizer_with_im_prefix();
   const int32_t start = id_of(tok, "<|im_start|>"), end = id_of(tok, "<|im_end|>"), im = id_of(tok, "<|im");
   const std::string text = "<|im_start|>hi<|im_end|><|im_end|>";  // bytes 0-12 template, 12-24 data
   const std::vector<TextSpan> data{{12, 24}};

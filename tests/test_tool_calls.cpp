@@ -159,7 +159,9 @@ TEST(ToolCalls, EveryTextAGrammarAdmitsParsesIntoCalls) {
           const ParsedReply r = parse_tool_calls(format, text, tools);
           ASSERT_FALSE(r.calls.empty()) << tool_call_format_name(format) << ": " << text;
           EXPECT_TRUE(r.content.empty()) << text;
-          if (!parallel) EXPECT_EQ(r.calls.size(), 1u);
+          if (!parallel) {
+            EXPECT_EQ(r.calls.size(), 1u);
+          }
           for (const ParsedToolCall& c : r.calls) {
             const nlohmann::json args = nlohmann::json::parse(c.arguments);
             ASSERT_TRUE(args.is_object());

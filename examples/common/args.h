@@ -3,10 +3,13 @@
 // repeated flags, and one-line errors ("pagoda-generate: --temp needs a number").
 
 #include <charconv>
+#include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "pagoda/error.h"
@@ -50,6 +53,31 @@ class Args {
   Number number(const std::string& flag, Number fallback) const {
     auto text = get(flag);
     return text ? parse<Number>(flag, *text) : fallback;
+  }
+
+  // A flag and the field it overrides when given: a number, parsed as number() parses it, or
+  // text. For reading a table of flags at once with set_fields.
+  class Field {
+   public:
+    template <typename T>
+    Field(const char* flag, T& field)
+        : flag_(flag), set_([&field](const Args& args, const std::string& flag) {
+            if constexpr (std::is_same_v<T, std::string>) {
+              field = args.get(flag, field);
+            } else {
+              field = args.number(flag, field);
+            }
+          }) {}
+    void set_from(const Args& args) const { set_(args, flag_); }
+
+   private:
+    std::string flag_;
+    std::function<void(const Args&, const std::string&)> set_;
+  };
+
+  // Overrides each field whose flag was given, in order.
+  void set_fields(std::initializer_list<Field> fields) const {
+    for (const Field& field : fields) field.set_from(*this);
   }
 
   template <typename Number>

@@ -54,10 +54,8 @@ struct RunSummary {
   std::string mode;
   int64_t requests = 0;
   double duration_s = 0.0;
-  int64_t prompt_tokens = 0;
-  int64_t generated_tokens = 0;
-  double tokens_per_s = 0.0;
-  double requests_per_s = 0.0;
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  double tokens_per_s = 0.0, requests_per_s = 0.0;
   Percentiles ttft_ms, tpot_ms, latency_ms;
   KvSamples kv;
   int64_t preemptions = 0;

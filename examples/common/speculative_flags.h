@@ -31,12 +31,8 @@ inline SpeculativeParams speculative_from_flags(const Args& args) {
   } else if (args.has("--model-draft")) {
     p.mode = SpeculativeMode::Draft;
   }
-  p.draft_p_min = args.number("--draft-p-min", p.draft_p_min);
-  p.draft_probe = args.number("--draft-probe", p.draft_probe);
-  p.draft_max = args.number("--draft-max", p.draft_max);
-  p.draft_min = args.number("--draft-min", p.draft_min);
-  p.ngram_max = args.number("--spec-ngram-max", p.ngram_max);
-  p.ngram_min = args.number("--spec-ngram-min", p.ngram_min);
+  args.set_fields({{"--draft-p-min", p.draft_p_min}, {"--draft-probe", p.draft_probe}, {"--draft-max", p.draft_max},
+                   {"--draft-min", p.draft_min}, {"--spec-ngram-max", p.ngram_max}, {"--spec-ngram-min", p.ngram_min}});
   p.validate();
   return p;
 }

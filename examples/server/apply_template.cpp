@@ -10,12 +10,7 @@ namespace pagoda::server {
 using json = nlohmann::ordered_json;
 
 json apply_template(const std::string& text, const Engine& engine, bool special_in_content) {
-  json body;
-  try {
-    body = parse_json_body(text);
-  } catch (const json::exception& e) {
-    throw bad_request(std::string("the body is not valid JSON: ") + e.what());
-  }
+  json body = parse_request_body(text);
   if (!body.is_object()) throw bad_request("the body must be a JSON object");
   ChatTemplateOptions options;
   options.special_in_content = special_in_content;

@@ -27,4 +27,12 @@ nlohmann::ordered_json parse_json_body(std::string_view text, int max_depth) {
   }
 }
 
+nlohmann::ordered_json parse_request_body(std::string_view text) {
+  try {
+    return parse_json_body(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw bad_request(std::string("the body is not valid JSON: ") + e.what());
+  }
+}
+
 }  // namespace pagoda::server

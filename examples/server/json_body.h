@@ -22,4 +22,7 @@ int max_json_depth();
 // members were sent in: a schema's properties are written, and tools shown to the model, in it.
 nlohmann::ordered_json parse_json_body(std::string_view text, int max_depth = max_json_depth());
 
+// A request's body through parse_json_body, invalid JSON answered with a 400 that says so.
+nlohmann::ordered_json parse_request_body(std::string_view text);
+
 }  // namespace pagoda::server

@@ -246,12 +246,7 @@ std::string requested_model(const json& body) {
 
 ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const Engine& engine, const ModelNames& names,
                              bool special_in_content) {
-  json body;
-  try {
-    body = parse_json_body(text);
-  } catch (const json::exception& e) {
-    throw bad_request(std::string("the body is not valid JSON: ") + e.what());
-  }
+  json body = parse_request_body(text);
   if (!body.is_object()) throw bad_request("the body must be a JSON object");
 
   ApiRequest a;

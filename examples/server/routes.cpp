@@ -40,12 +40,7 @@ ApiError shutting_down_error() { return ApiError(503, "the server is shutting do
 
 // {"lora_name": ..., "lora_path": ...} of vLLM's adapter endpoints; the path only when asked.
 std::pair<std::string, std::string> adapter_body(const std::string& text, bool needs_path) {
-  nlohmann::ordered_json body;
-  try {
-    body = parse_json_body(text);
-  } catch (const json::exception& e) {
-    throw bad_request(std::string("the body is not valid JSON: ") + e.what());
-  }
+  const nlohmann::ordered_json body = parse_request_body(text);
   auto string_field = [&](const char* name) {
     if (!body.is_object() || !body.contains(name) || !body[name].is_string() || body[name].get<std::string>().empty()) {
       throw bad_request(std::string("'") + name + "' must be a non-empty string");

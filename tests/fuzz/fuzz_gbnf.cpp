@@ -102,9 +102,6 @@ void parse_and_match(std::string_view gbnf, std::string_view text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const pagoda::fuzz::TwoParts parts = pagoda::fuzz::split_at_first_nul(data, size);
-  const std::string_view gbnf = parts.first, text = parts.second;
-  parse_and_match(gbnf, text);
-  parse_and_match(generated_grammar(gbnf), text);
+  pagoda::fuzz::check_written_and_generated(data, size, parse_and_match, generated_grammar);
   return 0;
 }

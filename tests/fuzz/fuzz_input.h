@@ -77,6 +77,16 @@ inline TwoParts split_at_first_nul(const uint8_t* data, size_t size) {
   return {input.substr(0, split), split < input.size() ? input.substr(split + 1) : std::string_view()};
 }
 
+// For harnesses whose input is TwoParts: `check(first, second)` on the parts as written, then
+// again with the first part replaced by what `generate` builds from the same bytes (a structure
+// that byte flips of text rarely reach).
+template <typename Check, typename Generate>
+void check_written_and_generated(const uint8_t* data, size_t size, Check&& check, Generate&& generate) {
+  const TwoParts parts = split_at_first_nul(data, size);
+  check(parts.first, parts.second);
+  check(generate(parts.first), parts.second);
+}
+
 // Data shipped beside the checkout (../shared), or "" when it is absent.
 inline std::string shared_file(const char* relative) {
   const std::string path = std::string(PAGODA_SHARED_DIR) + "/" + relative;

@@ -140,9 +140,6 @@ void compile_and_match(std::string_view schema, std::string_view text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const pagoda::fuzz::TwoParts parts = pagoda::fuzz::split_at_first_nul(data, size);
-  const std::string_view schema = parts.first, text = parts.second;
-  compile_and_match(schema, text);
-  compile_and_match(generated_schema(schema), text);
+  pagoda::fuzz::check_written_and_generated(data, size, compile_and_match, generated_schema);
   return 0;
 }

@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 
-import { eventually, metric, scratch, startServer, stopServer, synthesize } from './server_process.mjs';
+import { eventually, metric, scratch, serverForSuite, startServer, stopServer, synthesize } from './server_process.mjs';
 
 // `text` sent on a fresh connection (from `localAddress`); resolves with the raw answer once
 // the server closes, or `timeoutMs` passes.
@@ -61,14 +61,35 @@ function idleSocket(port, localAddress) {
   });
 }
 
+// A socket that writes `first` once connected, then `next()` every `everyMs` ms (the first at
+// once) until it is closed, by the server or here after `limitMs`; resolves with how many ms it
+// lived.
+function trickle(port, { first = '', next, everyMs, limitMs }) {
+  const opened = Date.now();
+  return new Promise((resolve) => {
+    const s = net.connect({ host: '127.0.0.1', port });
+    let timer;
+    const drip = () => {
+      if (s.destroyed) return;
+      s.write(next());
+      timer = setTimeout(drip, everyMs);
+    };
+    s.on('connect', () => {
+      if (first) s.write(first);
+      drip();
+    });
+    s.on('data', () => {});
+    s.on('error', () => {});
+    s.on('close', () => {
+      clearTimeout(timer);
+      resolve(Date.now() - opened);
+    });
+    setTimeout(() => s.destroy(), limitMs);
+  });
+}
+
 describe('deep JSON and grammars', () => {
-  let server;
-  before(async () => {
-    server = await startServer(['--max-body', '4194304']);
-  });
-  after(async () => {
-    await stopServer(server);
-  });
+  const server = serverForSuite(['--max-body', '4194304']);
 
   test('every JSON field nested 100,000 deep is a clean 400 naming the limit, on every endpoint', async () => {
     const deep = nested(100000);
@@ -111,40 +132,16 @@ describe('deep JSON and grammars', () => {
 });
 
 describe('slow clients', () => {
-  let server;
-  before(async () => {
-    server = await startServer(['--header-timeout', '5', '--body-timeout', '2', '--max-connections', '4096',
+  const server = serverForSuite(['--header-timeout', '5', '--body-timeout', '2', '--max-connections', '4096',
       '--max-connections-per-ip', '4096']);
-  });
-  after(async () => {
-    await stopServer(server);
-  });
 
   test('1,000 sockets trickling a header byte a second: normal requests keep p99 < 1 s; each is cut at 5 s', async () => {
     const head = 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}';
     const slow = [];
     for (let i = 0; i < 1000; i += 1) {
-      slow.push(new Promise((resolve) => {
-        const s = net.connect({ host: '127.0.0.1', port: server.port });
-        const opened = Date.now();
-        let sent = 0;
-        let timer;
-        const trickle = () => {
-          if (s.destroyed) return;
-          s.write(head[sent % head.length]);
-          sent += 1;
-          timer = setTimeout(trickle, 1000);
-        };
-        s.on('connect', trickle);
-        s.on('data', () => {});
-        s.on('error', () => {});
-        s.on('close', () => {
-          clearTimeout(timer);
-          resolve(Date.now() - opened);
-        });
-        // Bounded: a socket the server never cuts is ended here and fails the check below.
-        setTimeout(() => s.destroy(), 12000);
-      }));
+      let sent = 0;
+      // Bounded: a socket the server never cuts is ended here and fails the check below.
+      slow.push(trickle(server.port, { next: () => head[sent++ % head.length], everyMs: 1000, limitMs: 12000 }));
     }
     await new Promise((r) => setTimeout(r, 500));
     const latencies = [];
@@ -167,26 +164,12 @@ describe('slow clients', () => {
   });
 
   test('a body trickling a byte every 200 ms is cut at --body-timeout (2 s)', async () => {
-    const t = Date.now();
-    const lifetime = await new Promise((resolve) => {
-      const s = net.connect({ host: '127.0.0.1', port: server.port });
-      let timer;
-      s.on('connect', () => {
-        s.write('POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n');
-        const drip = () => {
-          if (s.destroyed) return;
-          s.write(' ');
-          timer = setTimeout(drip, 200);
-        };
-        drip();
-      });
-      s.on('data', () => {});
-      s.on('error', () => {});
-      s.on('close', () => {
-        clearTimeout(timer);
-        resolve(Date.now() - t);
-      });
-      setTimeout(() => s.destroy(), 10000);
+    const lifetime = await trickle(server.port, {
+      first: 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+        'Content-Length: 1000\r\n\r\n',
+      next: () => ' ',
+      everyMs: 200,
+      limitMs: 10000,
     });
     assert.ok(lifetime >= 1800 && lifetime <= 4000, `cut after ${lifetime} ms`);
     assert.equal((await raw(server.port, get('/health'))).status, 200);
@@ -213,13 +196,7 @@ describe('slow clients', () => {
 });
 
 describe('the API key', () => {
-  let server;
-  before(async () => {
-    server = await startServer(['--api-key', 'sesame', '--metrics-key', 'gauges']);
-  });
-  after(async () => {
-    await stopServer(server);
-  });
+  const server = serverForSuite(['--api-key', 'sesame', '--metrics-key', 'gauges']);
 
   test('every route but /health, /metrics and the chat page needs it: Bearer or x-api-key', async () => {
     const guarded = [
@@ -262,13 +239,7 @@ describe('the API key', () => {
 });
 
 describe('connection caps', () => {
-  let server;
-  before(async () => {
-    server = await startServer(['--max-connections', '6', '--max-connections-per-ip', '3']);
-  });
-  after(async () => {
-    await stopServer(server);
-  });
+  const server = serverForSuite(['--max-connections', '6', '--max-connections-per-ip', '3']);
 
   test('past --max-connections-per-ip and --max-connections: 503 with Connection: close', async () => {
     const held = [];

@@ -85,25 +85,24 @@ describe('pagoda-server replicas behind HAProxy', { skip: haproxyFound ? false :
     body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 4, temperature: 0 }),
   });
 
-  test('a session sticks to one replica; sessionless requests spread', async () => {
-    for (const session of ['alice', 'bob', 'carol', 'dave']) {
-      const seen = new Set();
-      for (let i = 0; i < 4; ++i) {
-        const res = await complete(session);
-        assert.equal(res.status, 200);
-        seen.add(res.headers.get('x-pagoda-replica'));
-        await res.text();
-      }
-      assert.equal(seen.size, 1, `${session} went to ${[...seen]}`);
-    }
-    const spread = new Set();
-    for (let i = 0; i < 8; ++i) {
-      const res = await complete(null);
+  // The replicas that answered `n` completions of `session` (null: none).
+  const replicasAnswering = async (session, n) => {
+    const seen = new Set();
+    for (let i = 0; i < n; ++i) {
+      const res = await complete(session);
       assert.equal(res.status, 200);
-      spread.add(res.headers.get('x-pagoda-replica'));
+      seen.add(res.headers.get('x-pagoda-replica'));
       await res.text();
     }
-    assert.equal(spread.size, 2, 'leastconn uses both replicas');
+    return seen;
+  };
+
+  test('a session sticks to one replica; sessionless requests spread', async () => {
+    for (const session of ['alice', 'bob', 'carol', 'dave']) {
+      const seen = await replicasAnswering(session, 4);
+      assert.equal(seen.size, 1, `${session} went to ${[...seen]}`);
+    }
+    assert.equal((await replicasAnswering(null, 8)).size, 2, 'leastconn uses both replicas');
   });
 
   test('when a session\'s replica dies, its requests go on on the other', async () => {

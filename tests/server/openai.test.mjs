@@ -10,7 +10,9 @@ import path from 'node:path';
 
 import OpenAI from 'openai';
 
-import { BIN, eventually, metric, scratch, startServer, stopServer, synthesize, testModel } from './server_process.mjs';
+import {
+  BIN, eventually, metric, scratch, serverForSuite, startServer, stopServer, synthesize, testModel,
+} from './server_process.mjs';
 
 const greedy = { temperature: 0, max_tokens: 12 };
 
@@ -384,13 +386,7 @@ describe('pagoda-server --cache-type', () => {
 });
 
 describe('pagoda-server --api-key', () => {
-  let server;
-  before(async () => {
-    server = await startServer(['--api-key', 'sesame']);
-  });
-  after(async () => {
-    await stopServer(server);
-  });
+  const server = serverForSuite(['--api-key', 'sesame']);
 
   test('/v1/ needs the bearer token; /health and /metrics stay open', async () => {
     const wrong = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'sesamf', maxRetries: 0 });

@@ -6,6 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 
 export const BIN = process.env.PAGODA_BIN;
 export const SHARED = process.env.PAGODA_SHARED;
@@ -68,6 +69,19 @@ function startListening(extraArgs, { timeoutMs, model }) {
     });
     proc.on('exit', (code) => reject(new Error(`pagoda-server exited with ${code}: ${stderr}`)));
   });
+}
+
+// The server of a describe block: started with `extraArgs` before the block's tests and stopped
+// after them; the returned object holds startServer's fields by the time the tests run.
+export function serverForSuite(extraArgs = []) {
+  const server = {};
+  before(async () => {
+    Object.assign(server, await startServer(extraArgs));
+  });
+  after(async () => {
+    await stopServer(server);
+  });
+  return server;
 }
 
 // Stops it with SIGTERM; resolves with its exit code.

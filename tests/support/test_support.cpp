@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -76,6 +78,16 @@ Completion await(RequestHandle& handle) {
   return handle.get();
 }
 
+SelfCancellingRequest::SelfCancellingRequest(Engine& engine, Request r, int tokens) {
+  r.on_token = [this, tokens](const StreamEvent&) {
+    if (++seen_ != tokens) return;
+    while (!submitted_.load()) std::this_thread::yield();  // the handle is on its way back from submit
+    handle_->cancel();
+  };
+  handle_.emplace(engine.submit(std::move(r)));
+  submitted_ = true;
+}
+
 Request greedy_request(const std::vector<int32_t>& prompt, int32_t n, const std::string& adapter) {
   Request r;
   r.prompt_ids = prompt;
@@ -119,21 +131,21 @@ std::string scratch_path(const std::string& name) {
   return (dir.path / name).string();
 }
 
-ModelConfig tiny_gqa_config() {
-  ModelConfig c;
-  c.dim = 64, c.n_layers = 2, c.n_heads = 8, c.n_kv_heads = 2, c.ffn_dim = 160;
-  c.vocab_size = 1000, c.context_length = 256;
-  return c;
+const std::string& synth_model_once(const std::string& name, const ModelConfig& config, uint64_t seed) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> written;  // name → path; a map's values stay put
+  const std::lock_guard lock(mutex);
+  auto [it, first] = written.try_emplace(name, scratch_path(name));
+  if (first) write_synth_model(it->second, SynthSpec{config, seed});
+  return it->second;
 }
 
-const std::string& tiny_gqa_model() {
-  static const std::string path = [] {
-    std::string p = scratch_path("tiny-gqa.gguf");
-    write_synth_model(p, SynthSpec{tiny_gqa_config(), 7});
-    return p;
-  }();
-  return path;
+ModelConfig tiny_gqa_config() {
+  return {.dim = 64, .n_layers = 2, .n_heads = 8, .n_kv_heads = 2, .ffn_dim = 160, .vocab_size = 1000,
+          .context_length = 256};
 }
+
+const std::string& tiny_gqa_model() { return synth_model_once("tiny-gqa.gguf", tiny_gqa_config(), 7); }
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

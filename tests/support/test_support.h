@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,21 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 // rather than a hung test.
 Completion await(RequestHandle& handle);
 
+// A request that cancels itself from its own on_token callback once it has made `tokens`
+// tokens: submitted to `engine` on construction, and not to be moved (the callback refers to it).
+class SelfCancellingRequest {
+ public:
+  SelfCancellingRequest(Engine& engine, Request r, int tokens);
+  SelfCancellingRequest(const SelfCancellingRequest&) = delete;
+  SelfCancellingRequest& operator=(const SelfCancellingRequest&) = delete;
+  Completion await() { return test::await(*handle_); }
+
+ private:
+  std::atomic<int> seen_{0};
+  std::atomic<bool> submitted_{false};
+  std::optional<RequestHandle> handle_;
+};
+
 // A greedy request for `n` new tokens (EOS ignored) on `adapter` ("" for the base model).
 Request greedy_request(const std::vector<int32_t>& prompt, int32_t n = 24, const std::string& adapter = "");
 
@@ -81,6 +98,10 @@ std::string read_file(const std::string& path);
 // llama.cpp's tokenizer cases (a vocabulary's .inp file): each case followed by
 // "\n__ggml_vocab_test__\n".
 std::vector<std::string> read_vocab_cases(const std::string& path);
+
+// A random-weight model of `config` (`seed`, SynthSpec's other defaults) in the scratch
+// folder as `name`, written by the first call with that name and reused by later ones.
+const std::string& synth_model_once(const std::string& name, const ModelConfig& config, uint64_t seed);
 
 // A small random Llama with grouped-query attention (written once per program and reused).
 const std::string& tiny_gqa_model();
