@@ -1,8 +1,8 @@
 #pragma once
 // Internal, for interleaved_avx2.cpp / _avx512.cpp / _avx512vnni.cpp only: the GroupKernels
-// table of one lane type, over the kernels of interleaved_x86.h and interleaved_x86_lowbit.h.
+// table of one lane type, over the kernels of interleaved_x86.h.
 
-#include "kernels/quant/interleaved_x86_lowbit.h"
+#include "kernels/quant/interleaved_x86.h"
 
 namespace pagoda::kernels::quant {
 namespace {
