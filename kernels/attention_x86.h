@@ -121,7 +121,7 @@ struct FusedHeadsAttention {
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) acc[h][c][w] = V::zero();
     }
-    auto step = [&](int c, int i) [[gnu::always_inline]] {
+    auto step = [&](int c, int i) {
       F vi[W];
 #pragma GCC unroll 4
       for (int w = 0; w < W; ++w) vi[w] = load_row<V, T, kMasked>(v[i], d + L * w, m[w]);

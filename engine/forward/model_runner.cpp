@@ -60,7 +60,7 @@ void add_rows(float* x, const float* add, int32_t n, int32_t dim) {
 }  // namespace
 
 ModelRunner::ModelRunner(const Model& model, int threads, bool sole_reader)
-    : model_(model), arena_(arena_threads(threads)) {
+    : model_(model), arena_(arena_threads(threads)), page_pointers_(size_t(arena_.max_concurrency())) {
   const ModelConfig& c = model.config;
   // Layers share a table unless their RoPE base or scale differ (Gemma 3's sliding layers).
   for (int32_t l = 0; l < c.n_layers; ++l) {
@@ -336,7 +336,7 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
   const kernels::AttentionVariant variant{c.is_sliding(layer) ? c.sliding_window : 0, c.attn_softcap};
   const int32_t n_items = int32_t(attention_chunks_.size());
   auto attend = [&](const tbb::blocked_range<int32_t>& r) {
-    PagePointers& pointers = page_pointers_.local();
+    PagePointers& pointers = page_pointers_[size_t(tbb::this_task_arena::current_thread_index())];
     for (int32_t item = r.begin(); item < r.end(); ++item) {
       const AttentionChunk chunk = attention_chunks_[item / c.n_kv_heads];
       const int32_t h = item % c.n_kv_heads;

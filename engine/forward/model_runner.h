@@ -12,7 +12,6 @@
 #include <memory>
 #include <vector>
 
-#include <tbb/enumerable_thread_specific.h>
 #include <tbb/task_arena.h>
 
 #include "engine/forward/batch.h"
@@ -107,14 +106,15 @@ class ModelRunner {
     int32_t begin, end;  // rows of tokens_, all of one entry
   };
   std::vector<AttentionChunk> attention_chunks_;
-  // Each compute thread's K and V page addresses for the attention task it runs, reused from
-  // task to task. Owned here rather than thread_local, so they go with the runner: TBB's
-  // workers outlive an Engine, and their thread_locals were still alive (and reported as
-  // leaked by LeakSanitizer) when a process exited with them parked.
+  // The K and V page addresses of the attention task each slot of the arena runs
+  // (this_task_arena::current_thread_index), reused from task to task. Plain vectors owned here:
+  // thread_locals outlived the Engine on TBB's parked workers (LeakSanitizer reported them at
+  // exit), and an enumerable_thread_specific's elements sit where LeakSanitizer cannot always
+  // trace them (libFuzzer's per-input leak check reported their buffers).
   struct PagePointers {
     std::vector<const std::byte*> k, v;
   };
-  tbb::enumerable_thread_specific<PagePointers> page_pointers_;
+  std::vector<PagePointers> page_pointers_;
   double attention_work_ = 0.0;  // multiply-adds of one layer's attention this step
   struct LoraSegment {
     int32_t begin, end;  // positions in lora_rows_ that share one adapter
