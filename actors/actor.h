@@ -24,7 +24,9 @@ class Actor {
   // The mailbox, shared so a poster may outlive the actor (its late messages are then dropped).
   std::shared_ptr<Mailbox<Message>> mailbox() const { return mailbox_; }
 
-  void start() { thread_ = std::thread([this] { run(); }); }
+  void start() {
+    thread_ = std::thread([this] { run(); });
+  }
   void join() {
     if (thread_.joinable()) thread_.join();
   }

@@ -14,8 +14,7 @@ namespace pagoda {
 
 DecodeScheduler::DecodeScheduler(std::shared_ptr<Mailbox<DecodeMessage>> mailbox, ModelRunner& runner, KvView kv,
                                  PagePoolActor& pool, std::shared_ptr<Mailbox<PrefillMessage>> prefill,
-                                 const EngineConfig& config, MetricsBoard& metrics,
-                                 speculation::DraftProposer* draft)
+                                 const EngineConfig& config, MetricsBoard& metrics, speculation::DraftProposer* draft)
     : Actor(std::move(mailbox)),
       runner_(runner),
       kv_(kv),
@@ -294,7 +293,8 @@ void DecodeScheduler::append_token(Sequence& seq, int32_t token, std::optional<T
   metrics_.generated_tokens.fetch_add(1, std::memory_order_relaxed);
 
   const bool eos = !seq.ignore_eos && tokenizer_.is_eog(token);
-  const bool stop_id = std::find(seq.stop_token_ids.begin(), seq.stop_token_ids.end(), token) != seq.stop_token_ids.end();
+  const bool stop_id =
+      std::find(seq.stop_token_ids.begin(), seq.stop_token_ids.end(), token) != seq.stop_token_ids.end();
   if (logprobs) seq.logprobs_out.push_back(*logprobs);
   // A stop token's text is not part of the output.
   seq.emit({token, eos || stop_id ? std::string() : seq.output.append(token), std::move(logprobs)});

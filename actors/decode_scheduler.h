@@ -26,8 +26,8 @@ namespace pagoda {
 class DecodeScheduler : public Actor<DecodeMessage> {
  public:
   DecodeScheduler(std::shared_ptr<Mailbox<DecodeMessage>> mailbox, ModelRunner& runner, KvView kv, PagePoolActor& pool,
-                  std::shared_ptr<Mailbox<PrefillMessage>> prefill, const EngineConfig& config,
-                  MetricsBoard& metrics, speculation::DraftProposer* draft = nullptr);
+                  std::shared_ptr<Mailbox<PrefillMessage>> prefill, const EngineConfig& config, MetricsBoard& metrics,
+                  speculation::DraftProposer* draft = nullptr);
 
   // Cancels what is left in the mailbox after the actor stopped (shutdown).
   void drain();
@@ -65,7 +65,7 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   MetricsBoard& metrics_;
   speculation::DraftProposer* draft_;
   std::vector<speculation::DraftingSequence> drafting_;  // this step's decodes that ask the draft model for guesses
-  const Tokenizer& tokenizer_;  // its end-of-generation set ends sequences
+  const Tokenizer& tokenizer_;                           // its end-of-generation set ends sequences
 
   std::vector<SequencePtr> running_;  // in admission order
   int32_t slots_to_return_ = 0;
@@ -73,7 +73,7 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   scheduling::StepPlanner planner_;
   std::vector<scheduling::SequenceView> views_;  // running_ as the planner sees it
   scheduling::StepPlan plan_;                    // reused so steps do not allocate
-  std::vector<Planned> planned_;  // this step's entries; reused so steps do not allocate
+  std::vector<Planned> planned_;                 // this step's entries; reused so steps do not allocate
   struct Sampled {
     Sequence* seq;
     size_t row = 0;           // its first row of the step's logits

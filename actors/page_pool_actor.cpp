@@ -6,8 +6,7 @@
 
 namespace pagoda {
 
-std::optional<std::vector<int32_t>> PagePoolActor::allocate(int32_t count, int32_t keep_free,
-                                                            PageRequester requester) {
+std::optional<std::vector<int32_t>> PagePoolActor::allocate(int32_t count, int32_t keep_free, PageRequester requester) {
   if (count == 0) return std::vector<int32_t>{};
   auto reply = Reply<std::optional<std::vector<int32_t>>>::make();
   post(AllocatePages{count, keep_free, requester, reply});

@@ -23,7 +23,11 @@ class PrefillScheduler : public Actor<PrefillMessage> {
                    std::shared_ptr<Mailbox<DecodeMessage>> decode, int32_t max_running, int32_t keep_free,
                    MetricsBoard& metrics)
       : Actor(std::move(mailbox)),
-        pool_(pool), decode_(std::move(decode)), credits_(max_running), keep_free_(keep_free), metrics_(metrics) {}
+        pool_(pool),
+        decode_(std::move(decode)),
+        credits_(max_running),
+        keep_free_(keep_free),
+        metrics_(metrics) {}
 
   // Cancels what is left in the mailbox after the actor stopped (shutdown).
   void drain();

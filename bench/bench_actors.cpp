@@ -260,8 +260,8 @@ void BM_SchedulerStep(benchmark::State& state) {
   PlanBench bench(n);
   for (int i = 0; i < kGenerated; ++i) bench.step();  // warm-up: vectors reach their sizes
   for (auto _ : state) bench.step();
-  state.counters["per_seq"] = benchmark::Counter(double(n), benchmark::Counter::kIsIterationInvariantRate |
-                                                                benchmark::Counter::kInvert);
+  state.counters["per_seq"] =
+      benchmark::Counter(double(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 }  // namespace

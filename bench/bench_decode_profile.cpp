@@ -149,7 +149,8 @@ void BM_Projection(benchmark::State& state) {
   for (const kernels::WeightMatrix& m : kind.matrices) c.resize(std::max(c.size(), size_t(m.rows())));
   for (auto _ : state) {
     p->arena.execute([&] {
-      for (const kernels::WeightMatrix& m : kind.matrices) kernels::matmul(a.data(), 1, m.cols(), m, c.data(), m.rows());
+      for (const kernels::WeightMatrix& m : kind.matrices)
+        kernels::matmul(a.data(), 1, m.cols(), m, c.data(), m.rows());
     });
     benchmark::DoNotOptimize(c.data());
   }
@@ -178,12 +179,14 @@ void BM_AllMatricesRows(benchmark::State& state) {
   Profiled* p = profiled_kinds(state);
   if (!p) return;
   const int rows = int(state.range(0));
-  const size_t width = std::max<size_t>(size_t(p->model.config.ffn_dim) + p->model.config.q_dim(), p->model.config.vocab_size);
+  const size_t width =
+      std::max<size_t>(size_t(p->model.config.ffn_dim) + p->model.config.q_dim(), p->model.config.vocab_size);
   std::vector<float> a(width * rows, 0.01f), c(width * rows);
   for (auto _ : state) {
     p->arena.execute([&] {
       for (const auto& layer : p->layer_matrices)
-        for (const kernels::WeightMatrix* m : layer) kernels::matmul(a.data(), rows, m->cols(), *m, c.data(), m->rows());
+        for (const kernels::WeightMatrix* m : layer)
+          kernels::matmul(a.data(), rows, m->cols(), *m, c.data(), m->rows());
     });
     benchmark::DoNotOptimize(c.data());
   }
@@ -255,7 +258,8 @@ void BM_StepBatch(benchmark::State& state) {
   state.counters["tok/s"] = benchmark::Counter(steps * batch_size, benchmark::Counter::kIsRate);
   state.counters["weight_MB/step"] = weight_bytes / steps * 1e-6;
   state.counters["roofline_tok/s"] = bench::read_bandwidth() / step_bytes * batch_size;
-  state.counters["of_roofline"] = benchmark::Counter(step_bytes * steps / bench::read_bandwidth(), benchmark::Counter::kIsRate);
+  state.counters["of_roofline"] =
+      benchmark::Counter(step_bytes * steps / bench::read_bandwidth(), benchmark::Counter::kIsRate);
 }
 
 // Decode attention alone: one query token over range(0) cached positions (f16), every layer's
@@ -325,7 +329,11 @@ BENCHMARK(BM_AllMatrices)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AllMatricesRows)->ArgName("rows")->DenseRange(1, 9)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Step)->ArgName("depth")->Arg(1)->Arg(512)->Arg(8192)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_StepBatch)->ArgName("seqs")->Arg(1)->Arg(4)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Attention)->ArgNames({"depth", "one_layer"})->ArgsProduct({{512, 8192}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Attention)
+    ->ArgNames({"depth", "one_layer"})
+    ->ArgsProduct({{512, 8192}, {0, 1}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Sample)->DenseRange(0, 1)->ArgName("sampling")->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

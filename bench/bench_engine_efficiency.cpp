@@ -65,7 +65,8 @@ double raw_job(ModelRunner& runner, const EngineConfig& config, const std::vecto
     for (int32_t s = 0; s < batch; ++s) {
       std::vector<int32_t>& seq = seqs[size_t(s)];
       tables[size_t(s)].reserve(int32_t(seq.size()), pool);
-      step.entries.push_back({std::span<const int32_t>(seq).last(1), int32_t(seq.size()) - 1, &tables[size_t(s)], true});
+      step.entries.push_back(
+          {std::span<const int32_t>(seq).last(1), int32_t(seq.size()) - 1, &tables[size_t(s)], true});
     }
     runner.forward(step, pool.view(), logits);
     for (int32_t s = 0; s < batch; ++s) {
@@ -119,8 +120,14 @@ void BM_EngineEfficiency(benchmark::State& state, const std::string& name) {
 }  // namespace
 
 BENCHMARK_CAPTURE(BM_EngineEfficiency, s110m, std::string("s110m"))
-    ->ArgNames({"batch", "prompt", "gen"})->Args({32, 128, 128})->UseManualTime()->Unit(benchmark::kSecond);
+    ->ArgNames({"batch", "prompt", "gen"})
+    ->Args({32, 128, 128})
+    ->UseManualTime()
+    ->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_EngineEfficiency, s15m, std::string("s15m"))
-    ->ArgNames({"batch", "prompt", "gen"})->Args({64, 128, 128})->UseManualTime()->Unit(benchmark::kSecond);
+    ->ArgNames({"batch", "prompt", "gen"})
+    ->Args({64, 128, 128})
+    ->UseManualTime()
+    ->Unit(benchmark::kSecond);
 
 BENCHMARK_MAIN();

@@ -104,7 +104,8 @@ void run_steps(benchmark::State& state, const std::string& name, int32_t batch_s
     benchmark::DoNotOptimize(logits.data());
   }
   const double flops = l.runner.flops(batch) * double(state.iterations());
-  state.counters["tokens/s"] = benchmark::Counter(double(batch.total_tokens()) * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(double(batch.total_tokens()) * state.iterations(), benchmark::Counter::kIsRate);
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsRate);
   state.counters["peak"] = benchmark::Counter(flops / peak_flops(), benchmark::Counter::kIsRate);
   state.counters["threads"] = l.runner.threads();
@@ -136,7 +137,8 @@ void BM_DecodeType(benchmark::State& state, const std::string& name) {
   state.counters["weight_MB"] = bytes * 1e-6;
   if (batch == 1) {
     state.counters["roofline_tok/s"] = roofline;
-    state.counters["of_roofline"] = benchmark::Counter(double(state.iterations()) / roofline, benchmark::Counter::kIsRate);
+    state.counters["of_roofline"] =
+        benchmark::Counter(double(state.iterations()) / roofline, benchmark::Counter::kIsRate);
   }
 }
 
@@ -160,17 +162,37 @@ BENCHMARK(BM_FmaPeak)->Iterations(1);
 BENCHMARK(BM_ReadBandwidth)->Iterations(1);
 // Single stream for every type, then batched for F32, Q8_0 and Q4_K_M.
 BENCHMARK_CAPTURE(BM_DecodeType, s110m, std::string("s110m"))
-    ->ArgNames({"type", "batch"})->ArgsProduct({{0, 1, 2, 3, 4}, {1}})->ArgsProduct({{0, 2, 3}, {32, 64, 128}})
+    ->ArgNames({"type", "batch"})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1}})
+    ->ArgsProduct({{0, 2, 3}, {32, 64, 128}})
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Decode, stories260K, std::string("stories260K"))->Arg(1)->Arg(8)->Arg(64)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Decode, s15m, std::string("s15m"))
-    ->ArgName("batch")->Arg(1)->Arg(8)->Arg(32)->Arg(64)->Arg(128)->Arg(256)->UseRealTime();
+    ->ArgName("batch")
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(64)
+    ->Arg(128)
+    ->Arg(256)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Decode, s110m, std::string("s110m"))
-    ->ArgName("batch")->Arg(1)->Arg(8)->Arg(32)->Arg(64)->Arg(128)->Arg(256)->UseRealTime();
+    ->ArgName("batch")
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(64)
+    ->Arg(128)
+    ->Arg(256)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_DecodeKv, s15m, std::string("s15m"))
-    ->ArgNames({"kv", "batch"})->ArgsProduct({{0, 1, 2, 3}, {1, 32, 128}})->UseRealTime();
+    ->ArgNames({"kv", "batch"})
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 32, 128}})
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_DecodeKv, s110m, std::string("s110m"))
-    ->ArgNames({"kv", "batch"})->ArgsProduct({{0, 1, 2, 3}, {1, 32, 128}})->UseRealTime();
+    ->ArgNames({"kv", "batch"})
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 32, 128}})
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Prefill, s15m, std::string("s15m"))->ArgName("chunk")->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Prefill, s110m, std::string("s110m"))->ArgName("chunk")->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
 

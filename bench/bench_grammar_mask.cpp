@@ -152,7 +152,8 @@ void BM_MaskBruteForce(benchmark::State& state) {
   for (auto _ : state) {
     std::fill(bits.begin(), bits.end(), 0);
     for (int32_t id = 0; id < s->trie->vocab_size(); ++id) {
-      if (!s->trie->excluded(id) && m.accepts_utf8_prefix(s->trie->token(id))) bits[size_t(id) / 64] |= uint64_t(1) << (id % 64);
+      if (!s->trie->excluded(id) && m.accepts_utf8_prefix(s->trie->token(id)))
+        bits[size_t(id) / 64] |= uint64_t(1) << (id % 64);
     }
     benchmark::DoNotOptimize(bits.data());
   }
@@ -181,8 +182,8 @@ void BM_JsonDocumentWarm(benchmark::State& state) {
   mask_document(*s, mask);
   for (auto _ : state) state.SetIterationTime(mask_document(*s, mask));
   state.counters["tokens"] = double(s->document_ids.size());
-  state.counters["per_token"] = benchmark::Counter(double(s->document_ids.size()),
-                                                   benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["per_token"] = benchmark::Counter(
+      double(s->document_ids.size()), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   state.counters["entries"] = double(mask.cached_entries());
   state.counters["entry_bytes"] = double(mask.cached_bytes());
 }

@@ -26,8 +26,8 @@
 namespace {
 
 using namespace pagoda::kernels;
-using pagoda::KvCacheType;
 using pagoda::kv_cache_type_name;
+using pagoda::KvCacheType;
 
 int cores() { return tbb::info::default_concurrency(); }
 
@@ -48,8 +48,7 @@ void BM_FmaPeak(benchmark::State& state) {
   double flops = 0.0;
   for (auto _ : state) flops += pagoda::bench::run_fma_chains(arena, 1'000'000);
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsRate);
-  state.counters["GFLOP/s/core"] =
-      benchmark::Counter(flops * 1e-9 / threads, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s/core"] = benchmark::Counter(flops * 1e-9 / threads, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(cores())->ArgName("threads")->UseRealTime();
 
@@ -68,8 +67,7 @@ void BM_Matmul(benchmark::State& state) {
   std::vector<float> c(std::size_t(M) * N);
   const PackedMatrix packed = PackedMatrix::pack(w.data(), N, K);
   const double peak = peak_flops();
-  for (auto _ : state)
-    all_cores().execute([&] { matmul(a.data(), M, K, packed, c.data(), N); });
+  for (auto _ : state) all_cores().execute([&] { matmul(a.data(), M, K, packed, c.data(), N); });
   const double flops = 2.0 * M * N * K * double(state.iterations());
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsRate);
   state.counters["peak"] = benchmark::Counter(flops / peak, benchmark::Counter::kIsRate);
@@ -89,9 +87,10 @@ BENCHMARK(BM_Matmul)
 void BM_MatmulS110mLayers(benchmark::State& state) {
   const int M = int(state.range(0));
   const int dim = 768, ffn = 2048, layers = 12;
-  struct Projection { int n, k; };
-  const Projection shapes[] = {{dim, dim}, {dim, dim}, {dim, dim}, {dim, dim},
-                               {ffn, dim}, {ffn, dim}, {dim, ffn}};
+  struct Projection {
+    int n, k;
+  };
+  const Projection shapes[] = {{dim, dim}, {dim, dim}, {dim, dim}, {dim, dim}, {ffn, dim}, {ffn, dim}, {dim, ffn}};
   std::vector<PackedMatrix> weights;
   double flops_per_pass = 0.0;
   for (int l = 0; l < layers; ++l)
@@ -158,10 +157,8 @@ void attention_bench(benchmark::State& state, bool paged) {
   const float scale = 0.125f;
   for (auto _ : state) {
     if (paged)
-      paged_attention(q.data(), 1, kHeadDim, n_ctx, k_pages.data(), v_pages.data(), kTokensPerPage,
-                      scale, out.data());
-    else
-      attention_contiguous(q.data(), 1, kHeadDim, n_ctx, k.data.get(), v.data.get(), scale, out.data());
+      paged_attention(q.data(), 1, kHeadDim, n_ctx, k_pages.data(), v_pages.data(), kTokensPerPage, scale, out.data());
+    else attention_contiguous(q.data(), 1, kHeadDim, n_ctx, k.data.get(), v.data.get(), scale, out.data());
     benchmark::DoNotOptimize(out.data());
   }
   const double positions = double(n_ctx) * double(state.iterations());
@@ -182,7 +179,8 @@ void BM_PagedAttentionKv(benchmark::State& state) {
   const int pages = (n_ctx + kTokensPerPage - 1) / kTokensPerPage;
   const std::size_t row = kv_row_bytes(type, head_dim), page_bytes = row * kTokensPerPage;
   std::vector<std::byte> k_pool(page_bytes * pages), v_pool(page_bytes * pages);
-  const std::vector<float> k = random_vector(std::size_t(n_ctx) * head_dim, 3), v = random_vector(std::size_t(n_ctx) * head_dim, 4);
+  const std::vector<float> k = random_vector(std::size_t(n_ctx) * head_dim, 3),
+                           v = random_vector(std::size_t(n_ctx) * head_dim, 4);
   std::vector<int> order(pages);
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), std::mt19937(5));
@@ -200,7 +198,8 @@ void BM_PagedAttentionKv(benchmark::State& state) {
   std::vector<float> out(std::size_t(group) * head_dim);
   const float scale = 1.0f / std::sqrt(float(head_dim));
   for (auto _ : state) {
-    paged_attention(type, q.data(), group, head_dim, n_ctx, k_pages.data(), v_pages.data(), kTokensPerPage, scale, out.data());
+    paged_attention(type, q.data(), group, head_dim, n_ctx, k_pages.data(), v_pages.data(), kTokensPerPage, scale,
+                    out.data());
     benchmark::DoNotOptimize(out.data());
   }
   const double positions = double(n_ctx) * double(state.iterations());

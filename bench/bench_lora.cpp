@@ -164,7 +164,8 @@ void BM_LoraSgmvStep(benchmark::State& state) {
         const LoraShape s = lora_projection_shape(c, LoraProjection(p));
         values.push_back(random(size_t(kRank) * s.n_in));
         values.push_back(random(size_t(s.n_out) * kRank));
-        sources.push_back({values[values.size() - 2].data(), values.back().data(), kRank, s.n_in, s.n_out, 0.5f, element});
+        sources.push_back(
+            {values[values.size() - 2].data(), values.back().data(), kRank, s.n_in, s.n_out, 0.5f, element});
         factor_bytes += size_t(kRank) * (s.n_in + s.n_out) * (element == kernels::LoraElement::F32 ? 4 : 2);
       }
     sets.emplace_back(sources);
@@ -178,11 +179,10 @@ void BM_LoraSgmvStep(benchmark::State& state) {
     for (int r = a; r < kRequests; r += adapters) rows.push_back(r);
     bounds.push_back(int(rows.size()));
   }
-  const std::vector<std::vector<LoraProjection>> calls = {
-      {LoraProjection::Q, LoraProjection::K, LoraProjection::V},
-      {LoraProjection::Output},
-      {LoraProjection::Gate, LoraProjection::Up},
-      {LoraProjection::Down}};
+  const std::vector<std::vector<LoraProjection>> calls = {{LoraProjection::Q, LoraProjection::K, LoraProjection::V},
+                                                          {LoraProjection::Output},
+                                                          {LoraProjection::Gate, LoraProjection::Up},
+                                                          {LoraProjection::Down}};
   std::vector<kernels::LoraSegment> segments(3 * size_t(adapters));
   for (auto _ : state) {
     for (int32_t l = 0; l < c.n_layers; ++l)

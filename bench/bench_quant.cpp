@@ -26,9 +26,9 @@ namespace {
 
 using namespace pagoda::kernels;
 
-constexpr QuantType kTypes[] = {QuantType::F32,  QuantType::F16,  QuantType::BF16, QuantType::Q8_0,
-                                QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1,
-                                QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::Q2_K,
+constexpr QuantType kTypes[] = {QuantType::F32,  QuantType::F16,    QuantType::BF16,  QuantType::Q8_0,
+                                QuantType::Q4_0, QuantType::Q4_1,   QuantType::Q5_0,  QuantType::Q5_1,
+                                QuantType::Q4_K, QuantType::Q5_K,   QuantType::Q6_K,  QuantType::Q2_K,
                                 QuantType::Q3_K, QuantType::IQ4_NL, QuantType::IQ4_XS};
 
 int cores() { return tbb::info::default_concurrency(); }
@@ -46,7 +46,8 @@ using pagoda::bench::read_bandwidth;
 void BM_ReadBandwidth(benchmark::State& state) {
   pagoda::bench::ReadBandwidthProbe probe(cores());
   for (auto _ : state) benchmark::DoNotOptimize(probe.read());
-  state.counters["GB/s"] = benchmark::Counter(double(kReadBytes) * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(double(kReadBytes) * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_ReadBandwidth)->UseRealTime()->Unit(benchmark::kMillisecond);
 
@@ -72,7 +73,8 @@ bool has_vnni() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supp
 double run_vnni(long iterations) {
   std::vector<double> done(cores());
   all_cores().execute([&] {
-    tbb::parallel_for(0, cores(), [&](int t) { done[t] = vnni_chains(iterations); }, tbb::static_partitioner());
+    tbb::parallel_for(
+        0, cores(), [&](int t) { done[t] = vnni_chains(iterations); }, tbb::static_partitioner());
   });
   return std::accumulate(done.begin(), done.end(), 0.0);
 }
@@ -149,7 +151,9 @@ std::unique_ptr<Weights> make_weights(QuantType type, int rows, int cols, const 
 void BM_Gemv(benchmark::State& state) {
   const QuantType type = kTypes[state.range(0)];
   const int dim = 768, ffn = 2048, layers = 12;
-  struct Shape { int n, k; };
+  struct Shape {
+    int n, k;
+  };
   const Shape shapes[] = {{3 * dim, dim}, {dim, dim}, {2 * ffn, dim}, {dim, ffn}};
   std::vector<std::unique_ptr<Weights>> weights;
   std::vector<std::unique_ptr<Weights>> first_layer;
@@ -207,12 +211,26 @@ void BM_Gemm(benchmark::State& state) {
 
 void register_all() {
   for (int t = 0; t < int(std::size(kTypes)); ++t) {
-    benchmark::RegisterBenchmark("BM_Gemv", BM_Gemv)->Arg(t)->ArgName("type")->UseRealTime()->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_Gemv", BM_Gemv)
+        ->Arg(t)
+        ->ArgName("type")
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
   }
   for (int t = 0; t < int(std::size(kTypes)); ++t)
-    benchmark::RegisterBenchmark("BM_GemvInCache", BM_GemvInCache)->Arg(t)->ArgName("type")->UseRealTime()->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark("BM_GemvInCache", BM_GemvInCache)
+        ->Arg(t)
+        ->ArgName("type")
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
   for (int t = 0; t < int(std::size(kTypes)); ++t)
-    benchmark::RegisterBenchmark("BM_Gemm", BM_Gemm)->Args({t, 32})->Args({t, 64})->Args({t, 128})->ArgNames({"type", "M"})->UseRealTime()->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_Gemm", BM_Gemm)
+        ->Args({t, 32})
+        ->Args({t, 64})
+        ->Args({t, 128})
+        ->ArgNames({"type", "M"})
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
 }
 
 const bool registered = (register_all(), true);

@@ -5,8 +5,8 @@
 //
 // retell: the model's own greedy story, then its opening again (an input-grounded task: the
 //   model retells what it was given); with --gaps N the story in the prompt misses every N-th
-//   token, which the model puts back as it retells (an edit: guesses fail at each gap); repeat: a random run of tokens repeated four times (a
-//   random model copies little, but its greedy output falls into loops the proposer finds);
+//   token, which the model puts back as it retells (an edit: guesses fail at each gap); repeat: a random run of tokens
+//   repeated four times (a random model copies little, but its greedy output falls into loops the proposer finds);
 //   novel: random tokens, nothing repeated (the cost when guesses are mostly rejected).
 // With --draft, a draft model (same vocabulary) guesses instead of the n-gram proposer: the
 // model itself for the upper bound, or a smaller quantization of it.
@@ -32,7 +32,8 @@ struct Run {
   double decode_tokens_per_s = 0.0;
 };
 
-Run generate(pagoda::Engine& engine, const std::vector<int32_t>& prompt, int32_t n, const pagoda::SpeculativeParams& spec) {
+Run generate(pagoda::Engine& engine, const std::vector<int32_t>& prompt, int32_t n,
+             const pagoda::SpeculativeParams& spec) {
   pagoda::Request r;
   r.prompt_ids = prompt;
   r.max_new_tokens = n;
@@ -75,7 +76,10 @@ std::vector<int32_t> prompt_for(pagoda::Engine& engine, const std::string& task,
 
 int main(int argc, char** argv) {
   try {
-    if (argc < 2) throw pagoda::Error("usage: bench_speculative MODEL [--task retell|repeat|novel] [--gaps N] [--tokens N] [--reps N] [--threads N] [--draft-max N] [--draft MODEL] [--draft-p-min P] [--draft-probe N]");
+    if (argc < 2)
+      throw pagoda::Error(
+          "usage: bench_speculative MODEL [--task retell|repeat|novel] [--gaps N] [--tokens N] [--reps N] [--threads "
+          "N] [--draft-max N] [--draft MODEL] [--draft-p-min P] [--draft-probe N]");
     std::string task = "retell";
     std::string draft;
     int32_t n = 128, reps = 3, threads = 0, draft_max = 8, gaps = 0;
@@ -137,7 +141,8 @@ int main(int argc, char** argv) {
     if (!ratios.empty()) {
       const size_t m = ratios.size();
       const double median = m % 2 ? ratios[m / 2] : 0.5 * (ratios[m / 2 - 1] + ratios[m / 2]);
-      std::printf("paired   speed-up median %.3fx (%.3f .. %.3f over %zu pairs)\n", median, ratios.front(), ratios.back(), m);
+      std::printf("paired   speed-up median %.3fx (%.3f .. %.3f over %zu pairs)\n", median, ratios.front(),
+                  ratios.back(), m);
     }
     std::printf("guesses %lld, accepted %lld (%.1f%%), %.2f guesses per token\n", (long long)proposed,
                 (long long)accepted, proposed > 0 ? 100.0 * double(accepted) / double(proposed) : 0.0,

@@ -17,21 +17,32 @@ namespace pagoda::bench {
 
 // Twelve independent FMA chains held in registers (enough to cover FMA latency times pipes),
 // written in asm so the compiler can neither drop nor spill them.
-#define PAGODA_FMA12(R)                                  \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "0\n\t"       \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "1\n\t"       \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "2\n\t"       \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "3\n\t"       \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "4\n\t"       \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "5\n\t"       \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "6\n\t"       \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "7\n\t"       \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "8\n\t"       \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "9\n\t"       \
-  "vfmadd231ps %%" R "14, %%" R "15, %%" R "10\n\t"      \
+#define PAGODA_FMA12(R)                    \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R \
+  "0\n\t"                                  \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R \
+  "1\n\t"                                  \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R \
+  "2\n\t"                                  \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R \
+  "3\n\t"                                  \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R \
+  "4\n\t"                                  \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R \
+  "5\n\t"                                  \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R \
+  "6\n\t"                                  \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R \
+  "7\n\t"                                  \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R \
+  "8\n\t"                                  \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R \
+  "9\n\t"                                  \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R \
+  "10\n\t"                                 \
   "vfmadd231ps %%" R "14, %%" R "15, %%" R "11\n\t"
 
-#define PAGODA_FMA_LOOP(R)                                                                  \
+#define PAGODA_FMA_LOOP(R) \
   asm volatile("vzeroall\n\t"                                                               \
                "1:\n\t" PAGODA_FMA12(R) "dec %0\n\t"                                        \
                "jnz 1b\n\t"                                                                 \
@@ -70,7 +81,8 @@ inline double run_fma_chains(tbb::task_arena& arena, long iterations) {
   const int threads = arena.max_concurrency();
   std::vector<double> done(threads);
   arena.execute([&] {
-    tbb::parallel_for(0, threads, [&](int t) { done[t] = fma_chains(iterations); }, tbb::static_partitioner());
+    tbb::parallel_for(
+        0, threads, [&](int t) { done[t] = fma_chains(iterations); }, tbb::static_partitioner());
   });
   return std::accumulate(done.begin(), done.end(), 0.0);
 }

@@ -30,15 +30,18 @@ inline double stream_read(tbb::task_arena& arena, const uint64_t* data, std::siz
   const int cores = arena.max_concurrency();
   std::vector<uint64_t> sums(cores);
   arena.execute([&] {
-    tbb::parallel_for(0, cores, [&](int t) {
-      const std::size_t begin = words * t / cores, end = words * (t + 1) / cores;
-      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      for (std::size_t i = begin; i + 4 <= end; i += 4) {
-        if (i % 8 == 0) __builtin_prefetch(data + i + 512, 0, 2);
-        s0 += data[i], s1 += data[i + 1], s2 += data[i + 2], s3 += data[i + 3];
-      }
-      sums[t] = s0 + s1 + s2 + s3;
-    }, tbb::static_partitioner());
+    tbb::parallel_for(
+        0, cores,
+        [&](int t) {
+          const std::size_t begin = words * t / cores, end = words * (t + 1) / cores;
+          uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+          for (std::size_t i = begin; i + 4 <= end; i += 4) {
+            if (i % 8 == 0) __builtin_prefetch(data + i + 512, 0, 2);
+            s0 += data[i], s1 += data[i + 1], s2 += data[i + 2], s3 += data[i + 3];
+          }
+          sums[t] = s0 + s1 + s2 + s3;
+        },
+        tbb::static_partitioner());
   });
   return double(std::accumulate(sums.begin(), sums.end(), uint64_t(0)));
 }

@@ -49,14 +49,17 @@ void validate_config(const EngineConfig& c) {
 
 int32_t kv_page_count(const EngineConfig& c, const KvLayout& layout) {
   const int32_t pages = c.kv_pages > 0 ? c.kv_pages : PagePool::pages_for_bytes(layout, c.kv_bytes);
-  if (pages <= 0) throw Error("bad engine config: the KV budget holds no page (a page is " + std::to_string(layout.bytes_per_page()) + " bytes)");
+  if (pages <= 0)
+    throw Error("bad engine config: the KV budget holds no page (a page is " + std::to_string(layout.bytes_per_page()) +
+                " bytes)");
   return pages;
 }
 
 std::vector<Engine::SpecialToken> special_pieces(const TokenizerVocab& v) {
   std::vector<Engine::SpecialToken> out;
   for (size_t id = 0; id < v.tokens.size(); ++id) {
-    if (v.types[id] == TokenType::Control || v.types[id] == TokenType::UserDefined) out.push_back({v.tokens[id], int32_t(id)});
+    if (v.types[id] == TokenType::Control || v.types[id] == TokenType::UserDefined)
+      out.push_back({v.tokens[id], int32_t(id)});
   }
   return out;
 }
@@ -77,7 +80,9 @@ std::shared_ptr<const jinja::Template> parse_chat_template(const std::optional<s
   try {
     return std::make_shared<const jinja::Template>(*jinja);
   } catch (const Error& e) {
-    std::fprintf(stderr, "pagoda: warning: the chat template does not parse (%s); using the built-in layout of its family\n", e.what());
+    std::fprintf(stderr,
+                 "pagoda: warning: the chat template does not parse (%s); using the built-in layout of its family\n",
+                 e.what());
     return nullptr;
   }
 }
@@ -100,13 +105,13 @@ struct Engine::Impl {
         runner(model, c.threads, true),
         pool(KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type),
              kv_page_count(c, KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type)), c.kv_prefault),
-        draft(c.draft_model_path.empty()
-                  ? nullptr
-                  : std::make_unique<speculation::DraftProposer>(
-                        c, model, int64_t(pool.capacity()) * c.tokens_per_page, metrics)),
+        draft(c.draft_model_path.empty() ? nullptr
+                                         : std::make_unique<speculation::DraftProposer>(
+                                               c, model, int64_t(pool.capacity()) * c.tokens_per_page, metrics)),
         pool_actor(pool, metrics),
         // A new admission leaves 1% of the pages free so running sequences can still grow.
-        prefill(prefill_mailbox, pool_actor, decode_mailbox, c.max_running, std::max(1, pool.capacity() / 100), metrics),
+        prefill(prefill_mailbox, pool_actor, decode_mailbox, c.max_running, std::max(1, pool.capacity() / 100),
+                metrics),
         decode(decode_mailbox, runner, pool.view(), pool_actor, prefill_mailbox, c, metrics, draft.get()),
         router(prefill_mailbox, c.max_resident_adapters, c.adapter_run_cap, metrics) {
     pool_actor.set_prefill_mailbox(prefill_mailbox);
@@ -162,7 +167,9 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
   }
   const int32_t vocab = model.config.vocab_size;
   for (int32_t id : ids) {
-    if (id < 0 || id >= vocab) refuse("prompt token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(vocab - 1) + ")");
+    if (id < 0 || id >= vocab)
+      refuse("prompt token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(vocab - 1) +
+             ")");
   }
   for (int32_t id : r.stop_token_ids) {
     if (id < 0 || id >= vocab) refuse("stop token id " + std::to_string(id) + " is outside the vocabulary");
@@ -351,7 +358,9 @@ std::vector<int32_t> Engine::tokenize(const std::string& text, bool add_bos, boo
 
 std::string Engine::token_text(int32_t id) const { return impl_->model.tokenizer.token_text(id); }
 
-std::string Engine::detokenize(const std::vector<int32_t>& ids) const { return impl_->model.tokenizer.decode(ids, false); }
+std::string Engine::detokenize(const std::vector<int32_t>& ids) const {
+  return impl_->model.tokenizer.decode(ids, false);
+}
 
 int32_t Engine::context_length() const { return impl_->model.config.context_length; }
 int32_t Engine::vocab_size() const { return impl_->model.config.vocab_size; }
@@ -391,7 +400,8 @@ std::vector<int32_t> Engine::tokenize(const ChatPrompt& prompt, bool add_bos) co
   return impl_->model.tokenizer.encode(prompt.text, add_bos, std::span<const TextSpan>(prompt.data_spans));
 }
 
-std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options) const {
+std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages,
+                                        const ChatTemplateOptions& options) const {
   return render_chat(messages, options).text;
 }
 

@@ -114,7 +114,7 @@ struct Options {
   std::string draft_model;  // --model-draft; "" = none
   pagoda::SamplingParams sampling;
   std::optional<pagoda::cli::LoraFlag> lora;
-  std::string chat_template;  // "" = the model's
+  std::string chat_template;   // "" = the model's
   pagoda::Request constraint;  // its grammar or json_schema, for every reply
 };
 
@@ -142,9 +142,12 @@ Options parse_options(const pagoda::cli::Args& args) {
     o.lora = pagoda::cli::parse_lora(loras.front());
   }
   pagoda::SamplingParams& s = o.sampling;
-  s = pagoda::cli::sampling_from_flags(
-      args, {.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .repetition_penalty = 1.0f,
-             .repetition_window = 64});
+  s = pagoda::cli::sampling_from_flags(args, {.temperature = 0.8f,
+                                              .top_k = 40,
+                                              .top_p = 0.95f,
+                                              .min_p = 0.05f,
+                                              .repetition_penalty = 1.0f,
+                                              .repetition_window = 64});
   const int64_t seed = args.number<int64_t>("--seed", -1);
   if (seed < -1) throw pagoda::Error("--seed must be -1 (random) or >= 0");
   s.seed = seed == -1 ? std::random_device{}() : uint64_t(seed);
@@ -172,7 +175,8 @@ std::string model_path(const Options& o) {
 
 // -c sizes the KV cache to hold that context; otherwise the engine's default budget is used.
 pagoda::EngineConfig engine_config(const Options& o, const std::string& model) {
-  pagoda::EngineConfig c{.model_path = model, .tokenizer_path = o.tokenizer, .threads = o.threads, .kv_cache_type = o.kv_type};
+  pagoda::EngineConfig c{
+      .model_path = model, .tokenizer_path = o.tokenizer, .threads = o.threads, .kv_cache_type = o.kv_type};
   c.tokens_per_page = kTokensPerPage;
   c.use_mmap = o.use_mmap;
   c.chat_template = o.chat_template;
@@ -240,9 +244,7 @@ class Chat {
         grammar_(o.constraint.grammar),
         json_schema_(o.constraint.json_schema) {}
 
-  std::string mode() const {
-    return templated_ ? "chat template " + format_.family : "plain continuation";
-  }
+  std::string mode() const { return templated_ ? "chat template " + format_.family : "plain continuation"; }
 
   // One exchange: the user's text in, the reply streamed to stdout and its figures to stderr.
   // Nullopt when the text cannot be answered (too long for the context, or an engine error).
@@ -271,16 +273,18 @@ class Chat {
   void reset() { messages_.clear(); }
 
   void print_stats() const {
-    if (last_) std::printf("last reply: %s, ended by %s\n", describe(*last_).c_str(), finish_reason_name(last_->finish_reason));
+    if (last_)
+      std::printf("last reply: %s, ended by %s\n", describe(*last_).c_str(), finish_reason_name(last_->finish_reason));
     // In plain continuation the conversation may outgrow the context; each prompt is its tail.
     const size_t tokens = messages_.empty() ? 0 : tokenize(render(messages_)).size();
     std::printf("conversation: %zu messages, %zu tokens, context %d tokens, %s\n", messages_.size(), tokens, n_ctx_,
                 mode().c_str());
     const pagoda::EngineMetrics m = engine_.metrics();
-    std::printf("engine: %lld requests finished, %lld tokens generated at %.1f tokens/s, KV pages %lld of %lld in use, "
-                "%lld preemptions\n",
-                (long long)m.finished, (long long)m.generated_tokens, m.tokens_per_second, (long long)m.kv_pages_used,
-                (long long)m.kv_pages_total, (long long)m.preempted);
+    std::printf(
+        "engine: %lld requests finished, %lld tokens generated at %.1f tokens/s, KV pages %lld of %lld in use, "
+        "%lld preemptions\n",
+        (long long)m.finished, (long long)m.generated_tokens, m.tokens_per_second, (long long)m.kv_pages_used,
+        (long long)m.kv_pages_total, (long long)m.preempted);
   }
 
  private:
@@ -290,7 +294,9 @@ class Chat {
 
   // The template's control tokens become themselves, so its "<|im_start|>" is one token; the
   // same text typed by the user stays text.
-  std::vector<int32_t> tokenize(const pagoda::ChatPrompt& prompt) const { return engine_.tokenize(prompt, engine_.add_bos()); }
+  std::vector<int32_t> tokenize(const pagoda::ChatPrompt& prompt) const {
+    return engine_.tokenize(prompt, engine_.add_bos());
+  }
 
   // The conversation as a prompt that leaves room for a reply: the oldest messages go first
   // (whole exchanges with a template, which wants user and assistant turns alternating). In
@@ -340,7 +346,7 @@ class Chat {
   pagoda::ChatFormat format_;
   bool templated_;
   int32_t bos_id_;
-  std::string adapter_;  // the --lora adapter replies use; empty = the base model
+  std::string adapter_;      // the --lora adapter replies use; empty = the base model
   std::string grammar_;      // --grammar / --grammar-file: every reply is a sentence of it
   std::string json_schema_;  // --json-schema / --json-schema-file: every reply validates
   std::vector<pagoda::ChatMessage> messages_;
@@ -352,7 +358,8 @@ class Chat {
 // family pagoda knows has no end-of-turn to stop at but EOS, which is worth a note.
 void note_unknown_template(const pagoda::Engine& engine) {
   if (engine.chat_template() && engine.chat_format().family == "plain") {
-    std::fprintf(stderr, "pagoda-chat: the chat template is not a family pagoda-chat knows; replies stop only at end of text\n");
+    std::fprintf(
+        stderr, "pagoda-chat: the chat template is not a family pagoda-chat knows; replies stop only at end of text\n");
   }
 }
 
@@ -414,8 +421,9 @@ bool run_command(Chat& chat, const std::string& command) {
 
 int interactive(Chat& chat, const std::string& model) {
   std::fprintf(stderr, "pagoda-chat: %s, %s\n", model.c_str(), chat.mode().c_str());
-  std::fprintf(stderr, "Type a line and press Enter; /help lists the commands. Ctrl-C stops a reply; "
-                       "Ctrl-D or Ctrl-C at the prompt quits.\n");
+  std::fprintf(stderr,
+               "Type a line and press Enter; /help lists the commands. Ctrl-C stops a reply; "
+               "Ctrl-D or Ctrl-C at the prompt quits.\n");
   LineReader in;
   for (;;) {
     print("> ");
@@ -444,18 +452,50 @@ int one_shot(Chat& chat, const std::string& prompt) {
 int main(int argc, char** argv) {
   try {
     const pagoda::cli::Args args(argc, argv,
-                                 {"--model", "--tokenizer", "--prompt", "--n-predict", "--ctx-size", "--temp", "--top-k",
-                                  "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
-                                  "--presence-penalty", "--frequency-penalty", "--logit-bias", "--min-tokens", "--seed",
-                                  "--threads", "--cache-type", "--lora", "--chat-template-file", "--draft-max",
-                                  "--draft-min", "--spec-ngram-max", "--spec-ngram-min", "--model-draft", "--draft-p-min", "--draft-probe", "--grammar", "--grammar-file",
-                                  "--json-schema", "--json-schema-file"},
+                                 {"--model",
+                                  "--tokenizer",
+                                  "--prompt",
+                                  "--n-predict",
+                                  "--ctx-size",
+                                  "--temp",
+                                  "--top-k",
+                                  "--top-p",
+                                  "--min-p",
+                                  "--repeat-penalty",
+                                  "--repeat-last-n",
+                                  "--presence-penalty",
+                                  "--frequency-penalty",
+                                  "--logit-bias",
+                                  "--min-tokens",
+                                  "--seed",
+                                  "--threads",
+                                  "--cache-type",
+                                  "--lora",
+                                  "--chat-template-file",
+                                  "--draft-max",
+                                  "--draft-min",
+                                  "--spec-ngram-max",
+                                  "--spec-ngram-min",
+                                  "--model-draft",
+                                  "--draft-p-min",
+                                  "--draft-probe",
+                                  "--grammar",
+                                  "--grammar-file",
+                                  "--json-schema",
+                                  "--json-schema-file"},
                                  {"--help", "--no-mmap", "--spec-ngram"},
-                                 {{"-m", "--model"}, {"-p", "--prompt"}, {"-n", "--n-predict"}, {"-c", "--ctx-size"},
-                                  {"-t", "--threads"}, {"-h", "--help"}, {"--lookup", "--spec-ngram"}, {"-md", "--model-draft"}, {"-j", "--json-schema"}});
+                                 {{"-m", "--model"},
+                                  {"-p", "--prompt"},
+                                  {"-n", "--n-predict"},
+                                  {"-c", "--ctx-size"},
+                                  {"-t", "--threads"},
+                                  {"-h", "--help"},
+                                  {"--lookup", "--spec-ngram"},
+                                  {"-md", "--model-draft"},
+                                  {"-j", "--json-schema"}});
     if (args.has("--help")) {
-      std::cout << kUsage << pagoda::cli::kSpeculativeUsage << pagoda::cli::kGrammarUsage << "\nIn the chat:\n" << kCommands
-                << kNotes;
+      std::cout << kUsage << pagoda::cli::kSpeculativeUsage << pagoda::cli::kGrammarUsage << "\nIn the chat:\n"
+                << kCommands << kNotes;
       return 0;
     }
     const Options opt = parse_options(args);

@@ -82,14 +82,47 @@ std::vector<Job> read_jobs(const pagoda::cli::Args& args, int64_t max_tokens, in
 int main(int argc, char** argv) {
   try {
     pagoda::cli::Args args(argc, argv,
-                           {"--model", "--tokenizer", "--prompt", "--prompts", "--max-tokens", "--max-positions",
-                            "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
-                            "--presence-penalty", "--frequency-penalty", "--logit-bias", "--min-tokens",
-                            "--seed", "--stop-id", "--threads", "--cache-type", "--lora", "--adapter", "--grammar",
-                            "--grammar-file", "--json-schema", "--json-schema-file", "--draft-max", "--draft-min",
-                            "--spec-ngram-max", "--spec-ngram-min", "--model-draft", "--draft-p-min", "--draft-probe"},
+                           {"--model",
+                            "--tokenizer",
+                            "--prompt",
+                            "--prompts",
+                            "--max-tokens",
+                            "--max-positions",
+                            "--temp",
+                            "--top-k",
+                            "--top-p",
+                            "--min-p",
+                            "--repeat-penalty",
+                            "--repeat-last-n",
+                            "--presence-penalty",
+                            "--frequency-penalty",
+                            "--logit-bias",
+                            "--min-tokens",
+                            "--seed",
+                            "--stop-id",
+                            "--threads",
+                            "--cache-type",
+                            "--lora",
+                            "--adapter",
+                            "--grammar",
+                            "--grammar-file",
+                            "--json-schema",
+                            "--json-schema-file",
+                            "--draft-max",
+                            "--draft-min",
+                            "--spec-ngram-max",
+                            "--spec-ngram-min",
+                            "--model-draft",
+                            "--draft-p-min",
+                            "--draft-probe"},
                            {"--help", "--no-mmap", "--spec-ngram"},
-                           {{"-m", "--model"}, {"-n", "--max-tokens"}, {"-t", "--threads"}, {"-h", "--help"}, {"-j", "--json-schema"}, {"--lookup", "--spec-ngram"}, {"-md", "--model-draft"}});
+                           {{"-m", "--model"},
+                            {"-n", "--max-tokens"},
+                            {"-t", "--threads"},
+                            {"-h", "--help"},
+                            {"-j", "--json-schema"},
+                            {"--lookup", "--spec-ngram"},
+                            {"-md", "--model-draft"}});
     if (args.has("--help")) {
       std::cout << kUsage << pagoda::cli::kGrammarUsage << pagoda::cli::kSpeculativeUsage;
       return 0;
@@ -103,7 +136,8 @@ int main(int argc, char** argv) {
     const auto jobs = read_jobs(args, args.number<int64_t>("--max-tokens", INT64_MAX),
                                 args.number<int64_t>("--max-positions", INT64_MAX));
     std::vector<int32_t> stop_ids;
-    for (const std::string& id : args.all("--stop-id")) stop_ids.push_back(pagoda::cli::Args::parse<int32_t>("--stop-id", id));
+    for (const std::string& id : args.all("--stop-id"))
+      stop_ids.push_back(pagoda::cli::Args::parse<int32_t>("--stop-id", id));
 
     const pagoda::cli::LoadTimer load_timer;
     pagoda::Engine engine({.model_path = *model_path,

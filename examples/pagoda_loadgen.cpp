@@ -125,23 +125,33 @@ int32_t pages_for(int32_t positions) { return (positions + kTokensPerPage - 1) /
 
 // Positions of the longest request: BOS, the shared prefix, then every turn's message and reply.
 int32_t longest_positions(const Options& o) {
-  return int32_t(std::min<int64_t>(1 + int64_t(o.shared_prefix) + int64_t(o.turns) * (o.prompt_len.hi + o.output_len.hi), INT32_MAX));
+  return int32_t(std::min<int64_t>(
+      1 + int64_t(o.shared_prefix) + int64_t(o.turns) * (o.prompt_len.hi + o.output_len.hi), INT32_MAX));
 }
 
 Options parse_options(const cli::Args& args) {
   Options o;
-  args.set_fields({{"--model", o.model}, {"--preset", o.preset}, {"--model-dir", o.model_dir}, {"--mode", o.mode},
-                   {"--json", o.json}, {"--url", o.url}, {"--disconnect", o.disconnect}});
+  args.set_fields({{"--model", o.model},
+                   {"--preset", o.preset},
+                   {"--model-dir", o.model_dir},
+                   {"--mode", o.mode},
+                   {"--json", o.json},
+                   {"--url", o.url},
+                   {"--disconnect", o.disconnect}});
   if (!(o.disconnect >= 0.0 && o.disconnect <= 1.0)) throw Error("--disconnect must be a fraction in [0, 1]");
   args.set_fields({{"--requests", o.requests}, {"--concurrency", o.concurrency}});
   if (auto r = args.get("--rate")) o.rate = parse_rate(*r);
   if (auto r = args.get("--prompt-len")) o.prompt_len = parse_range("--prompt-len", *r);
   if (auto r = args.get("--output-len")) o.output_len = parse_range("--output-len", *r);
-  args.set_fields({{"--shared-prefix", o.shared_prefix}, {"--turns", o.turns}, {"--prefix-cache", o.prefix_cache},
-                   {"--seed", o.seed}, {"--temp", o.temperature}, {"--threads", o.threads}});
+  args.set_fields({{"--shared-prefix", o.shared_prefix},
+                   {"--turns", o.turns},
+                   {"--prefix-cache", o.prefix_cache},
+                   {"--seed", o.seed},
+                   {"--temp", o.temperature},
+                   {"--threads", o.threads}});
   o.kv_type = cli::cache_type_flag(args);
-  args.set_fields({{"--max-running", o.max_running}, {"--token-budget", o.token_budget},
-                   {"--prefill-chunk", o.prefill_chunk}});
+  args.set_fields(
+      {{"--max-running", o.max_running}, {"--token-budget", o.token_budget}, {"--prefill-chunk", o.prefill_chunk}});
 
   if (o.model.empty() == o.preset.empty()) throw Error("give exactly one of -m MODEL and --preset NAME (see --help)");
   if (!o.preset.empty() && o.preset != "s15m" && o.preset != "s110m") {
@@ -155,14 +165,16 @@ Options parse_options(const cli::Args& args) {
   }
   if (o.shared_prefix < 0) throw Error("--shared-prefix must be >= 0, got " + std::to_string(o.shared_prefix));
   require_positive("--turns", o.turns);
-  if (o.turns > 1 && o.mode != "continuous") throw Error("--turns needs --mode continuous (static batches have no replies to carry)");
+  if (o.turns > 1 && o.mode != "continuous")
+    throw Error("--turns needs --mode continuous (static batches have no replies to carry)");
   require_positive("--requests", o.requests);
   require_positive("--concurrency", o.concurrency);
   require_positive("--max-running", o.max_running);
   require_positive("--token-budget", o.token_budget);
   require_positive("--prefill-chunk", o.prefill_chunk);
   if (o.mode == "http" && o.url.empty()) throw Error("--mode http needs --url");
-  if (!o.url.empty() && o.turns > 1) throw Error("--turns needs the in-process engine (replies come back as text over HTTP)");
+  if (!o.url.empty() && o.turns > 1)
+    throw Error("--turns needs the in-process engine (replies come back as text over HTTP)");
   if (o.threads < 0) throw Error("--threads must be >= 0, got " + std::to_string(o.threads));
   if (!(o.temperature >= 0.0f)) throw Error("--temp must be >= 0");
 
@@ -203,7 +215,7 @@ std::string resolve_model(const Options& o) {
 // ---- The workload: the same for both modes, given the seed and the vocabulary ----
 
 struct WorkItem {
-  double arrival_s;  // from the start of the run
+  double arrival_s;             // from the start of the run
   std::vector<int32_t> prompt;  // the first turn's: BOS, the shared prefix, the user message
   int32_t output_len;
   std::vector<std::vector<int32_t>> later_messages;  // the user messages of turns 2..K
@@ -266,7 +278,10 @@ struct Backend {
 class Monitor {
  public:
   Monitor(const Backend& backend, int64_t total, const std::atomic<int64_t>& done, Clock::time_point start)
-      : backend_(backend), done_(done), start_(start), progress_(backend.name, total),
+      : backend_(backend),
+        done_(done),
+        start_(start),
+        progress_(backend.name, total),
         thread_([this](std::stop_token stop) { run(stop); }) {}
 
   KvSamples stop() {
@@ -343,16 +358,24 @@ RunSummary drive(const Backend& backend, const std::vector<WorkItem>& work, int3
   auto client = [&] {
     for (int64_t i = next++; i < int64_t(work.size()); i = next++) {
       const WorkItem& w = work[size_t(i)];
-      std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(w.arrival_s)));
+      std::this_thread::sleep_until(
+          start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(w.arrival_s)));
       try {
         std::vector<int32_t> prompt = w.prompt;
         for (size_t turn = 0; turn < turns; ++turn) {
-          if (turn > 0) prompt.insert(prompt.end(), w.later_messages[turn - 1].begin(), w.later_messages[turn - 1].end());
+          if (turn > 0)
+            prompt.insert(prompt.end(), w.later_messages[turn - 1].begin(), w.later_messages[turn - 1].end());
           const auto sent = Clock::now();
           Served s = backend.serve(prompt, w.output_len);
           const auto now = Clock::now();
-          records[size_t(i) * turns + turn] = {s.ttft_s,           s.tpot_s, seconds(now - sent), seconds(now - start),
-                                               int32_t(prompt.size()), s.tokens, s.preemptions,      int32_t(turn),
+          records[size_t(i) * turns + turn] = {s.ttft_s,
+                                               s.tpot_s,
+                                               seconds(now - sent),
+                                               seconds(now - start),
+                                               int32_t(prompt.size()),
+                                               s.tokens,
+                                               s.preemptions,
+                                               int32_t(turn),
                                                s.dropped};
           prompt.insert(prompt.end(), s.reply.begin(), s.reply.end());
         }
@@ -421,25 +444,25 @@ RunSummary run_continuous(const Options& o, const std::string& model_path, bool 
   }
   const EngineMetrics before = engine.metrics();
   const std::string name = o.prefix_cache == "both" ? (prefix_caching ? "cache on" : "cache off") : "continuous";
-  Backend backend{name,
-                  [&](const std::vector<int32_t>& prompt, int32_t output_len) {
-                    Request r;
-                    r.prompt_ids = prompt;
-                    r.max_new_tokens = output_len;
-                    r.ignore_eos = true;
-                    r.sampling = sampling(o);
-                    const Completion c = engine.submit(std::move(r)).get();
-                    if (c.finish_reason != FinishReason::Length) {
-                      throw Error(std::string("a request finished with ") + finish_reason_name(c.finish_reason) + " " + c.error);
-                    }
-                    const int32_t n = int32_t(c.token_ids.size());
-                    return Served{c.time_to_first_token_s, n > 1 ? c.time_per_output_token_s : -1.0, n, c.preemptions,
-                                  c.token_ids};
-                  },
-                  [&] {
-                    const EngineMetrics m = engine.metrics();
-                    return Gauge{m.kv_pages_used, m.kv_pages_total, m.generated_tokens};
-                  }};
+  Backend backend{
+      name,
+      [&](const std::vector<int32_t>& prompt, int32_t output_len) {
+        Request r;
+        r.prompt_ids = prompt;
+        r.max_new_tokens = output_len;
+        r.ignore_eos = true;
+        r.sampling = sampling(o);
+        const Completion c = engine.submit(std::move(r)).get();
+        if (c.finish_reason != FinishReason::Length) {
+          throw Error(std::string("a request finished with ") + finish_reason_name(c.finish_reason) + " " + c.error);
+        }
+        const int32_t n = int32_t(c.token_ids.size());
+        return Served{c.time_to_first_token_s, n > 1 ? c.time_per_output_token_s : -1.0, n, c.preemptions, c.token_ids};
+      },
+      [&] {
+        const EngineMetrics m = engine.metrics();
+        return Gauge{m.kv_pages_used, m.kv_pages_total, m.generated_tokens};
+      }};
   RunSummary s = drive(backend, work, o.concurrency);
   const EngineMetrics m = engine.metrics();
   s.prefix_hit_tokens = m.prefix_hit_tokens - before.prefix_hit_tokens;
@@ -466,7 +489,8 @@ RunSummary run_http(const Options& o, const std::string& model_path) {
                       std::lock_guard lock(drop_mutex);
                       if (drop(drops)) drop_after = std::max(1, output_len / 2);
                     }
-                    const loadgen::StreamedCompletion c = client.complete(prompt, output_len, o.temperature, o.seed, drop_after);
+                    const loadgen::StreamedCompletion c =
+                        client.complete(prompt, output_len, o.temperature, o.seed, drop_after);
                     return Served{c.ttft_s, c.tpot_s, c.tokens, 0, {}, c.dropped};
                   },
                   [&] {
@@ -500,7 +524,9 @@ RunSummary run_static(const Options& o, const std::string& model_path) {
                     const double tpot = t.tokens > 1 ? seconds(t.last - t.first) / double(t.tokens - 1) : -1.0;
                     return Served{seconds(t.first - sent), tpot, t.tokens, 0, {}};
                   },
-                  [&] { return Gauge{batcher.pages_used(), batcher.pages_total(), batcher.generated_tokens()}; }};
+                  [&] {
+                    return Gauge{batcher.pages_used(), batcher.pages_total(), batcher.generated_tokens()};
+                  }};
   return drive(backend, work, o.concurrency);
 }
 
@@ -514,9 +540,10 @@ void print_header(const Options& o, const std::string& model_path) {
               range_text(o.output_len).c_str(), (unsigned long long)o.seed, double(o.temperature));
   std::printf("          shared prefix %d tokens, %d turn%s, prefix cache %s\n", o.shared_prefix, o.turns,
               o.turns == 1 ? "" : "s", o.prefix_cache.c_str());
-  std::printf("engine    threads %s, kv-pages %d x %d tokens (%s), max-running %d, token-budget %d, prefill-chunk %d\n\n",
-              o.threads ? std::to_string(o.threads).c_str() : "all", o.kv_pages, kTokensPerPage, kv_cache_type_name(o.kv_type),
-              o.max_running, o.token_budget, o.prefill_chunk);
+  std::printf(
+      "engine    threads %s, kv-pages %d x %d tokens (%s), max-running %d, token-budget %d, prefill-chunk %d\n\n",
+      o.threads ? std::to_string(o.threads).c_str() : "all", o.kv_pages, kTokensPerPage, kv_cache_type_name(o.kv_type),
+      o.max_running, o.token_budget, o.prefill_chunk);
 }
 
 const RunSummary* find_run(const std::vector<RunSummary>& runs, const std::string& mode) {
@@ -529,13 +556,23 @@ const RunSummary* find_run(const std::vector<RunSummary>& runs, const std::strin
 void write_json(const Options& o, const std::string& model_path, const std::vector<RunSummary>& runs) {
   nlohmann::json j;
   j["model"] = model_path;
-  j["workload"] = {{"requests", o.requests},       {"rate", rate_text(o.rate)},
-                   {"concurrency", o.concurrency}, {"prompt_len", range_text(o.prompt_len)},
-                   {"output_len", range_text(o.output_len)}, {"seed", o.seed},
-                   {"temperature", o.temperature},  {"shared_prefix", o.shared_prefix},
-                   {"turns", o.turns},             {"prefix_cache", o.prefix_cache}};
-  j["engine"] = {{"threads", o.threads},         {"kv_pages", o.kv_pages},          {"tokens_per_page", kTokensPerPage}, {"cache_type", kv_cache_type_name(o.kv_type)},
-                 {"max_running", o.max_running}, {"token_budget", o.token_budget}, {"prefill_chunk", o.prefill_chunk}};
+  j["workload"] = {{"requests", o.requests},
+                   {"rate", rate_text(o.rate)},
+                   {"concurrency", o.concurrency},
+                   {"prompt_len", range_text(o.prompt_len)},
+                   {"output_len", range_text(o.output_len)},
+                   {"seed", o.seed},
+                   {"temperature", o.temperature},
+                   {"shared_prefix", o.shared_prefix},
+                   {"turns", o.turns},
+                   {"prefix_cache", o.prefix_cache}};
+  j["engine"] = {{"threads", o.threads},
+                 {"kv_pages", o.kv_pages},
+                 {"tokens_per_page", kTokensPerPage},
+                 {"cache_type", kv_cache_type_name(o.kv_type)},
+                 {"max_running", o.max_running},
+                 {"token_budget", o.token_budget},
+                 {"prefill_chunk", o.prefill_chunk}};
   for (const RunSummary& s : runs) j["runs"][s.mode] = to_json(s);
   if (const RunSummary* st = find_run(runs, "static")) j["continuous_over_static"] = to_json(compare(runs[0], *st));
   if (const RunSummary* off = find_run(runs, "cache off")) j["cache_on_over_off"] = to_json(compare(runs[0], *off));
@@ -548,12 +585,14 @@ void write_json(const Options& o, const std::string& model_path, const std::vect
 
 int main(int argc, char** argv) {
   try {
-    cli::Args args(argc, argv,
-                   {"--model", "--preset", "--model-dir", "--mode", "--requests", "--concurrency", "--rate",
-                    "--prompt-len", "--output-len", "--shared-prefix", "--turns", "--prefix-cache", "--seed", "--temp", "--threads", "--cache-type", "--kv-pages", "--max-running",
-                    "--token-budget", "--prefill-chunk", "--json", "--url", "--disconnect"},
-                   {"--help"},
-                   {{"-m", "--model"}, {"-n", "--requests"}, {"-c", "--concurrency"}, {"-t", "--threads"}, {"-h", "--help"}});
+    cli::Args args(
+        argc, argv,
+        {"--model",        "--preset",        "--model-dir",  "--mode",          "--requests",  "--concurrency",
+         "--rate",         "--prompt-len",    "--output-len", "--shared-prefix", "--turns",     "--prefix-cache",
+         "--seed",         "--temp",          "--threads",    "--cache-type",    "--kv-pages",  "--max-running",
+         "--token-budget", "--prefill-chunk", "--json",       "--url",           "--disconnect"},
+        {"--help"},
+        {{"-m", "--model"}, {"-n", "--requests"}, {"-c", "--concurrency"}, {"-t", "--threads"}, {"-h", "--help"}});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;
@@ -571,7 +610,8 @@ int main(int argc, char** argv) {
     print_table(runs);
     if (o.turns > 1) print_turns(runs);
     if (const RunSummary* st = find_run(runs, "static")) print_ratio(compare(runs[0], *st), "continuous", "static");
-    if (const RunSummary* off = find_run(runs, "cache off")) print_ratio(compare(runs[0], *off), "cache on", "cache off");
+    if (const RunSummary* off = find_run(runs, "cache off"))
+      print_ratio(compare(runs[0], *off), "cache on", "cache off");
     if (const RunSummary* http = find_run(runs, "http"); http && runs.size() > 1) {
       std::printf("http over in-process: %.3f x the tokens/s\n", http->tokens_per_s / runs[0].tokens_per_s);
     }

@@ -155,8 +155,12 @@ int main(int argc, char** argv) {
                            {"--model", "--tokenizer", "--file", "--ids", "--ctx-size", "--chunks", "--batch-size",
                             "--threads", "--cache-type", "--json"},
                            {"--help", "--no-mmap"},
-                           {{"-m", "--model"}, {"-f", "--file"}, {"-c", "--ctx-size"}, {"-b", "--batch-size"},
-                            {"-t", "--threads"}, {"-h", "--help"}});
+                           {{"-m", "--model"},
+                            {"-f", "--file"},
+                            {"-c", "--ctx-size"},
+                            {"-b", "--batch-size"},
+                            {"-t", "--threads"},
+                            {"-h", "--help"}});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;
@@ -177,9 +181,8 @@ int main(int argc, char** argv) {
                            args.has("--no-mmap") ? pagoda::MappedFile::Load::Copy : pagoda::MappedFile::Load::Map);
     pagoda::ModelRunner runner(model, args.number("--threads", 0));
     const pagoda::ModelConfig& config = model.config;
-    const std::vector<Sequence> seqs = args.has("--file")
-                                           ? chunks_of_text(model, *args.get("--file"), ctx, max_chunks)
-                                           : sequences_of_ids(*args.get("--ids"), config.vocab_size);
+    const std::vector<Sequence> seqs = args.has("--file") ? chunks_of_text(model, *args.get("--file"), ctx, max_chunks)
+                                                          : sequences_of_ids(*args.get("--ids"), config.vocab_size);
     size_t longest = 0;
     for (const Sequence& s : seqs) longest = std::max(longest, s.tokens.size());
     if (int64_t(longest) > config.context_length) {
@@ -187,13 +190,16 @@ int main(int argc, char** argv) {
                   std::to_string(config.context_length));
     }
     const auto steps = plan_steps(seqs, batch);
-    std::fprintf(stderr, "pagoda-perplexity: %zu sequences (longest %zu tokens) in %zu steps, %d threads, %s KV cache\n",
+    std::fprintf(stderr,
+                 "pagoda-perplexity: %zu sequences (longest %zu tokens) in %zu steps, %d threads, %s KV cache\n",
                  seqs.size(), longest, steps.size(), runner.threads(), pagoda::kv_cache_type_name(cache_type));
 
     constexpr int32_t kTokensPerPage = 16;
     const pagoda::KvLayout layout = pagoda::KvLayout::for_model(config, kTokensPerPage, cache_type);
     // A sequence is scored in one step, so each KV group holds all of its pages.
-    auto pages_for = [&](size_t tokens) { return int32_t((tokens + kTokensPerPage - 1) / kTokensPerPage) * layout.n_groups(); };
+    auto pages_for = [&](size_t tokens) {
+      return int32_t((tokens + kTokensPerPage - 1) / kTokensPerPage) * layout.n_groups();
+    };
     int32_t pool_pages = 0;
     for (const auto& [begin, end] : steps) {
       int32_t pages = 0;
@@ -242,7 +248,8 @@ int main(int argc, char** argv) {
     std::printf("Final estimate: PPL = %.4f +/- %.5f\n", estimate.ppl(), estimate.error());
     const double load_s = std::chrono::duration<double>(t1 - t0).count();
     const double run_s = std::chrono::duration<double>(t2 - t1).count();
-    std::fprintf(stderr, "pagoda-perplexity: %lld positions scored; load %.2f s, %lld tokens in %.2f s (%.0f tokens/s)\n",
+    std::fprintf(stderr,
+                 "pagoda-perplexity: %lld positions scored; load %.2f s, %lld tokens in %.2f s (%.0f tokens/s)\n",
                  static_cast<long long>(estimate.count), load_s, static_cast<long long>(tokens_run), run_s,
                  double(tokens_run) / run_s);
 

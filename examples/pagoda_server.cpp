@@ -102,7 +102,8 @@ struct Options {
 };
 
 // A positive number of seconds, as milliseconds.
-std::chrono::milliseconds seconds_flag(const pagoda::cli::Args& args, const std::string& flag, std::chrono::milliseconds fallback) {
+std::chrono::milliseconds seconds_flag(const pagoda::cli::Args& args, const std::string& flag,
+                                       std::chrono::milliseconds fallback) {
   const double seconds = args.number<double>(flag, double(fallback.count()) / 1000.0);
   if (!(seconds > 0.0) || seconds > 86400.0) throw pagoda::Error(flag + " must be a number of seconds above 0");
   return std::chrono::milliseconds(int64_t(seconds * 1000.0));
@@ -150,8 +151,10 @@ Options parse_options(const pagoda::cli::Args& args) {
   l.idle_timeout = seconds_flag(args, "--idle-timeout", l.idle_timeout);
   l.write_timeout = seconds_flag(args, "--write-timeout", l.write_timeout);
   l.max_connections = args.number<size_t>("--max-connections", l.max_connections);
-  l.max_connections_per_ip = args.number<size_t>("--max-connections-per-ip", std::min(l.max_connections_per_ip, l.max_connections));
-  if (l.max_connections == 0 || l.max_connections_per_ip == 0) throw pagoda::Error("--max-connections* must be positive");
+  l.max_connections_per_ip =
+      args.number<size_t>("--max-connections-per-ip", std::min(l.max_connections_per_ip, l.max_connections));
+  if (l.max_connections == 0 || l.max_connections_per_ip == 0)
+    throw pagoda::Error("--max-connections* must be positive");
   o.max_json_depth = args.number<int>("--max-json-depth", o.max_json_depth);
   if (o.max_json_depth <= 0) throw pagoda::Error("--max-json-depth must be positive");
   o.http_threads = args.number<size_t>("--http-threads", o.http_threads);
@@ -174,14 +177,43 @@ bool wait_idle(const pagoda::server::HttpServer& http, std::chrono::steady_clock
 int main(int argc, char** argv) {
   try {
     const pagoda::cli::Args args(argc, argv,
-                                 {"--model", "--tokenizer", "--served-model-name", "--ctx-size", "--threads", "--max-running",
-                                  "--cache-type", "--lora", "--host", "--port", "--api-key", "--metrics-key", "--max-body",
-                                  "--max-json-depth", "--header-timeout", "--body-timeout", "--idle-timeout", "--write-timeout",
-                                  "--max-connections", "--max-connections-per-ip", "--http-threads", "--shutdown-timeout",
-                                  "--chat-template-file", "--draft-max", "--draft-min", "--spec-ngram-max", "--spec-ngram-min", "--model-draft", "--draft-p-min", "--draft-probe"},
+                                 {"--model",
+                                  "--tokenizer",
+                                  "--served-model-name",
+                                  "--ctx-size",
+                                  "--threads",
+                                  "--max-running",
+                                  "--cache-type",
+                                  "--lora",
+                                  "--host",
+                                  "--port",
+                                  "--api-key",
+                                  "--metrics-key",
+                                  "--max-body",
+                                  "--max-json-depth",
+                                  "--header-timeout",
+                                  "--body-timeout",
+                                  "--idle-timeout",
+                                  "--write-timeout",
+                                  "--max-connections",
+                                  "--max-connections-per-ip",
+                                  "--http-threads",
+                                  "--shutdown-timeout",
+                                  "--chat-template-file",
+                                  "--draft-max",
+                                  "--draft-min",
+                                  "--spec-ngram-max",
+                                  "--spec-ngram-min",
+                                  "--model-draft",
+                                  "--draft-p-min",
+                                  "--draft-probe"},
                                  {"--help", "--no-mmap", "--no-webui", "--spec-ngram", "--special-in-content"},
-                                 {{"-m", "--model"}, {"-c", "--ctx-size"}, {"-t", "--threads"}, {"-h", "--help"},
-                                  {"--lookup", "--spec-ngram"}, {"-md", "--model-draft"}});
+                                 {{"-m", "--model"},
+                                  {"-c", "--ctx-size"},
+                                  {"-t", "--threads"},
+                                  {"-h", "--help"},
+                                  {"--lookup", "--spec-ngram"},
+                                  {"-md", "--model-draft"}});
     if (args.has("--help")) {
       std::cout << kUsage << pagoda::cli::kSpeculativeUsage;
       return 0;

@@ -193,7 +193,8 @@ class Client {
     if (callback == Callback::Throws && c.finish_reason == pagoda::FinishReason::Error) tally_.callback_throws++;
     if (int32_t(c.token_ids.size()) > max_new) failures_.add("more tokens than max_new_tokens");
     if (c.finish_reason == pagoda::FinishReason::Cancelled && !cancelled) failures_.add("cancelled without a cancel");
-    if (c.finish_reason == pagoda::FinishReason::Error && callback != Callback::Throws && c.error.find("adapter") == std::string::npos) {
+    if (c.finish_reason == pagoda::FinishReason::Error && callback != Callback::Throws &&
+        c.error.find("adapter") == std::string::npos) {
       failures_.add("an unexpected error: " + c.error);
     }
   }
@@ -223,8 +224,8 @@ class Client {
 };
 
 // Loads and unloads adapters at random moments while requests run on them.
-void churn_adapters(pagoda::Engine& engine, const Workload& w, Tally& tally, Failures& failures, Clock::time_point deadline,
-                    uint64_t seed) {
+void churn_adapters(pagoda::Engine& engine, const Workload& w, Tally& tally, Failures& failures,
+                    Clock::time_point deadline, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<bool> loaded(kAdapters, false);
   while (Clock::now() < deadline) {
@@ -249,8 +250,8 @@ void churn_adapters(pagoda::Engine& engine, const Workload& w, Tally& tally, Fai
 void check_pages(const pagoda::EngineMetrics& m, const char* when, Failures& failures) {
   if (m.kv_pages_used + m.kv_pages_free + m.kv_pages_cached != m.kv_pages_total) {
     failures.add(std::string(when) + ": used " + std::to_string(m.kv_pages_used) + " + free " +
-                 std::to_string(m.kv_pages_free) + " + cached " + std::to_string(m.kv_pages_cached) +
-                 " != total " + std::to_string(m.kv_pages_total));
+                 std::to_string(m.kv_pages_free) + " + cached " + std::to_string(m.kv_pages_cached) + " != total " +
+                 std::to_string(m.kv_pages_total));
   }
 }
 
@@ -291,8 +292,8 @@ void run_phase(PhaseReport& report, const pagoda::EngineConfig& config, const Wo
   const auto& m = report.end;
   check_pages(m, report.name, failures);
   if (m.running != 0 || m.queued != 0 || m.kv_pages_used != 0) {
-    failures.add(std::string(report.name) + ": idle engine still has running " + std::to_string(m.running) + ", queued " +
-                 std::to_string(m.queued) + ", pages used " + std::to_string(m.kv_pages_used));
+    failures.add(std::string(report.name) + ": idle engine still has running " + std::to_string(m.running) +
+                 ", queued " + std::to_string(m.queued) + ", pages used " + std::to_string(m.kv_pages_used));
   }
   if (m.finished != report.tally.completed) {
     failures.add(std::string(report.name) + ": metrics say " + std::to_string(m.finished) + " finished, clients saw " +
@@ -303,8 +304,8 @@ void run_phase(PhaseReport& report, const pagoda::EngineConfig& config, const Wo
                  " generated tokens, completions hold " + std::to_string(report.tally.tokens.load()));
   }
   if (kRssIsMeaningful && report.rss_warm > 0 && report.rss_end > report.rss_warm * 1.10 + 16.0) {
-    failures.add(std::string(report.name) + ": RSS grew after warm-up from " + std::to_string(report.rss_warm) + " to " +
-                 std::to_string(report.rss_end) + " MB");
+    failures.add(std::string(report.name) + ": RSS grew after warm-up from " + std::to_string(report.rss_warm) +
+                 " to " + std::to_string(report.rss_end) + " MB");
   }
 
   // Shutdown with requests in flight: every future resolves.
@@ -328,14 +329,17 @@ void print(const PhaseReport& r) {
   const auto& t = r.tally;
   const auto& m = r.end;
   std::printf(
-      "%-10s submitted %lld  completed %lld (eos %lld, length %lld, stop %lld, cancelled %lld, error %lld)  refused %lld\n"
+      "%-10s submitted %lld  completed %lld (eos %lld, length %lld, stop %lld, cancelled %lld, error %lld)  refused "
+      "%lld\n"
       "           cancels asked %lld  callback throws %lld  adapter loads %lld / unloads %lld  preemptions %lld\n"
       "           generated tokens %lld  prefix hit %lld / %lld tokens  pages total %lld, free %lld, cached %lld\n"
       "           RSS after warm-up %.1f MB, at end %.1f MB\n",
-      r.name, (long long)t.submitted, (long long)t.completed, (long long)t.by_reason.at(pagoda::FinishReason::Eos).load(),
-      (long long)t.by_reason.at(pagoda::FinishReason::Length).load(), (long long)t.by_reason.at(pagoda::FinishReason::Stop).load(),
-      (long long)t.cancelled, (long long)t.errors, (long long)t.refused, (long long)t.cancels, (long long)t.callback_throws,
-      (long long)t.adapter_loads, (long long)t.adapter_unloads, (long long)m.preempted, (long long)m.generated_tokens,
+      r.name, (long long)t.submitted, (long long)t.completed,
+      (long long)t.by_reason.at(pagoda::FinishReason::Eos).load(),
+      (long long)t.by_reason.at(pagoda::FinishReason::Length).load(),
+      (long long)t.by_reason.at(pagoda::FinishReason::Stop).load(), (long long)t.cancelled, (long long)t.errors,
+      (long long)t.refused, (long long)t.cancels, (long long)t.callback_throws, (long long)t.adapter_loads,
+      (long long)t.adapter_unloads, (long long)m.preempted, (long long)m.generated_tokens,
       (long long)m.prefix_hit_tokens, (long long)m.prefix_queried_tokens, (long long)m.kv_pages_total,
       (long long)m.kv_pages_free, (long long)m.kv_pages_cached, r.rss_warm, r.rss_end);
 }
@@ -344,8 +348,8 @@ void print(const PhaseReport& r) {
 
 int main(int argc, char** argv) {
   try {
-    pagoda::cli::Args args(argc, argv, {"--model", "--seconds", "--clients", "--kv-pages", "--seed", "--threads"}, {"--help"},
-                           {{"-m", "--model"}, {"-t", "--threads"}});
+    pagoda::cli::Args args(argc, argv, {"--model", "--seconds", "--clients", "--kv-pages", "--seed", "--threads"},
+                           {"--help"}, {{"-m", "--model"}, {"-t", "--threads"}});
     if (args.has("--help")) {
       std::puts(
           "usage: pagoda-soak [-m MODEL] [--seconds N (120)] [--clients N (12)] [--kv-pages N (48)] [--seed N] [-t N]\n"
@@ -363,7 +367,12 @@ int main(int argc, char** argv) {
     std::string model_path = args.get("--model", "");
     if (model_path.empty()) {
       pagoda::SynthSpec spec;
-      spec.config = {.dim = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .ffn_dim = 128, .vocab_size = 512,
+      spec.config = {.dim = 64,
+                     .n_layers = 2,
+                     .n_heads = 4,
+                     .n_kv_heads = 2,
+                     .ffn_dim = 128,
+                     .vocab_size = 512,
                      .context_length = 512};
       spec.seed = seed;
       model_path = (dir / "soak-model.gguf").string();
@@ -398,7 +407,8 @@ int main(int argc, char** argv) {
     print(recompute);
     print(swap);
     fs::remove_all(dir);
-    if (!kRssIsMeaningful) std::printf("note: built with AddressSanitizer, whose quarantine grows RSS; RSS not checked\n");
+    if (!kRssIsMeaningful)
+      std::printf("note: built with AddressSanitizer, whose quarantine grows RSS; RSS not checked\n");
     if (recompute.end.preempted == 0 || swap.end.preempted == 0) {
       std::printf("note: a phase saw no preemption; use a smaller --kv-pages to force it\n");
     }

@@ -73,11 +73,31 @@ every attention and FFN projection of every block of BASE.
 )";
 
 // Flags that shape a model, meaningless for an adapter, and those only an adapter takes.
-constexpr const char* kModelOnly[] = {"--preset", "--arch", "--dim", "--layers", "--heads", "--kv-heads", "--ffn",
-                                      "--vocab", "--vocab-dir", "--head-dim", "--context", "--rope-theta",
-                                      "--rope-scale", "--rope-freqs", "--tied", "--rope-dim", "--sliding-window",
-                                      "--attn-softcap", "--final-softcap", "--longrope", "--rope-attn-factor",
-                                      "--experts", "--experts-used", "--expert-ffn", "--shared-ffn",
+constexpr const char* kModelOnly[] = {"--preset",
+                                      "--arch",
+                                      "--dim",
+                                      "--layers",
+                                      "--heads",
+                                      "--kv-heads",
+                                      "--ffn",
+                                      "--vocab",
+                                      "--vocab-dir",
+                                      "--head-dim",
+                                      "--context",
+                                      "--rope-theta",
+                                      "--rope-scale",
+                                      "--rope-freqs",
+                                      "--tied",
+                                      "--rope-dim",
+                                      "--sliding-window",
+                                      "--attn-softcap",
+                                      "--final-softcap",
+                                      "--longrope",
+                                      "--rope-attn-factor",
+                                      "--experts",
+                                      "--experts-used",
+                                      "--expert-ffn",
+                                      "--shared-ffn",
                                       "--attn-output-scale"};
 constexpr const char* kAdapterOnly[] = {"--rank", "--alpha"};
 
@@ -112,8 +132,9 @@ void write_model(const pagoda::cli::Args& args, const std::string& output) {
     }
   }
   if (!spec.vocab_path.empty() && !std::filesystem::exists(spec.vocab_path)) {
-    throw pagoda::Error("vocabulary file " + spec.vocab_path + " not found" +
-                        (args.has("--vocab") ? "" : " (preset " + preset.name + "; give --vocab-dir DIR or --vocab FILE)"));
+    throw pagoda::Error(
+        "vocabulary file " + spec.vocab_path + " not found" +
+        (args.has("--vocab") ? "" : " (preset " + preset.name + "; give --vocab-dir DIR or --vocab FILE)"));
   }
   c.key_length = args.number("--head-dim", c.key_length);
   c.context_length = args.number("--context", c.context_length);
@@ -144,10 +165,13 @@ void write_model(const pagoda::cli::Args& args, const std::string& output) {
   const std::string type = args.get("--type", "f32");
   if (type != "f32") spec.quant = pagoda::parse_quant_preset(type);
   c.vocab_size = pagoda::write_synth_model(output, spec).vocab_size;
-  std::fprintf(stderr, "pagoda-synth: wrote %s (%s, dim %d, %d layers, %d heads, %d KV heads, head dim %d, FFN %d, vocab %d, %s%s",
-               output.c_str(), pagoda::architecture_name(c.arch), c.dim, c.n_layers, c.n_heads, c.n_kv_heads,
-               c.head_dim(), c.ffn_dim, c.vocab_size, type.c_str(), spec.tied_output || c.is_gemma() ? ", tied" : "");
-  if (c.has_experts()) std::fprintf(stderr, ", %d experts, %d used, expert FFN %d", c.n_experts, c.n_experts_used, c.moe_ffn_dim());
+  std::fprintf(
+      stderr,
+      "pagoda-synth: wrote %s (%s, dim %d, %d layers, %d heads, %d KV heads, head dim %d, FFN %d, vocab %d, %s%s",
+      output.c_str(), pagoda::architecture_name(c.arch), c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim(),
+      c.ffn_dim, c.vocab_size, type.c_str(), spec.tied_output || c.is_gemma() ? ", tied" : "");
+  if (c.has_experts())
+    std::fprintf(stderr, ", %d experts, %d used, expert FFN %d", c.n_experts, c.n_experts_used, c.moe_ffn_dim());
   std::fprintf(stderr, ")\n");
 }
 
@@ -169,13 +193,14 @@ void write_adapter(const pagoda::cli::Args& args, const std::string& output, con
 
 int main(int argc, char** argv) {
   try {
-    pagoda::cli::Args args(argc, argv,
-                           {"--output", "--preset", "--arch", "--dim", "--layers", "--heads", "--kv-heads", "--ffn",
-                            "--vocab", "--vocab-dir", "--head-dim", "--context", "--rope-theta", "--rope-scale", "--type", "--seed",
-                            "--lora-for", "--rank", "--alpha", "--rope-dim", "--sliding-window", "--attn-softcap",
-                            "--final-softcap", "--longrope", "--rope-attn-factor", "--experts", "--experts-used",
-                            "--expert-ffn", "--shared-ffn", "--attn-output-scale"},
-                           {"--tied", "--rope-freqs", "--help"}, {{"-o", "--output"}, {"-h", "--help"}});
+    pagoda::cli::Args args(
+        argc, argv, {"--output",         "--preset",       "--arch",          "--dim",        "--layers",
+                     "--heads",          "--kv-heads",     "--ffn",           "--vocab",      "--vocab-dir",
+                     "--head-dim",       "--context",      "--rope-theta",    "--rope-scale", "--type",
+                     "--seed",           "--lora-for",     "--rank",          "--alpha",      "--rope-dim",
+                     "--sliding-window", "--attn-softcap", "--final-softcap", "--longrope",   "--rope-attn-factor",
+                     "--experts",        "--experts-used", "--expert-ffn",    "--shared-ffn", "--attn-output-scale"},
+        {"--tied", "--rope-freqs", "--help"}, {{"-o", "--output"}, {"-h", "--help"}});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;

@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
     }
     const auto model = args.get("--model");
     if (!model) throw pagoda::Error("-m FILE.gguf is required (see --help)");
-    if (args.has("--inp") == args.has("--prompt")) throw pagoda::Error("give either --inp FILE or -p TEXT (see --help)");
+    if (args.has("--inp") == args.has("--prompt"))
+      throw pagoda::Error("give either --inp FILE or -p TEXT (see --help)");
 
     const pagoda::Tokenizer tok = pagoda::Tokenizer::from_gguf(pagoda::GgufFile::open(*model));
     const bool parse_special = args.has("--special");

@@ -26,8 +26,8 @@ struct AttentionVariant {
 // tokens_per_page], and likewise its value. Scores are scale·q·k; n_ctx must be positive and
 // head_dim must fit the type (kv_row_fits).
 void paged_attention(KvCacheType type, const float* q, int group, int head_dim, int n_ctx,
-                     const std::byte* const* k_pages, const std::byte* const* v_pages,
-                     int tokens_per_page, float scale, float* out);
+                     const std::byte* const* k_pages, const std::byte* const* v_pages, int tokens_per_page, float scale,
+                     float* out);
 
 // `tokens` query tokens of one sequence at consecutive positions, token t seeing the first
 // n_ctx0 + t positions (a prefill chunk): q + t·q_stride and out + t·out_stride are token t's
@@ -35,18 +35,17 @@ void paged_attention(KvCacheType type, const float* q, int group, int head_dim, 
 // tokens share each block of keys and values (read, and widened to floats, once). With a
 // `variant` window, no position before the first token's window is read, so the page pointers
 // of pages wholly before it may be null.
-void paged_attention_tokens(KvCacheType type, const float* q, size_t q_stride, int tokens, int group,
-                            int head_dim, int n_ctx0, const std::byte* const* k_pages,
-                            const std::byte* const* v_pages, int tokens_per_page, float scale, float* out,
-                            size_t out_stride, AttentionVariant variant = {});
+void paged_attention_tokens(KvCacheType type, const float* q, size_t q_stride, int tokens, int group, int head_dim,
+                            int n_ctx0, const std::byte* const* k_pages, const std::byte* const* v_pages,
+                            int tokens_per_page, float scale, float* out, size_t out_stride,
+                            AttentionVariant variant = {});
 
 // The same over f32 pages.
-void paged_attention(const float* q, int group, int head_dim, int n_ctx,
-                     const float* const* k_pages, const float* const* v_pages,
-                     int tokens_per_page, float scale, float* out);
+void paged_attention(const float* q, int group, int head_dim, int n_ctx, const float* const* k_pages,
+                     const float* const* v_pages, int tokens_per_page, float scale, float* out);
 
 // The same over contiguous f32 [n_ctx][head_dim] keys and values (a benchmark baseline).
-void attention_contiguous(const float* q, int group, int head_dim, int n_ctx, const float* k,
-                          const float* v, float scale, float* out);
+void attention_contiguous(const float* q, int group, int head_dim, int n_ctx, const float* k, const float* v,
+                          float scale, float* out);
 
 }  // namespace pagoda::kernels

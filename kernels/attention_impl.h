@@ -61,10 +61,9 @@ inline constexpr int kPrefetchAhead = 2;
 // heads × kAttentionBlock floats.
 template <class P, KvCacheType T>
 [[gnu::always_inline]] inline void attend_block(const float* q, int heads, const std::byte* const* k,
-                                                const std::byte* const* v, int count, int head_dim,
-                                                float scale, float* s, float* e, float* max, float* sum,
-                                                float* out, int masked, float softcap,
-                                                const std::byte* const* next_k = nullptr,
+                                                const std::byte* const* v, int count, int head_dim, float scale,
+                                                float* s, float* e, float* max, float* sum, float* out, int masked,
+                                                float softcap, const std::byte* const* next_k = nullptr,
                                                 const std::byte* const* next_v = nullptr) {
   constexpr int B = kAttentionBlock;
   float alpha[kAttentionRows];
@@ -120,7 +119,7 @@ inline void gather_rows(const std::byte* const* k_pages, const std::byte* const*
     if (slot == tokens_per_page) slot = 0, ++page;
   }
   for (int i = 0; i < first; ++i) k[i] = k[first], v[i] = v[first];  // readable; masked out
-  for (int i = count_all; i < B; ++i) k[i] = k[0], v[i] = v[0];     // readable; masked out
+  for (int i = count_all; i < B; ++i) k[i] = k[0], v[i] = v[0];      // readable; masked out
 }
 
 // `tokens` query tokens of one sequence at consecutive positions (token t sees the first
@@ -132,8 +131,8 @@ inline void gather_rows(const std::byte* const* k_pages, const std::byte* const*
 // float arithmetic on them is the same, so each row's bits are those of that row alone.
 template <class P, KvCacheType T>
 void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int head_dim, int n_ctx0,
-                 const std::byte* const* k_pages, const std::byte* const* v_pages, int tokens_per_page,
-                 float scale, float* out, size_t out_stride, AttentionVariant variant) {
+                 const std::byte* const* k_pages, const std::byte* const* v_pages, int tokens_per_page, float scale,
+                 float* out, size_t out_stride, AttentionVariant variant) {
   constexpr int B = kAttentionBlock;
   const size_t row_bytes = kv_row_bytes(T, head_dim);
   alignas(64) float s[kAttentionRows * B];
@@ -168,7 +167,8 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
   };
   auto prefetch_block = [&](int b) {
     for (int i = 0; i < B; ++i)
-      prefetch_row(ring_k[b % (kPrefetchAhead + 1)][i], row_bytes), prefetch_row(ring_v[b % (kPrefetchAhead + 1)][i], row_bytes);
+      prefetch_row(ring_k[b % (kPrefetchAhead + 1)][i], row_bytes),
+          prefetch_row(ring_v[b % (kPrefetchAhead + 1)][i], row_bytes);
   };
   for (int b = b_first; b < n_blocks && b < b_first + kPrefetchAhead; ++b) {
     gather_next();
@@ -215,8 +215,8 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
       float* o = out + t * out_stride;
       const int r = t * heads;
       if (widen) {
-        attend_block<P, KvCacheType::F32>(qt, heads, kw, vw, count, head_dim, scale, s, e, max + r, sum + r, o,
-                                          masked, variant.softcap);
+        attend_block<P, KvCacheType::F32>(qt, heads, kw, vw, count, head_dim, scale, s, e, max + r, sum + r, o, masked,
+                                          variant.softcap);
       } else {
         attend_block<P, T>(qt, heads, k, v, count, head_dim, scale, s, e, max + r, sum + r, o, masked, variant.softcap,
                            has_next && spread ? nk : nullptr, has_next && spread ? nv : nullptr);
@@ -230,25 +230,23 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
 // Splits the rows into calls of at most kAttentionRows, which changes no bits.
 template <class P, KvCacheType T>
 void paged_attention_tokens(const float* q, size_t q_stride, int tokens, int group, int head_dim, int n_ctx0,
-                            const std::byte* const* k_pages, const std::byte* const* v_pages,
-                            int tokens_per_page, float scale, float* out, size_t out_stride,
-                            AttentionVariant variant) {
+                            const std::byte* const* k_pages, const std::byte* const* v_pages, int tokens_per_page,
+                            float scale, float* out, size_t out_stride, AttentionVariant variant) {
   const int heads = group < kAttentionRows ? group : kAttentionRows;
   const int per_call = kAttentionRows / heads;
   for (int h0 = 0; h0 < group; h0 += heads) {
     const int hn = group - h0 < heads ? group - h0 : heads;
     for (int t0 = 0; t0 < tokens; t0 += per_call) {
       const int tn = tokens - t0 < per_call ? tokens - t0 : per_call;
-      attend_rows<P, T>(q + t0 * q_stride + h0 * head_dim, q_stride, tn, hn, head_dim, n_ctx0 + t0, k_pages,
-                        v_pages, tokens_per_page, scale, out + t0 * out_stride + h0 * head_dim, out_stride, variant);
+      attend_rows<P, T>(q + t0 * q_stride + h0 * head_dim, q_stride, tn, hn, head_dim, n_ctx0 + t0, k_pages, v_pages,
+                        tokens_per_page, scale, out + t0 * out_stride + h0 * head_dim, out_stride, variant);
     }
   }
 }
 
 template <class P, KvCacheType T>
-void paged_attention(const float* q, int group, int head_dim, int n_ctx,
-                     const std::byte* const* k_pages, const std::byte* const* v_pages,
-                     int tokens_per_page, float scale, float* out) {
+void paged_attention(const float* q, int group, int head_dim, int n_ctx, const std::byte* const* k_pages,
+                     const std::byte* const* v_pages, int tokens_per_page, float scale, float* out) {
   paged_attention_tokens<P, T>(q, 0, 1, group, head_dim, n_ctx, k_pages, v_pages, tokens_per_page, scale, out, 0, {});
 }
 

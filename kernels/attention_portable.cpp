@@ -36,8 +36,7 @@ float value(const std::byte* row, int d) {
 struct Portable {
   static constexpr bool kFusedHeads = false;
   template <KvCacheType T>
-  static void scores(const float* q, const std::byte* const* k, int count, int head_dim, float scale,
-                     float* s) {
+  static void scores(const float* q, const std::byte* const* k, int count, int head_dim, float scale, float* s) {
     for (int i = 0; i < B; ++i) {
       if (i >= count) {
         s[i] = -INFINITY;
@@ -64,8 +63,7 @@ struct Portable {
   }
   // Position by position over all columns, so the compiler can vectorise across columns.
   template <KvCacheType T>
-  static void accumulate(float* out, float alpha, const float* e, const std::byte* const* v,
-                         int count, int head_dim) {
+  static void accumulate(float* out, float alpha, const float* e, const std::byte* const* v, int count, int head_dim) {
     for (int d = 0; d < head_dim; ++d) out[d] *= alpha;
     for (int i = 0; i < count; ++i)
       for (int d = 0; d < head_dim; ++d) out[d] += e[i] * value<T>(v[i], d);

@@ -109,8 +109,8 @@ struct FusedHeadsAttention {
   // off when kMasked.
   template <KvCacheType T, int H, int W, bool kMasked>
   [[gnu::always_inline]] static inline void accumulate_chunks(float* out, const float* alpha, const float* e,
-                                                              const std::byte* const* v, int count, int d,
-                                                              int head_dim, const std::byte* const* next) {
+                                                              const std::byte* const* v, int count, int d, int head_dim,
+                                                              const std::byte* const* next) {
     Mask m[W];
     F acc[H][4][W];
 #pragma GCC unroll 4
@@ -166,8 +166,8 @@ struct FusedHeadsAttention {
   static constexpr bool kFusedHeads = true;
 
   template <KvCacheType T>
-  static void scores_heads(const float* q, int heads, const std::byte* const* k, int count, int head_dim,
-                           float scale, float* s, const std::byte* const* next) {
+  static void scores_heads(const float* q, int heads, const std::byte* const* k, int count, int head_dim, float scale,
+                           float* s, const std::byte* const* next) {
     const F neg_inf = V::set1(-__builtin_inff());
     by_head_groups(heads, [&]<int H>(int h0, std::integral_constant<int, H>) {
       for (int g = 0; g < kGroups; ++g) {

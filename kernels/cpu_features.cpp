@@ -23,8 +23,7 @@ bool cpu_supports(Isa isa) {
     case Isa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case Isa::Avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-             cpu_supports(Isa::Avx2);
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && cpu_supports(Isa::Avx2);
   }
   return false;
 }
@@ -43,8 +42,7 @@ Isa isa_from_environment() {
   for (Isa isa : {Isa::Portable, Isa::Avx2, Isa::Avx512}) {
     if (std::strcmp(value, isa_name(isa)) != 0) continue;
     if (cpu_supports(isa)) return isa;
-    std::fprintf(stderr, "pagoda: PAGODA_ISA=%s but this CPU lacks it; using %s\n", value,
-                 isa_name(detected_isa()));
+    std::fprintf(stderr, "pagoda: PAGODA_ISA=%s but this CPU lacks it; using %s\n", value, isa_name(detected_isa()));
     return detected_isa();
   }
   std::fprintf(stderr, "pagoda: unknown PAGODA_ISA=%s (portable|avx2|avx512); using %s\n", value,

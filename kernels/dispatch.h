@@ -36,9 +36,9 @@ struct GemmTile {
 using GemmTileFn = void (*)(const GemmTile& tile);
 
 struct GemmKernels {
-  int tile_rows;                           // MR: rows of a full tile
-  int panel_cols;                          // NR: columns per packed panel
-  GemmTileFn tile[kMaxTileRows + 1];       // tile[r] computes r rows, 1 <= r <= tile_rows
+  int tile_rows;                      // MR: rows of a full tile
+  int panel_cols;                     // NR: columns per packed panel
+  GemmTileFn tile[kMaxTileRows + 1];  // tile[r] computes r rows, 1 <= r <= tile_rows
 };
 
 struct OpsKernels {
@@ -51,14 +51,13 @@ struct OpsKernels {
   void (*to_bf16)(const float* x, uint16_t* out, int n);
 };
 
-using PagedAttentionFn = void (*)(const float* q, int group, int head_dim, int n_ctx,
-                                  const std::byte* const* k_pages, const std::byte* const* v_pages,
-                                  int tokens_per_page, float scale, float* out);
+using PagedAttentionFn = void (*)(const float* q, int group, int head_dim, int n_ctx, const std::byte* const* k_pages,
+                                  const std::byte* const* v_pages, int tokens_per_page, float scale, float* out);
 
 using PagedAttentionTokensFn = void (*)(const float* q, size_t q_stride, int tokens, int group, int head_dim,
-                                        int n_ctx0, const std::byte* const* k_pages,
-                                        const std::byte* const* v_pages, int tokens_per_page, float scale,
-                                        float* out, size_t out_stride, AttentionVariant variant);
+                                        int n_ctx0, const std::byte* const* k_pages, const std::byte* const* v_pages,
+                                        int tokens_per_page, float scale, float* out, size_t out_stride,
+                                        AttentionVariant variant);
 
 struct AttentionKernels {
   PagedAttentionFn paged_attention[4];  // indexed by KvCacheType

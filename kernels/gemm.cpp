@@ -31,8 +31,7 @@ constexpr double kParallelWork = 1 << 17;
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-void run(const float* A, int M, int lda, const PackedMatrix& W, float* C, int ldc,
-         bool accumulate) {
+void run(const float* A, int M, int lda, const PackedMatrix& W, float* C, int ldc, bool accumulate) {
   const int N = W.rows();
   const int K = W.cols();
   if (M <= 0 || N <= 0) return;
@@ -64,7 +63,8 @@ void run(const float* A, int M, int lda, const PackedMatrix& W, float* C, int ld
         const int next_p = p + 1 < p1 ? p + 1 : p0;
         const int next_k0 = p + 1 < p1 ? k0 : k0 + kKBlock;
         const int next_lines = next_k0 < K ? std::min(kKBlock, K - next_k0) * nr * 4 / 64 : 0;
-        const char* next = next_lines > 0 ? reinterpret_cast<const char*>(W.panel(next_p) + std::size_t(next_k0) * nr) : nullptr;
+        const char* next =
+            next_lines > 0 ? reinterpret_cast<const char*>(W.panel(next_p) + std::size_t(next_k0) * nr) : nullptr;
         for (int i = 0; i < tiles; ++i) {
           const int m0 = (t0 + i) * mr;
           const int first_line = next_lines * i / tiles;
@@ -78,27 +78,20 @@ void run(const float* A, int M, int lda, const PackedMatrix& W, float* C, int ld
     }
   };
   const tbb::blocked_range2d<int> all(0, row_tiles, rows_grain, 0, panels, 1);
-  if (double(M) * N * K < kParallelWork)
-    body(all);
-  else
-    tbb::parallel_for(all, body);
+  if (double(M) * N * K < kParallelWork) body(all);
+  else tbb::parallel_for(all, body);
 }
 
 }  // namespace
 
-void PackedMatrix::AlignedFree::operator()(float* p) const {
-  ::operator delete[](p, std::align_val_t(kAlignment));
-}
+void PackedMatrix::AlignedFree::operator()(float* p) const { ::operator delete[](p, std::align_val_t(kAlignment)); }
 
-PackedMatrix PackedMatrix::pack(const float* w, int n_out, int n_in) {
-  return pack(w, n_out, n_in, active_isa());
-}
+PackedMatrix PackedMatrix::pack(const float* w, int n_out, int n_in) { return pack(w, n_out, n_in, active_isa()); }
 
 PackedMatrix PackedMatrix::pack(const float* w, int n_out, int n_in, Isa isa,
-                               const std::function<void(const void*, std::size_t)>& consumed) {
+                                const std::function<void(const void*, std::size_t)>& consumed) {
   assert(n_out >= 0 && n_in >= 0);
-  if (!cpu_supports(isa))
-    throw Error(std::string("cannot pack a matrix for ") + isa_name(isa) + ": this CPU lacks it");
+  if (!cpu_supports(isa)) throw Error(std::string("cannot pack a matrix for ") + isa_name(isa) + ": this CPU lacks it");
   PackedMatrix m;
   m.isa_ = isa;
   m.rows_ = n_out;
@@ -117,8 +110,7 @@ PackedMatrix PackedMatrix::pack(const float* w, int n_out, int n_in, Isa isa,
       float* dst = m.data_.get() + std::size_t(p) * nr * n_in;
       for (int j = 0; j < nr; ++j) {
         const int n = p * nr + j;
-        for (int k = 0; k < n_in; ++k)
-          dst[std::size_t(k) * nr + j] = n < n_out ? w[std::size_t(n) * n_in + k] : 0.0f;
+        for (int k = 0; k < n_in; ++k) dst[std::size_t(k) * nr + j] = n < n_out ? w[std::size_t(n) * n_in + k] : 0.0f;
       }
     }
     const int rows = std::min(n_out, last * nr) - first * nr;
@@ -131,8 +123,7 @@ void matmul(const float* A, int M, int lda, const PackedMatrix& W, float* C, int
   run(A, M, lda, W, C, ldc, false);
 }
 
-void matmul_accumulate(const float* A, int M, int lda, const PackedMatrix& W, float* C,
-                       int ldc) {
+void matmul_accumulate(const float* A, int M, int lda, const PackedMatrix& W, float* C, int ldc) {
   run(A, M, lda, W, C, ldc, true);
 }
 

@@ -19,8 +19,7 @@ template <int MR>
 void tile(const GemmTile& t) {
   float acc[MR][kCols];
   for (int r = 0; r < MR; ++r)
-    for (int j = 0; j < kCols; ++j)
-      acc[r][j] = t.load_c && j < t.n_valid ? t.c[r * t.ldc + j] : 0.0f;
+    for (int j = 0; j < kCols; ++j) acc[r][j] = t.load_c && j < t.n_valid ? t.c[r * t.ldc + j] : 0.0f;
   const int lines_per_step = (t.prefetch_lines + t.depth - 1) / t.depth;
   int line = 0;
   for (int k = 0; k < t.depth; ++k) {

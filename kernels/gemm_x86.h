@@ -56,10 +56,8 @@ void gemm_tile(const GemmTile& t) {
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < kVectors; ++v) {
-      if (full)
-        V::template store<false>(c + r * ldc + V::kLanes * v, mask[v], acc[r][v]);
-      else
-        V::template store<true>(c + r * ldc + V::kLanes * v, mask[v], acc[r][v]);
+      if (full) V::template store<false>(c + r * ldc + V::kLanes * v, mask[v], acc[r][v]);
+      else V::template store<true>(c + r * ldc + V::kLanes * v, mask[v], acc[r][v]);
     }
 }
 

@@ -43,7 +43,8 @@ HugePageMemory allocate_huge_page_memory(std::size_t bytes, bool populate) {
   // After the advice, so the pages committed are huge ones; kernels before 5.14 lack
   // MADV_POPULATE_WRITE, and there a write per small page commits the same memory.
   if (populate && madvise(memory.get(), size, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) {
-    for (std::size_t offset = 0; offset < size; offset += page) reinterpret_cast<volatile uint8_t*>(memory.get())[offset] = 0;
+    for (std::size_t offset = 0; offset < size; offset += page)
+      reinterpret_cast<volatile uint8_t*>(memory.get())[offset] = 0;
   }
   return memory;
 }

@@ -23,15 +23,9 @@ void put_u16(std::byte* p, uint16_t v) { std::memcpy(p, &v, 2); }
 
 void store_kv_row(KvCacheType type, const float* x, int head_dim, std::byte* row) {
   switch (type) {
-    case KvCacheType::F32:
-      std::memcpy(row, x, size_t(head_dim) * 4);
-      return;
-    case KvCacheType::F16:
-      detail::active_table().ops->to_f16(x, reinterpret_cast<uint16_t*>(row), head_dim);
-      return;
-    case KvCacheType::BF16:
-      detail::active_table().ops->to_bf16(x, reinterpret_cast<uint16_t*>(row), head_dim);
-      return;
+    case KvCacheType::F32: std::memcpy(row, x, size_t(head_dim) * 4); return;
+    case KvCacheType::F16: detail::active_table().ops->to_f16(x, reinterpret_cast<uint16_t*>(row), head_dim); return;
+    case KvCacheType::BF16: detail::active_table().ops->to_bf16(x, reinterpret_cast<uint16_t*>(row), head_dim); return;
     case KvCacheType::Q8_0:
       for (int b = 0; b < head_dim / kQ8_0Block; ++b, x += kQ8_0Block, row += kQ8_0BlockBytes) {
         float amax = 0.0f;
@@ -49,9 +43,7 @@ void store_kv_row(KvCacheType type, const float* x, int head_dim, std::byte* row
 
 void load_kv_row(KvCacheType type, const std::byte* row, int head_dim, float* y) {
   switch (type) {
-    case KvCacheType::F32:
-      std::memcpy(y, row, size_t(head_dim) * 4);
-      return;
+    case KvCacheType::F32: std::memcpy(y, row, size_t(head_dim) * 4); return;
     case KvCacheType::F16:
       for (int i = 0; i < head_dim; ++i) y[i] = f16_to_f32(u16_at(row + 2 * i));
       return;

@@ -42,8 +42,7 @@ void shrink(const float* const* x, int rows, const void* a, int rank, int n_in, 
 }
 
 template <LoraElement E>
-void expand(const float* t, int ldt, int rows, const void* b_t, int rank, int n_out, float* const* y,
-            LoraPrefetch&) {
+void expand(const float* t, int ldt, int rows, const void* b_t, int rank, int n_out, float* const* y, LoraPrefetch&) {
   for (int i = 0; i < rows; ++i) {
     const float* ti = t + std::size_t(i) * ldt;
     float* yi = y[i];
@@ -61,8 +60,7 @@ void expand(const float* t, int ldt, int rows, const void* b_t, int rank, int n_
 
 }  // namespace
 
-const LoraKernels lora_portable = {
-    {&shrink<LoraElement::F32>, &shrink<LoraElement::F16>, &shrink<LoraElement::BF16>},
-    {&expand<LoraElement::F32>, &expand<LoraElement::F16>, &expand<LoraElement::BF16>}};
+const LoraKernels lora_portable = {{&shrink<LoraElement::F32>, &shrink<LoraElement::F16>, &shrink<LoraElement::BF16>},
+                                   {&expand<LoraElement::F32>, &expand<LoraElement::F16>, &expand<LoraElement::BF16>}};
 
 }  // namespace pagoda::kernels::detail

@@ -63,8 +63,12 @@ void shrink_rows(const float* const* x, const void* a, int rank, int n_in, float
   // The rest, fewer than kShrinkA rows of A, as one block of that many.
   const std::size_t a0 = std::size_t(j) * n_in;
   switch (rank - j) {
-    case 3: if constexpr (kShrinkA > 3) shrink_block<V, E, R, 3>(x, a, a0, n_in, scale, t + j, ldt, prefetch); break;
-    case 2: if constexpr (kShrinkA > 2) shrink_block<V, E, R, 2>(x, a, a0, n_in, scale, t + j, ldt, prefetch); break;
+    case 3:
+      if constexpr (kShrinkA > 3) shrink_block<V, E, R, 3>(x, a, a0, n_in, scale, t + j, ldt, prefetch);
+      break;
+    case 2:
+      if constexpr (kShrinkA > 2) shrink_block<V, E, R, 2>(x, a, a0, n_in, scale, t + j, ldt, prefetch);
+      break;
     case 1: shrink_block<V, E, R, 1>(x, a, a0, n_in, scale, t + j, ldt, prefetch); break;
     default: break;
   }

@@ -16,8 +16,7 @@ void rmsnorm(const float* x, const float* weight, float* out, int n, float eps) 
   detail::active_table().ops->rmsnorm(x, weight, out, n, eps);
 }
 
-void rmsnorm_rows(const float* x, int ldx, const float* weight, float* out, int ldo, int rows,
-                  int n, float eps) {
+void rmsnorm_rows(const float* x, int ldx, const float* weight, float* out, int ldo, int rows, int n, float eps) {
   const auto fn = detail::active_table().ops->rmsnorm;
   // Rows in blocks: one row is too little work for a task of its own.
   tbb::parallel_for(tbb::blocked_range<int>(0, rows, 16), [&](const tbb::blocked_range<int>& r) {

@@ -9,8 +9,7 @@ namespace pagoda::kernels {
 void rmsnorm(const float* x, const float* weight, float* out, int n, float eps);
 
 // rmsnorm of `rows` rows (strides ldx and ldo), in parallel in the caller's task arena.
-void rmsnorm_rows(const float* x, int ldx, const float* weight, float* out, int ldo, int rows,
-                  int n, float eps);
+void rmsnorm_rows(const float* x, int ldx, const float* weight, float* out, int ldo, int rows, int n, float eps);
 
 // out[i] = silu(gate[i]) · up[i] with silu(x) = x / (1 + exp(-x)). out may alias gate or up.
 void swiglu(const float* gate, const float* up, float* out, int n);

@@ -25,7 +25,7 @@ struct RopeParams {
   float freq_scale = 1.0f;
   std::vector<float> freq_factors;  // rotated_dims()/2 values, or empty for all 1
   RopeStyle style = RopeStyle::Adjacent;
-  int rot_dim = 0;                  // values rotated per head; 0: head_dim
+  int rot_dim = 0;  // values rotated per head; 0: head_dim
   float attn_factor = 1.0f;
 
   int rotated_dims() const { return rot_dim > 0 ? rot_dim : head_dim; }

@@ -51,10 +51,8 @@ struct Avx2Lanes {
   }
   template <bool kMasked>
   PAGODA_LANES_FN void store(float* p, Mask m, F x) {
-    if (kMasked)
-      _mm256_maskstore_ps(p, m, x);
-    else
-      _mm256_storeu_ps(p, x);
+    if (kMasked) _mm256_maskstore_ps(p, m, x);
+    else _mm256_storeu_ps(p, x);
   }
   PAGODA_LANES_FN F load_aligned(const float* p) { return _mm256_load_ps(p); }
   PAGODA_LANES_FN void store_aligned(float* p, F x) { _mm256_store_ps(p, x); }
@@ -153,9 +151,7 @@ struct Avx512Lanes {
   static constexpr bool kCheapMasks = true;
 
   static inline Mask tail_mask(int remaining) {
-    return remaining >= 16 ? __mmask16(0xFFFF)
-           : remaining <= 0 ? __mmask16(0)
-                            : __mmask16((1u << remaining) - 1);
+    return remaining >= 16 ? __mmask16(0xFFFF) : remaining <= 0 ? __mmask16(0) : __mmask16((1u << remaining) - 1);
   }
   PAGODA_LANES_FN Mask all() { return __mmask16(0xFFFF); }
   PAGODA_LANES_FN bool none(Mask m) { return m == 0; }
@@ -166,10 +162,8 @@ struct Avx512Lanes {
   }
   template <bool kMasked>
   PAGODA_LANES_FN void store(float* p, Mask m, F x) {
-    if (kMasked)
-      _mm512_mask_storeu_ps(p, m, x);
-    else
-      _mm512_storeu_ps(p, x);
+    if (kMasked) _mm512_mask_storeu_ps(p, m, x);
+    else _mm512_storeu_ps(p, x);
   }
   PAGODA_LANES_FN F load_aligned(const float* p) { return _mm512_load_ps(p); }
   PAGODA_LANES_FN void store_aligned(float* p, F x) { _mm512_store_ps(p, x); }

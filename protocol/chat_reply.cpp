@@ -26,7 +26,9 @@ bool starts_with(std::string_view text, std::string_view prefix) { return text.s
 
 ChatReplySplitter::ChatReplySplitter(ReplyShape shape)
     : shape_(std::move(shape)),
-      phase_(shape_.starts_in_reasoning ? Phase::Reasoning : shape_.reasoning ? Phase::Start : Phase::Content) {}
+      phase_(shape_.starts_in_reasoning ? Phase::Reasoning
+             : shape_.reasoning         ? Phase::Start
+                                        : Phase::Content) {}
 
 ChatReplySplitter::Delta ChatReplySplitter::feed(std::string_view text) {
   text_ += text;
@@ -132,8 +134,8 @@ void ChatReplySplitter::advance(Delta& out, bool ended) {
       }
       case Phase::Calls: {
         if (!ended) return;
-        const ParsedReply parsed =
-            parse_tool_calls(shape_.tools->format, std::string_view(text_).substr(calls_begin_), shape_.tools->definitions);
+        const ParsedReply parsed = parse_tool_calls(shape_.tools->format, std::string_view(text_).substr(calls_begin_),
+                                                    shape_.tools->definitions);
         calls_ = parsed.calls;
         if (!parsed.content.empty()) {
           if (content_released_) out.content += '\n';

@@ -52,9 +52,9 @@ class ChatReplySplitter {
 
   ReplyShape shape_;
   Phase phase_;
-  std::string text_;        // everything fed so far
-  size_t done_ = 0;         // text_ before this is released (or belongs to the calls)
-  size_t calls_begin_ = 0;  // where the tool calls start, in Phase::Calls
+  std::string text_;               // everything fed so far
+  size_t done_ = 0;                // text_ before this is released (or belongs to the calls)
+  size_t calls_begin_ = 0;         // where the tool calls start, in Phase::Calls
   bool content_started_ = false;   // leading whitespace of the content is dropped
   bool content_released_ = false;  // some content went out
   std::vector<ParsedToolCall> calls_;

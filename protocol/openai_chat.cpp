@@ -42,7 +42,8 @@ std::vector<ToolCall> message_tool_calls(const json& calls, size_t index) {
   for (const json& c : calls) {
     const json* f = c.is_object() ? field(c, "function") : nullptr;
     if (!f || !f->is_object() || !f->contains("name") || !(*f)["name"].is_string()) {
-      throw Error(where(index, "tool_calls") + " entries must be {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
+      throw Error(where(index, "tool_calls") +
+                  " entries must be {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
     }
     ToolCall call{.id = c.contains("id") && c["id"].is_string() ? c["id"].get<std::string>() : std::string(),
                   .name = (*f)["name"].get<std::string>(),
@@ -78,7 +79,8 @@ std::vector<ChatMessage> parse_messages(const json& messages) {
     if (!msg.is_object() || !msg.contains("role") || !msg["role"].is_string()) {
       throw Error(where(i) + " must be an object with a string 'role'");
     }
-    ChatMessage m{.role = msg["role"].get<std::string>(), .content = content_text(msg.value("content", json(nullptr)), i)};
+    ChatMessage m{.role = msg["role"].get<std::string>(),
+                  .content = content_text(msg.value("content", json(nullptr)), i)};
     if (const json* calls = field(msg, "tool_calls")) m.tool_calls = message_tool_calls(*calls, i);
     m.tool_call_id = optional_string(msg, "tool_call_id", i);
     m.name = optional_string(msg, "name", i);
@@ -100,7 +102,8 @@ std::optional<ToolRequest> parse_tool_request(const json& body, const std::optio
   const json* tools = field(body, "tools");
   const json* choice = field(body, "tool_choice");
   if (!tools) {
-    if (choice && !(choice->is_string() && choice->get<std::string>() == "none")) throw Error("'tool_choice' needs 'tools'");
+    if (choice && !(choice->is_string() && choice->get<std::string>() == "none"))
+      throw Error("'tool_choice' needs 'tools'");
     return std::nullopt;
   }
   check_json_depth(*tools, "'tools'");
@@ -114,7 +117,8 @@ std::optional<ToolRequest> parse_tool_request(const json& body, const std::optio
     if (c != "auto" && c != "required") throw Error(kToolChoiceForms);
     t.required = c == "required";
   } else if (choice) {
-    const json* f = choice->is_object() && choice->value("type", "") == "function" ? field(*choice, "function") : nullptr;
+    const json* f =
+        choice->is_object() && choice->value("type", "") == "function" ? field(*choice, "function") : nullptr;
     if (!f || !f->is_object() || !f->contains("name") || !(*f)["name"].is_string()) throw Error(kToolChoiceForms);
     named = (*f)["name"].get<std::string>();
     t.required = true;
@@ -146,7 +150,8 @@ void offer_tools(const ToolRequest& tools, std::vector<ChatMessage>& messages, C
   }
 }
 
-ToolGrammar tool_request_grammar(const ToolRequest& tools, const std::function<bool(std::string_view)>& is_control_token) {
+ToolGrammar tool_request_grammar(const ToolRequest& tools,
+                                 const std::function<bool(std::string_view)>& is_control_token) {
   const std::string_view tag = tool_call_tag(tools.tools.format);
   return tool_call_grammar(tools.tools.format, tools.tools.definitions, !tools.required, tools.parallel,
                            !tag.empty() && is_control_token(tag));

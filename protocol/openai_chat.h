@@ -32,10 +32,10 @@ std::vector<ChatMessage> parse_messages(const nlohmann::ordered_json& messages);
 std::string template_kwargs(const nlohmann::ordered_json& body);
 
 struct ToolRequest {
-  std::string tools_json;      // every tool offered, for the template's `tools`
-  ReplyShape::Tools tools;     // the layout, and the tools a call may name
-  bool required = false;       // "required" or a named function: the reply is a call
-  bool parallel = true;        // parallel_tool_calls
+  std::string tools_json;   // every tool offered, for the template's `tools`
+  ReplyShape::Tools tools;  // the layout, and the tools a call may name
+  bool required = false;    // "required" or a named function: the reply is a call
+  bool parallel = true;     // parallel_tool_calls
 };
 
 // nullopt without `tools` or with tool_choice "none". `chat_template` (the template in use)
@@ -50,7 +50,8 @@ void offer_tools(const ToolRequest& tools, std::vector<ChatMessage>& messages, C
 // The grammar (and its triggers, for "auto") of the request's calls. `is_control_token(text)`:
 // whether the text is one control token of the vocabulary (Mistral's [TOOL_CALLS]), which a
 // grammar cannot write. Throws pagoda::Error naming the tool whose parameters do not compile.
-ToolGrammar tool_request_grammar(const ToolRequest& tools, const std::function<bool(std::string_view)>& is_control_token);
+ToolGrammar tool_request_grammar(const ToolRequest& tools,
+                                 const std::function<bool(std::string_view)>& is_control_token);
 
 // What a reply to `prompt` may hold besides text: thinking (a template with <think> blocks, and
 // whether the prompt already opened one) and tool calls; nullopt when neither.

@@ -95,7 +95,8 @@ std::optional<ordered_json> parse_json(std::string_view text) {
 std::optional<ParsedToolCall> call_of(const ordered_json& j, const std::vector<ToolDefinition>& tools) {
   if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
   const std::string name = j["name"].get<std::string>();
-  if (std::none_of(tools.begin(), tools.end(), [&](const ToolDefinition& t) { return t.name == name; })) return std::nullopt;
+  if (std::none_of(tools.begin(), tools.end(), [&](const ToolDefinition& t) { return t.name == name; }))
+    return std::nullopt;
   ordered_json args = ordered_json::object();
   for (const char* key : {"arguments", "parameters"}) {
     if (!j.contains(key)) continue;

@@ -57,7 +57,7 @@ std::string_view tool_call_tag(ToolCallFormat format);
 std::string generic_tool_prompt(std::string_view tools_json);
 
 struct ParsedToolCall {
-  std::string id;         // as the model wrote it (Mistral), else empty
+  std::string id;  // as the model wrote it (Mistral), else empty
   std::string name;
   std::string arguments;  // the arguments object as compact JSON text
 };

@@ -64,7 +64,8 @@ void check_json_depth(const py::handle& value, const std::string& what) {
       while (PyDict_Next(o, &at, &key, &child)) pending.emplace_back(child, around + 1);
     } else {
       const Py_ssize_t n = list ? PyList_GET_SIZE(o) : PyTuple_GET_SIZE(o);
-      for (Py_ssize_t i = 0; i < n; ++i) pending.emplace_back(list ? PyList_GET_ITEM(o, i) : PyTuple_GET_ITEM(o, i), around + 1);
+      for (Py_ssize_t i = 0; i < n; ++i)
+        pending.emplace_back(list ? PyList_GET_ITEM(o, i) : PyTuple_GET_ITEM(o, i), around + 1);
     }
   }
 }
@@ -144,7 +145,10 @@ struct PythonTokenCallback {
 class Handle {
  public:
   Handle(pagoda::RequestHandle handle, std::shared_ptr<CallbackFailure> failure, bool streaming)
-      : handle_(std::move(handle)), result_(handle_.future().share()), failure_(std::move(failure)), streaming_(streaming) {}
+      : handle_(std::move(handle)),
+        result_(handle_.future().share()),
+        failure_(std::move(failure)),
+        streaming_(streaming) {}
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
 
@@ -154,7 +158,7 @@ class Handle {
     if (!forwarder_.joinable()) return;
     handle_.cancel();
     if (forwarder_.get_id() == std::this_thread::get_id()) {  // its sink held the last reference
-      forwarder_.detach();  // it is past its last use of this Handle
+      forwarder_.detach();                                    // it is past its last use of this Handle
       return;
     }
     py::gil_scoped_release release;  // the forwarder may be waiting for the GIL
@@ -169,12 +173,14 @@ class Handle {
   // engine refused (unknown adapter, lost model), or TimeoutError after `timeout` seconds.
   pagoda::Completion result(std::optional<double> timeout) {
     using Clock = std::chrono::steady_clock;
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout.value_or(0.0)));
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(timeout.value_or(0.0)));
     {
       py::gil_scoped_release release;
       for (;;) {
-        const auto slice = timeout ? std::min<Clock::duration>(kSignalCheck, std::max(deadline - Clock::now(), Clock::duration(0)))
-                                   : Clock::duration(kSignalCheck);
+        const auto slice =
+            timeout ? std::min<Clock::duration>(kSignalCheck, std::max(deadline - Clock::now(), Clock::duration(0)))
+                    : Clock::duration(kSignalCheck);
         if (result_.wait_for(slice) == std::future_status::ready) break;
         check_signals();
         if (timeout && Clock::now() >= deadline) {
@@ -200,7 +206,8 @@ class Handle {
   std::optional<pagoda::StreamEvent> next_delta() {
     py::gil_scoped_release release;
     for (;;) {
-      if (auto event = handle_.next_token(std::chrono::duration_cast<std::chrono::milliseconds>(kSignalCheck))) return event;
+      if (auto event = handle_.next_token(std::chrono::duration_cast<std::chrono::milliseconds>(kSignalCheck)))
+        return event;
       if (handle_.stream_ended()) return std::nullopt;
       check_signals();
     }
@@ -212,34 +219,35 @@ class Handle {
   // once the request has finished. The engine's scheduler never waits for the GIL.
   void forward_to(py::object loop, py::object sink) {
     if (forwarder_.joinable()) throw pagoda::Error("this request is already forwarded to a loop");
-    forwarder_ = std::thread([this, result = result_, loop = SharedObject(std::move(loop)), sink = SharedObject(std::move(sink))] {
-      std::vector<pagoda::StreamEvent> batch;
-      // False once the loop no longer takes calls (closed): the request is then cancelled.
-      auto post = [&](bool end) {
-        py::gil_scoped_acquire gil;
-        try {
-          py::object items = end ? py::object(py::none()) : py::object(py::cast(batch));
-          loop.get().attr("call_soon_threadsafe")(sink.get(), items);
-          batch.clear();
-          return true;
-        } catch (py::error_already_set&) {
-          return false;
-        }
-      };
-      bool delivering = true;
-      while (streaming_ && delivering) {
-        std::optional<pagoda::StreamEvent> event = handle_.next_token();
-        if (!event) break;
-        batch.push_back(std::move(*event));
-        while (auto more = handle_.next_token(0ms)) batch.push_back(std::move(*more));
-        if (!post(false)) {
-          delivering = false;
-          handle_.cancel();
-        }
-      }
-      result.wait();
-      if (delivering) post(true);
-    });
+    forwarder_ = std::thread(
+        [this, result = result_, loop = SharedObject(std::move(loop)), sink = SharedObject(std::move(sink))] {
+          std::vector<pagoda::StreamEvent> batch;
+          // False once the loop no longer takes calls (closed): the request is then cancelled.
+          auto post = [&](bool end) {
+            py::gil_scoped_acquire gil;
+            try {
+              py::object items = end ? py::object(py::none()) : py::object(py::cast(batch));
+              loop.get().attr("call_soon_threadsafe")(sink.get(), items);
+              batch.clear();
+              return true;
+            } catch (py::error_already_set&) {
+              return false;
+            }
+          };
+          bool delivering = true;
+          while (streaming_ && delivering) {
+            std::optional<pagoda::StreamEvent> event = handle_.next_token();
+            if (!event) break;
+            batch.push_back(std::move(*event));
+            while (auto more = handle_.next_token(0ms)) batch.push_back(std::move(*more));
+            if (!post(false)) {
+              delivering = false;
+              handle_.cancel();
+            }
+          }
+          result.wait();
+          if (delivering) post(true);
+        });
   }
 
  private:
@@ -312,8 +320,8 @@ struct PreparedChat {
   std::optional<pagoda::chat::ReplyShape> shape;
 };
 
-PreparedChat prepare_chat(const pagoda::Engine& engine, const std::string& text, bool add_generation_prompt, bool constrain,
-                          bool special_in_content) {
+PreparedChat prepare_chat(const pagoda::Engine& engine, const std::string& text, bool add_generation_prompt,
+                          bool constrain, bool special_in_content) {
   // Ordered: the tools and arguments reach the template in the order the dicts were built in.
   const nlohmann::ordered_json body = pagoda::parse_ordered_json_bounded(text, "the chat", false);
   if (!body.is_object() || !body.contains("messages")) throw pagoda::Error("a chat needs messages");
@@ -379,10 +387,17 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init([](float temperature, int32_t top_k, float top_p, float min_p, float repetition_penalty,
                        int32_t repetition_window, float presence_penalty, float frequency_penalty,
                        std::vector<std::pair<int32_t, float>> logit_bias, int32_t min_tokens, uint64_t seed) {
-             pagoda::SamplingParams p{.temperature = temperature, .top_k = top_k, .top_p = top_p, .min_p = min_p,
-                                      .repetition_penalty = repetition_penalty, .repetition_window = repetition_window,
-                                      .presence_penalty = presence_penalty, .frequency_penalty = frequency_penalty,
-                                      .logit_bias = std::move(logit_bias), .min_tokens = min_tokens, .seed = seed};
+             pagoda::SamplingParams p{.temperature = temperature,
+                                      .top_k = top_k,
+                                      .top_p = top_p,
+                                      .min_p = min_p,
+                                      .repetition_penalty = repetition_penalty,
+                                      .repetition_window = repetition_window,
+                                      .presence_penalty = presence_penalty,
+                                      .frequency_penalty = frequency_penalty,
+                                      .logit_bias = std::move(logit_bias),
+                                      .min_tokens = min_tokens,
+                                      .seed = seed};
              p.validate();
              return p;
            }),
@@ -393,7 +408,8 @@ PYBIND11_MODULE(_core, m) {
   py::class_<pagoda::TokenLogprob>(m, "TokenLogprob", "A token and its log-probability.")
       .def_readonly("token", &pagoda::TokenLogprob::token)
       .def_readonly("logprob", &pagoda::TokenLogprob::logprob)
-      .def("__repr__", [](const pagoda::TokenLogprob& t) { return py::str("TokenLogprob({}, {})").format(t.token, t.logprob); });
+      .def("__repr__",
+           [](const pagoda::TokenLogprob& t) { return py::str("TokenLogprob({}, {})").format(t.token, t.logprob); });
 
   py::class_<pagoda::TokenLogprobs>(m, "TokenLogprobs",
                                     "A token's log-probability (of the raw logits) and its step's most likely tokens.")
@@ -401,9 +417,11 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("top", &pagoda::TokenLogprobs::top, "most likely first");
 
   py::class_<pagoda::StreamEvent>(m, "Delta", "A piece of a streamed request's output.")
-      .def_readonly("token", &pagoda::StreamEvent::token, "the token id, or -1 when the piece only releases held-back text")
-      .def_property_readonly("text", [](const pagoda::StreamEvent& e) { return utf8(e.text); },
-                             "the text it completes: whole UTF-8 characters, possibly empty")
+      .def_readonly("token", &pagoda::StreamEvent::token,
+                    "the token id, or -1 when the piece only releases held-back text")
+      .def_property_readonly(
+          "text", [](const pagoda::StreamEvent& e) { return utf8(e.text); },
+          "the text it completes: whole UTF-8 characters, possibly empty")
       .def_readonly("logprobs", &pagoda::StreamEvent::logprobs, "with SamplingParams.logprobs >= 0, for a token")
       .def("__repr__", [](const pagoda::StreamEvent& e) {
         return py::str("Delta(token={}, text={!r})").format(e.token, utf8(e.text));
@@ -414,7 +432,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("text", [](const pagoda::Completion& c) { return utf8(c.text); })
       .def_readonly("logprobs", &pagoda::Completion::logprobs)
       .def_readonly("prompt_logprobs", &pagoda::Completion::prompt_logprobs)
-      .def_property_readonly("finish_reason", [](const pagoda::Completion& c) { return pagoda::finish_reason_name(c.finish_reason); })
+      .def_property_readonly("finish_reason",
+                             [](const pagoda::Completion& c) { return pagoda::finish_reason_name(c.finish_reason); })
       .def_readonly("prompt_tokens", &pagoda::Completion::prompt_tokens)
       .def_readonly("time_to_first_token_s", &pagoda::Completion::time_to_first_token_s)
       .def_readonly("time_per_output_token_s", &pagoda::Completion::time_per_output_token_s)
@@ -441,8 +460,9 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("adapter_swaps", &pagoda::EngineMetrics::adapter_swaps)
       .def_readonly("adapter_swap_seconds", &pagoda::EngineMetrics::adapter_swap_seconds)
       .def("__repr__", [](const pagoda::EngineMetrics& m) {
-        return py::str("Metrics(queued={}, running={}, finished={}, generated_tokens={}, tokens_per_second={:.1f}, "
-                       "kv_pages_used={}, kv_pages_cached={}, kv_pages_total={})")
+        return py::str(
+                   "Metrics(queued={}, running={}, finished={}, generated_tokens={}, tokens_per_second={:.1f}, "
+                   "kv_pages_used={}, kv_pages_cached={}, kv_pages_total={})")
             .format(m.queued, m.running, m.finished, m.generated_tokens, m.tokens_per_second, m.kv_pages_used,
                     m.kv_pages_cached, m.kv_pages_total);
       });
@@ -490,75 +510,103 @@ PYBIND11_MODULE(_core, m) {
            py::arg("kv_prefault"))
       .def("close", &PyEngine::close)
       .def_property_readonly("closed", &PyEngine::closed)
-      .def("submit",
-           [](PyEngine& self, std::string prompt, std::vector<int32_t> prompt_ids, const pagoda::SamplingParams& sampling,
-              int32_t max_tokens, std::vector<std::string> stop, std::vector<int32_t> stop_token_ids, bool ignore_eos,
-              int32_t logprobs, int32_t prompt_logprobs, std::string adapter, int32_t priority, bool prefix_cache,
-              bool parse_special, bool stream, std::optional<py::object> on_token, std::string grammar,
-              std::string json_schema, std::vector<std::string> grammar_triggers) {
-             pagoda::Request r{.prompt = std::move(prompt), .prompt_ids = std::move(prompt_ids),
-                               .parse_special = parse_special, .sampling = sampling, .max_new_tokens = max_tokens,
-                               .stop_token_ids = std::move(stop_token_ids), .stop_strings = std::move(stop),
-                               .logprobs = logprobs, .prompt_logprobs = prompt_logprobs, .grammar = std::move(grammar),
-                               .json_schema = std::move(json_schema), .grammar_triggers = std::move(grammar_triggers),
-                               .ignore_eos = ignore_eos, .adapter = std::move(adapter), .priority = priority,
-                               .stream = stream, .prefix_cache = prefix_cache};
-             return self.submit(std::move(r), std::move(on_token));
-           },
-           py::kw_only(), py::arg("prompt"), py::arg("prompt_ids"), py::arg("sampling"), py::arg("max_tokens"),
-           py::arg("stop"), py::arg("stop_token_ids"), py::arg("ignore_eos"), py::arg("logprobs"),
-           py::arg("prompt_logprobs"), py::arg("adapter"), py::arg("priority"),
-           py::arg("prefix_cache"), py::arg("parse_special"), py::arg("stream"), py::arg("on_token"),
-           py::arg("grammar") = "", py::arg("json_schema") = "", py::arg("grammar_triggers") = std::vector<std::string>{})
+      .def(
+          "submit",
+          [](PyEngine& self, std::string prompt, std::vector<int32_t> prompt_ids,
+             const pagoda::SamplingParams& sampling, int32_t max_tokens, std::vector<std::string> stop,
+             std::vector<int32_t> stop_token_ids, bool ignore_eos, int32_t logprobs, int32_t prompt_logprobs,
+             std::string adapter, int32_t priority, bool prefix_cache, bool parse_special, bool stream,
+             std::optional<py::object> on_token, std::string grammar, std::string json_schema,
+             std::vector<std::string> grammar_triggers) {
+            pagoda::Request r{.prompt = std::move(prompt),
+                              .prompt_ids = std::move(prompt_ids),
+                              .parse_special = parse_special,
+                              .sampling = sampling,
+                              .max_new_tokens = max_tokens,
+                              .stop_token_ids = std::move(stop_token_ids),
+                              .stop_strings = std::move(stop),
+                              .logprobs = logprobs,
+                              .prompt_logprobs = prompt_logprobs,
+                              .grammar = std::move(grammar),
+                              .json_schema = std::move(json_schema),
+                              .grammar_triggers = std::move(grammar_triggers),
+                              .ignore_eos = ignore_eos,
+                              .adapter = std::move(adapter),
+                              .priority = priority,
+                              .stream = stream,
+                              .prefix_cache = prefix_cache};
+            return self.submit(std::move(r), std::move(on_token));
+          },
+          py::kw_only(), py::arg("prompt"), py::arg("prompt_ids"), py::arg("sampling"), py::arg("max_tokens"),
+          py::arg("stop"), py::arg("stop_token_ids"), py::arg("ignore_eos"), py::arg("logprobs"),
+          py::arg("prompt_logprobs"), py::arg("adapter"), py::arg("priority"), py::arg("prefix_cache"),
+          py::arg("parse_special"), py::arg("stream"), py::arg("on_token"), py::arg("grammar") = "",
+          py::arg("json_schema") = "", py::arg("grammar_triggers") = std::vector<std::string>{})
       .def("metrics", [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.metrics(); }); })
       .def("model_lost", [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.model_lost(); }); })
-      .def("load_adapter",
-           [](PyEngine& self, const std::string& name, const std::string& path, float scale) {
-             self.call([&](pagoda::Engine& e) { e.load_adapter(name, path, scale); });
-           },
-           py::arg("name"), py::arg("path"), py::arg("scale"))
-      .def("unload_adapter",
-           [](PyEngine& self, const std::string& name) { self.call([&](pagoda::Engine& e) { e.unload_adapter(name); }); },
-           py::arg("name"))
-      .def("tokenize",
-           [](PyEngine& self, const std::string& text, bool add_bos, bool parse_special) {
-             return self.call([&](pagoda::Engine& e) { return e.tokenize(text, add_bos, parse_special); });
-           },
-           py::arg("text"), py::arg("add_bos"), py::arg("parse_special"))
-      .def("detokenize",
-           [](PyEngine& self, const std::vector<int32_t>& ids) {
-             return utf8(self.call([&](pagoda::Engine& e) { return e.detokenize(ids); }));
-           },
-           py::arg("ids"))
-      .def("token_text",
-           [](PyEngine& self, int32_t id) { return py::bytes(self.call([&](pagoda::Engine& e) { return e.token_text(id); })); },
-           py::arg("id"))
-      .def("context_length", [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.context_length(); }); })
+      .def(
+          "load_adapter",
+          [](PyEngine& self, const std::string& name, const std::string& path, float scale) {
+            self.call([&](pagoda::Engine& e) { e.load_adapter(name, path, scale); });
+          },
+          py::arg("name"), py::arg("path"), py::arg("scale"))
+      .def(
+          "unload_adapter",
+          [](PyEngine& self, const std::string& name) {
+            self.call([&](pagoda::Engine& e) { e.unload_adapter(name); });
+          },
+          py::arg("name"))
+      .def(
+          "tokenize",
+          [](PyEngine& self, const std::string& text, bool add_bos, bool parse_special) {
+            return self.call([&](pagoda::Engine& e) { return e.tokenize(text, add_bos, parse_special); });
+          },
+          py::arg("text"), py::arg("add_bos"), py::arg("parse_special"))
+      .def(
+          "detokenize",
+          [](PyEngine& self, const std::vector<int32_t>& ids) {
+            return utf8(self.call([&](pagoda::Engine& e) { return e.detokenize(ids); }));
+          },
+          py::arg("ids"))
+      .def(
+          "token_text",
+          [](PyEngine& self, int32_t id) {
+            return py::bytes(self.call([&](pagoda::Engine& e) { return e.token_text(id); }));
+          },
+          py::arg("id"))
+      .def("context_length",
+           [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.context_length(); }); })
       .def("vocab_size", [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.vocab_size(); }); })
       .def("eos_id", [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.eos_id(); }); })
       .def("eog_ids", [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.eog_ids(); }); })
       .def("add_bos", [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.add_bos(); }); })
-      .def("chat_template", [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.chat_template(); }); })
+      .def("chat_template",
+           [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.chat_template(); }); })
       .def("special_tokens",
            [](PyEngine& self) {
              py::dict out;
-             for (const auto& t : self.call([](pagoda::Engine& e) { return e.special_tokens(); })) out[utf8(t.piece)] = t.id;
+             for (const auto& t : self.call([](pagoda::Engine& e) { return e.special_tokens(); }))
+               out[utf8(t.piece)] = t.id;
              return out;
            })
-      .def("chat_format", [](PyEngine& self) {
-        const pagoda::ChatFormat f = self.call([](pagoda::Engine& e) { return e.chat_format(); });
-        return py::make_tuple(f.family, f.stop_token_ids, f.stop_strings);
-      })
-      .def("prepare_chat",
-           [](PyEngine& self, const std::string& body, bool add_generation_prompt, bool constrain, bool special_in_content) {
-             const PreparedChat p = self.call([&](pagoda::Engine& e) {
-               return prepare_chat(e, body, add_generation_prompt, constrain, special_in_content);
-             });
-             std::optional<ReplyShapeHandle> shape;
-             if (p.shape) shape = ReplyShapeHandle{*p.shape};
-             return py::make_tuple(utf8(p.prompt.text), code_point_spans(p.prompt), p.prompt_ids, p.grammar, p.triggers, shape);
-           },
-           py::arg("body"), py::arg("add_generation_prompt"), py::arg("constrain"), py::arg("special_in_content"));
+      .def("chat_format",
+           [](PyEngine& self) {
+             const pagoda::ChatFormat f = self.call([](pagoda::Engine& e) { return e.chat_format(); });
+             return py::make_tuple(f.family, f.stop_token_ids, f.stop_strings);
+           })
+      .def(
+          "prepare_chat",
+          [](PyEngine& self, const std::string& body, bool add_generation_prompt, bool constrain,
+             bool special_in_content) {
+            const PreparedChat p = self.call([&](pagoda::Engine& e) {
+              return prepare_chat(e, body, add_generation_prompt, constrain, special_in_content);
+            });
+            std::optional<ReplyShapeHandle> shape;
+            if (p.shape) shape = ReplyShapeHandle{*p.shape};
+            return py::make_tuple(utf8(p.prompt.text), code_point_spans(p.prompt), p.prompt_ids, p.grammar, p.triggers,
+                                  shape);
+          },
+          py::arg("body"), py::arg("add_generation_prompt"), py::arg("constrain"), py::arg("special_in_content"));
 
   py::class_<ReplyShapeHandle>(m, "ReplyShape", "What a chat reply may hold besides text (thinking, tool calls).");
   m.def("check_json_depth", &check_json_depth, py::arg("value"), py::arg("what"),
@@ -570,7 +618,8 @@ PYBIND11_MODULE(_core, m) {
         pagoda::chat::ChatReplySplitter::Delta d = splitter.feed(reply);
         const pagoda::chat::ChatReplySplitter::Delta rest = splitter.finish();
         py::list calls;
-        for (const pagoda::chat::ParsedToolCall& c : splitter.calls()) calls.append(py::make_tuple(c.id, c.name, c.arguments));
+        for (const pagoda::chat::ParsedToolCall& c : splitter.calls())
+          calls.append(py::make_tuple(c.id, c.name, c.arguments));
         return py::make_tuple(utf8(d.content + rest.content), utf8(d.reasoning + rest.reasoning), calls);
       },
       py::arg("shape"), py::arg("reply"));

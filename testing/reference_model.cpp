@@ -32,12 +32,14 @@ void add(float* x, const std::vector<float>& bias) {
 // RoPE written out plainly: pair i of the first n = rotated_dims values of each head turns by
 // pos · freq_scale · theta^(-2i/n) / factor[i] (theta and scale the layer's), its cos and sin
 // times the attention factor; its two values are adjacent (llama) or n/2 apart (NEOX).
-void rope(float* v, int n_heads, int head_dim, int pos, int layer, const ModelConfig& c, const std::vector<float>& factors) {
+void rope(float* v, int n_heads, int head_dim, int pos, int layer, const ModelConfig& c,
+          const std::vector<float>& factors) {
   const bool neox = c.rope_style() == kernels::RopeStyle::Neox;
   const int n = c.rotated_dims();
   for (int h = 0; h < n_heads; ++h) {
     for (int i = 0; i < n / 2; ++i) {
-      double freq = double(c.layer_rope_freq_scale(layer)) / std::pow(double(c.layer_rope_theta(layer)), double(2 * i) / double(n));
+      double freq = double(c.layer_rope_freq_scale(layer)) /
+                    std::pow(double(c.layer_rope_theta(layer)), double(2 * i) / double(n));
       if (!factors.empty()) freq /= double(factors[size_t(i)]);
       const double angle = double(pos) * freq;
       const float cs = float(std::cos(angle)) * c.rope_attn_factor, sn = float(std::sin(angle)) * c.rope_attn_factor;
@@ -133,8 +135,10 @@ const std::vector<float>& ReferenceModel::forward(int32_t token, int32_t pos) {
     add(k, lw.attn_k_bias);
     add(v, lw.attn_v_bias);
     if (c.has_qk_norm()) {
-      for (int h = 0; h < c.n_heads; ++h) rmsnorm(q_.data() + h * head_dim, q_.data() + h * head_dim, lw.attn_q_norm.data(), head_dim, c.norm_eps);
-      for (int h = 0; h < c.n_kv_heads; ++h) rmsnorm(k + h * head_dim, k + h * head_dim, lw.attn_k_norm.data(), head_dim, c.norm_eps);
+      for (int h = 0; h < c.n_heads; ++h)
+        rmsnorm(q_.data() + h * head_dim, q_.data() + h * head_dim, lw.attn_q_norm.data(), head_dim, c.norm_eps);
+      for (int h = 0; h < c.n_kv_heads; ++h)
+        rmsnorm(k + h * head_dim, k + h * head_dim, lw.attn_k_norm.data(), head_dim, c.norm_eps);
     }
     rope(q_.data(), c.n_heads, head_dim, pos, l, c, w.rope_freqs);
     rope(k, c.n_kv_heads, head_dim, pos, l, c, w.rope_freqs);

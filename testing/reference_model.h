@@ -1,8 +1,8 @@
 #pragma once
 // The oracle: a deliberately plain single-sequence forward pass of every supported
-// architecture (contiguous KV cache, scalar loops, no threads). Every faster path is tested against it. It dequantizes every
-// matrix to f32 once and computes in f32: the "dequantize-then-fp32" path that the quantized
-// kernels are compared with.
+// architecture (contiguous KV cache, scalar loops, no threads). Every faster path is tested against it. It dequantizes
+// every matrix to f32 once and computes in f32: the "dequantize-then-fp32" path that the quantized kernels are compared
+// with.
 
 #include <cstdint>
 #include <vector>

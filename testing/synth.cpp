@@ -244,8 +244,8 @@ std::vector<size_t> choose_types(const ModelConfig& c, const SynthSpec& spec, co
   }
   std::vector<QuantTensor> f32;
   for (const SynthTensor& t : tensors) f32.push_back({t.name, t.shape, GgmlType::F32});
-  const std::vector<QuantChoice> choices = choose_quant_types(*spec.quant, f32, c.n_layers,
-                                                              c.n_kv_heads > 0 ? c.n_heads / c.n_kv_heads : 1);
+  const std::vector<QuantChoice> choices =
+      choose_quant_types(*spec.quant, f32, c.n_layers, c.n_kv_heads > 0 ? c.n_heads / c.n_kv_heads : 1);
   for (size_t i = 0; i < tensors.size(); ++i) types[i] = choices[i].type;
   return llama_tensor_order(f32);
 }
@@ -319,7 +319,8 @@ ModelConfig write_synth_model(const std::string& path, const SynthSpec& given) {
     w.set_f32(key("rope.scaling.attn_factor"), c.rope_attn_factor);
     w.set_u32(key("rope.scaling.original_context_length"), uint32_t(c.rope_original_context));
   }
-  if (c.is_gemma() || c.arch == Architecture::Phi3) w.set_u32(key("attention.sliding_window"), uint32_t(c.sliding_window));
+  if (c.is_gemma() || c.arch == Architecture::Phi3)
+    w.set_u32(key("attention.sliding_window"), uint32_t(c.sliding_window));
   if (c.attn_softcap > 0.0f) w.set_f32(key("attn_logit_softcapping"), c.attn_softcap);
   if (c.final_softcap > 0.0f) w.set_f32(key("final_logit_softcapping"), c.final_softcap);
   if (c.has_experts()) {

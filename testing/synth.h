@@ -28,8 +28,8 @@ struct SynthSpec {
   // Quantized as pagoda-quantize would quantize the F32 model (each tensor's type chosen by the
   // preset, llama.cpp's tensor order, general.file_type): the same bytes. Overrides `type`.
   std::optional<QuantPreset> quant;
-  bool tied_output = false;       // no output.weight: the classifier reuses token_embd
-  bool rope_freqs = false;        // write Llama 3.1-style rope_freqs.weight factors
+  bool tied_output = false;  // no output.weight: the classifier reuses token_embd
+  bool rope_freqs = false;   // write Llama 3.1-style rope_freqs.weight factors
   // Write Phi-3 LongRoPE: rope_factors_long/short.weight, config.rope_attn_factor and
   // config.rope_original_context (which picks the set: long when the context exceeds it).
   bool longrope = false;

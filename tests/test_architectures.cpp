@@ -64,7 +64,8 @@ const Variant kVariants[] = {
     // LongRoPE's long factors (context 256 past the original 128) on a partial rotary of 12 of 16.
     {"phi3", Architecture::Phi3, 0, false, false, 1.0f,
      [](SynthSpec& s) {
-       s.longrope = true, s.config.rope_original_context = 128, s.config.rope_attn_factor = 1.19f, s.config.rope_dim = 12;
+       s.longrope = true, s.config.rope_original_context = 128, s.config.rope_attn_factor = 1.19f,
+       s.config.rope_dim = 12;
      }},
     {"mixtral", Architecture::Llama, 0, false, false, 1.0f,
      [](SynthSpec& s) { s.config.n_experts = 4, s.config.n_experts_used = 2, s.config.expert_ffn_dim = 32; }},
@@ -108,7 +109,8 @@ struct Runner {
   Model model;
   ModelRunner runner;
   PagePool pool;
-  Runner(Model m, int threads) : model(std::move(m)), runner(model, threads), pool(KvLayout::for_model(model.config, 16), 1024) {}
+  Runner(Model m, int threads)
+      : model(std::move(m)), runner(model, threads), pool(KvLayout::for_model(model.config, 16), 1024) {}
 
   // Runs the prompts together in chunks of `chunk` tokens, `n_new` greedy tokens each.
   std::vector<DrivenSequence> run(const std::vector<std::vector<int32_t>>& prompts, int32_t n_new, int32_t chunk,
@@ -253,8 +255,10 @@ TEST_P(Architectures, LoraMatchesMergedWeights) {
   ReferenceModel oracle(m), plain(r.model);
   double base_difference = 0.0;
   for (size_t pos = 0; pos + 1 < seqs[0].tokens.size(); ++pos) {
-    EXPECT_LT(test::relative_error(seqs[0].logits[pos], oracle.forward(seqs[0].tokens[pos], int32_t(pos))), 1e-4) << pos;
-    base_difference = std::max(base_difference, test::relative_error(seqs[0].logits[pos], plain.forward(seqs[0].tokens[pos], int32_t(pos))));
+    EXPECT_LT(test::relative_error(seqs[0].logits[pos], oracle.forward(seqs[0].tokens[pos], int32_t(pos))), 1e-4)
+        << pos;
+    base_difference = std::max(
+        base_difference, test::relative_error(seqs[0].logits[pos], plain.forward(seqs[0].tokens[pos], int32_t(pos))));
   }
   EXPECT_GT(base_difference, 1e-2) << "the adapter should change the output";
 }
@@ -426,8 +430,8 @@ TEST_P(LlamaCppQuantized, TeacherForcedArgmaxAgreesWithLlamaCppOnTheSameFile) {
     total += t.got[s].size();
   }
   const double agreement = double(same) / double(total);
-  std::printf("%s: teacher-forced argmax agrees with llama.cpp's on %zu of %zu positions (%.1f%%)\n",
-              file.c_str(), same, total, 100.0 * agreement);
+  std::printf("%s: teacher-forced argmax agrees with llama.cpp's on %zu of %zu positions (%.1f%%)\n", file.c_str(),
+              same, total, 100.0 * agreement);
   EXPECT_GE(agreement, 0.92);
 }
 
@@ -515,14 +519,16 @@ TEST(ArchitectureErrors, BadExpertMetadata) {
   expect_load_error(rewrite(llama, "used-without.gguf", {{{"llama.expert_used_count", GgufValue(uint32_t(2))}}}),
                     "experts used per token 2 without experts");
   // A dense llama told it has experts looks for them.
-  expect_load_error(rewrite(llama, "dense-as-moe.gguf",
-                            {{{"llama.expert_count", GgufValue(uint32_t(4))}, {"llama.expert_used_count", GgufValue(uint32_t(2))}}}),
-                    "tensor 'blk.0.ffn_gate_inp.weight' (the expert router) is missing");
+  expect_load_error(
+      rewrite(llama, "dense-as-moe.gguf",
+              {{{"llama.expert_count", GgufValue(uint32_t(4))}, {"llama.expert_used_count", GgufValue(uint32_t(2))}}}),
+      "tensor 'blk.0.ffn_gate_inp.weight' (the expert router) is missing");
 }
 
 TEST(ArchitectureErrors, Qwen2MoeMissingTheSharedExpertGate) {
-  expect_load_error(rewrite(synth_variant(variant_named("qwen2moe")), "no-shexp.gguf", {{}, "blk.0.ffn_gate_inp_shexp.weight"}),
-                    "tensor 'blk.0.ffn_gate_inp_shexp.weight' is missing");
+  expect_load_error(
+      rewrite(synth_variant(variant_named("qwen2moe")), "no-shexp.gguf", {{}, "blk.0.ffn_gate_inp_shexp.weight"}),
+      "tensor 'blk.0.ffn_gate_inp_shexp.weight' is missing");
 }
 
 TEST(ArchitectureErrors, GemmaMissingAPostNorm) {
@@ -536,7 +542,9 @@ TEST(ArchitectureErrors, PartialRotaryOutOfRange) {
                     "llama.rope.dimension_count = 7 is not an even number of dimensions up to the head dimension 16");
   expect_load_error(rewrite(path, "rope-wide.gguf", {{{"llama.rope.dimension_count", GgufValue(uint32_t(32))}}}),
                     "llama.rope.dimension_count = 32 is not an even number");
-  EXPECT_EQ(load_model(rewrite(path, "rope-8.gguf", {{{"llama.rope.dimension_count", GgufValue(uint32_t(8))}}})).config.rotated_dims(), 8);
+  EXPECT_EQ(load_model(rewrite(path, "rope-8.gguf", {{{"llama.rope.dimension_count", GgufValue(uint32_t(8))}}}))
+                .config.rotated_dims(),
+            8);
 }
 
 TEST(ArchitectureErrors, Phi3LongRopeWithoutItsFactors) {
@@ -574,7 +582,8 @@ TEST(ArchitectureErrors, AdapterForAnotherArchitecture) {
     load_lora_adapter(path, qwen2.config, 1.0f);
     FAIL() << "a llama adapter must not load on a qwen2 model";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("general.architecture is 'llama' but the base model is 'qwen2'"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("general.architecture is 'llama' but the base model is 'qwen2'"),
+              std::string::npos)
         << e.what();
   }
 }

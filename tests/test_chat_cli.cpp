@@ -330,8 +330,8 @@ TEST(ChatCli, TinyModelConversationWithCommands) {
   ASSERT_TRUE(chat.expect("\n> "));
 
   ASSERT_TRUE(chat.command("/help\n", {"/reset"})) << chat.output();
-  ASSERT_TRUE(chat.command("/stats\n", {"last reply: 20 tokens", "2 messages",
-                                        "engine: 1 requests finished, 20 tokens generated"}))
+  ASSERT_TRUE(chat.command("/stats\n",
+                           {"last reply: 20 tokens", "2 messages", "engine: 1 requests finished, 20 tokens generated"}))
       << chat.output();
   ASSERT_TRUE(chat.command("/bogus\n", {"unknown command /bogus"})) << chat.output();
   ASSERT_TRUE(chat.command("/reset\n")) << chat.output();
@@ -386,8 +386,8 @@ TEST_F(ChatCliStories, LoraAdapterShapesTheReply) {
   req.max_new_tokens = 40;
   const std::string want = engine.submit(req).get().text;
 
-  const RunResult r = run({kChat, "-m", model_, "--lora", "story=" + adapter + ":0.8", "-p", cases_[0].prompt, "--temp",
-                           "0", "-n", "40"});
+  const RunResult r = run(
+      {kChat, "-m", model_, "--lora", "story=" + adapter + ":0.8", "-p", cases_[0].prompt, "--temp", "0", "-n", "40"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, want + "\n");
   EXPECT_FALSE(continuation(0).starts_with(want)) << "the adapter should change the greedy story";
@@ -443,12 +443,13 @@ TEST(ChatCli, ChatTemplateModelTokenizesItsSpecialTokens) {
 }
 
 TEST(ChatCli, UnknownTemplateIsRenderedWithANote) {
-  const std::string model =
-      test::tiny_model_with_template("tiny-unknown.gguf", "{% for m in messages %}{{ m['content'] }}{% endfor %}", false);
+  const std::string model = test::tiny_model_with_template(
+      "tiny-unknown.gguf", "{% for m in messages %}{{ m['content'] }}{% endfor %}", false);
   const RunResult r = run({kChat, "-m", model, "-p", "hello", "--temp", "0", "-n", "4"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(count_lines(r.err), 2) << "the note, then the reply's figures: " << r.err;
-  EXPECT_NE(r.err.find("not a family pagoda-chat knows; replies stop only at end of text\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not a family pagoda-chat knows; replies stop only at end of text\n"), std::string::npos)
+      << r.err;
   const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(model));
   const size_t expected = 1 + tok.encode("hello", false).size();  // BOS and the template's output
   EXPECT_NE(r.err.find("prompt " + std::to_string(expected) + " tokens]"), std::string::npos) << r.err;
@@ -456,8 +457,8 @@ TEST(ChatCli, UnknownTemplateIsRenderedWithANote) {
 
 TEST(ChatCli, ChatTemplateFileReplacesTheModels) {
   // a model whose own template only echoes the text, given ChatML from a file
-  const std::string model =
-      test::tiny_model_with_template("tiny-echo-chatml-tokens.gguf", "{% for m in messages %}{{ m['content'] }}{% endfor %}", true);
+  const std::string model = test::tiny_model_with_template(
+      "tiny-echo-chatml-tokens.gguf", "{% for m in messages %}{{ m['content'] }}{% endfor %}", true);
   const std::string file = test::scratch_path("chatml.jinja");
   std::ofstream(file) << test::kChatmlJinja;
   const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(model));
@@ -467,7 +468,8 @@ TEST(ChatCli, ChatTemplateFileReplacesTheModels) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("prompt " + std::to_string(expected) + " tokens]"), std::string::npos) << r.err;
 
-  const RunResult missing = run({kChat, "-m", model, "--chat-template-file", test::scratch_path("no-such.jinja"), "-p", "x"});
+  const RunResult missing =
+      run({kChat, "-m", model, "--chat-template-file", test::scratch_path("no-such.jinja"), "-p", "x"});
   EXPECT_NE(missing.status, 0);
   EXPECT_NE(missing.err.find("--chat-template-file: cannot read"), std::string::npos) << missing.err;
 }

@@ -26,10 +26,12 @@ const char* const kEchoTemplate =
     "{% for m in messages %}{{ m | tojson }}\n{% endfor %}"
     "{% if tools is defined %}{{ tools | tojson(indent=1) }}{% endif %}";
 
-const char* const kTools = R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])";
+const char* const kTools =
+    R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])";
 
 std::vector<ChatMessage> conversation() {
-  ChatMessage call{"assistant", "", {{"call_1", "get_weather", R"({"city": "Paris", "days": 2})"}, {"call_2", "raw", "not json"}}};
+  ChatMessage call{
+      "assistant", "", {{"call_1", "get_weather", R"({"city": "Paris", "days": 2})"}, {"call_2", "raw", "not json"}}};
   call.reasoning_content = "The user wants weather.";
   ChatMessage result{"tool", "{\"t\": 21}"};
   result.tool_call_id = "call_1";
@@ -65,7 +67,8 @@ TEST(EngineChatJinja, VariablesReachTheTemplateAsTransformersPassesThem) {
     if (t.id == engine.eos_id()) with_tokens["eos_token"] = t.piece;
   }
   ASSERT_TRUE(with_tokens.contains("bos_token") && with_tokens.contains("eos_token"));
-  const auto expected = test::run_jinja_oracle(json::array({json{{"template", kEchoTemplate}, {"context", with_tokens}}}));
+  const auto expected =
+      test::run_jinja_oracle(json::array({json{{"template", kEchoTemplate}, {"context", with_tokens}}}));
   ASSERT_TRUE(expected[0].ok) << expected[0].output;
   // The tokenizer adds the BOS, so the template's own is left out.
   ASSERT_TRUE(engine.add_bos());
@@ -78,7 +81,8 @@ TEST(EngineChatJinja, VariablesReachTheTemplateAsTransformersPassesThem) {
 // BOS, not two; a BOS elsewhere in the text stays.
 TEST(EngineChatJinja, ATemplatesOwnBosIsNotDoubled) {
   const std::string path = test::tiny_model_with_template(
-      "engine-jinja-bos.gguf", "{{ bos_token }}{% for m in messages %}{{ m.content }}{{ bos_token }}{% endfor %}", false);
+      "engine-jinja-bos.gguf", "{{ bos_token }}{% for m in messages %}{{ m.content }}{{ bos_token }}{% endfor %}",
+      false);
   Engine engine({.model_path = path, .threads = 1, .kv_pages = 64});
   ASSERT_TRUE(engine.add_bos());
   const std::string prompt = engine.apply_chat_template({{"user", "hi"}});
@@ -93,7 +97,8 @@ TEST(EngineChatJinja, ATemplatesOwnBosIsNotDoubled) {
 TEST(EngineChatJinja, ConfigTemplateOverridesTheModels) {
   const std::string path = test::tiny_model_with_template("engine-jinja-chatml.gguf", test::kChatmlJinja, true);
   Engine engine({.model_path = path,
-                 .chat_template = "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}{% if add_generation_prompt %}>{% endif %}",
+                 .chat_template = "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}{% if "
+                                  "add_generation_prompt %}>{% endif %}",
                  .threads = 1,
                  .kv_pages = 64});
   EXPECT_EQ(engine.apply_chat_template({{"user", "hi"}}), "[user:hi]>");
@@ -107,19 +112,22 @@ TEST(EngineChatJinja, UnparsableTemplateFallsBackToItsFamily) {
   const std::string path = test::tiny_model_with_template("engine-jinja-broken.gguf", broken, true);
   Engine engine({.model_path = path, .threads = 1, .kv_pages = 64});
   EXPECT_EQ(engine.chat_format().family, "chatml");
-  EXPECT_EQ(engine.apply_chat_template({{"user", "hello"}}), "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(engine.apply_chat_template({{"user", "hello"}}),
+            "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n");
 }
 
 TEST(EngineChatJinja, FailingRenderAndBadOptionsAreErrors) {
   const std::string path = test::tiny_model_with_template(
-      "engine-jinja-raise.gguf", "{% if messages[0].role != 'user' %}{{ raise_exception('user first') }}{% endif %}ok", false);
+      "engine-jinja-raise.gguf", "{% if messages[0].role != 'user' %}{{ raise_exception('user first') }}{% endif %}ok",
+      false);
   Engine engine({.model_path = path, .threads = 1, .kv_pages = 64});
   EXPECT_EQ(engine.apply_chat_template({{"user", "x"}}), "ok");
   try {
     engine.apply_chat_template({{"assistant", "x"}});
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("template line 1: raise_exception: user first"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("template line 1: raise_exception: user first"), std::string::npos)
+        << e.what();
   }
   ChatTemplateOptions bad_tools;
   bad_tools.tools = "{\"not\": \"an array\"}";

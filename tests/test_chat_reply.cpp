@@ -83,7 +83,8 @@ TEST(ChatReply, ThinkingGoesToReasoning) {
 TEST(ChatReply, HermesCallsAreTakenOutOfTheContent) {
   const ReplyShape shape = tools_shape(ToolCallFormat::Hermes, true);
   const std::string reply =
-      "<think>need weather</think>Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n"
+      "<think>need weather</think>Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Oslo\"}}\n"
       "</tool_call>\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>";
   const Split s = run(shape, reply, {});
   EXPECT_EQ(s.reasoning, "need weather");
@@ -140,7 +141,8 @@ TEST(ChatReply, ContentIsTrimmedTheSameStreamedOrWhole) {
   shape.reasoning = true;
   expect_cut_invariant(shape, "  \n Hello  world \n\n");
   EXPECT_EQ(run(shape, "  \n Hello  world \n\n", {}).content, "Hello  world");
-  expect_cut_invariant(tools_shape(ToolCallFormat::Hermes), "\n\nA\n\n<tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n</tool_call>\n");
+  expect_cut_invariant(tools_shape(ToolCallFormat::Hermes),
+                       "\n\nA\n\n<tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n</tool_call>\n");
 }
 
 }  // namespace

@@ -18,7 +18,6 @@
 namespace pagoda {
 namespace {
 
-
 using chat::Family;
 
 struct DetectCase {
@@ -31,8 +30,10 @@ std::vector<DetectCase> detect_cases() {
   return {
       {"OpenHermes-2.5 (ChatML)", test::kChatmlJinja, Family::ChatML},
       {"Mistral-7B-Instruct-v0.2, pre-v1",
-       "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + "
-       "' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% endif %}{% endfor %}",
+       "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + "
+       "message['content'] + "
+       "' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% endif %}{% endfor "
+       "%}",
        Family::Llama2},
       {"Llama-2-chat (no strip)",
        "{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + "
@@ -77,7 +78,8 @@ std::vector<DetectCase> detect_cases() {
        "message['content'] + '</s>\\n' -}}",
        Family::VicunaOrca},
       {"Llama-3",
-       "{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim "
+       "{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | "
+       "trim "
        "+ '<|eot_id|>' %}",
        Family::Llama3},
       {"deepseek-coder (not supported)", "{{'### Instruction:\\n' + message['content'] + '\\n'}}{{'\\n<|EOT|>\\n'}}",
@@ -105,9 +107,12 @@ TEST(ChatTemplate, ZephyrEndsTurnsWithTheTemplatesMarkerElseTheModelsEos) {
 
 // llama.cpp's test conversation: every family gives the prompt llama.cpp's test expects.
 const std::vector<ChatMessage> kConversation = {
-    {"system", "You are a helpful assistant"}, {"user", "Hello"},
-    {"assistant", "Hi there"},                 {"user", "Who are you"},
-    {"assistant", "   I am an assistant   "},  {"user", "Another question"},
+    {"system", "You are a helpful assistant"},
+    {"user", "Hello"},
+    {"assistant", "Hi there"},
+    {"user", "Who are you"},
+    {"assistant", "   I am an assistant   "},
+    {"user", "Another question"},
 };
 
 // The family llama.cpp names `name`.
@@ -138,11 +143,13 @@ TEST(ChatTemplate, WithoutTheGenerationPromptTheAssistantHeaderIsLeftOff) {
   EXPECT_EQ(chat::apply_template({Family::ChatML, "<|im_end|>"}, turn, false), "<|im_start|>user\nHi<|im_end|>\n");
   EXPECT_EQ(chat::apply_template({Family::Llama3, "<|eot_id|>"}, turn, false),
             "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>");
-  EXPECT_EQ(chat::apply_template({Family::Gemma, "<end_of_turn>"}, turn, false), "<start_of_turn>user\nHi<end_of_turn>\n");
+  EXPECT_EQ(chat::apply_template({Family::Gemma, "<end_of_turn>"}, turn, false),
+            "<start_of_turn>user\nHi<end_of_turn>\n");
 }
 
 TEST(ChatTemplate, PlainPutsEachTurnButARepliesOnANewLine) {
-  const std::vector<ChatMessage> chat = {{"system", "Be brief."}, {"user", "Once"}, {"assistant", " upon"}, {"user", "a time"}};
+  const std::vector<ChatMessage> chat = {
+      {"system", "Be brief."}, {"user", "Once"}, {"assistant", " upon"}, {"user", "a time"}};
   EXPECT_EQ(chat::apply_template({}, chat, true), "Be brief.\nOnce upon\na time");
 }
 

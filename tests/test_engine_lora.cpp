@@ -81,9 +81,12 @@ TEST_F(EngineLora, ManyAdaptersAtOnceMatchTheOracle) {
     for (int32_t resident : {8, 2}) {
       SCOPED_TRACE(std::string(mixed ? "mixed" : "coalesce-only") + ", resident " + std::to_string(resident));
       // The oracle keeps K and V in f32, so the engine does too (f16 KV would part at near-ties).
-      Engine engine({.model_path = test::tiny_gqa_model(), .threads = 2, .kv_cache_type = KvCacheType::F32,
+      Engine engine({.model_path = test::tiny_gqa_model(),
+                     .threads = 2,
+                     .kv_cache_type = KvCacheType::F32,
                      .max_resident_adapters = resident,
-                     .adapter_run_cap = 3, .mixed_adapter_batches = mixed});
+                     .adapter_run_cap = 3,
+                     .mixed_adapter_batches = mixed});
       for (int k = 0; k < 8; ++k) engine.load_adapter("a" + std::to_string(k), adapter_file(k), k == 3 ? 0.5f : 1.0f);
       std::vector<std::pair<std::string, RequestHandle>> handles;
       for (int i = 0; i < 36; ++i) {

@@ -147,7 +147,8 @@ TEST_F(EngineSampling, LogprobsAreTheLogSoftmaxOfTheRawLogits) {
   RequestHandle alone_handle = engine.submit(plain);
   const Completion alone = test::await(alone_handle);
   std::vector<RequestHandle> crowd;
-  for (const test::GoldenCase& other : cases_) crowd.push_back(engine.submit(test::greedy_request(other.prompt_ids, 20)));
+  for (const test::GoldenCase& other : cases_)
+    crowd.push_back(engine.submit(test::greedy_request(other.prompt_ids, 20)));
   RequestHandle batched_handle = engine.submit(plain);
   const Completion batched = test::await(batched_handle);
   for (RequestHandle& other : crowd) test::await(other);
@@ -202,7 +203,8 @@ TEST_F(EngineSampling, PromptLogprobsScoreEveryPromptToken) {
   for (const auto& [chunk, cache_first] : {std::pair{7, false}, std::pair{256, true}}) {
     const std::vector<TokenLogprobs> again = score(chunk, cache_first);
     ASSERT_EQ(again.size(), whole.size());
-    for (size_t i = 0; i < whole.size(); ++i) EXPECT_EQ(again[i].logprob, whole[i].logprob) << "chunk " << chunk << " at " << i;
+    for (size_t i = 0; i < whole.size(); ++i)
+      EXPECT_EQ(again[i].logprob, whole[i].logprob) << "chunk " << chunk << " at " << i;
   }
 }
 

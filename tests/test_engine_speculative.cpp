@@ -278,7 +278,10 @@ TEST_F(EngineSpeculative, StopRulesEndAnAcceptedRunWherePlainDecodingEnds) {
   Engine engine({.model_path = model_, .threads = 2});
   Request base = test::greedy_request(retelling(cases_.front()), 100);
   base.speculative = SpeculativeParams{};
-  const Completion plain = [&] { RequestHandle h = engine.submit(base); return await(h); }();
+  const Completion plain = [&] {
+    RequestHandle h = engine.submit(base);
+    return await(h);
+  }();
   ASSERT_GE(plain.token_ids.size(), 60u);
   std::vector<Request> rs;
   for (size_t at : {5, 17, 41}) {  // a stop id met inside a run
@@ -329,7 +332,11 @@ TEST_F(EngineSpeculative, PreemptionInTheMiddleOfSpeculationGivesPlainTokens) {
   for (PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
     SCOPED_TRACE(mode == PreemptionMode::Swap ? "swap" : "recompute");
     // Room for about two of the five sequences at once: the others are preempted mid-run.
-    Engine engine({.model_path = model_, .threads = 2, .kv_pages = 40, .tokens_per_page = 8, .preemption = mode,
+    Engine engine({.model_path = model_,
+                   .threads = 2,
+                   .kv_pages = 40,
+                   .tokens_per_page = 8,
+                   .preemption = mode,
                    .prefix_caching = false});
     std::vector<Request> rs = retellings(120, 1);
     for (size_t i = 0; i < rs.size(); ++i) {
@@ -407,7 +414,7 @@ TEST_F(EngineSpeculativeDraft, TheModelAsItsOwnDraftIsRightOnEveryGreedyGuess) {
   Engine engine(c);
   EXPECT_GT(engine.metrics().draft_kv_pages_total, 0);
   SpeculativeParams whole = drafted();
-  whole.draft_probe = 0;  // the draft reads all of the context from the start, as the model does
+  whole.draft_probe = 0;                   // the draft reads all of the context from the start, as the model does
   for (Request& r : retellings(120, 3)) {  // one at a time, then all at once
     expect_speculation_changes_nothing(engine, {r}, whole);
   }
@@ -526,8 +533,15 @@ TEST_F(EngineSpeculativeDraft, PreemptionAndATightDraftPoolGivePlainTokens) {
     SCOPED_TRACE(mode == PreemptionMode::Swap ? "swap" : "recompute");
     // Room for about two of the five sequences at once in either cache: the others are
     // preempted mid-run, and find no draft pages now and then.
-    Engine engine({.model_path = model_, .threads = 2, .kv_pages = 40, .tokens_per_page = 8, .prefill_chunk = 24,
-                   .preemption = mode, .prefix_caching = false, .draft_model_path = model_, .draft_kv_pages = 40});
+    Engine engine({.model_path = model_,
+                   .threads = 2,
+                   .kv_pages = 40,
+                   .tokens_per_page = 8,
+                   .prefill_chunk = 24,
+                   .preemption = mode,
+                   .prefix_caching = false,
+                   .draft_model_path = model_,
+                   .draft_kv_pages = 40});
     EXPECT_EQ(engine.metrics().draft_kv_pages_total, 40);
     const int64_t before = engine.metrics().preempted;
     expect_speculation_changes_nothing(engine, sampled(120), drafted());
@@ -541,7 +555,10 @@ TEST_F(EngineSpeculativeDraft, CancelInTheMiddleOfDraftingReturnsEveryPage) {
   Engine engine(c);
   Request r = test::greedy_request(retelling(cases_.front()), 150);
   r.speculative = SpeculativeParams{};
-  const Completion plain = [&] { RequestHandle h = engine.submit(r); return await(h); }();
+  const Completion plain = [&] {
+    RequestHandle h = engine.submit(r);
+    return await(h);
+  }();
   r.speculative = drafted();
   ASSERT_NO_FATAL_FAILURE(expect_cancelled_prefix(test::SelfCancellingRequest(engine, r, 20).await(), plain));
   EXPECT_GT(engine.metrics().speculative_accepted, 0);
@@ -610,12 +627,13 @@ TEST(EngineSpeculativeRandom, LoraAdaptersAndRepeatedPromptsGivePlainTokens) {
 // requests its guesses are those of the base: verification by the adapted model keeps the
 // answer exactly that of plain decoding.
 TEST(EngineSpeculativeRandom, ADraftModelOnLoraRequestsGivesPlainTokens) {
-  Engine engine({.model_path = test::tiny_gqa_model(), .threads = 2, .kv_cache_type = KvCacheType::F32,
+  Engine engine({.model_path = test::tiny_gqa_model(),
+                 .threads = 2,
+                 .kv_cache_type = KvCacheType::F32,
                  .draft_model_path = test::tiny_gqa_model()});
   load_two_adapters(engine);
   expect_speculation_changes_nothing(engine, adapter_requests(), drafted(4));
 }
-
 
 }  // namespace
 }  // namespace pagoda

@@ -623,10 +623,15 @@ TEST(GgufWriter, RefusesWhatTheReaderWouldRefuse) {
   expect_error_with([&] { w.add_tensor("u", {3}, std::vector<float>{1, 2}); }, "'u': 8 bytes of data");
   expect_error_with([&] { w.add_tensor("u", {}, std::vector<float>{}); }, "'u': has 0 dimensions");
   expect_error_with([&] { w.add_tensor("u", {2, 0}, std::vector<float>{}); }, "dimension 1 is 0");
-  expect_error_with([&] { w.add_tensor("q", {16, 2}, GgmlType::Q8_0, std::vector<std::byte>(34)); },
-                    "Q8_0 rows must be a multiple of 32");
   expect_error_with(
-      [&] { w.set("mixed", GgufValue(GgufArray{GgufType::UINT8, {GgufValue(uint8_t(1)), GgufValue(int8_t(1))}})); },
+      [&] {
+        w.add_tensor("q", {16, 2}, GgmlType::Q8_0, std::vector<std::byte>(34));
+      },
+      "Q8_0 rows must be a multiple of 32");
+  expect_error_with(
+      [&] {
+        w.set("mixed", GgufValue(GgufArray{GgufType::UINT8, {GgufValue(uint8_t(1)), GgufValue(int8_t(1))}}));
+      },
       "element 1 has type INT8 in an array of UINT8");
   GgufValue deep(GgufArray{GgufType::UINT8, {}});
   for (int depth = 0; depth < kGgufMaxArrayDepth; ++depth) deep = GgufValue(GgufArray{GgufType::ARRAY, {deep}});

@@ -90,12 +90,12 @@ TEST(GrammarMatcher, JsonGrammarAcceptsJson) {
   const std::string gbnf = json_grammar();
   ASSERT_FALSE(gbnf.empty());
   for (const char* valid : {"{}", "[]", "0", "-12.5e+3", "true", "null", "\"\"", "\"a\\\"b\\\\c\\u00e9\\n\"",
-                            "{\"a\": 1, \"b\": [true, false, null], \"c\": {\"d\": \"e\"}}",
-                            "[1, 2,\n  3]", "{\"caf\xC3\xA9\": \"\xE4\xB8\xAD\xF0\x9F\x98\x80\"}"}) {
+                            "{\"a\": 1, \"b\": [true, false, null], \"c\": {\"d\": \"e\"}}", "[1, 2,\n  3]",
+                            "{\"caf\xC3\xA9\": \"\xE4\xB8\xAD\xF0\x9F\x98\x80\"}"}) {
     EXPECT_TRUE(matches(gbnf, valid)) << valid;
   }
-  for (const char* invalid : {"{", "[1,]", "{\"a\" 1}", "01", "1.", "tru", "\"a\nb\"", "\"\\x\"", "{'a': 1}",
-                              "[1 2]", "\"\\u00g0\"", "nul"}) {
+  for (const char* invalid : {"{", "[1,]", "{\"a\" 1}", "01", "1.", "tru", "\"a\nb\"", "\"\\x\"", "{'a': 1}", "[1 2]",
+                              "\"\\u00g0\"", "nul"}) {
     EXPECT_FALSE(matches(gbnf, invalid)) << invalid;
   }
 }
@@ -135,7 +135,7 @@ TEST(GrammarMatcher, Utf8LiteralsAndPartialTokenBytes) {
   // A token ending inside "é": its first byte is kept pending.
   ASSERT_TRUE(m.accept_utf8("caf\xC3"));
   EXPECT_FALSE(m.can_end());
-  EXPECT_FALSE(m.accept(U' '));  // the partial character must complete first
+  EXPECT_FALSE(m.accept(U' '));                 // the partial character must complete first
   EXPECT_FALSE(m.accepts_utf8_prefix("\xA8"));  // "è" is not "é"
   ASSERT_TRUE(m.accept_utf8("\xA9 "));
   // The lead byte of the 3-byte "中" is viable; that of a 4-byte character is only viable as
@@ -147,9 +147,9 @@ TEST(GrammarMatcher, Utf8LiteralsAndPartialTokenBytes) {
   // Only overlong encodings begin E0 80, so even '.' cannot continue them; E0 A0 it can.
   EXPECT_FALSE(matcher_for("root ::= .").accepts_utf8_prefix("\xE0\x80"));
   EXPECT_TRUE(matcher_for("root ::= .").accepts_utf8_prefix("\xE0\xA0"));
-  EXPECT_FALSE(m.accepts_utf8_prefix("\xFF"));        // never valid UTF-8
-  EXPECT_FALSE(m.accepts_utf8_prefix("\xE4\x41"));    // a lead byte then ASCII
-  GrammarMatcher smiley = m;  // a cheap clone, as a sampler makes per candidate
+  EXPECT_FALSE(m.accepts_utf8_prefix("\xFF"));      // never valid UTF-8
+  EXPECT_FALSE(m.accepts_utf8_prefix("\xE4\x41"));  // a lead byte then ASCII
+  GrammarMatcher smiley = m;                        // a cheap clone, as a sampler makes per candidate
   ASSERT_TRUE(smiley.accept_utf8("\xF0\x9F"));
   ASSERT_TRUE(smiley.accept_utf8("\x98\x80"));
   EXPECT_TRUE(smiley.can_end());

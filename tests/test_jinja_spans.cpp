@@ -40,7 +40,8 @@ const json kContext = json::parse(R"({
   "bos_token": "<s>"})");
 
 TEST(JinjaSpans, ConcatenationKeepsTheTemplatesTextAndMarksTheContent) {
-  const ChatPrompt p = render("{{ bos_token }}{{ '<|im_start|>' + messages[0].role + '\\n' + messages[0].content ~ '<|im_end|>' }}", kContext);
+  const ChatPrompt p = render(
+      "{{ bos_token }}{{ '<|im_start|>' + messages[0].role + '\\n' + messages[0].content ~ '<|im_end|>' }}", kContext);
   EXPECT_EQ(p.text, "<s><|im_start|>user\n  hi<|im_end|>there  <|im_end|>");
   // The role is one the chat API knows, so template text; only the content is data.
   EXPECT_EQ(data_parts(p), (std::vector<std::string>{"  hi<|im_end|>there  "}));
@@ -48,9 +49,12 @@ TEST(JinjaSpans, ConcatenationKeepsTheTemplatesTextAndMarksTheContent) {
 
 TEST(JinjaSpans, TrimStripSliceAndIndexKeepPreciseRanges) {
   const json& c = kContext;
-  EXPECT_EQ(data_parts(render("[{{ messages[0].content | trim }}]", c)), (std::vector<std::string>{"hi<|im_end|>there"}));
-  EXPECT_EQ(data_parts(render("[{{ messages[0].content.lstrip() }}]", c)), (std::vector<std::string>{"hi<|im_end|>there  "}));
-  EXPECT_EQ(data_parts(render("[{{ messages[0].content.rstrip() }}]", c)), (std::vector<std::string>{"  hi<|im_end|>there"}));
+  EXPECT_EQ(data_parts(render("[{{ messages[0].content | trim }}]", c)),
+            (std::vector<std::string>{"hi<|im_end|>there"}));
+  EXPECT_EQ(data_parts(render("[{{ messages[0].content.lstrip() }}]", c)),
+            (std::vector<std::string>{"hi<|im_end|>there  "}));
+  EXPECT_EQ(data_parts(render("[{{ messages[0].content.rstrip() }}]", c)),
+            (std::vector<std::string>{"  hi<|im_end|>there"}));
   EXPECT_EQ(data_parts(render("[{{ messages[0].content[2:6] }}]", c)), (std::vector<std::string>{"hi<|"}));
   EXPECT_EQ(data_parts(render("[{{ messages[0].content[4] }}]", c)), (std::vector<std::string>{"<"}));
   // Characters of a string printed one by one are all data, and so is their concatenation.
@@ -190,10 +194,14 @@ void on_small_stack(F f) {
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 256 * 1024);
   pthread_t thread;
-  ASSERT_EQ(pthread_create(&thread, &attr, [](void* arg) -> void* {
-    (*static_cast<F*>(arg))();
-    return nullptr;
-  }, &f), 0);
+  ASSERT_EQ(pthread_create(
+                &thread, &attr,
+                [](void* arg) -> void* {
+                  (*static_cast<F*>(arg))();
+                  return nullptr;
+                },
+                &f),
+            0);
   pthread_join(thread, nullptr);
   pthread_attr_destroy(&attr);
 }

@@ -61,7 +61,8 @@ json tool_call_turn() {
 }
 
 json tool_result_turn() {
-  return json::parse(R"({"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "{\"temperature\": 21.5, \"sky\": \"clear\"}"})");
+  return json::parse(
+      R"({"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "{\"temperature\": 21.5, \"sky\": \"clear\"}"})");
 }
 
 // The conversations every template is rendered with, each with and without the generation prompt.
@@ -75,9 +76,12 @@ std::vector<std::pair<std::string, json>> conversations() {
       {"no system", json{{"messages", {user}}}},
       {"multi-turn", json{{"messages", {system, user, assistant, user2}}}},
       {"tools", json{{"messages", {user2}}, {"tools", {weather_tool(), search_tool()}}}},
-      {"tool calls", json{{"messages", {system, user2, tool_call_turn(), tool_result_turn(), message("assistant", "It is 21.5 °C and clear.")}},
-                          {"tools", {weather_tool()}}}},
-      {"tool result last", json{{"messages", {user2, tool_call_turn(), tool_result_turn()}}, {"tools", {weather_tool()}}}},
+      {"tool calls",
+       json{{"messages",
+             {system, user2, tool_call_turn(), tool_result_turn(), message("assistant", "It is 21.5 °C and clear.")}},
+            {"tools", {weather_tool()}}}},
+      {"tool result last",
+       json{{"messages", {user2, tool_call_turn(), tool_result_turn()}}, {"tools", {weather_tool()}}}},
       {"extra kwargs", json{{"messages", {system, user}}, {"enable_thinking", false}, {"date_string", "01 Jan 2025"}}},
   };
   std::vector<std::pair<std::string, json>> all;

@@ -66,7 +66,8 @@ std::string random_walk(const std::shared_ptr<const Grammar>& g, std::mt19937& r
     if (m.can_end() && rng() % 100 < 5 + step / 4) return out;
     std::shuffle(order.begin(), order.end(), rng);
     if (rng() % 1000 < std::min<size_t>(950, step * 3)) {
-      for (const char32_t closer : {U']', U'}', U'"'}) std::iter_swap(order.begin(), std::find(order.begin(), order.end(), closer));
+      for (const char32_t closer : {U']', U'}', U'"'})
+        std::iter_swap(order.begin(), std::find(order.begin(), order.end(), closer));
     }
     bool moved = false;
     for (const char32_t c : order) {
@@ -93,7 +94,8 @@ Validation validate_with_python(const json& cases) {
   if (std::system("/usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1") != 0) return v;
   const std::string path = testing::TempDir() + "json_schema_documents.json";
   std::ofstream(path) << cases.dump();
-  const std::string command = "/usr/bin/python3 " + std::string(PAGODA_SOURCE_DIR) + "/tests/data/validate_json_schema.py " + path;
+  const std::string command =
+      "/usr/bin/python3 " + std::string(PAGODA_SOURCE_DIR) + "/tests/data/validate_json_schema.py " + path;
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return v;
   char line[4096];
@@ -144,7 +146,10 @@ json random_schema(std::mt19937& rng, int depth) {
       json values = json::array();
       for (int i = 0, n = 1 + pick(4); i < n; ++i) {
         const int v = pick(4);
-        values.push_back(v == 0 ? json(pick(100)) : v == 1 ? json("v" + std::to_string(pick(50))) : v == 2 ? json(nullptr) : json(pick(2) == 0));
+        values.push_back(v == 0   ? json(pick(100))
+                         : v == 1 ? json("v" + std::to_string(pick(50)))
+                         : v == 2 ? json(nullptr)
+                                  : json(pick(2) == 0));
       }
       return {{"enum", values}};
     }
@@ -206,7 +211,8 @@ TEST(JsonSchema, RandomWalksValidateWithPythonJsonschema) {
     cases.push_back({{"schema", json::parse(schema)}, {"documents", docs}});
   }
   const Validation v = validate_with_python(cases);
-  if (!v.ran) GTEST_SKIP() << "/usr/bin/python3 with jsonschema (Debian python3-jsonschema) is absent: documents not validated";
+  if (!v.ran)
+    GTEST_SKIP() << "/usr/bin/python3 with jsonschema (Debian python3-jsonschema) is absent: documents not validated";
   EXPECT_EQ(v.checked, documents);
   EXPECT_EQ(v.failures, "") << "case numbers index: handwritten first, then random; see " << testing::TempDir()
                             << "json_schema_documents.json";
@@ -221,18 +227,19 @@ TEST(JsonSchema, RejectsDocumentsThatBreakTheSchema) {
                     "{\n  \"name\": \"Bo\",\n  \"role\": \"user\"\n}"},
                    // Line by line: a missing required property, a wrong type, too long; out of range; not in
                    // the enum, an extra property, two commas; something after the value, whitespace past the bound.
-                   {R"({"age": 36})", R"({"name": 5})", R"({"name": "Adele"})",
-                    R"({"name": "Ada", "age": 151})", R"({"name": "Ada", "age": -1})", R"({"name": "Ada", "age": 3.5})",
+                   {R"({"age": 36})", R"({"name": 5})", R"({"name": "Adele"})", R"({"name": "Ada", "age": 151})",
+                    R"({"name": "Ada", "age": -1})", R"({"name": "Ada", "age": 3.5})",
                     R"({"name": "Ada", "role": "root"})", R"({"name": "Ada", "email": "a@b.c"})",
-                    R"({"name": "Ada",, "age": 1})",
-                    R"({"name": "Ada"}   )", "{\"name\":    \"Ada\"}"});
+                    R"({"name": "Ada",, "age": 1})", R"({"name": "Ada"}   )", "{\"name\":    \"Ada\"}"});
 
-  const auto extras = compile(R"({"type": "object", "properties": {"id": {"type": "integer"}}, "additionalProperties": {"type": "boolean"}})");
+  const auto extras = compile(
+      R"({"type": "object", "properties": {"id": {"type": "integer"}}, "additionalProperties": {"type": "boolean"}})");
   // A declared key only in its place.
   expect_sentences(extras, {R"({"id": 1, "ok": true, "idx": false})"},
                    {R"({"ok": true, "id": 1})", R"({"id": 1, "ok": 1})", R"({"id": 1, "id": 2})"});
 
-  const auto tuple = compile(R"({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false, "minItems": 1})");
+  const auto tuple = compile(
+      R"({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false, "minItems": 1})");
   expect_sentences(tuple, {R"(["a"])", R"(["a", 2])"}, {R"([])", R"(["a", 2, 3])", R"([1, "a"])"});
 
   const auto date = compile(R"({"type": "string", "format": "date"})");
@@ -265,13 +272,15 @@ void enumerate(const GrammarMatcher& m, std::string& text, size_t max_length, st
 
 TEST(JsonSchema, IntegerRangesAreExact) {
   std::mt19937 rng(7);
-  std::vector<std::pair<int, int>> ranges = {{-15, 1234}, {0, 9}, {-9, -1}, {10, 99}, {-1000, 1000}, {7, 7}, {0, 0}, {99, 101}, {-101, -99}};
+  std::vector<std::pair<int, int>> ranges = {{-15, 1234}, {0, 9}, {-9, -1},  {10, 99},   {-1000, 1000},
+                                             {7, 7},      {0, 0}, {99, 101}, {-101, -99}};
   for (int i = 0; i < 30; ++i) {
     const int lo = int(rng() % 4000) - 2000;
     ranges.emplace_back(lo, lo + int(rng() % 1500));
   }
   for (const auto& [lo, hi] : ranges) {
-    const std::string schema = "{\"type\": \"integer\", \"minimum\": " + std::to_string(lo) + ", \"maximum\": " + std::to_string(hi) + "}";
+    const std::string schema =
+        "{\"type\": \"integer\", \"minimum\": " + std::to_string(lo) + ", \"maximum\": " + std::to_string(hi) + "}";
     SCOPED_TRACE(schema);
     std::set<std::string> got, want;
     std::string text;
@@ -286,7 +295,8 @@ TEST(JsonSchema, IntegerRangesAreExact) {
 
 TEST(JsonSchema, IntegerWalksReachBothEnds) {
   for (const auto& [lo, hi] : std::vector<std::pair<int, int>>{{-15, 1234}, {0, 9}}) {
-    const auto g = compile("{\"type\": \"integer\", \"minimum\": " + std::to_string(lo) + ", \"maximum\": " + std::to_string(hi) + "}");
+    const auto g = compile("{\"type\": \"integer\", \"minimum\": " + std::to_string(lo) +
+                           ", \"maximum\": " + std::to_string(hi) + "}");
     std::mt19937 rng(11);
     int seen_lo = hi, seen_hi = lo;
     for (int walk = 0; walk < 20000; ++walk) {
@@ -305,11 +315,15 @@ TEST(JsonSchema, IntegerWalksReachBothEnds) {
 
 TEST(JsonSchema, NamedRulesComposeIntoALargerGrammar) {
   const JsonSchemaRules weather = json_schema_rules(
-      R"({"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["C", "F"]}}, "required": ["city"]})", "weather-args");
-  const JsonSchemaRules time = json_schema_rules(R"({"type": "object", "properties": {"zone": {"type": "string", "maxLength": 8}}, "required": ["zone"]})", "time-args");
+      R"({"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["C", "F"]}}, "required": ["city"]})",
+      "weather-args");
+  const JsonSchemaRules time = json_schema_rules(
+      R"({"type": "object", "properties": {"zone": {"type": "string", "maxLength": 8}}, "required": ["zone"]})",
+      "time-args");
   EXPECT_EQ(weather.root, "weather-args");
   const std::string gbnf = "root ::= \"{\\\"name\\\": \\\"get_weather\\\", \\\"arguments\\\": \" " + weather.root +
-                           " \"}\" | \"{\\\"name\\\": \\\"get_time\\\", \\\"arguments\\\": \" " + time.root + " \"}\"\n" + weather.rules + time.rules;
+                           " \"}\" | \"{\\\"name\\\": \\\"get_time\\\", \\\"arguments\\\": \" " + time.root +
+                           " \"}\"\n" + weather.rules + time.rules;
   const auto g = std::make_shared<const Grammar>(parse_gbnf(gbnf));
   EXPECT_TRUE(accepts(g, R"({"name": "get_weather", "arguments": {"city": "Oslo", "unit": "C"}})"));
   EXPECT_TRUE(accepts(g, R"({"name": "get_time", "arguments": {"zone": "UTC"}})"));
@@ -338,26 +352,35 @@ TEST(JsonSchema, RefusalsNameTheSchemaPath) {
   EXPECT_EQ(schema_error(R"({"properties": {"age": {"type": "integer", "minimum": "x"}}})"),
             "json schema: /properties/age/minimum: must be a number");
   EXPECT_EQ(schema_error(R"({"type": "strin"})"), "json schema: /type: unknown type 'strin'");
-  EXPECT_EQ(schema_error(R"({"properties": {"a": {"not": {"type": "string"}}}})"), "json schema: /properties/a/not: not supported for generation");
+  EXPECT_EQ(schema_error(R"({"properties": {"a": {"not": {"type": "string"}}}})"),
+            "json schema: /properties/a/not: not supported for generation");
   EXPECT_EQ(schema_error(R"({"type": "string", "maxLength": 5000})"),
             "json schema: /maxLength: above 1000, the largest count pagoda compiles");
-  EXPECT_EQ(schema_error(R"({"type": "integer", "minimum": 5, "maximum": 4})"), "json schema: /: no integer satisfies the bounds");
+  EXPECT_EQ(schema_error(R"({"type": "integer", "minimum": 5, "maximum": 4})"),
+            "json schema: /: no integer satisfies the bounds");
   EXPECT_EQ(schema_error(R"({"$ref": "#/$defs/missing"})"), "json schema: /$ref: '#/$defs/missing' points at nothing");
   EXPECT_EQ(schema_error(R"({"$ref": "https://example.com/s.json"})"),
             "json schema: /$ref: only local references ('#...') are supported, not 'https://example.com/s.json'");
-  EXPECT_EQ(schema_error(R"({"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/b"}, {"type": "null"}]}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"})"),
-            "json schema: /$defs/b/$ref: '#/$defs/a' refers back to itself (#/$defs/a -> #/$defs/b -> #/$defs/a) without an object or array in between");
+  EXPECT_EQ(
+      schema_error(
+          R"({"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/b"}, {"type": "null"}]}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"})"),
+      "json schema: /$defs/b/$ref: '#/$defs/a' refers back to itself (#/$defs/a -> #/$defs/b -> #/$defs/a) without an "
+      "object or array in between");
   EXPECT_EQ(schema_error(R"({"items": {"type": "string", "pattern": "^(?=a)b$"}})"),
             "json schema: /items/pattern: pattern: lookaround and named groups are not supported (at character 2)");
   EXPECT_EQ(schema_error(R"({"type": "string", "pattern": "a", "maxLength": 3})"),
             "json schema: /pattern: a pattern together with a length or format is not supported");
   EXPECT_EQ(schema_error(R"({"enum": [1, 2], "type": "string"})"), "json schema: /enum: no value of the schema's type");
-  EXPECT_EQ(schema_error(R"({"allOf": [{"type": "string"}, {"type": "integer"}]})"), "json schema: /allOf: the parts' types have nothing in common");
-  EXPECT_EQ(schema_error(R"({"allOf": [{"$ref": "#"}]})"), "json schema: /allOf/0/$ref: '#' is merged into itself (a $ref cycle through allOf)");
+  EXPECT_EQ(schema_error(R"({"allOf": [{"type": "string"}, {"type": "integer"}]})"),
+            "json schema: /allOf: the parts' types have nothing in common");
+  EXPECT_EQ(schema_error(R"({"allOf": [{"$ref": "#"}]})"),
+            "json schema: /allOf/0/$ref: '#' is merged into itself (a $ref cycle through allOf)");
   EXPECT_EQ(schema_error(R"({"type": "array", "uniqueItems": 1})"), "json schema: /uniqueItems: must be a boolean");
-  EXPECT_EQ(schema_error(R"({"properties": {"a": false}, "required": ["a"]})"), "json schema: /properties/a: the schema false admits no value");
+  EXPECT_EQ(schema_error(R"({"properties": {"a": false}, "required": ["a"]})"),
+            "json schema: /properties/a: the schema false admits no value");
   EXPECT_EQ(schema_error(R"({"type": "number", "minimum": 0.25, "maximum": 0.75})"),
-            "json schema: /: no number pagoda can write satisfies the bounds (number bounds are kept at integer granularity)");
+            "json schema: /: no number pagoda can write satisfies the bounds (number bounds are kept at integer "
+            "granularity)");
   EXPECT_EQ(schema_error("{\"type\": ").rfind("json schema: not valid JSON: ", 0), 0u);
   EXPECT_EQ(schema_error("[1]"), "json schema: /: a schema must be an object or a boolean");
 }
@@ -369,13 +392,14 @@ TEST(JsonSchema, OutputIsBounded) {
   EXPECT_NE(schema_error(deep).find("nested deeper than 64"), std::string::npos) << schema_error(deep);
   std::string defs = R"({"$defs": {"d0": {"type": "object", "properties": {"x": {"type": "integer"}}})";
   for (int i = 1; i < 40; ++i) {
-    defs += ", \"d" + std::to_string(i) + "\": {\"allOf\": [{\"$ref\": \"#/$defs/d" + std::to_string(i - 1) + "\"}, {\"anyOf\": [{\"$ref\": \"#/$defs/d" +
-            std::to_string(i - 1) + "\"}, {\"required\": [\"x\"]}]}]}";
+    defs += ", \"d" + std::to_string(i) + "\": {\"allOf\": [{\"$ref\": \"#/$defs/d" + std::to_string(i - 1) +
+            "\"}, {\"anyOf\": [{\"$ref\": \"#/$defs/d" + std::to_string(i - 1) + "\"}, {\"required\": [\"x\"]}]}]}";
   }
   defs += R"(}, "$ref": "#/$defs/d39"})";
   EXPECT_NE(schema_error(defs).find("json schema: "), std::string::npos);
   std::string many = R"({"type": "object", "properties": {)";
-  for (int i = 0; i < 50; ++i) many += std::string(i ? ", " : "") + "\"p" + std::to_string(i) + "\": {\"type\": \"string\", \"maxLength\": 1000}";
+  for (int i = 0; i < 50; ++i)
+    many += std::string(i ? ", " : "") + "\"p" + std::to_string(i) + "\": {\"type\": \"string\", \"maxLength\": 1000}";
   many += "}}";
   EXPECT_NE(schema_error(many).find("repetitions add up to more than 40000"), std::string::npos) << schema_error(many);
 }

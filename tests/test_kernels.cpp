@@ -23,9 +23,7 @@ using namespace pagoda::kernels;
 using pagoda::test::random_uniform;
 using pagoda::test::supported_isas;
 
-bool bitwise_equal(const float* a, const float* b, std::size_t n) {
-  return std::memcmp(a, b, n * sizeof(float)) == 0;
-}
+bool bitwise_equal(const float* a, const float* b, std::size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
 // Runs every test once per supported ISA, switching the kernel tables with set_isa().
 class KernelTest : public ::testing::TestWithParam<Isa> {
@@ -62,8 +60,8 @@ TEST(CpuFeatures, PackingForAMissingIsaThrows) {
 
 // ---- GEMM ----
 
-void reference_matmul(const std::vector<float>& a, int M, int K, const std::vector<float>& w,
-                      int N, std::vector<double>& c, std::vector<double>& magnitude) {
+void reference_matmul(const std::vector<float>& a, int M, int K, const std::vector<float>& w, int N,
+                      std::vector<double>& c, std::vector<double>& magnitude) {
   c.assign(std::size_t(M) * N, 0.0);
   magnitude.assign(c.size(), 0.0);
   for (int m = 0; m < M; ++m)
@@ -81,7 +79,9 @@ void reference_matmul(const std::vector<float>& a, int M, int K, const std::vect
 
 TEST_P(KernelTest, MatmulMatchesDoubleReference) {
   const int sizes[] = {1, 3, 17, 31, 33, 65, 100, 288};
-  struct Shape { int M, N, K; };
+  struct Shape {
+    int M, N, K;
+  };
   std::vector<Shape> shapes;
   for (int M : sizes)
     for (int N : {1, 17, 33, 100, 288})
@@ -170,8 +170,7 @@ TEST_P(KernelTest, MatmulColumnsAreIndependentOfN) {
   std::vector<float> c_full(std::size_t(M) * 40), c_part(std::size_t(M) * 17);
   matmul(a.data(), M, K, full, c_full.data(), 40);
   matmul(a.data(), M, K, part, c_part.data(), 17);
-  for (int m = 0; m < M; ++m)
-    ASSERT_TRUE(bitwise_equal(c_full.data() + m * 40, c_part.data() + m * 17, 17)) << m;
+  for (int m = 0; m < M; ++m) ASSERT_TRUE(bitwise_equal(c_full.data() + m * 40, c_part.data() + m * 17, 17)) << m;
 }
 
 TEST(Matmul, UsesTheKernelOfThePackedIsa) {
@@ -249,7 +248,8 @@ TEST_P(KernelTest, SwigluMatchesPortableAlmostEverywhere) {
   for (int i = 0; i < n; ++i) {
     if (out[i] == portable[i]) continue;
     ++differ;
-    ASSERT_LE(std::fabs(out[i] - portable[i]), 4 * std::fabs(std::nextafter(portable[i], 0.0f) - portable[i])) << gate[i];
+    ASSERT_LE(std::fabs(out[i] - portable[i]), 4 * std::fabs(std::nextafter(portable[i], 0.0f) - portable[i]))
+        << gate[i];
   }
   EXPECT_LT(differ, n / 1000);
 }
@@ -332,12 +332,14 @@ TEST(Rope, MatchesReferenceAndTable) {
 // Keys and values for n_ctx positions, stored both contiguously and scattered over pages.
 struct Cache {
   int head_dim, n_ctx, tokens_per_page;
-  std::vector<float> k, v;                    // [n_ctx][head_dim]
+  std::vector<float> k, v;  // [n_ctx][head_dim]
   std::vector<std::vector<float>> k_store, v_store;
   std::vector<const float*> k_pages, v_pages;
 
   Cache(int head_dim, int n_ctx, int tokens_per_page, unsigned seed)
-      : head_dim(head_dim), n_ctx(n_ctx), tokens_per_page(tokens_per_page),
+      : head_dim(head_dim),
+        n_ctx(n_ctx),
+        tokens_per_page(tokens_per_page),
         k(random_uniform(std::size_t(n_ctx) * head_dim, seed, -2.0f, 2.0f)),
         v(random_uniform(std::size_t(n_ctx) * head_dim, seed + 1)) {
     const int pages = (n_ctx + tokens_per_page - 1) / tokens_per_page;
@@ -361,8 +363,8 @@ struct Cache {
   }
 };
 
-std::vector<double> reference_attention(const std::vector<float>& q, int group, const Cache& cache,
-                                        int ctx, float scale) {
+std::vector<double> reference_attention(const std::vector<float>& q, int group, const Cache& cache, int ctx,
+                                        float scale) {
   const int hd = cache.head_dim;
   std::vector<double> out(std::size_t(group) * hd, 0.0);
   for (int g = 0; g < group; ++g) {
@@ -393,8 +395,8 @@ TEST_P(KernelTest, PagedAttentionMatchesReference) {
           const auto out = cache.attend(q, group, n_ctx, scale);
           const auto ref = reference_attention(q, group, cache, n_ctx, scale);
           for (std::size_t i = 0; i < out.size(); ++i)
-            ASSERT_NEAR(out[i], ref[i], 2e-6) << "head_dim " << head_dim << " page " << tokens_per_page
-                                              << " n_ctx " << n_ctx << " group " << group << " at " << i;
+            ASSERT_NEAR(out[i], ref[i], 2e-6) << "head_dim " << head_dim << " page " << tokens_per_page << " n_ctx "
+                                              << n_ctx << " group " << group << " at " << i;
         }
       }
     }

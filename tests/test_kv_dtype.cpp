@@ -45,7 +45,12 @@ std::vector<float> round_trip(KvCacheType type, const std::vector<float>& x) {
 
 // A small random Llama whose head_dim (32) fits every type, q8_0 included.
 ModelConfig q8_friendly_config() {
-  return {.dim = 128, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .ffn_dim = 256, .vocab_size = 1000,
+  return {.dim = 128,
+          .n_layers = 2,
+          .n_heads = 4,
+          .n_kv_heads = 2,
+          .ffn_dim = 256,
+          .vocab_size = 1000,
           .context_length = 256};
 }
 
@@ -74,7 +79,7 @@ TEST(KvRows, NamesParseBack) {
 TEST(KvRows, F16AndBf16RoundToNearestEven) {
   // 1 + 2^-11 lies halfway between halves 1 and 1 + 2^-10: ties go to the even one (1).
   EXPECT_EQ(kernels::f32_to_f16(1.0f + 0x1p-11f), 0x3c00);
-  EXPECT_EQ(kernels::f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);  // tie between 0x3c01 and 0x3c02
+  EXPECT_EQ(kernels::f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);         // tie between 0x3c01 and 0x3c02
   EXPECT_EQ(kernels::f32_to_f16(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);  // above the tie
   EXPECT_EQ(kernels::f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);
   EXPECT_EQ(kernels::f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
@@ -152,9 +157,26 @@ TEST(KvLayout, Q8_0NeedsHeadDimInWholeBlocks) {
 // of overflow and of the subnormals, infinities, zeros and NaNs with payloads, at every length
 // (whole vectors and tails).
 TEST(KvRows, EveryIsaNarrowsAsTheScalarConversions) {
-  std::vector<float> x = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 65504.0f,
-                          65519.99f, 65520.0f, -65520.0f, 0x1p-14f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1p-26f,
-                          -0x1.4p-20f, 0x1p-130f, 3e38f, 0.0f, -0.0f, __builtin_inff(), -__builtin_inff()};
+  std::vector<float> x = {1.0f + 0x1p-11f,
+                          1.0f + 3 * 0x1p-11f,
+                          1.0f + 0x1p-8f,
+                          1.0f + 3 * 0x1p-8f,
+                          65504.0f,
+                          65519.99f,
+                          65520.0f,
+                          -65520.0f,
+                          0x1p-14f,
+                          0x1p-24f,
+                          0x1p-25f,
+                          0x1.8p-25f,
+                          0x1p-26f,
+                          -0x1.4p-20f,
+                          0x1p-130f,
+                          3e38f,
+                          0.0f,
+                          -0.0f,
+                          __builtin_inff(),
+                          -__builtin_inff()};
   for (uint32_t bits : {0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7fa5a5a5u, 0xff812345u}) {
     x.push_back(std::bit_cast<float>(bits));
   }
@@ -164,7 +186,8 @@ TEST(KvRows, EveryIsaNarrowsAsTheScalarConversions) {
   for (KvCacheType type : {KvCacheType::F16, KvCacheType::BF16}) {
     for (size_t n : {size_t(1), size_t(7), size_t(8), size_t(15), size_t(16), size_t(33), x.size()}) {
       std::vector<uint16_t> want(n);
-      for (size_t i = 0; i < n; ++i) want[i] = type == KvCacheType::F16 ? kernels::f32_to_f16(x[i]) : kernels::f32_to_bf16(x[i]);
+      for (size_t i = 0; i < n; ++i)
+        want[i] = type == KvCacheType::F16 ? kernels::f32_to_f16(x[i]) : kernels::f32_to_bf16(x[i]);
       for (kernels::Isa isa : supported_isas()) {
         SCOPED_TRACE(std::string(kv_cache_type_name(type)) + " n=" + std::to_string(n) + " " + kernels::isa_name(isa));
         ASSERT_TRUE(kernels::set_isa(isa));
@@ -303,9 +326,8 @@ TEST_P(KvAttention, TokensTogetherAreBitwiseTheTokensAlone) {
           const size_t stride = size_t(group) * head_dim + 5;  // rows need not be packed
           const auto q = random_uniform(size_t(tokens) * stride, 61, -2.0f, 2.0f);
           std::vector<float> together(size_t(tokens) * stride, NAN);
-          kernels::paged_attention_tokens(type, q.data(), stride, tokens, group, head_dim, n_ctx0,
-                                          cache.k_pages.data(), cache.v_pages.data(), tokens_per_page, 0.2f,
-                                          together.data(), stride);
+          kernels::paged_attention_tokens(type, q.data(), stride, tokens, group, head_dim, n_ctx0, cache.k_pages.data(),
+                                          cache.v_pages.data(), tokens_per_page, 0.2f, together.data(), stride);
           for (int t = 0; t < tokens; ++t) {
             std::vector<float> alone(size_t(group) * head_dim, NAN);
             kernels::paged_attention(type, q.data() + t * stride, group, head_dim, n_ctx0 + t, cache.k_pages.data(),
@@ -334,7 +356,8 @@ struct Fixture {
   ModelRunner runner;
   PagePool pool;
   Fixture(const std::string& path, int threads, KvCacheType type, int32_t tokens_per_page = 16, int32_t pages = 2048)
-      : model(load_model(path)), runner(model, threads),
+      : model(load_model(path)),
+        runner(model, threads),
         pool(KvLayout::for_model(model.config, tokens_per_page, type), pages) {}
 };
 
@@ -394,10 +417,12 @@ TEST(KvDtypeForward, BatchInvariancePerType) {
           std::vector<DrivenSequence> seqs;
           seqs.emplace_back(target_prompt, int32_t(target_prompt.size()) + kGenerated, -1, 16);
           if (crowd) {
-            for (size_t i = 1; i < prompts.size(); ++i) seqs.emplace_back(prompts[i], int32_t(prompts[i].size()) + kGenerated, -1, 16);
+            for (size_t i = 1; i < prompts.size(); ++i)
+              seqs.emplace_back(prompts[i], int32_t(prompts[i].size()) + kGenerated, -1, 16);
           }
           run_together(f.runner, f.pool, seqs, chunk);
-          check(seqs[0], "threads " + std::to_string(threads) + ", chunk " + std::to_string(chunk) + (crowd ? ", crowd" : ", alone"));
+          check(seqs[0], "threads " + std::to_string(threads) + ", chunk " + std::to_string(chunk) +
+                             (crowd ? ", crowd" : ", alone"));
           EXPECT_EQ(f.pool.free_pages(), f.pool.capacity());
         }
       }
@@ -420,7 +445,8 @@ TEST(KvDtypeForward, BatchInvariancePerType) {
 }
 
 // Teacher-forced logits at every position with `type` KV against f32 KV: max relative error.
-double logits_error_vs_f32(const std::string& path, KvCacheType type, const std::vector<std::vector<int32_t>>& prompts) {
+double logits_error_vs_f32(const std::string& path, KvCacheType type,
+                           const std::vector<std::vector<int32_t>>& prompts) {
   Fixture exact(path, 2, KvCacheType::F32), lossy(path, 2, type);
   double worst = 0.0;
   for (const auto& p : prompts) {
@@ -429,7 +455,8 @@ double logits_error_vs_f32(const std::string& path, KvCacheType type, const std:
     b.emplace_back(p, int32_t(p.size()), -1, 16);
     run_together(exact.runner, exact.pool, a, 1, true);
     run_together(lossy.runner, lossy.pool, b, 1, true);
-    for (size_t i = 0; i < a[0].logits.size(); ++i) worst = std::max(worst, test::relative_error(b[0].logits[i], a[0].logits[i]));
+    for (size_t i = 0; i < a[0].logits.size(); ++i)
+      worst = std::max(worst, test::relative_error(b[0].logits[i], a[0].logits[i]));
   }
   return worst;
 }
@@ -509,8 +536,12 @@ TEST(KvDtypeEngine, PreemptionGivesIdenticalOutputsPerType) {
     }
     for (PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
       SCOPED_TRACE(std::string(kv_cache_type_name(type)) + (mode == PreemptionMode::Swap ? ", swap" : ", recompute"));
-      Engine engine({.model_path = q8_friendly_model(), .threads = 2, .kv_pages = 24, .tokens_per_page = 8,
-                     .kv_cache_type = type, .preemption = mode});
+      Engine engine({.model_path = q8_friendly_model(),
+                     .threads = 2,
+                     .kv_pages = 24,
+                     .tokens_per_page = 8,
+                     .kv_cache_type = type,
+                     .preemption = mode});
       std::vector<RequestHandle> handles;
       for (const auto& p : prompts) handles.push_back(engine.submit(greedy_request(p)));
       int preempted = 0;
@@ -520,7 +551,8 @@ TEST(KvDtypeEngine, PreemptionGivesIdenticalOutputsPerType) {
         EXPECT_EQ(c.token_ids, want[i]) << i;
       }
       EXPECT_GT(preempted, 0) << "the pool was meant to run dry";
-      for (int i = 0; i < 30000 && engine.metrics().kv_pages_used != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      for (int i = 0; i < 30000 && engine.metrics().kv_pages_used != 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
       EXPECT_EQ(engine.metrics().kv_pages_used, 0);
       EXPECT_EQ(engine.metrics().kv_pages_total, 24);
     }
@@ -530,13 +562,15 @@ TEST(KvDtypeEngine, PreemptionGivesIdenticalOutputsPerType) {
 TEST(KvDtypeEngine, ByteBudgetBuysPagesByType) {
   int64_t pages[4];
   for (KvCacheType type : kAllTypes) {
-    Engine engine({.model_path = q8_friendly_model(), .threads = 1, .kv_bytes = size_t(8) << 20, .kv_cache_type = type});
+    Engine engine(
+        {.model_path = q8_friendly_model(), .threads = 1, .kv_bytes = size_t(8) << 20, .kv_cache_type = type});
     pages[int(type)] = engine.metrics().kv_pages_total;
   }
   // hd 32: a row is 128, 64, 64 and 34 bytes.
   EXPECT_EQ(pages[int(KvCacheType::F16)], 2 * pages[int(KvCacheType::F32)]);
   EXPECT_EQ(pages[int(KvCacheType::BF16)], pages[int(KvCacheType::F16)]);
-  EXPECT_EQ(pages[int(KvCacheType::Q8_0)], int64_t((size_t(8) << 20) / (2 * 2 * 2 * 16 * 34)));  // layers·K|V·heads·slots·row
+  EXPECT_EQ(pages[int(KvCacheType::Q8_0)],
+            int64_t((size_t(8) << 20) / (2 * 2 * 2 * 16 * 34)));  // layers·K|V·heads·slots·row
 }
 
 TEST(KvDtypeEngine, Q8_0OnAnIncompatibleHeadDimIsAClearError) {

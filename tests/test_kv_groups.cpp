@@ -51,7 +51,8 @@ TEST(KvGroups, NoSlidingLayerKeepsOneGroupOfEveryLayer) {
   EXPECT_EQ(layout.n_groups(), 1);
   EXPECT_EQ(layout.slots(), 5);
   EXPECT_EQ(layout.bytes_per_page(), size_t(5) * 2 * 2 * 16 * 16 * sizeof(float));
-  for (int32_t l = 0; l < 5; ++l) EXPECT_EQ(layout.block_offset(l, 1, 1), ((size_t(l) * 2 + 1) * 2 + 1) * layout.block_bytes());
+  for (int32_t l = 0; l < 5; ++l)
+    EXPECT_EQ(layout.block_offset(l, 1, 1), ((size_t(l) * 2 + 1) * 2 + 1) * layout.block_bytes());
 }
 
 TEST(KvGroups, Gemma2SplitsGlobalAndSlidingHalves) {
@@ -130,7 +131,8 @@ TEST(KvGroupsBlockTable, AdmissionReachesOneWindowIntoSlidingGroups) {
   std::vector<int32_t> pages(14);
   for (size_t i = 0; i < pages.size(); ++i) pages[i] = int32_t(i);
   t.grow(20, 40, pages, BlockTable::Reach::Admission);
-  EXPECT_EQ(t.pages(1), (std::vector<int32_t>{BlockTable::kHole, BlockTable::kHole, BlockTable::kHole, 10, 11, 12, 13}));
+  EXPECT_EQ(t.pages(1),
+            (std::vector<int32_t>{BlockTable::kHole, BlockTable::kHole, BlockTable::kHole, 10, 11, 12, 13}));
   EXPECT_EQ(t.capacity_tokens(), 28);
   EXPECT_EQ(t.pages_needed(20, 40), 3) << "the steps add the rest of the sliding group's pages";
 }
@@ -170,7 +172,8 @@ struct Holder {
     std::vector<int32_t> pages;
     for (int32_t g = 0; g < table.groups(); ++g) {
       pages.insert(pages.end(), cached[size_t(g)].begin(), cached[size_t(g)].end());
-      const int32_t fresh = table.group_pages_needed(g, from, to, BlockTable::Reach::Admission) - int32_t(cached[size_t(g)].size());
+      const int32_t fresh =
+          table.group_pages_needed(g, from, to, BlockTable::Reach::Admission) - int32_t(cached[size_t(g)].size());
       ASSERT_TRUE(pool.allocate(fresh, pages));
     }
     table.grow(from, to, pages, BlockTable::Reach::Admission);
@@ -306,7 +309,8 @@ class SlidingModels : public ::testing::TestWithParam<SlidingModel> {};
 // chunking; the sliding groups' old pages went back as it went, and every page comes back.
 TEST_P(SlidingModels, GenerationFarPastTheWindowMatchesTheOracle) {
   const Model model = load_model(synth_sliding(GetParam()));
-  ASSERT_GT(KvLayout::for_model(model.config, kTokensPerPage).n_groups(), GetParam().arch == Architecture::Phi3 ? 0 : 1);
+  ASSERT_GT(KvLayout::for_model(model.config, kTokensPerPage).n_groups(),
+            GetParam().arch == Architecture::Phi3 ? 0 : 1);
   ModelRunner runner(model, 2);
   PagePool pool(KvLayout::for_model(model.config, kTokensPerPage), 2048);
   const std::vector<int32_t> prompt = random_prompt(model.config.vocab_size, 20, 5);
@@ -320,7 +324,8 @@ TEST_P(SlidingModels, GenerationFarPastTheWindowMatchesTheOracle) {
   ASSERT_EQ(s.generated().size(), size_t(kNew));
   ReferenceModel oracle(model);
   for (size_t pos = 0; pos + 1 < s.tokens.size(); ++pos) {
-    EXPECT_LT(test::relative_error(s.logits[pos], oracle.forward(s.tokens[pos], int32_t(pos))), 1e-4) << "position " << pos;
+    EXPECT_LT(test::relative_error(s.logits[pos], oracle.forward(s.tokens[pos], int32_t(pos))), 1e-4)
+        << "position " << pos;
   }
 
   std::vector<DrivenSequence> crowd;
@@ -367,7 +372,8 @@ TEST_P(SlidingModels, PagesInUseStayWithinTheWindowBound) {
     peak = std::max(peak, pool.used_pages());
     Batch batch;
     const bool last = n_cached + n == int32_t(tokens.size());
-    batch.entries.push_back({std::span<const int32_t>(tokens).subspan(size_t(n_cached), size_t(n)), n_cached, &table, last});
+    batch.entries.push_back(
+        {std::span<const int32_t>(tokens).subspan(size_t(n_cached), size_t(n)), n_cached, &table, last});
     runner.forward(batch, pool.view(), logits);
     n_cached += n;
     pool.release(table.take_dead_pages(n_cached));
@@ -381,7 +387,9 @@ TEST_P(SlidingModels, PagesInUseStayWithinTheWindowBound) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Synth, SlidingModels, ::testing::ValuesIn(kModels),
-                         [](const ::testing::TestParamInfo<SlidingModel>& info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<SlidingModel>& info) {
+                           return std::string(info.param.name);
+                         });
 
 // ---- through the Engine ----
 
@@ -392,8 +400,13 @@ Request greedy(const std::vector<int32_t>& prompt, int32_t n) {
 }
 
 EngineConfig engine_config(const std::string& path) {
-  return {.model_path = path, .threads = 2, .kv_pages = 4096, .tokens_per_page = kTokensPerPage,
-          .kv_cache_type = KvCacheType::F32, .max_tokens_per_step = 16, .prefill_chunk = 16};
+  return {.model_path = path,
+          .threads = 2,
+          .kv_pages = 4096,
+          .tokens_per_page = kTokensPerPage,
+          .kv_cache_type = KvCacheType::F32,
+          .max_tokens_per_step = 16,
+          .prefill_chunk = 16};
 }
 
 // A shared prefix of 48 positions (six windows) hits the cache after the first request gave
@@ -450,7 +463,8 @@ TEST_P(SlidingModels, PreemptionGivesTheTokensOfARoomyPool) {
   const std::vector<Completion> want = test::run_all(roomy, rs);
   const KvLayout layout = KvLayout::for_model(model.config, kTokensPerPage);
   const EngineConfig roomy_config = engine_config(path);
-  const auto one = int32_t(layout.peak_pages(int64_t(rs.back().prompt_ids.size()) + 70, roomy_config.max_tokens_per_step));
+  const auto one =
+      int32_t(layout.peak_pages(int64_t(rs.back().prompt_ids.size()) + 70, roomy_config.max_tokens_per_step));
   for (PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
     SCOPED_TRACE(mode == PreemptionMode::Swap ? "swap" : "recompute");
     EngineConfig cfg = roomy_config;
@@ -518,21 +532,24 @@ TEST(KvGroupsEngine, ALongGemma3GenerationFitsInAPoolTooSmallToKeepEveryPosition
   constexpr int32_t kNew = 480;
   const int64_t positions = int64_t(prompt.size()) + kNew;
   // What keeping every position costs, in bytes: every layer's K/V for all 500 positions.
-  const size_t every_position = size_t(positions) * size_t(model.config.n_layers) * 2 * size_t(model.config.n_kv_heads) *
-                                size_t(model.config.head_dim()) * sizeof(float);
+  const size_t every_position = size_t(positions) * size_t(model.config.n_layers) * 2 *
+                                size_t(model.config.n_kv_heads) * size_t(model.config.head_dim()) * sizeof(float);
   EngineConfig cfg = engine_config(path);
   cfg.kv_pages = 0;
   cfg.kv_bytes = every_position / 4;
   Engine engine(cfg);
   const int32_t pages = engine.metrics().kv_pages_total;
-  std::printf("[ gemma3 12 layers ] %d pages of %zu bytes (%zu bytes, 1/4 of every position's); one sequence of %lld "
-              "positions needs %lld at most\n",
-              pages, layout.bytes_per_page(), cfg.kv_bytes, (long long)positions,
-              (long long)layout.peak_pages(positions, cfg.max_tokens_per_step));
+  std::printf(
+      "[ gemma3 12 layers ] %d pages of %zu bytes (%zu bytes, 1/4 of every position's); one sequence of %lld "
+      "positions needs %lld at most\n",
+      pages, layout.bytes_per_page(), cfg.kv_bytes, (long long)positions,
+      (long long)layout.peak_pages(positions, cfg.max_tokens_per_step));
   ASSERT_LT(int64_t(pages) * kTokensPerPage, positions * layout.n_groups()) << "the pool could hold every position";
   Request r = greedy(prompt, kNew);
   std::atomic<int32_t> most_used{0};
-  r.on_token = [&](const StreamEvent&) { most_used = std::max(most_used.load(), int32_t(engine.metrics().kv_pages_used)); };
+  r.on_token = [&](const StreamEvent&) {
+    most_used = std::max(most_used.load(), int32_t(engine.metrics().kv_pages_used));
+  };
   RequestHandle h = engine.submit(r);
   const Completion c = test::await(h);
   EXPECT_EQ(c.finish_reason, FinishReason::Length);

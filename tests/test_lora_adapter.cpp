@@ -51,7 +51,7 @@ TEST(LoraAdapter, ProjectionNamesAndShapesAreLlamaCpps) {
   const Model m = load_model(test::tiny_gqa_model());
   const LayerWeights& w = m.weights.layers[0];
   const WeightTensor* weights[] = {&w.attn_q,   &w.attn_k, &w.attn_v,  &w.attn_output,
-                                         &w.ffn_gate, &w.ffn_up, &w.ffn_down};
+                                   &w.ffn_gate, &w.ffn_up, &w.ffn_down};
   const GgufFile f = GgufFile::open(test::tiny_gqa_model());
   for (LoraProjection p : kAll) {
     SCOPED_TRACE(lora_projection_name(p));

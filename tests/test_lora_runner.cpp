@@ -34,7 +34,8 @@ struct LoraFixture : ::testing::Test {
     }
   }
   std::vector<int32_t> prompt(int i) const {
-    return base.tokenizer.encode("Story " + std::to_string(i) + ": the fox and the " + std::string(size_t(1 + i % 4), 'o') + "wl", true);
+    return base.tokenizer.encode(
+        "Story " + std::to_string(i) + ": the fox and the " + std::string(size_t(1 + i % 4), 'o') + "wl", true);
   }
 };
 
@@ -53,7 +54,8 @@ TEST_F(LoraFixture, MatchesTheOracleOnMergedWeights) {
     for (size_t pos = 0; pos + 1 < s.tokens.size(); ++pos) {
       const auto& want = oracle.forward(s.tokens[pos], int32_t(pos));
       EXPECT_LT(test::relative_error(s.logits[pos], want), 1e-4) << "adapter " << i << ", position " << pos;
-      base_difference = std::max(base_difference, test::relative_error(s.logits[pos], plain.forward(s.tokens[pos], int32_t(pos))));
+      base_difference =
+          std::max(base_difference, test::relative_error(s.logits[pos], plain.forward(s.tokens[pos], int32_t(pos))));
     }
     EXPECT_GT(base_difference, 1e-2) << "the adapter should change the output";
 

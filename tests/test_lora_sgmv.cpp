@@ -53,7 +53,10 @@ struct Adapter {
   LoraFactors factors;  // set[0]
 
   Adapter(int rank_, int n_in_, int n_out_, float scale_, unsigned seed, LoraElement element = LoraElement::F32)
-      : rank(rank_), n_in(n_in_), n_out(n_out_), scale(scale_),
+      : rank(rank_),
+        n_in(n_in_),
+        n_out(n_out_),
+        scale(scale_),
         a(random_factor(std::size_t(rank) * n_in, seed, element)),
         b(random_factor(std::size_t(n_out) * rank, seed + 1000, element)),
         set(std::vector<LoraFactorSource>{{a.data(), b.data(), rank, n_in, n_out, scale, element}}),
@@ -81,8 +84,13 @@ struct Batch {
   }
 
   Batch(int rows_, int n_in_, int n_out_, unsigned seed)
-      : rows(rows_), n_in(n_in_), n_out(n_out_), ldx(n_in_ + 3), ldy(n_out_ + 5),
-        x(random_uniform(std::size_t(rows) * ldx, seed)), y(random_uniform(std::size_t(rows) * ldy, seed + 1)) {}
+      : rows(rows_),
+        n_in(n_in_),
+        n_out(n_out_),
+        ldx(n_in_ + 3),
+        ldy(n_out_ + 5),
+        x(random_uniform(std::size_t(rows) * ldx, seed)),
+        y(random_uniform(std::size_t(rows) * ldy, seed + 1)) {}
 
   std::vector<float> run(int threads = 2) const {
     std::vector<float> out = y;
@@ -200,7 +208,9 @@ TEST_P(LoraSgmv, MixedSegmentsEachRowItsOwnAdapter) {
   for (int m = 0; m < rows; ++m)
     if (!adapter_of_row[std::size_t(m)]) {
       EXPECT_EQ(std::memcmp(got.data() + std::size_t(m) * batch.ldy, batch.y.data() + std::size_t(m) * batch.ldy,
-                            std::size_t(batch.ldy) * sizeof(float)), 0) << "row " << m << " has no adapter";
+                            std::size_t(batch.ldy) * sizeof(float)),
+                0)
+          << "row " << m << " has no adapter";
     }
 }
 
@@ -217,7 +227,8 @@ TEST_P(LoraSgmv, RowIsBitIdenticalAloneInACrowdAndOnAnyThreadCount) {
     Batch alone(1, n_in, n_out, 9);
     alone.add_range(0, 1, &mine.factors);
     const std::vector<float> want = alone.run(1);
-    EXPECT_NE(std::memcmp(want.data(), alone.y.data(), sizeof(float) * std::size_t(n_out)), 0) << "the delta is not zero";
+    EXPECT_NE(std::memcmp(want.data(), alone.y.data(), sizeof(float) * std::size_t(n_out)), 0)
+        << "the delta is not zero";
 
     auto expect_row = [&](const Batch& b, int row, const std::vector<float>& got, const std::string& what) {
       EXPECT_EQ(std::memcmp(got.data() + std::size_t(row) * b.ldy, want.data(), sizeof(float) * std::size_t(n_out)), 0)
@@ -233,7 +244,8 @@ TEST_P(LoraSgmv, RowIsBitIdenticalAloneInACrowdAndOnAnyThreadCount) {
       Batch same(9, n_in, n_out, 100 + unsigned(pos));
       with_row(same, pos);
       same.add_range(0, 9, &mine.factors);
-      for (int threads : {1, 2}) expect_row(same, pos, same.run(threads), "one segment, position " + std::to_string(pos));
+      for (int threads : {1, 2})
+        expect_row(same, pos, same.run(threads), "one segment, position " + std::to_string(pos));
     }
 
     // A crowd of 67 rows: single-row segments of eight adapters, a long run of one, gaps.
@@ -300,7 +312,8 @@ TEST_P(LoraSgmv, SeveralProjectionsInOneCallMatchOneCallEach) {
                             a == 2 ? other : element());
   Batch batch(rows, n_in, ldy, 17);
   // Segments: rows 0-6 adapter 0, rows 9-12 and 2 more (scattered) adapter 1, rows 14-20 adapter 2.
-  const std::vector<std::vector<int>> segment_rows = {{0, 1, 2, 3, 4, 5, 6}, {9, 10, 11, 12, 7}, {14, 15, 16, 17, 18, 19, 20}};
+  const std::vector<std::vector<int>> segment_rows = {
+      {0, 1, 2, 3, 4, 5, 6}, {9, 10, 11, 12, 7}, {14, 15, 16, 17, 18, 19, 20}};
   std::vector<int> order;
   for (const auto& r : segment_rows) order.insert(order.end(), r.begin(), r.end());
   std::vector<std::vector<LoraSegment>> segments(3);

@@ -286,9 +286,7 @@ TEST(ModelErrors, TiedOutputIsAccepted) {
   EXPECT_EQ(m.weights.output.rows, m.weights.token_embd.rows);
 }
 
-TEST(ModelErrors, MissingFile) {
-  expect_load_error(test::scratch_path("does-not-exist.gguf"), "does-not-exist");
-}
+TEST(ModelErrors, MissingFile) { expect_load_error(test::scratch_path("does-not-exist.gguf"), "does-not-exist"); }
 
 // llama2.c checkpoints: every truncation and a header that disagrees with the size.
 TEST(ModelErrors, Llama2cTruncatedAndInconsistent) {
@@ -297,9 +295,7 @@ TEST(ModelErrors, Llama2cTruncatedAndInconsistent) {
   std::ifstream in(bin_path, std::ios::binary);
   const std::string bytes(std::istreambuf_iterator<char>(in), {});
   const std::string path = test::scratch_path("broken.bin");
-  auto write = [&](const std::string& content) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
-  };
+  auto write = [&](const std::string& content) { std::ofstream(path, std::ios::binary | std::ios::trunc) << content; };
   for (size_t cut : {size_t(0), size_t(3), size_t(27), size_t(28), size_t(1000), bytes.size() / 2, bytes.size() - 4}) {
     write(bytes.substr(0, cut));
     try {

@@ -25,7 +25,9 @@ struct Fixture {
   ModelRunner runner;
   PagePool pool;
   Fixture(const std::string& path, int threads, int32_t tokens_per_page = 16, int32_t pages = 4096)
-      : model(load_model(path)), runner(model, threads), pool(KvLayout::for_model(model.config, tokens_per_page), pages) {}
+      : model(load_model(path)),
+        runner(model, threads),
+        pool(KvLayout::for_model(model.config, tokens_per_page), pages) {}
 };
 
 // Logits at every position, batched with chunk size 1, against the oracle.
@@ -94,9 +96,11 @@ TEST(ModelRunner, BatchInvariance) {
   std::vector<std::vector<int32_t>> others;
   {
     const Model m = load_model(path);
-    target_prompt = m.tokenizer.encode("The quick brown fox jumps over the lazy dog, and then it naps in the sun.", true);
+    target_prompt =
+        m.tokenizer.encode("The quick brown fox jumps over the lazy dog, and then it naps in the sun.", true);
     for (int i = 0; i < 63; ++i) {
-      others.push_back(m.tokenizer.encode(std::string(size_t(1 + i % 9), 'a' + char(i % 26)) + " story number " + std::to_string(i), true));
+      others.push_back(m.tokenizer.encode(
+          std::string(size_t(1 + i % 9), 'a' + char(i % 26)) + " story number " + std::to_string(i), true));
     }
   }
   std::vector<std::vector<float>> baseline;
@@ -110,7 +114,8 @@ TEST(ModelRunner, BatchInvariance) {
           for (const auto& o : others) seqs.emplace_back(o, int32_t(o.size()) + 12, -1, 16);
         }
         run_together(f.runner, f.pool, seqs, chunk);
-        SCOPED_TRACE("threads " + std::to_string(threads) + ", chunk " + std::to_string(chunk) + (crowd ? ", with 63 others" : ", alone"));
+        SCOPED_TRACE("threads " + std::to_string(threads) + ", chunk " + std::to_string(chunk) +
+                     (crowd ? ", with 63 others" : ", alone"));
         // Only logits at the same positions compare: those after the whole prompt.
         const auto& logits = seqs[0].logits;
         std::vector<std::vector<float>> tail(logits.end() - 13, logits.end());

@@ -183,9 +183,10 @@ TEST(PagodaBench, DepthComesFromThePrefixCache) {
 TEST(PagodaBench, MarkdownIsLlamaBenchsTable) {
   const BenchRun r = run_bench("-m " + test::tiny_gqa_model() + " -p 16 -n 8 -r 1 -d 0,16");
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("| model                          |       size |     params | backend    | threads |            test |"
-                       "                  t/s |"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find("| model                          |       size |     params | backend    | threads |            test |"
+                 "                  t/s |"),
+      std::string::npos)
       << r.out;
   for (const std::string test : {"pp16", "tg8", "pp16 @ d16", "tg8 @ d16"}) {
     EXPECT_NE(r.out.find(" " + test + " |"), std::string::npos) << test << " in\n" << r.out;
@@ -194,7 +195,8 @@ TEST(PagodaBench, MarkdownIsLlamaBenchsTable) {
   EXPECT_NE(r.err.find("read bandwidth"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("load average at end"), std::string::npos) << r.err;
   // 2 layers × K and V × 2 KV heads × head_dim 8, in 4 and 2 bytes; q8_0 needs rows of 32.
-  EXPECT_NE(r.err.find("KV cache per token of context: f32 256, f16 128, bf16 128 bytes\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("KV cache per token of context: f32 256, f16 128, bf16 128 bytes\n"), std::string::npos)
+      << r.err;
 }
 
 TEST(PagodaBench, JsonlAndCsvHaveALinePerTest) {

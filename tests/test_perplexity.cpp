@@ -110,13 +110,15 @@ TEST_F(ScoringTest, AllLogitsRowsMatchTheOracleAndDoNotDependOnTheCrowd) {
 nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_all(path)); }
 
 TEST_F(ScoringTest, IdsAreScoredAtEveryPositionAsTheOracleScoresThem) {
-  if (!std::filesystem::exists(test::program_path("pagoda-perplexity"))) GTEST_SKIP() << "pagoda-perplexity is not built";
-  const std::vector<std::vector<int32_t>> seqs = {encode(read_all(kText).substr(0, 300)),
-                                                  encode("Once upon a time, there was a dog."), {1, 403}};
+  if (!std::filesystem::exists(test::program_path("pagoda-perplexity")))
+    GTEST_SKIP() << "pagoda-perplexity is not built";
+  const std::vector<std::vector<int32_t>> seqs = {
+      encode(read_all(kText).substr(0, 300)), encode("Once upon a time, there was a dog."), {1, 403}};
   const std::string ids = test::scratch_path("ids.json"), out = test::scratch_path("ids.out.json");
   std::ofstream(ids) << nlohmann::json(seqs).dump();
   // -b 64: the long sequence runs alone, the two short ones share a step.
-  const test::ProgramRun r = test::run_program("pagoda-perplexity", "-m " + path_ + " --ids " + ids + " -b 64 -t 2 --cache-type f32 --json " + out);
+  const test::ProgramRun r = test::run_program(
+      "pagoda-perplexity", "-m " + path_ + " --ids " + ids + " -b 64 -t 2 --cache-type f32 --json " + out);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("in 2 steps"), std::string::npos) << r.output;
   const nlohmann::json j = read_json(out);
@@ -143,10 +145,11 @@ TEST_F(ScoringTest, IdsAreScoredAtEveryPositionAsTheOracleScoresThem) {
 }
 
 TEST_F(ScoringTest, TextIsCutIntoChunksAsLlamaPerplexityCutsIt) {
-  if (!std::filesystem::exists(test::program_path("pagoda-perplexity"))) GTEST_SKIP() << "pagoda-perplexity is not built";
+  if (!std::filesystem::exists(test::program_path("pagoda-perplexity")))
+    GTEST_SKIP() << "pagoda-perplexity is not built";
   const std::string out = test::scratch_path("text.out.json");
-  const test::ProgramRun r =
-      test::run_program("pagoda-perplexity", "-m " + path_ + " -f " + kText + " -c 128 --chunks 3 -t 2 --cache-type f32 --json " + out);
+  const test::ProgramRun r = test::run_program(
+      "pagoda-perplexity", "-m " + path_ + " -f " + kText + " -c 128 --chunks 3 -t 2 --cache-type f32 --json " + out);
   ASSERT_EQ(r.status, 0) << r.output;
   const nlohmann::json j = read_json(out);
   ASSERT_EQ(j["sequences"].size(), 3u);
@@ -161,7 +164,8 @@ TEST_F(ScoringTest, TextIsCutIntoChunksAsLlamaPerplexityCutsIt) {
     chunk[0] = model_->tokenizer.bos_id();
     const auto want = oracle_logits(*model_, chunk);
     for (size_t pos = 0; pos < 128; ++pos) {
-      expect_same_argmax(got["argmax"][pos].get<int32_t>(), want[pos], "chunk " + std::to_string(c) + " position " + std::to_string(pos));
+      expect_same_argmax(got["argmax"][pos].get<int32_t>(), want[pos],
+                         "chunk " + std::to_string(c) + " position " + std::to_string(pos));
     }
     for (size_t k = 0; k < 63; ++k) {
       const double want_nll = nll(want[64 + k], chunk[65 + k]);
@@ -179,7 +183,8 @@ TEST_F(ScoringTest, TextIsCutIntoChunksAsLlamaPerplexityCutsIt) {
 // f32 cache's perplexity (the cache's rounding is all that differs). q8_0 blocks 32 values of a
 // head, so it runs on a random model with stories260K's vocabulary and head_dim 32.
 TEST_F(ScoringTest, EveryCacheTypeScoresTheTextNearTheF32Cache) {
-  if (!std::filesystem::exists(test::program_path("pagoda-perplexity"))) GTEST_SKIP() << "pagoda-perplexity is not built";
+  if (!std::filesystem::exists(test::program_path("pagoda-perplexity")))
+    GTEST_SKIP() << "pagoda-perplexity is not built";
   ModelConfig shape;
   shape.dim = 128, shape.n_layers = 2, shape.n_heads = 4, shape.n_kv_heads = 4, shape.ffn_dim = 256;
   shape.context_length = 256;
@@ -188,7 +193,8 @@ TEST_F(ScoringTest, EveryCacheTypeScoresTheTextNearTheF32Cache) {
   const std::string head_dim_32 = test::scratch_path("perplexity-hd32.gguf");
   write_synth_model(head_dim_32, spec);
   auto ppl = [&](const std::string& model, const std::string& flag, const std::string& named) {
-    const test::ProgramRun r = test::run_program("pagoda-perplexity", "-m " + model + " -f " + kText + " -c 128 --chunks 3 -t 2" + flag);
+    const test::ProgramRun r =
+        test::run_program("pagoda-perplexity", "-m " + model + " -f " + kText + " -c 128 --chunks 3 -t 2" + flag);
     EXPECT_EQ(r.status, 0) << r.output;
     EXPECT_NE(r.output.find(", " + named + " KV cache"), std::string::npos) << r.output;
     const size_t at = r.output.find("PPL = ");
@@ -204,13 +210,16 @@ TEST_F(ScoringTest, EveryCacheTypeScoresTheTextNearTheF32Cache) {
       EXPECT_NEAR(ppl(model, " --cache-type q8_0", "q8_0"), f32, 0.03 * f32);
     }
   }
-  const test::ProgramRun q8 = test::run_program("pagoda-perplexity", "-m " + path_ + " -f " + kText + " --cache-type q8_0");
+  const test::ProgramRun q8 =
+      test::run_program("pagoda-perplexity", "-m " + path_ + " -f " + kText + " --cache-type q8_0");
   EXPECT_NE(q8.status, 0);
-  EXPECT_NE(q8.output.find("q8_0 stores blocks of 32 values, but the model's head_dim is 8"), std::string::npos) << q8.output;
+  EXPECT_NE(q8.output.find("q8_0 stores blocks of 32 values, but the model's head_dim is 8"), std::string::npos)
+      << q8.output;
 }
 
 TEST_F(ScoringTest, BadInputsAreClearErrors) {
-  if (!std::filesystem::exists(test::program_path("pagoda-perplexity"))) GTEST_SKIP() << "pagoda-perplexity is not built";
+  if (!std::filesystem::exists(test::program_path("pagoda-perplexity")))
+    GTEST_SKIP() << "pagoda-perplexity is not built";
   auto expect_error = [&](const std::string& args, const std::string& message) {
     const test::ProgramRun r = test::run_program("pagoda-perplexity", args);
     EXPECT_NE(r.status, 0) << args;

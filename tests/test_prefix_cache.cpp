@@ -35,8 +35,7 @@ struct SwapOut {
   std::function<void()> while_swapped;
 };
 
-void swap_out_and_in(PagePool& pool, BlockTable& table, PrefixHashes& hashes, int32_t n_cached,
-                     const SwapOut& swap) {
+void swap_out_and_in(PagePool& pool, BlockTable& table, PrefixHashes& hashes, int32_t n_cached, const SwapOut& swap) {
   const size_t page_bytes = pool.layout().bytes_per_page();
   const int32_t used = int32_t(table.pages().size());
   std::vector<std::byte> host(size_t(used) * page_bytes);
@@ -83,8 +82,8 @@ Outcome run(ModelRunner& runner, PagePool& pool, const std::vector<int32_t>& pro
     if (!table.reserve(n_cached + n, pool)) throw std::runtime_error("the test's KV pool is too small");
     Batch batch;
     const bool last = n_cached + n == int32_t(tokens.size());
-    batch.entries.push_back({std::span<const int32_t>(tokens).subspan(size_t(n_cached), size_t(n)), n_cached, &table,
-                             last, lora});
+    batch.entries.push_back(
+        {std::span<const int32_t>(tokens).subspan(size_t(n_cached), size_t(n)), n_cached, &table, last, lora});
     runner.forward(batch, pool.view(), logits);
     n_cached += n;
     if (use_cache) {
@@ -124,7 +123,8 @@ class PrefixCacheLogits : public test::StoriesTest {
     // Long prompts: a golden prompt and its story, so they span several pages.
     for (const auto& g : cases_) {
       std::vector<int32_t> p = g.prompt_ids;
-      p.insert(p.end(), g.greedy_ids.begin(), g.greedy_ids.begin() + std::min<ptrdiff_t>(60, ptrdiff_t(g.greedy_ids.size())));
+      p.insert(p.end(), g.greedy_ids.begin(),
+               g.greedy_ids.begin() + std::min<ptrdiff_t>(60, ptrdiff_t(g.greedy_ids.size())));
       prompts.push_back(p);
     }
   }
@@ -291,8 +291,12 @@ TEST_F(PrefixCacheEngine, OutputsMatchTheUncachedEngineUnderPreemption) {
     for (int32_t pages : {400, 30}) {
       SCOPED_TRACE(std::string(mode == PreemptionMode::Recompute ? "recompute" : "swap") + ", pages " +
                    std::to_string(pages));
-      Engine engine({.model_path = model_, .threads = 2, .kv_pages = pages, .tokens_per_page = 8,
-                     .prefill_chunk = 16, .preemption = mode});
+      Engine engine({.model_path = model_,
+                     .threads = 2,
+                     .kv_pages = pages,
+                     .tokens_per_page = 8,
+                     .prefill_chunk = 16,
+                     .preemption = mode});
       // Warm the cache with the first of each opening, then everything at once.
       for (size_t i = 0; i < cases_.size(); ++i) {
         RequestHandle h = engine.submit(requests[i]);
@@ -380,7 +384,8 @@ TEST(PrefixCacheAdapters, AReloadedAdapterDoesNotHitOldPages) {
   r.max_new_tokens = 12;
   r.ignore_eos = true;
   auto outputs = [&](bool caching) {
-    Engine engine({.model_path = test::tiny_gqa_model(), .threads = 1, .tokens_per_page = 4, .prefix_caching = caching});
+    Engine engine(
+        {.model_path = test::tiny_gqa_model(), .threads = 1, .tokens_per_page = 4, .prefix_caching = caching});
     std::vector<std::vector<int32_t>> ids;
     std::vector<int64_t> hits;
     for (const std::string& file : files) {

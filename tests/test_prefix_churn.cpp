@@ -50,8 +50,13 @@ TEST(PrefixChurn, AccountingStaysExactUnderEvictionPreemptionAndCancels) {
     SCOPED_TRACE(mode == PreemptionMode::Recompute ? "recompute" : "swap");
     // 40 pages of 4 tokens: a few requests' worth, so cached pages are evicted and running
     // ones preempted.
-    Engine engine({.model_path = test::tiny_gqa_model(), .threads = 1, .kv_pages = 40, .tokens_per_page = 4,
-                   .max_running = 12, .prefill_chunk = 8, .preemption = mode});
+    Engine engine({.model_path = test::tiny_gqa_model(),
+                   .threads = 1,
+                   .kv_pages = 40,
+                   .tokens_per_page = 4,
+                   .max_running = 12,
+                   .prefill_chunk = 8,
+                   .preemption = mode});
     std::mt19937 rng(5);
     std::vector<RequestHandle> handles;
     std::vector<bool> cancelled(requests.size(), false);
@@ -97,8 +102,12 @@ TEST(PrefixChurn, AccountingStaysExactUnderEvictionPreemptionAndCancels) {
 // page is free or cached.
 TEST(PrefixChurn, ShutdownReleasesSharedPages) {
   const std::vector<Request> requests = churn_requests(23, 40);
-  Engine engine({.model_path = test::tiny_gqa_model(), .threads = 1, .kv_pages = 40, .tokens_per_page = 4,
-                 .max_running = 8, .prefill_chunk = 8});
+  Engine engine({.model_path = test::tiny_gqa_model(),
+                 .threads = 1,
+                 .kv_pages = 40,
+                 .tokens_per_page = 4,
+                 .max_running = 8,
+                 .prefill_chunk = 8});
   std::vector<RequestHandle> handles;
   for (const Request& r : requests) handles.push_back(engine.submit(r));
   std::this_thread::sleep_for(5ms);

@@ -17,11 +17,11 @@ namespace {
 
 using namespace pagoda::kernels;
 
-constexpr uint16_t kHalfQuarter = 0x3400;    // 0.25
-constexpr uint16_t kHalfHalf = 0x3800;       // 0.5
-constexpr uint16_t kHalfOne = 0x3c00;        // 1
-constexpr uint16_t kHalfTwo = 0x4000;        // 2
-constexpr uint16_t kHalfMinusOne = 0xbc00;   // -1
+constexpr uint16_t kHalfQuarter = 0x3400;   // 0.25
+constexpr uint16_t kHalfHalf = 0x3800;      // 0.5
+constexpr uint16_t kHalfOne = 0x3c00;       // 1
+constexpr uint16_t kHalfTwo = 0x4000;       // 2
+constexpr uint16_t kHalfMinusOne = 0xbc00;  // -1
 
 // 4-bit q for the 32-element types: element j < 16 in the low nibble of byte j, j + 16 high.
 int q4_of(int j) { return (j * 7 + 3) % 16; }
@@ -250,8 +250,8 @@ TEST(Dequantize, MatchesLlamaQuantizeOutputs) {
   const struct {
     const char* file;
     double max_relative_rms;
-  } files[] = {{"Q8_0", 0.01}, {"Q6_K", 0.03}, {"Q5_K_M", 0.06}, {"Q5_0", 0.06}, {"Q5_1", 0.06},
-               {"Q4_K_M", 0.12}, {"Q4_0", 0.12}, {"Q4_1", 0.12}};
+  } files[] = {{"Q8_0", 0.01}, {"Q6_K", 0.03},   {"Q5_K_M", 0.06}, {"Q5_0", 0.06},
+               {"Q5_1", 0.06}, {"Q4_K_M", 0.12}, {"Q4_0", 0.12},   {"Q4_1", 0.12}};
   for (const auto& f : files) {
     const std::string path = pagoda::test::shared_file(std::string("models/llamacpp-quant/l3v-") + f.file + ".gguf");
     ASSERT_FALSE(path.empty());

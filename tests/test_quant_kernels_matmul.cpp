@@ -26,9 +26,9 @@ using namespace pagoda::kernels;
 using pagoda::test::random_normal;
 using pagoda::test::supported_isas;
 
-constexpr QuantType kTypes[] = {QuantType::F32,  QuantType::F16,  QuantType::BF16, QuantType::Q8_0,
-                                QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1,
-                                QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::Q2_K,
+constexpr QuantType kTypes[] = {QuantType::F32,  QuantType::F16,    QuantType::BF16,  QuantType::Q8_0,
+                                QuantType::Q4_0, QuantType::Q4_1,   QuantType::Q5_0,  QuantType::Q5_1,
+                                QuantType::Q4_K, QuantType::Q5_K,   QuantType::Q6_K,  QuantType::Q2_K,
                                 QuantType::Q3_K, QuantType::IQ4_NL, QuantType::IQ4_XS};
 
 std::string name(QuantType t) { return ggml_type_id_name(uint32_t(t)); }
@@ -67,10 +67,15 @@ std::vector<float> run(const WeightMatrix& w, const std::vector<float>& a, int M
 // types, 1.9e-3 with Q8_0-like activations, 1.0e-3 with Q8_K ones).
 double tolerance(QuantType t) {
   switch (t) {
-    case QuantType::F32: case QuantType::F16: case QuantType::BF16: return 2e-7;
-    case QuantType::Q2_K: case QuantType::Q3_K: case QuantType::Q4_K: case QuantType::Q5_K: case QuantType::Q6_K:
-    case QuantType::IQ4_XS:
-      return 3e-3;
+    case QuantType::F32:
+    case QuantType::F16:
+    case QuantType::BF16: return 2e-7;
+    case QuantType::Q2_K:
+    case QuantType::Q3_K:
+    case QuantType::Q4_K:
+    case QuantType::Q5_K:
+    case QuantType::Q6_K:
+    case QuantType::IQ4_XS: return 3e-3;
     default: return 6e-3;
   }
 }
@@ -131,9 +136,10 @@ TEST(WeightMatrix, BatchInvariant) {
           const std::vector<float> c = run(matrix, batch, M, threads);
           for (int i = 0; i < M; ++i) {
             const int m = (i + shift) % kMaxRows;
-            ASSERT_EQ(std::memcmp(&c[std::size_t(i) * w.rows], &alone[std::size_t(m) * w.rows], w.rows * sizeof(float)), 0)
-                << name(type) << " " << isa_name(isa) << " M " << M << " threads " << threads << " row " << m
-                << " at " << i;
+            ASSERT_EQ(std::memcmp(&c[std::size_t(i) * w.rows], &alone[std::size_t(m) * w.rows], w.rows * sizeof(float)),
+                      0)
+                << name(type) << " " << isa_name(isa) << " M " << M << " threads " << threads << " row " << m << " at "
+                << i;
           }
         }
       if (type == QuantType::F32) continue;  // PackedMatrix's chain is per ISA
@@ -192,13 +198,15 @@ TEST(WeightMatrix, HalfRowKernelsMatchOneRowDot) {
             k.rows4(w.bytes.data(), row_bytes, a.data(), stride, na, cols, out);
           } else {
             for (int r = 0; r < 4; ++r)
-              for (int j = 0; j < na; ++j) out[4 * j + r] = k.dot(&w.bytes[r * row_bytes], &a[std::size_t(j) * cols], cols);
+              for (int j = 0; j < na; ++j)
+                out[4 * j + r] = k.dot(&w.bytes[r * row_bytes], &a[std::size_t(j) * cols], cols);
           }
           for (int j = 0; j < na; ++j)
             for (int r = 0; r < 4; ++r) {
               const float want = reference(&w.bytes[r * row_bytes], &a[std::size_t(j) * cols], cols);
               ASSERT_EQ(std::memcmp(&out[4 * j + r], &want, sizeof(float)), 0)
-                  << name(type) << " " << table_name << " cols " << cols << " na " << na << " row " << r << " act " << j;
+                  << name(type) << " " << table_name << " cols " << cols << " na " << na << " row " << r << " act "
+                  << j;
             }
         }
       }
@@ -209,7 +217,10 @@ TEST(WeightMatrix, HalfRowKernelsMatchOneRowDot) {
 // Offsets of a block's f16 fields (scales, mins).
 std::vector<int> half_fields(QuantType type) {
   switch (type) {
-    case QuantType::Q4_1: case QuantType::Q5_1: case QuantType::Q4_K: case QuantType::Q5_K: return {0, 2};
+    case QuantType::Q4_1:
+    case QuantType::Q5_1:
+    case QuantType::Q4_K:
+    case QuantType::Q5_K: return {0, 2};
     case QuantType::Q6_K: return {208};
     case QuantType::Q2_K: return {80, 82};
     case QuantType::Q3_K: return {108};
@@ -226,7 +237,8 @@ TEST(WeightMatrix, GroupKernelsMatchPortableOnAnyBlock) {
   std::vector<std::pair<const GroupKernels*, std::string>> tables;
   if (cpu_supports(Isa::Avx2)) tables.push_back({&group_avx2, "avx2"});
   if (cpu_supports(Isa::Avx512)) tables.push_back({&group_avx512, "avx512"});
-  if (cpu_supports(Isa::Avx512) && __builtin_cpu_supports("avx512vnni")) tables.push_back({&group_avx512vnni, "avx512vnni"});
+  if (cpu_supports(Isa::Avx512) && __builtin_cpu_supports("avx512vnni"))
+    tables.push_back({&group_avx512vnni, "avx512vnni"});
   if (tables.empty()) GTEST_SKIP() << "no SIMD kernels on this CPU";
   std::mt19937 rng(17);
   for (QuantType type : kTypes) {
@@ -248,17 +260,19 @@ TEST(WeightMatrix, GroupKernelsMatchPortableOnAnyBlock) {
     for (int j = 0; j < 4; ++j) quantize_act_row(format, &a[std::size_t(j) * cols], cols, &act[j * stride]);
     for (int g = 0; g < 2; ++g) {
       float want[16 * 4];
-      group_for(group_portable, type)(tiles.get() + group_bytes * g, cols / shape.elements, act.data(), stride, 4, true, want);
+      group_for(group_portable, type)(tiles.get() + group_bytes * g, cols / shape.elements, act.data(), stride, 4, true,
+                                      want);
       for (const auto& [table, table_name] : tables)
         for (int na = 1; na <= table->max_acts; ++na)
           for (int first = 0; first + na <= 4; ++first) {
             float out[16 * 4];
-            group_for(*table, type)(tiles.get() + group_bytes * g, cols / shape.elements, &act[first * stride], stride, na, first == 0, out);
+            group_for(*table, type)(tiles.get() + group_bytes * g, cols / shape.elements, &act[first * stride], stride,
+                                    na, first == 0, out);
             for (int j = 0; j < na; ++j)
               for (int r = 0; r < kGroupRows; ++r)
                 ASSERT_EQ(std::memcmp(&out[16 * j + r], &want[16 * (first + j) + r], sizeof(float)), 0)
-                    << name(type) << " " << table_name << " group " << g << " na " << na << " act " << first + j << " row "
-                    << r << ": " << out[16 * j + r] << " vs " << want[16 * (first + j) + r];
+                    << name(type) << " " << table_name << " group " << g << " na " << na << " act " << first + j
+                    << " row " << r << ": " << out[16 * j + r] << " vs " << want[16 * (first + j) + r];
           }
     }
   }

@@ -71,8 +71,8 @@ TEST_P(LlamaCppFiles, QuantizingTheF32ModelGivesLlamaQuantizesBytes) {
 
 INSTANTIATE_TEST_SUITE_P(Files, LlamaCppFiles,
                          ::testing::Values("l3v-Q8_0", "l3v-Q4_0", "l3v-Q4_1", "l3v-Q5_0", "l3v-Q5_1", "l3v-Q4_K_M",
-                                           "l3v-Q5_K_M", "l3v-Q6_K", "q2v-Q8_0", "q2v-Q4_K_M", "l3v-Q2_K",
-                                           "l3v-Q3_K_S", "l3v-Q3_K_M", "l3v-Q3_K_L", "l3v-IQ4_NL", "l3v-IQ4_XS"),
+                                           "l3v-Q5_K_M", "l3v-Q6_K", "q2v-Q8_0", "q2v-Q4_K_M", "l3v-Q2_K", "l3v-Q3_K_S",
+                                           "l3v-Q3_K_M", "l3v-Q3_K_L", "l3v-IQ4_NL", "l3v-IQ4_XS"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;
@@ -88,10 +88,9 @@ std::vector<float> round_trip(QuantType type, const std::vector<float>& values) 
   return back;
 }
 
-constexpr QuantType kTypes[] = {QuantType::F16,  QuantType::BF16, QuantType::Q8_0, QuantType::Q4_0,
-                                QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1, QuantType::Q4_K,
-                                QuantType::Q5_K, QuantType::Q6_K, QuantType::Q2_K, QuantType::Q3_K,
-                                QuantType::IQ4_NL, QuantType::IQ4_XS};
+constexpr QuantType kTypes[] = {QuantType::F16,  QuantType::BF16, QuantType::Q8_0,   QuantType::Q4_0,  QuantType::Q4_1,
+                                QuantType::Q5_0, QuantType::Q5_1, QuantType::Q4_K,   QuantType::Q5_K,  QuantType::Q6_K,
+                                QuantType::Q2_K, QuantType::Q3_K, QuantType::IQ4_NL, QuantType::IQ4_XS};
 
 // ggml's own round-trip test (tests/test-quantize-fns.cpp): 4096 values 0.1 + 2·cos(i + offset),
 // error sqrt(Σ(x − x̂)²) / n, at most 0.002 for every 4-bit-or-better type, 0.004 for Q3_K and
@@ -129,10 +128,9 @@ TEST(QuantizeRoundTrip, GaussianWeightsKeepTheirTypesPrecision) {
   const struct {
     QuantType type;
     double bound;
-  } bounds[] = {{QuantType::F16, 3e-4},  {QuantType::BF16, 3e-3}, {QuantType::Q8_0, 0.01},
-                {QuantType::Q6_K, 0.03}, {QuantType::Q5_1, 0.05}, {QuantType::Q5_0, 0.06},
-                {QuantType::Q5_K, 0.05}, {QuantType::Q4_1, 0.10}, {QuantType::Q4_0, 0.12},
-                {QuantType::Q4_K, 0.10}, {QuantType::IQ4_NL, 0.10}, {QuantType::IQ4_XS, 0.10},
+  } bounds[] = {{QuantType::F16, 3e-4},  {QuantType::BF16, 3e-3}, {QuantType::Q8_0, 0.01},   {QuantType::Q6_K, 0.03},
+                {QuantType::Q5_1, 0.05}, {QuantType::Q5_0, 0.06}, {QuantType::Q5_K, 0.05},   {QuantType::Q4_1, 0.10},
+                {QuantType::Q4_0, 0.12}, {QuantType::Q4_K, 0.10}, {QuantType::IQ4_NL, 0.10}, {QuantType::IQ4_XS, 0.10},
                 {QuantType::Q3_K, 0.20}, {QuantType::Q2_K, 0.40}};
   for (const auto& b : bounds) EXPECT_LT(relative_rmse(b.type), b.bound) << ggml_type_name(b.type);
   EXPECT_LT(relative_rmse(QuantType::Q8_0), relative_rmse(QuantType::Q6_K));
@@ -159,8 +157,11 @@ TEST(QuantizeRoundTrip, Blocks32AreWithinHalfAStep) {
     QuantType type;
     int levels;  // steps across the block's range
     bool symmetric;
-  } types[] = {{QuantType::Q8_0, 254, true}, {QuantType::Q4_0, 16, true}, {QuantType::Q5_0, 32, true},
-               {QuantType::Q4_1, 15, false}, {QuantType::Q5_1, 31, false}};
+  } types[] = {{QuantType::Q8_0, 254, true},
+               {QuantType::Q4_0, 16, true},
+               {QuantType::Q5_0, 32, true},
+               {QuantType::Q4_1, 15, false},
+               {QuantType::Q5_1, 31, false}};
   for (const auto& t : types) {
     const std::vector<float> back = round_trip(t.type, x);
     for (size_t b = 0; b < x.size() / 32; ++b) {

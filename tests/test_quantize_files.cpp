@@ -22,9 +22,9 @@
 namespace pagoda {
 namespace {
 
-constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                               GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::Q3_K,
-                               GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::F16, GgmlType::BF16};
+constexpr GgmlType kTypes[] = {GgmlType::Q4_0,   GgmlType::Q4_1,   GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                               GgmlType::Q4_K,   GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::Q3_K,
+                               GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::F16,  GgmlType::BF16};
 
 std::string tensor_name(GgmlType t) { return std::string("w.") + ggml_type_name(t); }
 
@@ -108,10 +108,8 @@ TEST(QuantizedFiles, TypeIdsOutOfRangeOrNotForFilesNameTheTensorAndType) {
   const struct {
     uint32_t id;
     const char* says;
-  } bad[] = {{200, "unsupported tensor type 200"},
-             {uint32_t(-1), "unsupported tensor type 4294967295"},
-             {16, "unsupported tensor type IQ2_XXS (16)"},
-             {39, "unsupported tensor type MXFP4 (39)"},
+  } bad[] = {{200, "unsupported tensor type 200"},         {uint32_t(-1), "unsupported tensor type 4294967295"},
+             {16, "unsupported tensor type IQ2_XXS (16)"}, {39, "unsupported tensor type MXFP4 (39)"},
              {15, "unsupported tensor type Q8_K (15)"},  // activations only
              {9, "unsupported tensor type Q8_1 (9)"}};
   for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_1, GgmlType::BF16}) {
@@ -129,13 +127,12 @@ TEST(QuantizedFiles, ATypeWhoseSizeDoesNotFitTheTensorsRoomIsRefused) {
   // tensor (or past the end of the file, for the last one).
   const struct {
     GgmlType actual, declared;
-  } cases[] = {{GgmlType::Q4_0, GgmlType::Q8_0}, {GgmlType::Q4_K, GgmlType::Q6_K}, {GgmlType::Q5_K, GgmlType::F32},
-               {GgmlType::Q6_K, GgmlType::F16},  {GgmlType::BF16, GgmlType::F32},  {GgmlType::Q2_K, GgmlType::Q3_K},
+  } cases[] = {{GgmlType::Q4_0, GgmlType::Q8_0},   {GgmlType::Q4_K, GgmlType::Q6_K},  {GgmlType::Q5_K, GgmlType::F32},
+               {GgmlType::Q6_K, GgmlType::F16},    {GgmlType::BF16, GgmlType::F32},   {GgmlType::Q2_K, GgmlType::Q3_K},
                {GgmlType::IQ4_NL, GgmlType::Q8_0}, {GgmlType::Q3_K, GgmlType::IQ4_XS}};
   for (const auto& c : cases) {
     SCOPED_TRACE(tensor_name(c.actual) + " declared " + ggml_type_name(c.declared));
-    const std::string path =
-        write_bytes("size.gguf", with_type(bytes, tensor_name(c.actual), uint32_t(c.declared)));
+    const std::string path = write_bytes("size.gguf", with_type(bytes, tensor_name(c.actual), uint32_t(c.declared)));
     const bool last = c.actual == kTypes[std::size(kTypes) - 1];
     const std::string quoted = std::string(1, '\'').append(tensor_name(c.actual)).append(1, '\'');
     expect_refused(path, {quoted, last ? "runs past the end" : "overlap"});

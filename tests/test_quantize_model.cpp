@@ -411,7 +411,8 @@ TEST(PagodaSynth, TypeTakesEveryPresetAndQuantizesAsPagodaQuantize) {
   const GgufFile q = GgufFile::open(test::scratch_path("synth.q4_k_m.gguf"));
   EXPECT_EQ(q.find_tensor("blk.0.attn_v.weight")->type, GgmlType::Q6_K);
   EXPECT_EQ(q.find_tensor("blk.1.attn_v.weight")->type, GgmlType::Q4_K);
-  const test::ProgramRun bad = test::run_program("pagoda-synth", shape + "--type q3_k -o " + test::scratch_path("bad.gguf"));
+  const test::ProgramRun bad =
+      test::run_program("pagoda-synth", shape + "--type q3_k -o " + test::scratch_path("bad.gguf"));
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.output.find("unknown quantization type 'q3_k'"), std::string::npos) << bad.output;
 }

@@ -87,8 +87,8 @@ TEST(Sampler, RepetitionPenaltyDiscouragesSeenTokens) {
   p.repetition_penalty = 2.0f;
   Sampler s(p);
   const std::vector<int32_t> history{0};
-  EXPECT_EQ(s.sample(logits_of({2.0f, 1.5f}), history), 1);       // 2.0 / 2 < 1.5
-  EXPECT_EQ(s.sample(logits_of({-1.0f, -1.5f}), history), 1);     // -1.0 * 2 < -1.5
+  EXPECT_EQ(s.sample(logits_of({2.0f, 1.5f}), history), 1);    // 2.0 / 2 < 1.5
+  EXPECT_EQ(s.sample(logits_of({-1.0f, -1.5f}), history), 1);  // -1.0 * 2 < -1.5
   p.repetition_penalty = 1.0f;
   EXPECT_EQ(Sampler(p).sample(logits_of({2.0f, 1.5f}), history), 0);
 }
@@ -137,7 +137,7 @@ TEST(Sampler, LogitBiasShiftsGreedyAndSampledChoices) {
   p.temperature = 0.0f;
   p.logit_bias = {{1, 1.5f}};
   EXPECT_EQ(Sampler(p).sample(logits_of({1.0f, 0.0f}), {}), 1);  // 0 + 1.5 > 1
-  p.logit_bias = {{1, 0.5f}, {1, 0.6f}};                            // repeated ids add up
+  p.logit_bias = {{1, 0.5f}, {1, 0.6f}};                         // repeated ids add up
   EXPECT_EQ(Sampler(p).sample(logits_of({1.0f, 0.0f}), {}), 1);
   p.temperature = 1.0f;
   p.seed = 3;
@@ -170,7 +170,8 @@ TEST(Sampler, MinTokensBansTheEndingTokensUntilReached) {
 int32_t sample_by_full_sort(const SamplingParams& p, const std::vector<float>& logits, float u) {
   std::vector<int32_t> ids(logits.size());
   std::iota(ids.begin(), ids.end(), 0);
-  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  std::sort(ids.begin(), ids.end(),
+            [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
   if (p.top_k > 0 && size_t(p.top_k) < ids.size()) ids.resize(size_t(p.top_k));
   const float max_logit = logits[ids[0]];
   auto weight = [&](int32_t id) { return std::exp((logits[id] - max_logit) / p.temperature); };
@@ -208,7 +209,7 @@ TEST(Sampler, LargeVocabularyFiltersPickWhatAFullSortPicks) {
   };
   // Peaked and flat distributions; nuclei of a few tokens up to the whole vocabulary (the
   // prefix the sampler orders grows several times); ties (a flat spread of 0).
-  const Case cases[] = {{0.8f, 0.95f, 0.0f, 3.0f, 0}, {1.0f, 0.9f, 0.05f, 3.0f, 0}, {0.7f, 1.0f, 0.01f, 2.0f, 0},
+  const Case cases[] = {{0.8f, 0.95f, 0.0f, 3.0f, 0},  {1.0f, 0.9f, 0.05f, 3.0f, 0}, {0.7f, 1.0f, 0.01f, 2.0f, 0},
                         {1.5f, 0.999f, 0.0f, 0.5f, 0}, {1.0f, 0.95f, 0.0f, 0.0f, 0}, {0.8f, 0.95f, 0.05f, 3.0f, 40},
                         {1.0f, 0.5f, 0.0f, 1.0f, 1000}};
   std::mt19937 rng(3);
@@ -223,7 +224,8 @@ TEST(Sampler, LargeVocabularyFiltersPickWhatAFullSortPicks) {
     for (int i = 0; i < 20; ++i) {
       const float u = float(draws() >> 40) * (1.0f / 16777216.0f);
       ASSERT_EQ(sampler.sample(logits, {}), sample_by_full_sort(p, logits, u))
-          << "T " << c.temperature << " top_p " << c.top_p << " min_p " << c.min_p << " top_k " << c.top_k << " draw " << i;
+          << "T " << c.temperature << " top_p " << c.top_p << " min_p " << c.min_p << " top_k " << c.top_k << " draw "
+          << i;
     }
   }
 }

@@ -25,7 +25,9 @@ std::shared_ptr<const Grammar> json_grammar() {
   return std::make_shared<const Grammar>(parse_gbnf(s.str()));
 }
 
-std::shared_ptr<const Grammar> compiled(const std::string& gbnf) { return std::make_shared<const Grammar>(parse_gbnf(gbnf)); }
+std::shared_ptr<const Grammar> compiled(const std::string& gbnf) {
+  return std::make_shared<const Grammar>(parse_gbnf(gbnf));
+}
 
 // Whether some text of at most `n` characters from `alphabet` completes `state`.
 bool completes_within(const GrammarMatcher& state, size_t n, const std::u32string& alphabet) {
@@ -42,8 +44,9 @@ TEST(ShortestCompletion, ClosesEveryPrefixOfJson) {
   const auto g = json_grammar();
   const ShortestCompletion completion(g);
   const std::vector<std::string> prefixes = {
-      "", "{", "{\"a", "{\"a\"", "{\"a\": ", "{\"a\": [1, ", "{\"a\": [1, {\"b\": \"x\\", "[[[[", "-", "1.", "1e",
-      "{\"k\": tr", "\"\\u00", "[{\"a\": [{\"b\": [\"c", "  "};
+      "",     "{", "{\"a", "{\"a\"", "{\"a\": ",   "{\"a\": [1, ", "{\"a\": [1, {\"b\": \"x\\",
+      "[[[[", "-", "1.",   "1e",     "{\"k\": tr", "\"\\u00",      "[{\"a\": [{\"b\": [\"c",
+      "  "};
   for (const std::string& p : prefixes) {
     GrammarMatcher m(g);
     if (!m.accept_utf8(p)) {
@@ -68,7 +71,8 @@ inner ::= "x" | "[" inner "]" | "yy" inner
     ASSERT_TRUE(m.accept_utf8(p)) << p;
     const std::optional<std::string> rest = completion.of(m);
     ASSERT_TRUE(rest) << p;
-    EXPECT_FALSE(rest->empty() || completes_within(m, rest->size() - 1, alphabet)) << p << " + " << *rest << " is not the shortest";
+    EXPECT_FALSE(rest->empty() || completes_within(m, rest->size() - 1, alphabet))
+        << p << " + " << *rest << " is not the shortest";
     ASSERT_TRUE(m.accept_utf8(*rest)) << p << " + " << *rest;
     EXPECT_TRUE(m.can_end());
   }

@@ -276,10 +276,10 @@ TEST(StepPlanner, ADecodeFeedsItsGuessesAfterItsLastToken) {
 
 TEST(StepPlanner, PagesAreCountedForTheNewPositionsOnly) {
   Running running;
-  running.decode(4);         // its page is full: the next position needs a new one
-  running.decode(5);         // room left in its second page
-  running.prefill(6, 0);     // positions 0..5: two pages
-  running.prefill(4, 6);     // positions 6..9: its second page has room for 6 and 7, then one more
+  running.decode(4);      // its page is full: the next position needs a new one
+  running.decode(5);      // room left in its second page
+  running.prefill(6, 0);  // positions 0..5: two pages
+  running.prefill(4, 6);  // positions 6..9: its second page has room for 6 and 7, then one more
   StepPlan plan;
   StepPlanner(config_with(512, 256, 256)).plan_entries(running.views(), 0, true, plan);
   std::vector<int32_t> pages;

@@ -47,14 +47,17 @@ std::vector<NamedGrammar> grammars() {
   return {
       {"json", json_grammar()},
       // Greek, CJK and any non-ASCII character, in classes and literals.
-      {"utf8", "root ::= word (\" \" word)* \".\"?\n"
-               "word ::= [α-ωΑ-Ω]+ | [一-鿿]{1,3} | \"é\" [^\\x00-\\x7F]* | [a-z]+ [α-ω]?\n"},
+      {"utf8",
+       "root ::= word (\" \" word)* \".\"?\n"
+       "word ::= [α-ωΑ-Ω]+ | [一-鿿]{1,3} | \"é\" [^\\x00-\\x7F]* | [a-z]+ [α-ω]?\n"},
       // Alternatives and repetitions that can end after any character of a longer token.
-      {"alternatives", "root ::= (\"a\" | \"ab\" | \"abc\" | \"the\" | \"then\") (\"c\" | \"cd\" | \" \" | \"b\")* \"x\"?\n"},
+      {"alternatives",
+       "root ::= (\"a\" | \"ab\" | \"abc\" | \"the\" | \"then\") (\"c\" | \"cd\" | \" \" | \"b\")* \"x\"?\n"},
       {"literal", "root ::= \"Answer: \" [0-9]+ (\".\" [0-9]{1,2})? \"\\n\"\n"},
-      {"nested", "root ::= item (\",\" \" \"? item)*\n"
-                 "item ::= \"(\" list? \")\" | [a-z]+ | \"<\" item \">\"\n"
-                 "list ::= item (\" \" item)*\n"},
+      {"nested",
+       "root ::= item (\",\" \" \"? item)*\n"
+       "item ::= \"(\" list? \")\" | [a-z]+ | \"<\" item \">\"\n"
+       "list ::= item (\" \" item)*\n"},
   };
 }
 
@@ -62,7 +65,8 @@ std::vector<NamedGrammar> grammars() {
 std::vector<uint64_t> brute_force_mask(const TokenTrie& trie, const GrammarMatcher& state) {
   std::vector<uint64_t> bits((size_t(trie.vocab_size()) + 63) / 64, 0);
   for (int32_t id = 0; id < trie.vocab_size(); ++id) {
-    if (!trie.excluded(id) && state.accepts_utf8_prefix(trie.token(id))) bits[size_t(id) / 64] |= uint64_t(1) << (id % 64);
+    if (!trie.excluded(id) && state.accepts_utf8_prefix(trie.token(id)))
+      bits[size_t(id) / 64] |= uint64_t(1) << (id % 64);
   }
   return bits;
 }
@@ -128,7 +132,8 @@ void check_walks(const std::shared_ptr<const TokenTrie>& trie, const std::string
   for (const NamedGrammar& g : grammars()) {
     const auto grammar = std::make_shared<const Grammar>(parse_gbnf(g.text));
     for (const auto& [walk_depth, key_depth] : depths) {
-      SCOPED_TRACE(vocab_name + " / " + g.name + " / depths " + std::to_string(walk_depth) + ", " + std::to_string(key_depth));
+      SCOPED_TRACE(vocab_name + " / " + g.name + " / depths " + std::to_string(walk_depth) + ", " +
+                   std::to_string(key_depth));
       check_walks(TokenMask(grammar, trie, walk_depth, key_depth), walks, steps);
     }
   }
@@ -139,11 +144,64 @@ void check_walks(const std::shared_ptr<const TokenTrie>& trie, const std::string
 std::vector<std::string> synthetic_vocab() {
   std::vector<std::string> v;
   for (int b = 0; b < 256; ++b) v.push_back(std::string(1, char(b)));
-  for (const char* t : {"the", "then", "ab", "abc", "abcd", "cd", "a b", "ac", "Answer", "Answer: ", "Answer: 4", "12", "3.5",
-                        "0.25\n", "{\"", "\":", "\": \"", "\",", "\"}", "}]", "[{", "true", "false", "null", ", ", ",\n  ",
-                        "-1e", "e+", "\\u00", "\\n", "αβ", "ωΑ", "\xCE", "\xB1\xCE", "\xB2", "一", "\xE4\xB8", "\xB8\x80", "é",
-                        "éé", "\xC3", "(a", "(a b)", ")", ">,", "<<", "x ", "é\"", "\xF0\x9F\x98\x80", "\xF0\x9F", " \xCE",
-                        "\xCE\xB1 \xCE", "\": \"\xE4", ", \"\xC3", "é \xC3", "\xC3\xA9\xC3", "ab\xCE", "b\xCE"}) {
+  for (const char* t : {"the",
+                        "then",
+                        "ab",
+                        "abc",
+                        "abcd",
+                        "cd",
+                        "a b",
+                        "ac",
+                        "Answer",
+                        "Answer: ",
+                        "Answer: 4",
+                        "12",
+                        "3.5",
+                        "0.25\n",
+                        "{\"",
+                        "\":",
+                        "\": \"",
+                        "\",",
+                        "\"}",
+                        "}]",
+                        "[{",
+                        "true",
+                        "false",
+                        "null",
+                        ", ",
+                        ",\n  ",
+                        "-1e",
+                        "e+",
+                        "\\u00",
+                        "\\n",
+                        "αβ",
+                        "ωΑ",
+                        "\xCE",
+                        "\xB1\xCE",
+                        "\xB2",
+                        "一",
+                        "\xE4\xB8",
+                        "\xB8\x80",
+                        "é",
+                        "éé",
+                        "\xC3",
+                        "(a",
+                        "(a b)",
+                        ")",
+                        ">,",
+                        "<<",
+                        "x ",
+                        "é\"",
+                        "\xF0\x9F\x98\x80",
+                        "\xF0\x9F",
+                        " \xCE",
+                        "\xCE\xB1 \xCE",
+                        "\": \"\xE4",
+                        ", \"\xC3",
+                        "é \xC3",
+                        "\xC3\xA9\xC3",
+                        "ab\xCE",
+                        "b\xCE"}) {
     v.push_back(t);
   }
   v.push_back("");          // empty: never allowed
@@ -244,9 +302,10 @@ TEST(TokenMask, InsideAPartialUtf8Character) {
 TEST(TokenMask, APartialCharacterAfterTheKeyIsUsedUp) {
   const std::vector<std::string> vocab = synthetic_vocab();
   const auto trie = std::make_shared<const TokenTrie>(vocab, std::span<const int32_t>());
-  const auto grammar = std::make_shared<const Grammar>(parse_gbnf("root ::= s [α-ω] | \"(\" root \")\"\n"
-                                                                  "s ::= t \"!\"?\n"
-                                                                  "t ::= [a-z]+\n"));
+  const auto grammar =
+      std::make_shared<const Grammar>(parse_gbnf("root ::= s [α-ω] | \"(\" root \")\"\n"
+                                                 "s ::= t \"!\"?\n"
+                                                 "t ::= [a-z]+\n"));
   for (const auto& [walk_depth, key_depth] : {std::pair<size_t, size_t>{1, 1}, {1, 2}, {1, 3}, {2, 2}}) {
     const TokenMask mask(grammar, trie, walk_depth, key_depth);
     for (const char* prefix : {"a", "(a", "((a"}) {
@@ -279,14 +338,16 @@ TEST(TokenMask, ThreadsSharingOneMaskGetExactMasks) {
   const auto trie = std::make_shared<const TokenTrie>(vocab, std::span<const int32_t>());
   const auto grammar = std::make_shared<const Grammar>(parse_gbnf(json_grammar()));
   const TokenMask mask(grammar, trie);
-  const std::vector<std::string> prefixes = {"", "{", "{\"a", "{\"a\": ", "[1", "[1.5e", "[true, ", "{\"k\": [\"x\", {"};
+  const std::vector<std::string> prefixes = {
+      "", "{", "{\"a", "{\"a\": ", "[1", "[1.5e", "[true, ", "{\"k\": [\"x\", {"};
   std::vector<std::vector<uint64_t>> results(4 * prefixes.size());
   std::vector<std::thread> threads;
   for (size_t t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (size_t p = 0; p < prefixes.size(); ++p) {
         GrammarMatcher state(grammar);
-        if (state.accept_utf8(prefixes[(p + t) % prefixes.size()])) mask.fill_mask(state, results[t * prefixes.size() + (p + t) % prefixes.size()]);
+        if (state.accept_utf8(prefixes[(p + t) % prefixes.size()]))
+          mask.fill_mask(state, results[t * prefixes.size() + (p + t) % prefixes.size()]);
       }
     });
   }
@@ -295,7 +356,8 @@ TEST(TokenMask, ThreadsSharingOneMaskGetExactMasks) {
     GrammarMatcher state(grammar);
     ASSERT_TRUE(state.accept_utf8(prefixes[p])) << prefixes[p];
     const std::vector<uint64_t> slow = brute_force_mask(*trie, state);
-    for (size_t t = 0; t < 4; ++t) EXPECT_EQ(results[t * prefixes.size() + p], slow) << "'" << prefixes[p] << "' thread " << t;
+    for (size_t t = 0; t < 4; ++t)
+      EXPECT_EQ(results[t * prefixes.size() + p], slow) << "'" << prefixes[p] << "' thread " << t;
   }
 }
 
@@ -351,9 +413,11 @@ TEST_P(RealVocab, RandomWalksMatchBruteForce) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabularies, RealVocab, ::testing::Values("llama-bpe", "qwen2", "llama-spm"),
-                         [](const auto& info) { return info.param == "llama-bpe" ? std::string("llama_bpe")
-                                                       : info.param == "llama-spm" ? std::string("llama_spm")
-                                                                                   : info.param; });
+                         [](const auto& info) {
+                           return info.param == "llama-bpe"   ? std::string("llama_bpe")
+                                  : info.param == "llama-spm" ? std::string("llama_spm")
+                                                              : info.param;
+                         });
 
 }  // namespace
 }  // namespace pagoda::grammar

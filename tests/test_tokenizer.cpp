@@ -49,11 +49,11 @@ using test::GoldenCase;
 
 std::vector<GoldenCase> load_golden() { return test::load_golden(kGolden); }
 
-#define SKIP_WITHOUT_SHARED()                                                                     \
-  do {                                                                                            \
-    if (!fs::exists(kTokBin) || !fs::exists(kGguf) || !fs::exists(kGolden)) {                     \
-      GTEST_SKIP() << kShared << " is absent: no stories260K model/golden data to test against";  \
-    }                                                                                             \
+#define SKIP_WITHOUT_SHARED()                                                                    \
+  do {                                                                                           \
+    if (!fs::exists(kTokBin) || !fs::exists(kGguf) || !fs::exists(kGolden)) {                    \
+      GTEST_SKIP() << kShared << " is absent: no stories260K model/golden data to test against"; \
+    }                                                                                            \
   } while (0)
 
 std::vector<std::pair<std::string, Tokenizer>> golden_tokenizers() {
@@ -72,7 +72,8 @@ TEST(TokenizerGolden, EncodesPromptsLikeTheReference) {
     EXPECT_EQ(tok.bos_id(), 1) << name;
     EXPECT_EQ(tok.eos_id(), 2) << name;
     EXPECT_TRUE(tok.add_bos()) << name;
-    for (const auto& c : cases) EXPECT_EQ(tok.encode(c.prompt, true), c.prompt_ids) << name << ": \"" << c.prompt << "\"";
+    for (const auto& c : cases)
+      EXPECT_EQ(tok.encode(c.prompt, true), c.prompt_ids) << name << ": \"" << c.prompt << "\"";
   }
 }
 
@@ -120,7 +121,8 @@ TEST(TokenizerGolden, BothVocabulariesAgreeAndRoundTrip) {
   EXPECT_EQ(bin.token_text(1), "");  // "\n<s>\n" in llama2.c's file, a control token
   EXPECT_EQ(bin.token_text(2), "");
   for (const auto& c : load_golden()) {
-    for (const std::string& text : {c.prompt, c.text, " " + c.text, c.text + "  \n\n x", std::string("caf\xC3\xA9 \xE4\xBD\xA0\xE5\xA5\xBD!")}) {
+    for (const std::string& text :
+         {c.prompt, c.text, " " + c.text, c.text + "  \n\n x", std::string("caf\xC3\xA9 \xE4\xBD\xA0\xE5\xA5\xBD!")}) {
       const auto ids = bin.encode(text, true);
       EXPECT_EQ(ids, gguf.encode(text, true));
       EXPECT_EQ(bin.decode(ids), text);
@@ -207,9 +209,9 @@ int32_t id_of(const Tokenizer& tok, const std::string& piece) {
 // Merges in BPE order (best score first): " hello" = " " + (he + (ll + o)), " world" =
 // ((" " + w) + (o + r)) + (l + d).
 const std::vector<std::pair<std::string, float>> kWords = {
-    {" ", 0},        {"h", 0},     {"e", 0},     {"l", 0},   {"o", 0},       {"w", 0},       {"r", 0},
-    {"d", 0},        {"!", 0},     {"ll", -1},   {"llo", -2}, {"he", -3},     {"hello", -4},  {" hello", -5},
-    {"or", -6},      {" w", -7},   {" wor", -8}, {"ld", -9}, {" world", -10}, {" h", -11},
+    {" ", 0},   {"h", 0},   {"e", 0},     {"l", 0},    {"o", 0},        {"w", 0},      {"r", 0},
+    {"d", 0},   {"!", 0},   {"ll", -1},   {"llo", -2}, {"he", -3},      {"hello", -4}, {" hello", -5},
+    {"or", -6}, {" w", -7}, {" wor", -8}, {"ld", -9},  {" world", -10}, {" h", -11},
 };
 
 TEST(Tokenizer, EncodesWithSpacePrefixAndMerges) {
@@ -304,11 +306,12 @@ TEST(Tokenizer, MergePriorityAndTies) {
 // many tied scores) and random texts, including multi-byte and unknown characters.
 TEST(Tokenizer, MatchesTheNaiveGreedyEncoderOnRandomInput) {
   std::mt19937_64 rng(12345);
-  const std::vector<std::string> alphabet = {"a", "b", "c", "d", " ", "\xC3\xA9", "\xE4\xBD\xA0", "\xF0\x9F\x98\x80", "z"};
+  const std::vector<std::string> alphabet = {"a", "b", "c", "d", " ", "\xC3\xA9", "\xE4\xBD\xA0", "\xF0\x9F\x98\x80",
+                                             "z"};
   for (int round = 0; round < 60; ++round) {
     std::vector<std::pair<std::string, float>> pieces;
     std::vector<std::string> known;
-    for (size_t i = 0; i + 1 < alphabet.size(); ++i) {  // "z" stays outside the vocabulary
+    for (size_t i = 0; i + 1 < alphabet.size(); ++i) {         // "z" stays outside the vocabulary
       if (rng() % 5 == 0 && alphabet[i].size() > 1) continue;  // some multi-byte chars unknown
       known.push_back(alphabet[i]);
       pieces.push_back({alphabet[i], -float(rng() % 4)});
@@ -400,18 +403,18 @@ std::string stream(const Tokenizer& tok, const std::vector<int>& bytes, bool flu
 TEST(StreamDecoder, InvalidBytesBecomeReplacementCharacters) {
   Tokenizer tok(make_vocab(kWords));
   EXPECT_EQ(stream(tok, {0xFF}), kFFFD);
-  EXPECT_EQ(stream(tok, {0x80, 0x41}), kFFFD + "A");                       // stray continuation
-  EXPECT_EQ(stream(tok, {0xC3, 0x41}), kFFFD + "A");                       // cut short
-  EXPECT_EQ(stream(tok, {0xE2, 0x82, 0x41}), kFFFD + "A");                 // one per maximal subpart
-  EXPECT_EQ(stream(tok, {0xC0, 0xAF}), kFFFD + kFFFD);                     // overlong
-  EXPECT_EQ(stream(tok, {0xE0, 0x80, 0x80}), kFFFD + kFFFD + kFFFD);       // overlong
-  EXPECT_EQ(stream(tok, {0xED, 0xA0, 0x80}), kFFFD + kFFFD + kFFFD);       // surrogate
+  EXPECT_EQ(stream(tok, {0x80, 0x41}), kFFFD + "A");                                // stray continuation
+  EXPECT_EQ(stream(tok, {0xC3, 0x41}), kFFFD + "A");                                // cut short
+  EXPECT_EQ(stream(tok, {0xE2, 0x82, 0x41}), kFFFD + "A");                          // one per maximal subpart
+  EXPECT_EQ(stream(tok, {0xC0, 0xAF}), kFFFD + kFFFD);                              // overlong
+  EXPECT_EQ(stream(tok, {0xE0, 0x80, 0x80}), kFFFD + kFFFD + kFFFD);                // overlong
+  EXPECT_EQ(stream(tok, {0xED, 0xA0, 0x80}), kFFFD + kFFFD + kFFFD);                // surrogate
   EXPECT_EQ(stream(tok, {0xF4, 0x90, 0x80, 0x80}), kFFFD + kFFFD + kFFFD + kFFFD);  // > U+10FFFF
-  EXPECT_EQ(stream(tok, {0xF0, 0x9F, 0x98}), kFFFD);                       // incomplete at the end
-  EXPECT_EQ(stream(tok, {0xF0, 0x9F, 0x98}, false), "");                   // ... held back
+  EXPECT_EQ(stream(tok, {0xF0, 0x9F, 0x98}), kFFFD);                                // incomplete at the end
+  EXPECT_EQ(stream(tok, {0xF0, 0x9F, 0x98}, false), "");                            // ... held back
   EXPECT_EQ(stream(tok, {0xF0, 0x9F, 0x98, 0xF0, 0x9F, 0x98, 0x80}), kFFFD + "\xF0\x9F\x98\x80");
-  EXPECT_EQ(stream(tok, {0xEF, 0xBF, 0xBD}), kFFFD);                       // U+FFFD itself is fine
-  EXPECT_EQ(stream(tok, {0xF4, 0x8F, 0xBF, 0xBF}), "\xF4\x8F\xBF\xBF");    // U+10FFFF
+  EXPECT_EQ(stream(tok, {0xEF, 0xBF, 0xBD}), kFFFD);                     // U+FFFD itself is fine
+  EXPECT_EQ(stream(tok, {0xF4, 0x8F, 0xBF, 0xBF}), "\xF4\x8F\xBF\xBF");  // U+10FFFF
   // decode() follows the same rules.
   EXPECT_EQ(tok.decode(std::vector<int32_t>{byte_id(0xC3), byte_id(0x41), byte_id(0xE4)}, false), kFFFD + "A" + kFFFD);
   StreamDecoder d(tok);
@@ -423,11 +426,11 @@ TEST(StreamDecoder, LeadingSpaceRules) {
   Tokenizer tok(make_vocab(kWords));
   const int32_t hello = id_of(tok, " hello"), world = id_of(tok, " world"), sp = id_of(tok, " ");
   EXPECT_EQ(tok.decode(std::vector<int32_t>{1, hello, world}), "hello world");
-  EXPECT_EQ(tok.decode(std::vector<int32_t>{hello, world}), "hello world");       // no BOS: stripped too
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{hello, world}), "hello world");  // no BOS: stripped too
   EXPECT_EQ(tok.decode(std::vector<int32_t>{1, hello, world}, false), " hello world");
-  EXPECT_EQ(tok.decode(std::vector<int32_t>{1, 1, hello}), "hello");              // control tokens skipped
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{1, 1, hello}), "hello");                 // control tokens skipped
   EXPECT_EQ(tok.decode(std::vector<int32_t>{1, hello, 2, 1, world}), "helloworld");  // again after each BOS
-  EXPECT_EQ(tok.decode(std::vector<int32_t>{1, sp, sp, hello}), "  hello");       // only one space
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{1, sp, sp, hello}), "  hello");          // only one space
   EXPECT_EQ(tok.decode(std::vector<int32_t>{1, byte_id(0x41), hello}), "A hello");
   TokenizerVocab v = make_vocab(kWords);
   v.add_space_prefix = false;
@@ -549,16 +552,16 @@ const std::vector<BinToken> kBinTokens = {
 };
 
 // `stmt` throws a pagoda::Error whose message contains each of the texts after it.
-#define EXPECT_ERROR_NAMING(stmt, ...)                                                                \
-  do {                                                                                                 \
-    try {                                                                                              \
-      stmt;                                                                                            \
-      ADD_FAILURE() << "no pagoda::Error from " #stmt;                                                 \
-    } catch (const Error& e) {                                                                         \
-      for (const std::string& text : std::initializer_list<std::string>{__VA_ARGS__}) {                \
+#define EXPECT_ERROR_NAMING(stmt, ...)                                                                    \
+  do {                                                                                                    \
+    try {                                                                                                 \
+      stmt;                                                                                               \
+      ADD_FAILURE() << "no pagoda::Error from " #stmt;                                                    \
+    } catch (const Error& e) {                                                                            \
+      for (const std::string& text : std::initializer_list<std::string>{__VA_ARGS__}) {                   \
         EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << text << " not in " << e.what(); \
-      }                                                                                                \
-    }                                                                                                  \
+      }                                                                                                   \
+    }                                                                                                     \
   } while (0)
 
 TEST(TokenizerBin, LoadsAndDerivesTypes) {
@@ -604,7 +607,8 @@ TEST(TokenizerBin, MalformedFilesThrowErrorsNamingThePath) {
 
   // Bad lengths: negative, absurd, longer than max_token_length; a bad max_token_length.
   const size_t len_at = 4 + 4;  // first token's length field
-  for (int32_t bad : {-1, -100000, std::numeric_limits<int32_t>::min(), 7, 1 << 30, std::numeric_limits<int32_t>::max()}) {
+  for (int32_t bad :
+       {-1, -100000, std::numeric_limits<int32_t>::min(), 7, 1 << 30, std::numeric_limits<int32_t>::max()}) {
     std::string data = good;
     std::memcpy(data.data() + len_at, &bad, 4);
     write_file(path, data);
@@ -730,7 +734,9 @@ TEST(TokenizerGguf, BadTokenizerMetadataNamesFileAndKey) {
   p = write_tok_gguf(dir, "emptytokens.gguf", {true, false, false, false},
                      [](GgufWriter& w) { w.set_string_array("tokenizer.ggml.tokens", {}); });
   EXPECT_ERROR_NAMING(load(p), p, "tokenizer.ggml.tokens");
-  p = write_tok_gguf(dir, "fewscores.gguf", {}, [](GgufWriter& w) { w.set_f32_array("tokenizer.ggml.scores", {0, 1}); });
+  p = write_tok_gguf(dir, "fewscores.gguf", {}, [](GgufWriter& w) {
+    w.set_f32_array("tokenizer.ggml.scores", {0, 1});
+  });
   EXPECT_ERROR_NAMING(load(p), p, "tokenizer.ggml.scores");
   p = write_tok_gguf(dir, "nanscore.gguf", {}, [](GgufWriter& w) {
     std::vector<float> s(make_vocab(kWords).tokens.size(), 0.0f);
@@ -740,7 +746,8 @@ TEST(TokenizerGguf, BadTokenizerMetadataNamesFileAndKey) {
   EXPECT_ERROR_NAMING(load(p), p, "tokenizer.ggml.scores");
   p = write_tok_gguf(dir, "strscores.gguf", {}, [](GgufWriter& w) { w.set_string("tokenizer.ggml.scores", "x"); });
   EXPECT_ERROR_NAMING(load(p), p, "tokenizer.ggml.scores");
-  p = write_tok_gguf(dir, "fewtypes.gguf", {}, [](GgufWriter& w) { w.set_i32_array("tokenizer.ggml.token_type", {1}); });
+  p = write_tok_gguf(dir, "fewtypes.gguf", {},
+                     [](GgufWriter& w) { w.set_i32_array("tokenizer.ggml.token_type", {1}); });
   EXPECT_ERROR_NAMING(load(p), p, "tokenizer.ggml.token_type");
   p = write_tok_gguf(dir, "badtype.gguf", {}, [](GgufWriter& w) {
     std::vector<int32_t> t(make_vocab(kWords).tokens.size(), 1);
@@ -754,7 +761,8 @@ TEST(TokenizerGguf, BadTokenizerMetadataNamesFileAndKey) {
     w.set_i32_array("tokenizer.ggml.token_type", t);
   });
   EXPECT_ERROR_NAMING(load(p), p, "tokenizer.ggml.token");
-  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id"}) {
+  for (const char* key :
+       {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id"}) {
     p = write_tok_gguf(dir, "badid.gguf", {}, [&](GgufWriter& w) { w.set_u32(key, 100000); });
     EXPECT_ERROR_NAMING(load(p), p, key);
     p = write_tok_gguf(dir, "negid.gguf", {}, [&](GgufWriter& w) { w.set_i32(key, -1); });
@@ -762,7 +770,8 @@ TEST(TokenizerGguf, BadTokenizerMetadataNamesFileAndKey) {
     p = write_tok_gguf(dir, "strid.gguf", {}, [&](GgufWriter& w) { w.set_string(key, "1"); });
     EXPECT_ERROR_NAMING(load(p), p, key);
   }
-  p = write_tok_gguf(dir, "strbool.gguf", {}, [](GgufWriter& w) { w.set_string("tokenizer.ggml.add_bos_token", "yes"); });
+  p = write_tok_gguf(dir, "strbool.gguf", {},
+                     [](GgufWriter& w) { w.set_string("tokenizer.ggml.add_bos_token", "yes"); });
   EXPECT_ERROR_NAMING(load(p), p, "tokenizer.ggml.add_bos_token");
 }
 

@@ -36,7 +36,6 @@ namespace fs = std::filesystem;
 const std::string kVocabDir = std::string(PAGODA_SHARED_DIR) + "/vocab";
 const std::string kQuantDir = std::string(PAGODA_SHARED_DIR) + "/models/llamacpp-quant";
 
-
 std::vector<std::vector<int32_t>> read_ids(const std::string& path) {
   std::vector<std::vector<int32_t>> out;
   std::istringstream in(test::read_file(path));
@@ -105,9 +104,9 @@ INSTANTIATE_TEST_SUITE_P(Vocabularies, VocabCases,
                            return n;
                          });
 
-#define SKIP_WITHOUT(path)                                                \
-  do {                                                                    \
-    if (!fs::exists(path)) GTEST_SKIP() << (path) << " is absent";        \
+#define SKIP_WITHOUT(path)                                         \
+  do {                                                             \
+    if (!fs::exists(path)) GTEST_SKIP() << (path) << " is absent"; \
   } while (0)
 
 TEST(BpeVocab, SpecialTokensParseOnlyOnRequest) {
@@ -140,7 +139,8 @@ TEST(BpeVocab, SpecialTokensParseOnlyOnRequest) {
 TEST(BpeVocab, LlamaCppModelsTokenizeTheirPromptsAndStopAtTheirEogSets) {
   SKIP_WITHOUT(kQuantDir + "/l3v-F32.gguf");
   // The sets llama.cpp printed for these files (the directory's README).
-  const std::map<std::string, std::vector<int32_t>> eog = {{"l3v", {2049, 2057}}, {"q2v", {2048, 2050, 2067, 2068, 2069}}};
+  const std::map<std::string, std::vector<int32_t>> eog = {{"l3v", {2049, 2057}},
+                                                           {"q2v", {2048, 2050, 2067, 2068, 2069}}};
   for (const auto& [name, want_eog] : eog) {
     const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(kQuantDir + "/" + name + "-F32.gguf"));
     EXPECT_EQ(tok.eog_ids(), want_eog) << name;
@@ -161,16 +161,24 @@ TEST(BpeVocab, InvalidUtf8IsRepairedAsLlamaCppDoes) {
   const Tokenizer& tok = vocab("gpt-2");
   // A stray continuation byte is one U+FFFD; a truncated sequence one per byte (its lead, then
   // the continuation left alone); an overlong '/' is '/'.
-  EXPECT_EQ(well_formed_utf8("a\x80" "b\xE2\x82"), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(well_formed_utf8("a\x80"
+                             "b\xE2\x82"),
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_EQ(well_formed_utf8("\xC0\xAF"), "/");
-  EXPECT_EQ(tok.encode("a\x80" "b", false), tok.encode("a\xEF\xBF\xBD" "b", false));
+  EXPECT_EQ(tok.encode("a\x80"
+                       "b",
+                       false),
+            tok.encode("a\xEF\xBF\xBD"
+                       "b",
+                       false));
 }
 
 TEST(ByteUnicode, IsGpt2sAlphabetAndRoundTrips) {
-  EXPECT_EQ(byte_to_unicode(' '), "\xC4\xA0");    // Ġ
-  EXPECT_EQ(byte_to_unicode('\n'), "\xC4\x8A");   // Ċ
+  EXPECT_EQ(byte_to_unicode(' '), "\xC4\xA0");   // Ġ
+  EXPECT_EQ(byte_to_unicode('\n'), "\xC4\x8A");  // Ċ
   EXPECT_EQ(byte_to_unicode('A'), "A");
-  EXPECT_EQ(byte_to_unicode(0xAD), "\xC5\x83");   // the 68th remapped byte: U+0143
+  EXPECT_EQ(byte_to_unicode(0xAD), "\xC5\x83");  // the 68th remapped byte: U+0143
   std::string all;
   for (int b = 0; b < 256; ++b) all += char(b);
   std::string spelled;
@@ -242,7 +250,9 @@ TEST(BpeVocab, BadMetadataNamesTheKey) {
     w.write(p);
     expect_error_naming(p, {p, "tokenizer.ggml.merges"});
   }
-  p = write_bpe_gguf("bpe-unknown.gguf", [](GgufWriter& w) { w.set_string_array("tokenizer.ggml.merges", {"a b", "a zz"}); });
+  p = write_bpe_gguf("bpe-unknown.gguf", [](GgufWriter& w) {
+    w.set_string_array("tokenizer.ggml.merges", {"a b", "a zz"});
+  });
   expect_error_naming(p, {p, "tokenizer.ggml.merges[1]", "zz"});
   p = write_bpe_gguf("bpe-result.gguf", [](GgufWriter& w) { w.set_string_array("tokenizer.ggml.merges", {"b a"}); });
   expect_error_naming(p, {p, "tokenizer.ggml.merges[0]", "ba"});

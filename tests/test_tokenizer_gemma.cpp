@@ -41,11 +41,11 @@ namespace {
 
 using json = nlohmann::json;
 
-
 // The tokens appended after the llama pieces, in order, with their GGUF token types.
 std::vector<std::pair<std::string, TokenType>> gemma_extra_tokens() {
   std::vector<std::pair<std::string, TokenType>> out;
-  for (const char* t : {"<mask>", "[@BOS@]", "<unused0>", "<unused1>", "<unused2>", "<start_of_turn>", "<end_of_turn>"}) {
+  for (const char* t :
+       {"<mask>", "[@BOS@]", "<unused0>", "<unused1>", "<unused2>", "<start_of_turn>", "<end_of_turn>"}) {
     out.push_back({t, TokenType::Control});
   }
   for (const char* run : {"\n", " ", "\t"}) {
@@ -55,12 +55,14 @@ std::vector<std::pair<std::string, TokenType>> gemma_extra_tokens() {
       out.push_back({s, TokenType::UserDefined});
     }
   }
-  for (const char* tag : {"<table>", "</table>", "<tr>", "</tr>", "<td>", "</td>", "<th>", "</th>", "<thead>", "</thead>",
-                          "<tbody>", "</tbody>", "<p>", "</p>", "<br>", "<b>", "</b>", "<i>", "</i>", "<h1>", "</h1>",
-                          "<ul>", "</ul>", "<li>", "</li>", "<div>", "</div>", "<code>", "</code>", "<pre>", "</pre>"}) {
+  for (const char* tag : {"<table>", "</table>", "<tr>",    "</tr>",    "<td>",    "</td>", "<th>",  "</th>",
+                          "<thead>", "</thead>", "<tbody>", "</tbody>", "<p>",     "</p>",  "<br>",  "<b>",
+                          "</b>",    "<i>",      "</i>",    "<h1>",     "</h1>",   "<ul>",  "</ul>", "<li>",
+                          "</li>",   "<div>",    "</div>",  "<code>",   "</code>", "<pre>", "</pre>"}) {
     out.push_back({tag, TokenType::UserDefined});
   }
-  for (const char* t : {"<start_of_image>", "<end_of_image>", "<image_soft_token>"}) out.push_back({t, TokenType::Control});
+  for (const char* t : {"<start_of_image>", "<end_of_image>", "<image_soft_token>"})
+    out.push_back({t, TokenType::Control});
   return out;
 }
 
@@ -134,7 +136,8 @@ const Tokenizer& gemma() {
 }
 
 const json& oracle() {
-  static const json j = json::parse(test::read_file(std::string(PAGODA_SOURCE_DIR) + "/tests/data/tokenizer_gemma.json"));
+  static const json j =
+      json::parse(test::read_file(std::string(PAGODA_SOURCE_DIR) + "/tests/data/tokenizer_gemma.json"));
   return j;
 }
 
@@ -232,7 +235,8 @@ TEST(GemmaVocab, ChatPromptsTokenizeToTheControlIds) {
   const std::string tmpl_file = test::shared_file(kGemmaTemplate);
   for (const json& c : oracle()["chats"]) {
     std::vector<ChatMessage> messages;
-    for (const json& m : c["messages"]) messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+    for (const json& m : c["messages"])
+      messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
     const std::string rendered = chat::apply_template({chat::Family::Gemma, "<end_of_turn>"}, messages, true);
     EXPECT_EQ(rendered, c["llama_cpp_prompt"].get<std::string>());
     const std::vector<int32_t> ids = tok.encode(rendered, true, true);
@@ -294,7 +298,8 @@ TEST(GemmaVocab, WhitespaceStrippingByModelName) {
     return out;
   };
   EXPECT_EQ(phi3.encode(turn, false, true), concat({{start}, phi3.encode("Hi", false), {end, start}}));
-  EXPECT_EQ(phi3.encode(turn, false, true), with_name("PHI3").encode("<start_of_turn>Hi<end_of_turn><start_of_turn>", false, true));
+  EXPECT_EQ(phi3.encode(turn, false, true),
+            with_name("PHI3").encode("<start_of_turn>Hi<end_of_turn><start_of_turn>", false, true));
   // User-defined tokens strip too, with or without special parsing; the exempt ones do not.
   EXPECT_EQ(phi3.encode("<p>  x", false), phi3.encode("<p>x", false));
   for (const char* keeps : {"<unk>", "<s>", "<|endoftext|>"}) {
@@ -302,7 +307,8 @@ TEST(GemmaVocab, WhitespaceStrippingByModelName) {
     EXPECT_EQ(phi3.encode(t, false, true), concat({{phi3.find_piece(keeps)}, phi3.encode(" x", false)})) << t;
   }
   // Only what follows the token in its own fragment: whitespace before it stays.
-  EXPECT_EQ(phi3.encode("x <end_of_turn>", false, true), (std::vector<int32_t>{phi3.find_piece("x"), phi3.find_piece("\xE2\x96\x81"), end}));
+  EXPECT_EQ(phi3.encode("x <end_of_turn>", false, true),
+            (std::vector<int32_t>{phi3.find_piece("x"), phi3.find_piece("\xE2\x96\x81"), end}));
 
   // From a file: its general.name.
   {
@@ -321,7 +327,8 @@ TEST(GemmaVocab, WhitespaceStrippingByModelName) {
 
   const Tokenizer bert = with_name("modern-bert-base", {"[MASK]"});
   const int32_t mask = bert.find_piece("[MASK]");
-  EXPECT_EQ(bert.encode("a \t[MASK] b", false, true), concat({bert.encode("a", false), {mask}, bert.encode(" b", false)}));
+  EXPECT_EQ(bert.encode("a \t[MASK] b", false, true),
+            concat({bert.encode("a", false), {mask}, bert.encode(" b", false)}));
   EXPECT_EQ(with_name("other", {"[MASK]"}).encode("a [MASK]", false, true).size(), 3u);  // "a", "▁", [MASK]
 }
 

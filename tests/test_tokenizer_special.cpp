@@ -169,9 +169,8 @@ TEST(SpecialTokens, GenerationStopsAtAnyEndOfGenerationToken) {
   const auto [plain, plain_eog] = greedy(test::tiny_gqa_model(), true);
   ASSERT_EQ(plain.token_ids.size(), 12u);
   size_t k = 3;  // the first position whose id did not appear before it
-  while (k < plain.token_ids.size() &&
-         std::find(plain.token_ids.begin(), plain.token_ids.begin() + long(k), plain.token_ids[k]) !=
-             plain.token_ids.begin() + long(k)) {
+  while (k < plain.token_ids.size() && std::find(plain.token_ids.begin(), plain.token_ids.begin() + long(k),
+                                                 plain.token_ids[k]) != plain.token_ids.begin() + long(k)) {
     ++k;
   }
   ASSERT_LT(k, plain.token_ids.size()) << "no fresh id to stop at";

@@ -61,9 +61,10 @@ TEST(ToolCalls, DefinitionsAreChecked) {
   ASSERT_EQ(tools.size(), 3u);
   EXPECT_EQ(tools[0].name, "get_weather");
   EXPECT_EQ(nlohmann::json::parse(tools[2].parameters), nlohmann::json::parse(R"({"type": "object"})"));
-  for (const char* bad : {"{}", "[]", R"([{"type": "function"}])", R"([{"type": "function", "function": {"name": "a b"}}])",
-                          R"([{"type": "function", "function": {"name": "f", "parameters": 3}}])",
-                          R"([{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "f"}}])"}) {
+  for (const char* bad :
+       {"{}", "[]", R"([{"type": "function"}])", R"([{"type": "function", "function": {"name": "a b"}}])",
+        R"([{"type": "function", "function": {"name": "f", "parameters": 3}}])",
+        R"([{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "f"}}])"}) {
     EXPECT_THROW(parse_tool_definitions(bad), Error) << bad;
   }
 }
@@ -71,10 +72,11 @@ TEST(ToolCalls, DefinitionsAreChecked) {
 TEST(ToolCalls, RepliesParseAsModelsWriteThem) {
   const std::vector<ToolDefinition> tools = parse_tool_definitions(kTools);
   {
-    const ParsedReply r = parse_tool_calls(ToolCallFormat::Hermes,
-                                           "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"
-                                           "</tool_call>\n<tool_call>\n{\"arguments\": {\"b\": 2, \"a\": 1}, \"name\": \"add\"}\n</tool_call>",
-                                           tools);
+    const ParsedReply r = parse_tool_calls(
+        ToolCallFormat::Hermes,
+        "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"
+        "</tool_call>\n<tool_call>\n{\"arguments\": {\"b\": 2, \"a\": 1}, \"name\": \"add\"}\n</tool_call>",
+        tools);
     EXPECT_EQ(r.content, "Let me check.");
     ASSERT_EQ(r.calls.size(), 2u);
     EXPECT_EQ(r.calls[0].name, "get_weather");
@@ -82,19 +84,23 @@ TEST(ToolCalls, RepliesParseAsModelsWriteThem) {
     EXPECT_EQ(r.calls[1].arguments, R"({"b":2,"a":1})") << "the model's key order is kept";
   }
   {  // an unknown tool or broken JSON stays content
-    const ParsedReply r = parse_tool_calls(ToolCallFormat::Hermes, "<tool_call>\n{\"name\": \"nope\", \"arguments\": {}}\n</tool_call>", tools);
+    const ParsedReply r = parse_tool_calls(ToolCallFormat::Hermes,
+                                           "<tool_call>\n{\"name\": \"nope\", \"arguments\": {}}\n</tool_call>", tools);
     EXPECT_TRUE(r.calls.empty());
     EXPECT_NE(r.content.find("nope"), std::string::npos);
   }
   {
-    const ParsedReply r = parse_tool_calls(ToolCallFormat::Llama3, "<|python_tag|>{\"name\": \"add\", \"parameters\": {\"a\": 1, \"b\": 2}}", tools);
+    const ParsedReply r = parse_tool_calls(
+        ToolCallFormat::Llama3, "<|python_tag|>{\"name\": \"add\", \"parameters\": {\"a\": 1, \"b\": 2}}", tools);
     ASSERT_EQ(r.calls.size(), 1u);
     EXPECT_EQ(r.calls[0].arguments, R"({"a":1,"b":2})");
     EXPECT_TRUE(r.content.empty());
   }
   {  // arguments given as a JSON string are read as the object they spell
-    const ParsedReply r = parse_tool_calls(ToolCallFormat::Mistral,
-                                           "[TOOL_CALLS][{\"name\": \"add\", \"arguments\": \"{\\\"a\\\": 3, \\\"b\\\": 4}\", \"id\": \"abcdefghi\"}]", tools);
+    const ParsedReply r = parse_tool_calls(
+        ToolCallFormat::Mistral,
+        "[TOOL_CALLS][{\"name\": \"add\", \"arguments\": \"{\\\"a\\\": 3, \\\"b\\\": 4}\", \"id\": \"abcdefghi\"}]",
+        tools);
     ASSERT_EQ(r.calls.size(), 1u);
     EXPECT_EQ(r.calls[0].id, "abcdefghi");
     EXPECT_EQ(r.calls[0].arguments, R"({"a":3,"b":4})");
@@ -105,7 +111,8 @@ TEST(ToolCalls, RepliesParseAsModelsWriteThem) {
     EXPECT_EQ(r.content, "The answer is 3.");
   }
   {
-    const ParsedReply r = parse_tool_calls(ToolCallFormat::Generic, R"({"tool_calls": [{"name": "now", "arguments": {}}]})", tools);
+    const ParsedReply r =
+        parse_tool_calls(ToolCallFormat::Generic, R"({"tool_calls": [{"name": "now", "arguments": {}}]})", tools);
     ASSERT_EQ(r.calls.size(), 1u);
     EXPECT_EQ(r.calls[0].name, "now");
   }
@@ -146,7 +153,8 @@ std::string random_sentence(const std::string& gbnf, std::mt19937& rng, size_t s
 TEST(ToolCalls, EveryTextAGrammarAdmitsParsesIntoCalls) {
   const std::vector<ToolDefinition> tools = parse_tool_definitions(kTools);
   std::mt19937 rng(7);
-  for (ToolCallFormat format : {ToolCallFormat::Hermes, ToolCallFormat::Llama3, ToolCallFormat::Mistral, ToolCallFormat::Generic}) {
+  for (ToolCallFormat format :
+       {ToolCallFormat::Hermes, ToolCallFormat::Llama3, ToolCallFormat::Mistral, ToolCallFormat::Generic}) {
     for (bool parallel : {false, true}) {
       for (bool lazy : {false, true}) {
         const ToolGrammar g = tool_call_grammar(format, tools, lazy, parallel, false);
@@ -155,7 +163,8 @@ TEST(ToolCalls, EveryTextAGrammarAdmitsParsesIntoCalls) {
         for (int walk = 0; walk < 30; ++walk) {
           const std::string text = random_sentence(g.gbnf, rng, 40);
           if (text.empty()) continue;
-          for (const std::string& t : g.triggers) EXPECT_EQ(text.rfind(t, 0), 0u) << "a lazy grammar starts with its trigger";
+          for (const std::string& t : g.triggers)
+            EXPECT_EQ(text.rfind(t, 0), 0u) << "a lazy grammar starts with its trigger";
           const ParsedReply r = parse_tool_calls(format, text, tools);
           ASSERT_FALSE(r.calls.empty()) << tool_call_format_name(format) << ": " << text;
           EXPECT_TRUE(r.content.empty()) << text;
@@ -193,8 +202,8 @@ TEST(ToolCalls, AControlTagIsLeftOutOfAWholeReplyGrammar) {
 }
 
 TEST(ToolCalls, BadParametersNameTheTool) {
-  const std::vector<ToolDefinition> tools =
-      parse_tool_definitions(R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "not": {}}}}])");
+  const std::vector<ToolDefinition> tools = parse_tool_definitions(
+      R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "not": {}}}}])");
   try {
     tool_call_grammar(ToolCallFormat::Hermes, tools, false, false, false);
     FAIL() << "an unsupported schema compiled";

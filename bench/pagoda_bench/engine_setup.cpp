@@ -27,9 +27,10 @@ void check_model(const ModelFacts& model, const Options& options, const std::vec
   }
   for (const TestSpec& t : tests) {
     if (t.positions() <= model.context_length) continue;
-    throw Error(t.name() + " needs " + std::to_string(t.positions()) + " positions (depth " + std::to_string(t.n_depth) +
-                " + prompt " + std::to_string(t.fresh_prompt()) + " + " + std::to_string(t.max_new_tokens()) +
-                " generated) but " + model.path + " has a context of " + std::to_string(model.context_length));
+    throw Error(t.name() + " needs " + std::to_string(t.positions()) + " positions (depth " +
+                std::to_string(t.n_depth) + " + prompt " + std::to_string(t.fresh_prompt()) + " + " +
+                std::to_string(t.max_new_tokens()) + " generated) but " + model.path + " has a context of " +
+                std::to_string(model.context_length));
   }
 }
 
@@ -46,7 +47,8 @@ int32_t kv_pages_for(const std::vector<TestSpec>& tests) {
   }
   // The prefill scheduler admits only while 1% of the pages stay free for running sequences.
   pages += pages / 50 + 2;
-  if (pages > INT32_MAX) throw Error("the tests need " + std::to_string(pages) + " KV pages, more than an engine can have");
+  if (pages > INT32_MAX)
+    throw Error("the tests need " + std::to_string(pages) + " KV pages, more than an engine can have");
   return int32_t(pages);
 }
 

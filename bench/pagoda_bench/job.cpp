@@ -61,7 +61,8 @@ JobTimes run_job(Engine& engine, const std::vector<std::vector<int32_t>>& prompt
   handles.list.reserve(prompts.size());
   const int64_t hits_before = engine.metrics().prefix_hit_tokens;
   job.start = Clock::now();
-  for (size_t i = 0; i < prompts.size(); ++i) handles.list.push_back(engine.submit(greedy(prompts[i], max_new_tokens, job.tokens[i])));
+  for (size_t i = 0; i < prompts.size(); ++i)
+    handles.list.push_back(engine.submit(greedy(prompts[i], max_new_tokens, job.tokens[i])));
   for (size_t i = 0; i < handles.list.size(); ++i) {
     const Completion c = handles.list[i].get();
     if (c.finish_reason == FinishReason::Error) throw Error("a request failed: " + c.error);

@@ -13,9 +13,9 @@ namespace pagoda::benchtool {
 using Clock = std::chrono::steady_clock;
 
 struct JobTimes {
-  Clock::time_point start;                          // just before the first submit
+  Clock::time_point start;                             // just before the first submit
   std::vector<std::vector<Clock::time_point>> tokens;  // per request, each token's arrival
-  int64_t prefix_hit_tokens = 0;                    // prompt tokens the prefix cache gave
+  int64_t prefix_hit_tokens = 0;                       // prompt tokens the prefix cache gave
 
   double first_token_s(size_t request) const;  // from start
   double last_token_s(size_t request) const;

@@ -11,10 +11,10 @@
 namespace pagoda::benchtool {
 
 struct Machine {
-  std::string cpu_info;        // /proc/cpuinfo's model name, as llama-bench's cpu_info
-  int cores = 0;               // hardware threads the rooflines were measured on
-  double read_bytes_per_s = 0; // streaming read bandwidth at start, every core reading
-  double fma_flops = 0;        // fp32 FMA peak, every core
+  std::string cpu_info;         // /proc/cpuinfo's model name, as llama-bench's cpu_info
+  int cores = 0;                // hardware threads the rooflines were measured on
+  double read_bytes_per_s = 0;  // streaming read bandwidth at start, every core reading
+  double fma_flops = 0;         // fp32 FMA peak, every core
 
   // The FMA peak of `threads` of them: FMA throughput grows with each core that runs it.
   double fma_flops_for(int threads) const;

@@ -15,7 +15,8 @@ std::string format(const char* spec, double a, double b = 0.0) {
 
 std::string size_cell(const Row& r) {
   const double bytes = double(r.model.size_bytes);
-  return bytes < 1024.0 * 1024 * 1024 ? format("%.2f MiB", bytes / 1024 / 1024) : format("%.2f GiB", bytes / 1024 / 1024 / 1024);
+  return bytes < 1024.0 * 1024 * 1024 ? format("%.2f MiB", bytes / 1024 / 1024)
+                                      : format("%.2f GiB", bytes / 1024 / 1024 / 1024);
 }
 
 std::string params_cell(const Row& r) {
@@ -48,29 +49,39 @@ MarkdownPrinter::MarkdownPrinter(const Options& o) {
               {"params", 10, params_cell},
               {"backend", -10, [](const Row&) { return std::string("CPU"); }},
               {"threads", 7, [](const Row& r) { return std::to_string(r.instance.threads); }}};
-  if (shown(o.n_batch, d.n_batch)) columns_.push_back({"n_batch", 7, [](const Row& r) { return std::to_string(r.instance.n_batch); }});
-  if (shown(o.n_ubatch, d.n_ubatch)) columns_.push_back({"n_ubatch", 8, [](const Row& r) { return std::to_string(r.instance.n_ubatch); }});
+  if (shown(o.n_batch, d.n_batch))
+    columns_.push_back({"n_batch", 7, [](const Row& r) { return std::to_string(r.instance.n_batch); }});
+  if (shown(o.n_ubatch, d.n_ubatch))
+    columns_.push_back({"n_ubatch", 8, [](const Row& r) { return std::to_string(r.instance.n_ubatch); }});
   if (shown(o.cache_types, d.cache_types)) {
     for (const char* name : {"type_k", "type_v"})
-      columns_.push_back({name, 6, [](const Row& r) { return std::string(kv_cache_type_name(r.instance.cache_type)); }});
+      columns_.push_back(
+          {name, 6, [](const Row& r) { return std::string(kv_cache_type_name(r.instance.cache_type)); }});
   }
-  if (shown(o.use_mmap, d.use_mmap)) columns_.push_back({"mmap", 4, [](const Row& r) { return std::to_string(r.instance.use_mmap); }});
+  if (shown(o.use_mmap, d.use_mmap))
+    columns_.push_back({"mmap", 4, [](const Row& r) { return std::to_string(r.instance.use_mmap); }});
   columns_.push_back({"test", 15, [](const Row& r) { return r.result.spec.name(); }});
   // One more for the width: "±" is two bytes and printf counts bytes.
-  columns_.push_back({"t/s", 20, [](const Row& r) { return format("%.2f ± %.2f", r.result.avg_ts(), r.result.stddev_ts()); }, 1});
+  columns_.push_back(
+      {"t/s", 20, [](const Row& r) { return format("%.2f ± %.2f", r.result.avg_ts(), r.result.stddev_ts()); }, 1});
   if (!o.n_seqs.empty()) {
-    columns_.push_back({"S_PP t/s", 10, [](const Row& r) { return phase_rate(r, r.result.samples_s_pp, r.result.spec.n_prompt); }});
-    columns_.push_back({"S_TG t/s", 10, [](const Row& r) { return phase_rate(r, r.result.samples_s_tg, r.result.spec.n_gen); }});
+    columns_.push_back(
+        {"S_PP t/s", 10, [](const Row& r) { return phase_rate(r, r.result.samples_s_pp, r.result.spec.n_prompt); }});
+    columns_.push_back(
+        {"S_TG t/s", 10, [](const Row& r) { return phase_rate(r, r.result.samples_s_tg, r.result.spec.n_gen); }});
   }
-  columns_.push_back({"roofline t/s", 20, [](const Row& r) { return fraction_of(r.roofline.roofline_fraction, r.roofline.roofline_ts); }});
-  columns_.push_back({"FMA peak GFLOP/s", 20, [](const Row& r) { return fraction_of(r.roofline.peak_fraction, r.roofline.peak_gflops); }});
+  columns_.push_back({"roofline t/s", 20,
+                      [](const Row& r) { return fraction_of(r.roofline.roofline_fraction, r.roofline.roofline_ts); }});
+  columns_.push_back({"FMA peak GFLOP/s", 20,
+                      [](const Row& r) { return fraction_of(r.roofline.peak_fraction, r.roofline.peak_gflops); }});
 }
 
 void MarkdownPrinter::header() {
   std::printf("|");
   for (const Column& c : columns_) std::printf(" %*s |", c.width, c.name);
   std::printf("\n|");
-  for (const Column& c : columns_) std::printf(" %s%s |", std::string(size_t(std::abs(c.width) - 1), '-').c_str(), c.width > 0 ? ":" : "-");
+  for (const Column& c : columns_)
+    std::printf(" %s%s |", std::string(size_t(std::abs(c.width) - 1), '-').c_str(), c.width > 0 ? ":" : "-");
   std::printf("\n");
   std::fflush(stdout);
 }

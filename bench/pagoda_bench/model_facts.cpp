@@ -40,9 +40,9 @@ std::string guessed_file_type(const GgufFile& f) {
     if (++count[t.type] > count[most]) most = t.type;
   }
   static const std::map<GgmlType, uint64_t> file_types = {
-      {GgmlType::F32, 0},  {GgmlType::F16, 1},  {GgmlType::Q4_0, 2},  {GgmlType::Q4_1, 3},  {GgmlType::Q8_0, 7},
-      {GgmlType::Q5_0, 8}, {GgmlType::Q5_1, 9}, {GgmlType::Q4_K, 15}, {GgmlType::Q5_K, 17}, {GgmlType::Q6_K, 18},
-      {GgmlType::BF16, 32}};
+      {GgmlType::F32, 0},   {GgmlType::F16, 1},   {GgmlType::Q4_0, 2}, {GgmlType::Q4_1, 3},
+      {GgmlType::Q8_0, 7},  {GgmlType::Q5_0, 8},  {GgmlType::Q5_1, 9}, {GgmlType::Q4_K, 15},
+      {GgmlType::Q5_K, 17}, {GgmlType::Q6_K, 18}, {GgmlType::BF16, 32}};
   const auto it = file_types.find(most);
   return std::string(it == file_types.end() ? "all F32" : file_type_name(it->second)) + " (guessed)";
 }
@@ -52,7 +52,9 @@ std::string guessed_file_type(const GgufFile& f) {
 std::string size_label(const GgufFile& f, uint64_t n_params) {
   if (auto label = f.get_string_opt("general.size_label")) return *label;
   const double n = double(n_params);
-  const auto [value, unit] = n >= 1e9 ? std::pair{n / 1e9, 'B'} : n >= 1e6 ? std::pair{n / 1e6, 'M'} : std::pair{n / 1e3, 'K'};
+  const auto [value, unit] = n >= 1e9   ? std::pair{n / 1e9, 'B'}
+                             : n >= 1e6 ? std::pair{n / 1e6, 'M'}
+                                        : std::pair{n / 1e3, 'K'};
   char buf[32];
   std::snprintf(buf, sizeof buf, value >= 100 ? "%.0f%c" : "%.2g%c", value, unit);
   return buf;
@@ -66,7 +68,8 @@ void read_shape(const GgufFile& f, ModelFacts& m) {
   m.n_heads = get_i32(f, arch + ".attention.head_count");
   m.n_kv_heads = int32_t(f.get_uint_opt(arch + ".attention.head_count_kv").value_or(uint64_t(m.n_heads)));
   const uint64_t dim = f.get_uint(arch + ".embedding_length");
-  m.head_dim = int32_t(f.get_uint_opt(arch + ".attention.key_length").value_or(m.n_heads > 0 ? dim / uint64_t(m.n_heads) : 0));
+  m.head_dim =
+      int32_t(f.get_uint_opt(arch + ".attention.key_length").value_or(m.n_heads > 0 ? dim / uint64_t(m.n_heads) : 0));
   m.context_length = get_i32(f, arch + ".context_length");
 }
 
@@ -84,7 +87,9 @@ void count_tensors(const GgufFile& f, ModelFacts& m) {
     m.n_params += t.n_elements;
     const bool embedding = t.name == "token_embd.weight";
     const bool expert = experts > 0 && t.shape.size() == 3 && t.name.find("_exps.") != std::string::npos;
-    m.decode_bytes += embedding && !tied ? t.n_bytes / t.shape.back() : expert ? t.n_bytes / experts * std::min(used, experts) : t.n_bytes;
+    m.decode_bytes += embedding && !tied ? t.n_bytes / t.shape.back()
+                      : expert           ? t.n_bytes / experts * std::min(used, experts)
+                                         : t.n_bytes;
     if (t.name.starts_with("blk.") && t.shape.size() == 2) m.matrix_params += t.n_elements;
   }
 }

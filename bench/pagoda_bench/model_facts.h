@@ -12,11 +12,11 @@ namespace pagoda::benchtool {
 
 struct ModelFacts {
   std::string path;
-  std::string type;             // llama.cpp's description: "llama 1B Q4_K - Medium"
-  uint64_t size_bytes = 0;      // every tensor's bytes (llama_model_size)
-  uint64_t n_params = 0;        // every tensor's elements (llama_model_n_params)
-  uint64_t decode_bytes = 0;    // weight bytes one decode step reads (see model_facts.cpp)
-  uint64_t matrix_params = 0;   // elements of the layers' matrices: 2 flops each per prompt token
+  std::string type;            // llama.cpp's description: "llama 1B Q4_K - Medium"
+  uint64_t size_bytes = 0;     // every tensor's bytes (llama_model_size)
+  uint64_t n_params = 0;       // every tensor's elements (llama_model_n_params)
+  uint64_t decode_bytes = 0;   // weight bytes one decode step reads (see model_facts.cpp)
+  uint64_t matrix_params = 0;  // elements of the layers' matrices: 2 flops each per prompt token
   int32_t n_layers = 0;
   int32_t n_heads = 0;
   int32_t n_kv_heads = 0;

@@ -47,10 +47,21 @@ cli::Args parse_args(int argc, char** argv) {
                    {"--model", "--n-prompt", "--n-gen", "--n-depth", "--n-seqs", "--threads", "--batch-size",
                     "--ubatch-size", "--cache-type-k", "--cache-type-v", "--mmap", "--repetitions", "--output"},
                    {"--no-mmap", "--progress", "--help"},
-                   {{"-m", "--model"}, {"-p", "--n-prompt"}, {"-n", "--n-gen"}, {"-d", "--n-depth"},
-                    {"-B", "--n-seqs"}, {"-t", "--threads"}, {"-b", "--batch-size"}, {"-ub", "--ubatch-size"},
-                    {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"}, {"--cache-type", "--cache-type-k"},
-                    {"-mmp", "--mmap"}, {"-r", "--repetitions"}, {"-o", "--output"}, {"-h", "--help"}});
+                   {{"-m", "--model"},
+                    {"-p", "--n-prompt"},
+                    {"-n", "--n-gen"},
+                    {"-d", "--n-depth"},
+                    {"-B", "--n-seqs"},
+                    {"-t", "--threads"},
+                    {"-b", "--batch-size"},
+                    {"-ub", "--ubatch-size"},
+                    {"-ctk", "--cache-type-k"},
+                    {"-ctv", "--cache-type-v"},
+                    {"--cache-type", "--cache-type-k"},
+                    {"-mmp", "--mmap"},
+                    {"-r", "--repetitions"},
+                    {"-o", "--output"},
+                    {"-h", "--help"}});
 }
 
 // Every value of `flag`, each occurrence split at commas.

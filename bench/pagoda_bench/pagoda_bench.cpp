@@ -33,7 +33,8 @@ std::string kv_costs(const ModelFacts& m) {
   std::string out;
   for (KvCacheType t : {KvCacheType::F32, KvCacheType::F16, KvCacheType::BF16, KvCacheType::Q8_0}) {
     if (!pagoda::kernels::kv_row_fits(t, m.head_dim)) continue;
-    out += (out.empty() ? "" : ", ") + std::string(kv_cache_type_name(t)) + " " + std::to_string(uint64_t(m.kv_bytes_per_position(t)));
+    out += (out.empty() ? "" : ", ") + std::string(kv_cache_type_name(t)) + " " +
+           std::to_string(uint64_t(m.kv_bytes_per_position(t)));
   }
   return out + " bytes";
 }
@@ -82,10 +83,13 @@ class Run {
     const ModelFacts& model = models_.at(instance.model);
     for (const TestSpec& spec : tests_) {
       const Say say = [&](const std::string& what) {
-        if (options_.progress) std::fprintf(stderr, "pagoda-bench: benchmark %d/%d: %s %s\n", done_ + 1, total(), spec.name().c_str(), what.c_str());
+        if (options_.progress)
+          std::fprintf(stderr, "pagoda-bench: benchmark %d/%d: %s %s\n", done_ + 1, total(), spec.name().c_str(),
+                       what.c_str());
       };
       const TestResult result = run_test(engine, spec, options_.reps, tokens, say, [&] { return probe_.sample(); });
-      printer_.row({machine_, model, instance, result, roofline(result, model, instance.cache_type, instance.threads, machine_)});
+      printer_.row({machine_, model, instance, result,
+                    roofline(result, model, instance.cache_type, instance.threads, machine_)});
       ++done_;
     }
   }

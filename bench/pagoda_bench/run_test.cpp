@@ -51,16 +51,18 @@ void check_prefix_hits(const TestSpec& spec, const JobTimes& job) {
   if (spec.kind == TestKind::Generation) return;
   const int64_t expected = int64_t(spec.n_seqs) * cached_context(spec);
   if (job.prefix_hit_tokens == expected) return;
-  throw Error(spec.name() + ": the prefix cache gave " + std::to_string(job.prefix_hit_tokens) + " prompt tokens, not the " +
-              std::to_string(expected) + " of the context it holds, so the timing would not be of " +
-              std::to_string(spec.n_prompt) + " prompt tokens");
+  throw Error(spec.name() + ": the prefix cache gave " + std::to_string(job.prefix_hit_tokens) +
+              " prompt tokens, not the " + std::to_string(expected) +
+              " of the context it holds, so the timing would not be of " + std::to_string(spec.n_prompt) +
+              " prompt tokens");
 }
 
 // Decode tokens (every token after a request's first) that came after `after_s`.
 int64_t tokens_after(const JobTimes& job, double after_s) {
   int64_t n = 0;
   for (const auto& stamps : job.tokens)
-    for (size_t i = 1; i < stamps.size(); ++i) n += std::chrono::duration<double>(stamps[i] - job.start).count() > after_s;
+    for (size_t i = 1; i < stamps.size(); ++i)
+      n += std::chrono::duration<double>(stamps[i] - job.start).count() > after_s;
   return n;
 }
 
@@ -90,9 +92,11 @@ void add_sample(const TestSpec& spec, const JobTimes& job, TestResult& r) {
 void warn_uncached_context(const TestSpec& spec) {
   const int rest = spec.n_depth - cached_context(spec);
   if (spec.kind == TestKind::Generation || rest == 0) return;
-  std::fprintf(stderr, "pagoda-bench: %s: the context's last %d tokens are not in full KV pages the prefix cache "
+  std::fprintf(stderr,
+               "pagoda-bench: %s: the context's last %d tokens are not in full KV pages the prefix cache "
                "can give (it keeps full pages, and the prompt's last token is always computed); they are "
-               "prefilled again in the timed runs\n", spec.name().c_str(), rest);
+               "prefilled again in the timed runs\n",
+               spec.name().c_str(), rest);
 }
 
 }  // namespace

@@ -55,7 +55,9 @@ json message_object(const ChatMessage& m, bool null_content) {
   if (!m.tool_calls.empty()) {
     json calls = json::array();
     for (const ToolCall& c : m.tool_calls) {
-      calls.push_back(json{{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", arguments_value(c.arguments)}}}});
+      calls.push_back(json{{"id", c.id},
+                           {"type", "function"},
+                           {"function", {{"name", c.name}, {"arguments", arguments_value(c.arguments)}}}});
     }
     o["tool_calls"] = std::move(calls);
   }
@@ -89,7 +91,8 @@ json template_context(const std::vector<ChatMessage>& messages, const ChatTempla
 }
 
 ChatPrompt render_chat_prompt(const jinja::Template& t, const std::vector<ChatMessage>& messages,
-                              const ChatTemplateOptions& options, const std::string& bos_token, const std::string& eos_token) {
+                              const ChatTemplateOptions& options, const std::string& bos_token,
+                              const std::string& eos_token) {
   const std::vector<std::string> data = data_members(options);
   try {
     return t.render_with_spans(template_context(messages, options, bos_token, eos_token, true), data);
@@ -101,8 +104,9 @@ ChatPrompt render_chat_prompt(const jinja::Template& t, const std::vector<ChatMe
   }
 }
 
-std::string render_chat(const jinja::Template& t, const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options,
-                        const std::string& bos_token, const std::string& eos_token) {
+std::string render_chat(const jinja::Template& t, const std::vector<ChatMessage>& messages,
+                        const ChatTemplateOptions& options, const std::string& bos_token,
+                        const std::string& eos_token) {
   return render_chat_prompt(t, messages, options, bos_token, eos_token).text;
 }
 

@@ -24,11 +24,12 @@ nlohmann::ordered_json template_context(const std::vector<ChatMessage>& messages
 
 // The template rendered with template_context; a template that fails on a null content is
 // rendered again with "" there, as llama.cpp does for templates older than null contents.
-std::string render_chat(const jinja::Template& t, const std::vector<ChatMessage>& messages, const ChatTemplateOptions& options,
-                        const std::string& bos_token, const std::string& eos_token);
+std::string render_chat(const jinja::Template& t, const std::vector<ChatMessage>& messages,
+                        const ChatTemplateOptions& options, const std::string& bos_token, const std::string& eos_token);
 // The same, with the ranges printed from messages, tools and kwargs as its data spans (none
 // with options.special_in_content).
 ChatPrompt render_chat_prompt(const jinja::Template& t, const std::vector<ChatMessage>& messages,
-                              const ChatTemplateOptions& options, const std::string& bos_token, const std::string& eos_token);
+                              const ChatTemplateOptions& options, const std::string& bos_token,
+                              const std::string& eos_token);
 
 }  // namespace pagoda::chat

@@ -219,12 +219,14 @@ std::optional<Template> detect_template(std::string_view jinja, std::string_view
   if (has("<|assistant|>") && has("<|end|>")) return Template{Family::Phi3, "<|end|>"};
   if (has("<|user|>")) return Template{Family::Zephyr, has("<|endoftext|>") ? "<|endoftext|>" : std::string(eos_token)};
   if (has("<start_of_turn>")) return Template{Family::Gemma, "<end_of_turn>"};
-  if (has("USER: ") && has("ASSISTANT: ")) return Template{has("SYSTEM: ") ? Family::VicunaOrca : Family::Vicuna, "</s>"};
+  if (has("USER: ") && has("ASSISTANT: "))
+    return Template{has("SYSTEM: ") ? Family::VicunaOrca : Family::Vicuna, "</s>"};
   if (has("<|start_header_id|>") && has("<|end_header_id|>")) return Template{Family::Llama3, "<|eot_id|>"};
   return std::nullopt;
 }
 
-ChatPrompt apply_template_prompt(const Template& t, const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+ChatPrompt apply_template_prompt(const Template& t, const std::vector<ChatMessage>& messages,
+                                 bool add_generation_prompt) {
   Text out;
   const std::vector<ChatMessage> chat = checked_roles(messages);
   switch (t.family) {

@@ -13,7 +13,7 @@
 namespace pagoda::chat {
 
 enum class Family {
-  Plain,           // no template (or an unknown one): the text the model continues
+  Plain,  // no template (or an unknown one): the text the model continues
   ChatML,
   Llama2,          // [INST] ... [/INST], a system message folded into the first turn
   Llama2Sys,       // with <<SYS>> ... <</SYS>>
@@ -54,6 +54,7 @@ std::optional<Template> detect_template(std::string_view jinja, std::string_view
 // other role is a pagoda::Error naming it.
 std::string apply_template(const Template& t, const std::vector<ChatMessage>& chat, bool add_generation_prompt = true);
 // The same prompt with the messages' text as its data spans.
-ChatPrompt apply_template_prompt(const Template& t, const std::vector<ChatMessage>& chat, bool add_generation_prompt = true);
+ChatPrompt apply_template_prompt(const Template& t, const std::vector<ChatMessage>& chat,
+                                 bool add_generation_prompt = true);
 
 }  // namespace pagoda::chat

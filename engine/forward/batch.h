@@ -13,12 +13,12 @@
 namespace pagoda {
 
 struct BatchEntry {
-  std::span<const int32_t> tokens;   // the new tokens, at positions n_cached, n_cached+1, ...
-  int32_t n_cached = 0;              // positions already in this sequence's KV cache
+  std::span<const int32_t> tokens;          // the new tokens, at positions n_cached, n_cached+1, ...
+  int32_t n_cached = 0;                     // positions already in this sequence's KV cache
   const BlockTable* block_table = nullptr;  // holds pages for n_cached + tokens.size() positions
-  bool needs_logits = false;         // logits for the entry's last new token
-  const LoraWeights* lora = nullptr; // the entry's adapter; nullptr = the base model
-  bool all_logits = false;           // logits for every new token, in order (scoring a text)
+  bool needs_logits = false;                // logits for the entry's last new token
+  const LoraWeights* lora = nullptr;        // the entry's adapter; nullptr = the base model
+  bool all_logits = false;                  // logits for every new token, in order (scoring a text)
 };
 
 struct Batch {

@@ -46,8 +46,13 @@ int arena_threads(int requested) {
 // factors.
 kernels::RopeParams rope_params(const Model& model, int32_t layer) {
   const ModelConfig& c = model.config;
-  return {c.head_dim(), c.layer_rope_theta(layer), c.layer_rope_freq_scale(layer), model.weights.rope_freqs,
-          c.rope_style(), c.rotated_dims(), c.rope_attn_factor};
+  return {c.head_dim(),
+          c.layer_rope_theta(layer),
+          c.layer_rope_freq_scale(layer),
+          model.weights.rope_freqs,
+          c.rope_style(),
+          c.rotated_dims(),
+          c.rope_attn_factor};
 }
 
 // x[r][i] += add[r][i] for rows r < n of `dim` values.
@@ -66,7 +71,8 @@ ModelRunner::ModelRunner(const Model& model, int threads, bool sole_reader)
   for (int32_t l = 0; l < c.n_layers; ++l) {
     int32_t table = -1;
     for (int32_t m = 0; m < l && table < 0; ++m) {
-      if (c.layer_rope_theta(m) == c.layer_rope_theta(l) && c.layer_rope_freq_scale(m) == c.layer_rope_freq_scale(l)) table = layer_rope_[m];
+      if (c.layer_rope_theta(m) == c.layer_rope_theta(l) && c.layer_rope_freq_scale(m) == c.layer_rope_freq_scale(l))
+        table = layer_rope_[m];
     }
     if (table < 0) {
       table = int32_t(ropes_.size());
@@ -81,7 +87,8 @@ ModelRunner::ModelRunner(const Model& model, int threads, bool sole_reader)
       layers_[l].qkv = pack_weights({&w.attn_q, &w.attn_k, &w.attn_v}, sole_reader);
       if (c.has_qkv_bias()) {
         std::vector<float>& bias = layers_[l].qkv_bias;
-        for (const auto* b : {&w.attn_q_bias, &w.attn_k_bias, &w.attn_v_bias}) bias.insert(bias.end(), b->begin(), b->end());
+        for (const auto* b : {&w.attn_q_bias, &w.attn_k_bias, &w.attn_v_bias})
+          bias.insert(bias.end(), b->begin(), b->end());
       }
       layers_[l].output = pack_weights({&w.attn_output}, sole_reader);
       if (c.has_experts()) {
@@ -92,7 +99,8 @@ ModelRunner::ModelRunner(const Model& model, int threads, bool sole_reader)
       }
     });
     // A tied classifier's bytes are the token embedding's, which embed() reads on.
-    classifier_ = pack_weights({&model.weights.output}, sole_reader && model.weights.output.data != model.weights.token_embd.data);
+    classifier_ = pack_weights({&model.weights.output},
+                               sole_reader && model.weights.output.data != model.weights.token_embd.data);
   });
   const WeightTensor& embd = model.weights.token_embd;
   read_embedding_rows_ = embd.mapped && model.file && model.file->maps_file() &&
@@ -125,13 +133,15 @@ void ModelRunner::validate(const Batch& batch, const KvView& kv) const {
     const int64_t end = int64_t(e.n_cached) + int64_t(e.tokens.size());
     if (e.tokens.empty() || e.n_cached < 0 || !e.block_table) throw Error("forward: an empty or malformed batch entry");
     if (end > c.context_length) {
-      throw Error("forward: position " + std::to_string(end - 1) + " is past the context length " + std::to_string(c.context_length));
+      throw Error("forward: position " + std::to_string(end - 1) + " is past the context length " +
+                  std::to_string(c.context_length));
     }
     const BlockTable& table = *e.block_table;
     if (table.groups() != kv.layout.n_groups() || table.tokens_per_page() != tpp) {
       throw Error("forward: the block table does not match the KV cache layout");
     }
-    if (end > table.capacity_tokens()) throw Error("forward: the block table has no page for position " + std::to_string(end - 1));
+    if (end > table.capacity_tokens())
+      throw Error("forward: the block table has no page for position " + std::to_string(end - 1));
     // Attention reads each group's pages from the first one the entry's first token sees.
     for (int32_t g = 0; g < table.groups(); ++g) {
       for (auto i = size_t(table.first_live_page(g, e.n_cached)); i * tpp < size_t(end); ++i) {
@@ -142,7 +152,8 @@ void ModelRunner::validate(const Batch& batch, const KvView& kv) const {
     }
     if (e.lora && c.has_experts()) throw Error("forward: LoRA adapters on mixture-of-experts models are not supported");
     for (int32_t t : e.tokens) {
-      if (t < 0 || t >= c.vocab_size) throw Error("forward: token id " + std::to_string(t) + " is outside the vocabulary");
+      if (t < 0 || t >= c.vocab_size)
+        throw Error("forward: token id " + std::to_string(t) + " is outside the vocabulary");
     }
   }
 }
@@ -282,7 +293,8 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
     for (int32_t r = 0; r < rows; ++r) {
       std::copy_n(x_.begin() + size_t(logit_rows_[r]) * dim, dim, final_.begin() + size_t(r) * dim);
     }
-    kernels::rmsnorm_rows(final_.data(), dim, model_.weights.output_norm.data(), final_.data(), dim, rows, dim, c.norm_eps);
+    kernels::rmsnorm_rows(final_.data(), dim, model_.weights.output_norm.data(), final_.data(), dim, rows, dim,
+                          c.norm_eps);
     logits.resize(size_t(rows) * c.vocab_size);
     kernels::matmul(final_.data(), rows, dim, classifier_, logits.data(), c.vocab_size);
     if (c.final_softcap > 0.0f) {  // Gemma 2
@@ -315,8 +327,10 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
       const float* v = k + kv_dim;
       for (size_t i = 0; i < bias.size(); ++i) q[i] += bias[i];
       if (c.has_qk_norm()) {
-        for (int32_t h = 0; h < c.n_heads; ++h) kernels::rmsnorm(q + h * head_dim, w.attn_q_norm.data(), q + h * head_dim, head_dim, c.norm_eps);
-        for (int32_t h = 0; h < c.n_kv_heads; ++h) kernels::rmsnorm(k + h * head_dim, w.attn_k_norm.data(), k + h * head_dim, head_dim, c.norm_eps);
+        for (int32_t h = 0; h < c.n_heads; ++h)
+          kernels::rmsnorm(q + h * head_dim, w.attn_q_norm.data(), q + h * head_dim, head_dim, c.norm_eps);
+        for (int32_t h = 0; h < c.n_kv_heads; ++h)
+          kernels::rmsnorm(k + h * head_dim, w.attn_k_norm.data(), k + h * head_dim, head_dim, c.norm_eps);
       }
       rope.apply(q, c.n_heads, ref.position);
       rope.apply(k, c.n_kv_heads, ref.position);
@@ -388,7 +402,8 @@ void ModelRunner::apply_lora(int32_t layer, std::initializer_list<LoraOut> outs,
 double ModelRunner::flops(const Batch& batch) const {
   const ModelConfig& c = model_.config;
   const double q_dim = double(c.n_heads) * c.head_dim();
-  const double ffn_flops = layers_.empty() || !layers_[0].moe ? 2.0 * 3.0 * c.dim * c.ffn_dim : layers_[0].moe->row_flops();
+  const double ffn_flops =
+      layers_.empty() || !layers_[0].moe ? 2.0 * 3.0 * c.dim * c.ffn_dim : layers_[0].moe->row_flops();
   const double per_token_layer = 2.0 * c.dim * (q_dim + 2.0 * c.kv_dim()) + 2.0 * q_dim * c.dim + ffn_flops;
   double total = 0.0;
   for (const BatchEntry& e : batch.entries) {

@@ -36,8 +36,8 @@ class ModelRunner {
 
   // Runs one step: writes the new tokens' keys and values into their pages in `kv` and fills
   // `logits` with one row of vocab_size floats for each entry with needs_logits (one row per
-  // new token for an entry with all_logits), in entry order. Throws pagoda::Error on an inconsistent batch (positions beyond the context or the
-  // block table, token ids outside the vocabulary), and when the model's weights were lost
+  // new token for an entry with all_logits), in entry order. Throws pagoda::Error on an inconsistent batch (positions
+  // beyond the context or the block table, token ids outside the vocabulary), and when the model's weights were lost
   // before or during the step (weights_lost): the logits and KV written are then garbage.
   void forward(const Batch& batch, const KvView& kv, std::vector<float>& logits);
 
@@ -99,9 +99,9 @@ class ModelRunner {
     int32_t entry;
     int32_t position;
   };
-  std::vector<TokenRef> tokens_;     // every new token of the step, entry by entry
-  std::vector<int32_t> entry_start_; // first row of each entry in tokens_
-  std::vector<int32_t> logit_rows_;  // rows of tokens_ that need logits
+  std::vector<TokenRef> tokens_;      // every new token of the step, entry by entry
+  std::vector<int32_t> entry_start_;  // first row of each entry in tokens_
+  std::vector<int32_t> logit_rows_;   // rows of tokens_ that need logits
   struct AttentionChunk {
     int32_t begin, end;  // rows of tokens_, all of one entry
   };
@@ -124,7 +124,7 @@ class ModelRunner {
   std::vector<int32_t> lora_rows_;     // their rows of tokens_, in that order
   std::vector<LoraSegment> lora_segments_;
   std::vector<kernels::LoraSegment> lora_calls_;  // lora_segments_ with each projection's factors, in turn
-  std::vector<float> lora_tmp_;  // [position in lora_rows_][max rank]: x·Aᵀ of each row
+  std::vector<float> lora_tmp_;                   // [position in lora_rows_][max rank]: x·Aᵀ of each row
   int32_t lora_stride_ = 0;
   std::vector<float> x_, xb_, qkv_, att_, ffn_, hidden_, final_;
   std::vector<float> sublayer_;  // [n][dim]: an attention or FFN output before its post-norm (Gemma) or an MoE's

@@ -138,7 +138,8 @@ void MoeFfn::forward(const float* x, int ld_x, int n, float* out, int ld_out, Mo
 
 double MoeFfn::bytes_read(const MoeScratch& s) const {
   double total = double(router_.encoded_bytes());
-  for (const int e : s.active) total += double(experts_[size_t(e)].gate_up.encoded_bytes() + experts_[size_t(e)].down.encoded_bytes());
+  for (const int e : s.active)
+    total += double(experts_[size_t(e)].gate_up.encoded_bytes() + experts_[size_t(e)].down.encoded_bytes());
   if (shared_ffn_ > 0) total += double(shared_.gate_up.encoded_bytes() + shared_.down.encoded_bytes());
   return total;
 }

@@ -21,14 +21,14 @@ namespace pagoda {
 
 // Per-step buffers, reused across layers and steps (grown on demand).
 struct MoeScratch {
-  std::vector<float> logits;          // [row][n_experts]
-  std::vector<int32_t> chosen;        // [row][k] expert of each rank
-  std::vector<float> weight;          // [row][k]
-  std::vector<int32_t> slot;          // [row][k] the pair's place in the grouped order
-  std::vector<int32_t> expert_begin;  // [n_experts + 1] each expert's run in the grouped order
-  std::vector<int32_t> pair_row;      // [pair] the row of each pair, grouped by expert
-  std::vector<int32_t> next;          // [n_experts] the next free place of each expert's run
-  std::vector<int32_t> active;        // the experts some row chose
+  std::vector<float> logits;                    // [row][n_experts]
+  std::vector<int32_t> chosen;                  // [row][k] expert of each rank
+  std::vector<float> weight;                    // [row][k]
+  std::vector<int32_t> slot;                    // [row][k] the pair's place in the grouped order
+  std::vector<int32_t> expert_begin;            // [n_experts + 1] each expert's run in the grouped order
+  std::vector<int32_t> pair_row;                // [pair] the row of each pair, grouped by expert
+  std::vector<int32_t> next;                    // [n_experts] the next free place of each expert's run
+  std::vector<int32_t> active;                  // the experts some row chose
   std::vector<float> in, gate_up, hidden, out;  // [pair][...] grouped
   std::vector<float> shared_gate_up, shared_hidden, shared_out;  // [row][...]
 };

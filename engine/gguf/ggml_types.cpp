@@ -26,13 +26,22 @@ const char* ggml_type_name(GgmlType type) {
 
 bool ggml_type_supported(uint32_t id) {
   switch (static_cast<GgmlType>(id)) {
-    case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16:
-    case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q8_0:
-    case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
-    case GgmlType::IQ4_NL: case GgmlType::IQ4_XS:
-      return true;
-    default:
-      return false;
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::Q8_0:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+    case GgmlType::IQ4_NL:
+    case GgmlType::IQ4_XS: return true;
+    default: return false;
   }
 }
 
@@ -86,8 +95,8 @@ GgmlTensorSize ggml_tensor_size(std::span<const uint64_t> shape, GgmlType type, 
 
 void dequantize(GgmlType type, std::span<const std::byte> src, std::span<float> dst) {
   if (src.size() != ggml_type_bytes(type, dst.size())) {
-    throw Error("dequantize: " + std::to_string(src.size()) + " bytes do not hold " + std::to_string(dst.size()) +
-                " " + ggml_type_name(type) + " values");
+    throw Error("dequantize: " + std::to_string(src.size()) + " bytes do not hold " + std::to_string(dst.size()) + " " +
+                ggml_type_name(type) + " values");
   }
   if (!ggml_type_supported(uint32_t(type)))
     throw Error(std::string("dequantize: cannot decode ") + ggml_type_id_string(uint32_t(type)) + " values");

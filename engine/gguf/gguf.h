@@ -41,8 +41,8 @@ class GgufFile {
   // Throws pagoda::Error when the file was truncated under the mapping (MappedFile::lost):
   // what was read from it since it was opened may be zeros. Readers call it when done.
   void check_intact() const;
-  uint32_t version() const { return version_; }      // 2 or 3
-  uint64_t alignment() const { return alignment_; }  // general.alignment, or 32
+  uint32_t version() const { return version_; }          // 2 or 3
+  uint64_t alignment() const { return alignment_; }      // general.alignment, or 32
   uint64_t data_offset() const { return data_offset_; }  // where the data section starts
 
   // The value of `key`, or nullptr when the file has no such key.
@@ -59,11 +59,11 @@ class GgufFile {
   std::optional<std::string> get_string_opt(std::string_view key) const;
   std::optional<bool> get_bool_opt(std::string_view key) const;
   std::vector<std::string> get_string_array(std::string_view key) const;
-  std::vector<float> get_float_array(std::string_view key) const;      // numeric elements
-  std::vector<int32_t> get_int32_array(std::string_view key) const;    // integer elements
+  std::vector<float> get_float_array(std::string_view key) const;    // numeric elements
+  std::vector<int32_t> get_int32_array(std::string_view key) const;  // integer elements
 
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }  // in file order
-  const GgufTensorInfo* find_tensor(std::string_view name) const;           // nullptr if absent
+  const GgufTensorInfo* find_tensor(std::string_view name) const;          // nullptr if absent
   // The tensor's bytes inside the mapping, valid as long as this GgufFile.
   std::span<const std::byte> tensor_bytes(const GgufTensorInfo& t) const;
   // The tensor's values dequantized to f32.

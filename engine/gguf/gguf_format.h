@@ -16,7 +16,9 @@ inline constexpr std::string_view kGgufMagic = "GGUF";  // the first 4 bytes
 inline constexpr std::string_view kGgufAlignmentKey = "general.alignment";
 
 // Zero bytes that bring `size` up to a multiple of `alignment`.
-constexpr uint64_t gguf_padding(uint64_t size, uint64_t alignment) { return (alignment - size % alignment) % alignment; }
+constexpr uint64_t gguf_padding(uint64_t size, uint64_t alignment) {
+  return (alignment - size % alignment) % alignment;
+}
 
 // The alignment of the tensor data that the value of general.alignment sets (nullptr when the
 // key is absent). Throws pagoda::Error "<path>: key 'general.alignment': <problem>" unless it

@@ -15,12 +15,19 @@ namespace {
 // before allocating anything for them.
 uint64_t min_encoded_size(GgufType type) {
   switch (type) {
-    case GgufType::UINT8: case GgufType::INT8: case GgufType::BOOL: return 1;
-    case GgufType::UINT16: case GgufType::INT16: return 2;
-    case GgufType::UINT32: case GgufType::INT32: case GgufType::FLOAT32: return 4;
-    case GgufType::UINT64: case GgufType::INT64: case GgufType::FLOAT64: return 8;
-    case GgufType::STRING: return 8;      // the length
-    case GgufType::ARRAY: return 4 + 8;   // element type and count
+    case GgufType::UINT8:
+    case GgufType::INT8:
+    case GgufType::BOOL: return 1;
+    case GgufType::UINT16:
+    case GgufType::INT16: return 2;
+    case GgufType::UINT32:
+    case GgufType::INT32:
+    case GgufType::FLOAT32: return 4;
+    case GgufType::UINT64:
+    case GgufType::INT64:
+    case GgufType::FLOAT64: return 8;
+    case GgufType::STRING: return 8;     // the length
+    case GgufType::ARRAY: return 4 + 8;  // element type and count
   }
   return 1;
 }
@@ -167,9 +174,8 @@ class GgufParser {
     const uint64_t at = pos_;
     const uint64_t count = read<uint64_t>("array length");
     if (count > remaining() / min_encoded_size(array.type)) {
-      fail("array of " + std::to_string(count) + " " + gguf_type_name(array.type) + " at offset " +
-           std::to_string(at) + " cannot fit in the " + std::to_string(remaining()) +
-           " bytes left (truncated or corrupt file)");
+      fail("array of " + std::to_string(count) + " " + gguf_type_name(array.type) + " at offset " + std::to_string(at) +
+           " cannot fit in the " + std::to_string(remaining()) + " bytes left (truncated or corrupt file)");
     }
     spend_entries(count);
     array.items.reserve(count);
@@ -177,9 +183,7 @@ class GgufParser {
     return array;
   }
 
-  void read_alignment() {
-    f_.alignment_ = gguf_alignment(f_.find(kGgufAlignmentKey), f_.path());
-  }
+  void read_alignment() { f_.alignment_ = gguf_alignment(f_.find(kGgufAlignmentKey), f_.path()); }
 
   void read_tensor_info(uint64_t index) {
     context_ = "tensor info " + std::to_string(index);

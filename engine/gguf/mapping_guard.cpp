@@ -62,7 +62,8 @@ void on_sigbus(int sig, siginfo_t* info, void* context) {
       if (addr - begin >= size) continue;
       // Zero pages over the whole range, at the same addresses: a plain syscall. Other threads
       // faulting in the range at once each do the same; the result is the same zeros.
-      void* zeros = mmap(reinterpret_cast<void*>(begin), size, PROT_READ, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      void* zeros =
+          mmap(reinterpret_cast<void*>(begin), size, PROT_READ, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (zeros == MAP_FAILED) break;
       slot.lost.store(true, std::memory_order_release);
       errno = saved_errno;
@@ -111,9 +112,7 @@ MappingGuard& MappingGuard::operator=(MappingGuard&& other) noexcept {
 
 MappingGuard::~MappingGuard() { forget(); }
 
-bool MappingGuard::lost() const noexcept {
-  return slot_ >= 0 && g_slots[slot_].lost.load(std::memory_order_acquire);
-}
+bool MappingGuard::lost() const noexcept { return slot_ >= 0 && g_slots[slot_].lost.load(std::memory_order_acquire); }
 
 void MappingGuard::forget() noexcept {
   if (slot_ < 0) return;

@@ -19,13 +19,13 @@ struct PresetInfo {
 };
 
 constexpr PresetInfo kPresets[] = {
-    {QuantPreset::F16, "F16", 1, GgmlType::F16},       {QuantPreset::BF16, "BF16", 32, GgmlType::BF16},
-    {QuantPreset::Q8_0, "Q8_0", 7, GgmlType::Q8_0},    {QuantPreset::Q4_0, "Q4_0", 2, GgmlType::Q4_0},
-    {QuantPreset::Q4_1, "Q4_1", 3, GgmlType::Q4_1},    {QuantPreset::Q5_0, "Q5_0", 8, GgmlType::Q5_0},
-    {QuantPreset::Q5_1, "Q5_1", 9, GgmlType::Q5_1},    {QuantPreset::Q4_K_M, "Q4_K_M", 15, GgmlType::Q4_K},
-    {QuantPreset::Q5_K_M, "Q5_K_M", 17, GgmlType::Q5_K}, {QuantPreset::Q6_K, "Q6_K", 18, GgmlType::Q6_K},
-    {QuantPreset::Q2_K, "Q2_K", 10, GgmlType::Q2_K},   {QuantPreset::Q3_K_S, "Q3_K_S", 11, GgmlType::Q3_K},
-    {QuantPreset::Q3_K_M, "Q3_K_M", 12, GgmlType::Q3_K}, {QuantPreset::Q3_K_L, "Q3_K_L", 13, GgmlType::Q3_K},
+    {QuantPreset::F16, "F16", 1, GgmlType::F16},           {QuantPreset::BF16, "BF16", 32, GgmlType::BF16},
+    {QuantPreset::Q8_0, "Q8_0", 7, GgmlType::Q8_0},        {QuantPreset::Q4_0, "Q4_0", 2, GgmlType::Q4_0},
+    {QuantPreset::Q4_1, "Q4_1", 3, GgmlType::Q4_1},        {QuantPreset::Q5_0, "Q5_0", 8, GgmlType::Q5_0},
+    {QuantPreset::Q5_1, "Q5_1", 9, GgmlType::Q5_1},        {QuantPreset::Q4_K_M, "Q4_K_M", 15, GgmlType::Q4_K},
+    {QuantPreset::Q5_K_M, "Q5_K_M", 17, GgmlType::Q5_K},   {QuantPreset::Q6_K, "Q6_K", 18, GgmlType::Q6_K},
+    {QuantPreset::Q2_K, "Q2_K", 10, GgmlType::Q2_K},       {QuantPreset::Q3_K_S, "Q3_K_S", 11, GgmlType::Q3_K},
+    {QuantPreset::Q3_K_M, "Q3_K_M", 12, GgmlType::Q3_K},   {QuantPreset::Q3_K_L, "Q3_K_L", 13, GgmlType::Q3_K},
     {QuantPreset::IQ4_NL, "IQ4_NL", 25, GgmlType::IQ4_NL}, {QuantPreset::IQ4_XS, "IQ4_XS", 30, GgmlType::IQ4_XS},
 };
 
@@ -60,9 +60,9 @@ bool quantizable(const QuantTensor& t) {
   const std::string& n = t.name;
   if (t.shape.size() < 2) return false;
   if (n.size() < 6 || n.compare(n.size() - 6, 6, "weight") != 0) return false;
-  for (const char* keep : {"_norm.weight", "ffn_gate_inp.weight", "altup", "laurel", "per_layer_model_proj",
-                           "ssm_conv1d", "shortconv.conv.weight", "attn_rel_b.weight", ".position_embd",
-                           ".patch_embd", "time_mix_"}) {
+  for (const char* keep :
+       {"_norm.weight", "ffn_gate_inp.weight", "altup", "laurel", "per_layer_model_proj", "ssm_conv1d",
+        "shortconv.conv.weight", "attn_rel_b.weight", ".position_embd", ".patch_embd", "time_mix_"}) {
     if (n.find(keep) != std::string::npos) return false;
   }
   return n != "position_embd.weight" && n != "token_types.weight";
@@ -86,7 +86,8 @@ GgmlType fit_rows(GgmlType wanted, uint64_t row) {
     case GgmlType::Q4_K: type = GgmlType::Q5_0; break;
     case GgmlType::Q5_K: type = GgmlType::Q5_1; break;
     case GgmlType::Q6_K: type = GgmlType::Q8_0; break;
-    case GgmlType::Q2_K: case GgmlType::Q3_K: type = GgmlType::Q4_0; break;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K: type = GgmlType::Q4_0; break;
     case GgmlType::IQ4_XS: type = GgmlType::IQ4_NL; break;
     default: break;
   }
@@ -139,8 +140,10 @@ GgmlType attn_v_type(QuantPreset preset, GgmlType type, int i_attn_v, int n_attn
     case QuantPreset::Q2_K: return n_gqa >= 4 ? GgmlType::Q4_K : GgmlType::Q3_K;
     case QuantPreset::Q3_K_M: return i_attn_v < 2 ? GgmlType::Q5_K : GgmlType::Q4_K;
     case QuantPreset::Q3_K_L: return GgmlType::Q5_K;
-    case QuantPreset::IQ4_NL: case QuantPreset::IQ4_XS: return n_gqa >= 4 ? GgmlType::Q5_K : type;
-    case QuantPreset::Q4_K_M: case QuantPreset::Q5_K_M: return use_more_bits(i_attn_v, n_attn_v) ? GgmlType::Q6_K : type;
+    case QuantPreset::IQ4_NL:
+    case QuantPreset::IQ4_XS: return n_gqa >= 4 ? GgmlType::Q5_K : type;
+    case QuantPreset::Q4_K_M:
+    case QuantPreset::Q5_K_M: return use_more_bits(i_attn_v, n_attn_v) ? GgmlType::Q6_K : type;
     default: return type;
   }
 }
@@ -151,8 +154,10 @@ GgmlType ffn_down_type(QuantPreset preset, GgmlType type, int i_layer, int n_lay
     case QuantPreset::Q2_K: return GgmlType::Q3_K;
     case QuantPreset::Q3_K_M: return i_layer < n_layers / 16 ? GgmlType::Q5_K : GgmlType::Q4_K;
     case QuantPreset::Q3_K_L: return GgmlType::Q5_K;
-    case QuantPreset::IQ4_NL: case QuantPreset::IQ4_XS: return i_layer < n_layers / 8 ? GgmlType::Q5_K : type;
-    case QuantPreset::Q4_K_M: case QuantPreset::Q5_K_M: return use_more_bits(i_layer, n_layers) ? GgmlType::Q6_K : type;
+    case QuantPreset::IQ4_NL:
+    case QuantPreset::IQ4_XS: return i_layer < n_layers / 8 ? GgmlType::Q5_K : type;
+    case QuantPreset::Q4_K_M:
+    case QuantPreset::Q5_K_M: return use_more_bits(i_layer, n_layers) ? GgmlType::Q6_K : type;
     default: return type;
   }
 }
@@ -205,17 +210,10 @@ std::vector<QuantChoice> choose_quant_types(QuantPreset preset, std::span<const 
           type = GgmlType::Q6_K;
         }
         break;
-      case Category::AttnV:
-        type = attn_v_type(preset, type, i_attn_v++, n_attn_v, n_gqa);
-        break;
-      case Category::FfnDown:
-        type = ffn_down_type(preset, type, i_ffn_down++, n_layers);
-        break;
-      case Category::AttnOutput:
-        type = attn_output_type(preset, type);
-        break;
-      default:
-        break;
+      case Category::AttnV: type = attn_v_type(preset, type, i_attn_v++, n_attn_v, n_gqa); break;
+      case Category::FfnDown: type = ffn_down_type(preset, type, i_ffn_down++, n_layers); break;
+      case Category::AttnOutput: type = attn_output_type(preset, type); break;
+      default: break;
     }
     choices[index] = {fit_rows(type, row), type};
   }

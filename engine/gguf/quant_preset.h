@@ -3,8 +3,8 @@
 // which tensors are quantized at all, the mixtures' exceptions (the output matrix — or the
 // token embedding that doubles as it — in Q6_K; attn_v, ffn_down and for the 2- and 3-bit
 // presets attn_output given more bits on the layers llama.cpp picks; attn_v also by the
-// model's grouped-query ratio), and the fallbacks for rows that do not fit a type's blocks. Facts from llama.cpp's src/llama-quant.cpp; dense models only (the
-// mixture-of-experts exceptions are not applied).
+// model's grouped-query ratio), and the fallbacks for rows that do not fit a type's blocks. Facts from llama.cpp's
+// src/llama-quant.cpp; dense models only (the mixture-of-experts exceptions are not applied).
 
 #include <cstdint>
 #include <span>
@@ -20,7 +20,22 @@ namespace pagoda {
 inline constexpr uint32_t kGgmlQuantizationVersion = 2;
 
 enum class QuantPreset {
-  F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_M, Q5_K_M, Q6_K, Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, IQ4_NL, IQ4_XS
+  F16,
+  BF16,
+  Q8_0,
+  Q4_0,
+  Q4_1,
+  Q5_0,
+  Q5_1,
+  Q4_K_M,
+  Q5_K_M,
+  Q6_K,
+  Q2_K,
+  Q3_K_S,
+  Q3_K_M,
+  Q3_K_L,
+  IQ4_NL,
+  IQ4_XS
 };
 
 // "q4_k_m", "Q4_K_M", ... (case-insensitive). Throws pagoda::Error listing the known names.

@@ -15,8 +15,8 @@ namespace pagoda {
 struct QuantizedTensor {
   std::string name;
   std::vector<uint64_t> shape;
-  GgmlType from;    // type in the input
-  QuantChoice to;   // type written, and what the preset wanted before a row-size fallback
+  GgmlType from;   // type in the input
+  QuantChoice to;  // type written, and what the preset wanted before a row-size fallback
 };
 
 struct QuantizeReport {

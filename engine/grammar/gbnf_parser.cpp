@@ -150,7 +150,8 @@ class Parser {
     std::vector<Sequence> alternatives = parse_alternatives(name, false);
     rules_[id].alternatives = std::move(alternatives);
     skip_space(false);
-    if (!at_end() && text_[pos_] != '\n' && text_[pos_] != '\r') fail(pos_, "expecting end of line after rule '" + name + "'");
+    if (!at_end() && text_[pos_] != '\n' && text_[pos_] != '\r')
+      fail(pos_, "expecting end of line after rule '" + name + "'");
   }
 
   std::vector<Sequence> parse_alternatives(const std::string& rule, bool nested) {
@@ -231,7 +232,9 @@ class Parser {
     fail(at, "nested deeper than " + std::to_string(kGbnfMaxNesting) + " levels of parentheses");
   }
 
-  [[noreturn, gnu::noinline]] void fail_unterminated_group(size_t at) const { fail(at, "unterminated group: expecting ')'"); }
+  [[noreturn, gnu::noinline]] void fail_unterminated_group(size_t at) const {
+    fail(at, "unterminated group: expecting ')'");
+  }
 
   [[gnu::noinline]] void read_repetition(Sequence& sequence, size_t last_item, const std::string& rule, bool nested) {
     if (last_item == kNowhere) fail(pos_, std::string("repetition '") + text_[pos_] + "' with no item before it");
@@ -249,7 +252,11 @@ class Parser {
         case 'n': return '\n';
         case 'r': return '\r';
         case 't': return '\t';
-        case '\\': case '"': case '[': case ']': case '-': return char32_t(e);
+        case '\\':
+        case '"':
+        case '[':
+        case ']':
+        case '-': return char32_t(e);
         case 'x': return parse_hex(at, 2);
         case 'u': return parse_hex(at, 4);
         case 'U': return parse_hex(at, 8);
@@ -257,7 +264,10 @@ class Parser {
       }
     }
     if (byte < 0x80) return byte;
-    const int length = byte >= 0xF0 && byte <= 0xF4 ? 4 : byte >= 0xE0 && byte <= 0xEF ? 3 : byte >= 0xC2 && byte <= 0xDF ? 2 : 0;
+    const int length = byte >= 0xF0 && byte <= 0xF4   ? 4
+                       : byte >= 0xE0 && byte <= 0xEF ? 3
+                       : byte >= 0xC2 && byte <= 0xDF ? 2
+                                                      : 0;
     if (length == 0) fail(at, "invalid UTF-8");
     char32_t point = byte & (0x7F >> length);
     for (int i = 1; i < length; ++i) {
@@ -374,7 +384,8 @@ class Parser {
       for (size_t r = 0; r < rules_.size(); ++r) {
         if (nullable[r]) continue;
         for (const Sequence& alt : rules_[r].alternatives) {
-          if (std::all_of(alt.begin(), alt.end(), [&](const Element& e) { return e.kind == Element::Kind::Rule && nullable[e.index]; })) {
+          if (std::all_of(alt.begin(), alt.end(),
+                          [&](const Element& e) { return e.kind == Element::Kind::Rule && nullable[e.index]; })) {
             nullable[r] = changed = true;
             break;
           }
@@ -412,8 +423,8 @@ class Parser {
           size_t i = 0;
           while (path[i].first != next) ++i;
           for (; i < path.size(); ++i) cycle += names_[path[i].first] + " -> ";
-          fail(rules_[next].defined_at, "left recursion (" + cycle + names_[next] +
-                                            "): a rule reaches itself before reading a character");
+          fail(rules_[next].defined_at,
+               "left recursion (" + cycle + names_[next] + "): a rule reaches itself before reading a character");
         }
         if (state[next] == kUnseen) {
           state[next] = kOnPath;

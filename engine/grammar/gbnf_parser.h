@@ -18,8 +18,8 @@
 // Refused with pagoda::Error naming line:column: syntax errors, unterminated strings, classes
 // and groups, bad escapes, a reference to an undefined rule, a rule defined twice, no `root`,
 // groups nested deeper than kGbnfMaxNesting or than the thread's stack has room for (the
-// reader recurses once per group, and the text may come from a request), repetition bounds with m > n or above 1000, grammars of more than
-// 2^18 elements after the rewriting, and left recursion (a rule that can reach itself before
+// reader recurses once per group, and the text may come from a request), repetition bounds with m > n or above 1000,
+// grammars of more than 2^18 elements after the rewriting, and left recursion (a rule that can reach itself before
 // reading a character, including a `*` or `+` over an item that can be empty), which a
 // stack-based matcher would expand forever.
 

@@ -49,9 +49,9 @@ struct Element {
 
 struct Grammar {
   std::vector<CharClass> classes;
-  std::vector<Element> elements;  // every alternative's elements, each followed by End
+  std::vector<Element> elements;                         // every alternative's elements, each followed by End
   std::vector<std::vector<uint32_t>> rule_alternatives;  // per rule: where each alternative starts
-  std::vector<std::string> rule_names;  // as written, or "<rule>_<n>" for a helper rule
+  std::vector<std::string> rule_names;                   // as written, or "<rule>_<n>" for a helper rule
   uint32_t root = 0;
 };
 

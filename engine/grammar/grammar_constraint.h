@@ -90,10 +90,10 @@ class GrammarConstraint final : public TokenConstraint {
   bool guarding_ = false;
   bool closing_ = false;
   std::string closing_text_;
-  bool dead_ = false;            // the grammar refused the text: nothing is allowed any more
-  std::string untriggered_;      // a lazy constraint's output so far, searched for triggers
-  std::vector<uint64_t> bits_;   // the last mask
-  bool bits_valid_ = false;      // bits_ is the mask of the current state
+  bool dead_ = false;           // the grammar refused the text: nothing is allowed any more
+  std::string untriggered_;     // a lazy constraint's output so far, searched for triggers
+  std::vector<uint64_t> bits_;  // the last mask
+  bool bits_valid_ = false;     // bits_ is the mask of the current state
 };
 
 }  // namespace pagoda::grammar

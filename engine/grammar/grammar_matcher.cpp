@@ -28,8 +28,8 @@ void GrammarMatcher::store(std::vector<Stack> stacks) {
   size_t total = 0;
   for (const Stack& s : stacks) total += s.size();
   if (stacks.size() > kMaxStacks || total > kMaxPositions) {
-    throw Error("grammar: more than " + std::to_string(kMaxStacks) + " parse stacks or " + std::to_string(kMaxPositions) +
-                " positions; the grammar is too ambiguous to match");
+    throw Error("grammar: more than " + std::to_string(kMaxStacks) + " parse stacks or " +
+                std::to_string(kMaxPositions) + " positions; the grammar is too ambiguous to match");
   }
   positions_.clear();
   stack_ends_.clear();
@@ -54,12 +54,14 @@ void GrammarMatcher::expand(Stack stack, std::vector<Stack>& next, size_t& budge
     }
     Stack s = std::move(work.back());
     work.pop_back();
-    if (s.size() > kMaxDepth) throw Error("grammar: nesting deeper than " + std::to_string(kMaxDepth) + " parse positions");
+    if (s.size() > kMaxDepth)
+      throw Error("grammar: nesting deeper than " + std::to_string(kMaxDepth) + " parse positions");
     if (s.empty() || elements[s.back()].kind == Element::Kind::Chars) {
       next.push_back(std::move(s));
       // Duplicates are only removed in store(); this bounds the memory before that.
       if (next.size() > 4 * kMaxStacks) {
-        throw Error("grammar: more than " + std::to_string(kMaxStacks) + " parse stacks; the grammar is too ambiguous to match");
+        throw Error("grammar: more than " + std::to_string(kMaxStacks) +
+                    " parse stacks; the grammar is too ambiguous to match");
       }
       continue;
     }
@@ -101,7 +103,10 @@ bool GrammarMatcher::accept(char32_t code_point) {
 bool GrammarMatcher::step_byte(uint8_t byte) {
   if (pending_remaining_ == 0) {
     if (byte < 0x80) return advance(byte);
-    const int length = byte >= 0xF0 && byte <= 0xF4 ? 4 : byte >= 0xE0 && byte <= 0xEF ? 3 : byte >= 0xC2 && byte <= 0xDF ? 2 : 0;
+    const int length = byte >= 0xF0 && byte <= 0xF4   ? 4
+                       : byte >= 0xE0 && byte <= 0xEF ? 3
+                       : byte >= 0xC2 && byte <= 0xDF ? 2
+                                                      : 0;
     if (length == 0) return false;
     pending_length_ = uint8_t(length);
     pending_remaining_ = uint8_t(length - 1);

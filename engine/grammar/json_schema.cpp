@@ -29,7 +29,8 @@ bool is_rule_name(std::string_view s) {
 }  // namespace
 
 JsonSchemaRules json_schema_rules(std::string_view schema_json, std::string_view prefix) {
-  if (!is_rule_name(prefix)) throw Error("json schema: rule prefix '" + std::string(prefix) + "' is not a GBNF rule name");
+  if (!is_rule_name(prefix))
+    throw Error("json schema: rule prefix '" + std::string(prefix) + "' is not a GBNF rule name");
   const OrderedJson schema = parse_schema(schema_json);
   JsonSchemaCompiler compiler(schema, std::string(prefix));
   JsonSchemaRules out;

@@ -17,12 +17,27 @@ namespace {
 using json = OrderedJson;
 
 // Keywords whose values cannot be honoured while generating (refused when present).
-const std::set<std::string> kRefused = {"not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
-                                        "patternProperties", "propertyNames", "contains", "minContains", "maxContains",
-                                        "unevaluatedProperties", "unevaluatedItems", "multipleOf", "$dynamicRef",
+const std::set<std::string> kRefused = {"not",
+                                        "if",
+                                        "then",
+                                        "else",
+                                        "dependentRequired",
+                                        "dependentSchemas",
+                                        "dependencies",
+                                        "patternProperties",
+                                        "propertyNames",
+                                        "contains",
+                                        "minContains",
+                                        "maxContains",
+                                        "unevaluatedProperties",
+                                        "unevaluatedItems",
+                                        "multipleOf",
+                                        "$dynamicRef",
                                         "$recursiveRef"};
-const std::set<std::string> kObjectKeywords = {"properties", "additionalProperties", "required", "minProperties", "maxProperties"};
-const std::set<std::string> kArrayKeywords = {"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"};
+const std::set<std::string> kObjectKeywords = {"properties", "additionalProperties", "required", "minProperties",
+                                               "maxProperties"};
+const std::set<std::string> kArrayKeywords = {"items",    "prefixItems", "additionalItems",
+                                              "minItems", "maxItems",    "uniqueItems"};
 const std::set<std::string> kStringKeywords = {"minLength", "maxLength", "pattern", "format"};
 const std::set<std::string> kNumberKeywords = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 const std::vector<std::string> kAllTypes = {"null", "boolean", "object", "array", "number", "string"};
@@ -40,7 +55,8 @@ bool value_has_type(const json& v, const std::string& t) {
   if (t == "array") return v.is_array();
   if (t == "string") return v.is_string();
   if (t == "number") return v.is_number();
-  if (t == "integer") return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+  if (t == "integer")
+    return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
   return false;
 }
 
@@ -80,7 +96,8 @@ std::string JsonSchemaCompiler::sanitize(const std::string& s) {
 }
 
 JsonSchemaCompiler::JsonSchemaCompiler(const json& doc, std::string prefix) : doc_(doc), prefix_(std::move(prefix)) {
-  for (const char* p : {"space", "value", "object", "member", "array", "string", "char", "number", "integer", "boolean", "null"}) {
+  for (const char* p :
+       {"space", "value", "object", "member", "array", "string", "char", "number", "integer", "boolean", "null"}) {
     reserved_.insert(p);
   }
 }
@@ -100,7 +117,8 @@ std::string JsonSchemaCompiler::compile_root() {
 std::string JsonSchemaCompiler::text() const {
   std::string out;
   for (const std::string& name : order_) out += name + " ::= " + taken_.at(name) + "\n";
-  if (out.size() > kMaxGrammarBytes) fail("", "the grammar would be larger than " + std::to_string(kMaxGrammarBytes) + " bytes");
+  if (out.size() > kMaxGrammarBytes)
+    fail("", "the grammar would be larger than " + std::to_string(kMaxGrammarBytes) + " bytes");
   return out;
 }
 
@@ -126,7 +144,8 @@ void JsonSchemaCompiler::define(const std::string& name, const std::string& body
   taken_[name] = body;
   order_.push_back(name);
   bytes_ += name.size() + body.size();
-  if (bytes_ > kMaxGrammarBytes) fail("", "the grammar would be larger than " + std::to_string(kMaxGrammarBytes) + " bytes");
+  if (bytes_ > kMaxGrammarBytes)
+    fail("", "the grammar would be larger than " + std::to_string(kMaxGrammarBytes) + " bytes");
 }
 
 // The shared rules for plain JSON, defined on first use.
@@ -135,7 +154,8 @@ std::string JsonSchemaCompiler::primitive(const std::string& id) {
   if (taken_.count(name)) return name;
   static const std::map<std::string, std::string> kBodies = {
       {"space", R"(( " " | "\n" [ \t]{0,20} )?)"},
-      {"char", R"([^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2})))"},
+      {"char",
+       R"([^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2})))"},
       {"string", R"("\"" @char* "\"")"},
       {"integer", R"("-"? ("0" | [1-9] [0-9]{0,15}))"},
       {"number", R"(@integer ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?)"},
@@ -176,7 +196,9 @@ size_t JsonSchemaCompiler::count(const json& s, const char* key, const std::stri
     fail(child_path(path, key), "must be a non-negative integer");
   }
   const auto n = v.get<uint64_t>();
-  if (n > kSchemaMaxRepetition) fail(child_path(path, key), "above " + std::to_string(kSchemaMaxRepetition) + ", the largest count pagoda compiles");
+  if (n > kSchemaMaxRepetition)
+    fail(child_path(path, key),
+         "above " + std::to_string(kSchemaMaxRepetition) + ", the largest count pagoda compiles");
   return size_t(n);
 }
 
@@ -237,7 +259,7 @@ std::string JsonSchemaCompiler::ref_rule(const json& ref_value, const std::strin
 // search with its own stack: the edges can chain every $ref of the schema (each met from a
 // different property, so compiling them never nested).
 void JsonSchemaCompiler::check_ref_cycles() const {
-  std::map<std::string, int> state;  // 1 on the path, 2 done
+  std::map<std::string, int> state;                         // 1 on the path, 2 done
   std::vector<std::pair<const std::string*, size_t>> path;  // a ref on the path, its next edge
   for (const auto& [start, unused] : ref_edges_) {
     if (state[start] != 0) continue;
@@ -268,10 +290,12 @@ void JsonSchemaCompiler::check_ref_cycles() const {
 }
 
 // The term (a rule name or literal) for a value of schema `s`.
-std::string JsonSchemaCompiler::compile(const json& s, const std::string& local, const std::string& path, size_t depth) {
+std::string JsonSchemaCompiler::compile(const json& s, const std::string& local, const std::string& path,
+                                        size_t depth) {
   if (depth > kSchemaMaxDepth) fail(path, "nested deeper than " + std::to_string(kSchemaMaxDepth));
   if (stack_nearly_full()) fail(path, "nested too deeply for this thread's stack");
-  if (++subschemas_ > kSchemaMaxSubschemas) fail(path, "more than " + std::to_string(kSchemaMaxSubschemas) + " subschemas to compile");
+  if (++subschemas_ > kSchemaMaxSubschemas)
+    fail(path, "more than " + std::to_string(kSchemaMaxSubschemas) + " subschemas to compile");
   if (s.is_boolean()) {
     if (!s.get<bool>()) fail(path, "the schema false admits no value");
     return primitive("value");
@@ -315,12 +339,14 @@ std::string JsonSchemaCompiler::compile(const json& s, const std::string& local,
 
 bool JsonSchemaCompiler::has_type_keywords(const json& s) {
   for (const auto& [k, v] : s.items()) {
-    if (kObjectKeywords.count(k) || kArrayKeywords.count(k) || kStringKeywords.count(k) || kNumberKeywords.count(k)) return true;
+    if (kObjectKeywords.count(k) || kArrayKeywords.count(k) || kStringKeywords.count(k) || kNumberKeywords.count(k))
+      return true;
   }
   return false;
 }
 
-std::string JsonSchemaCompiler::compile_union(const json& s, const std::string& local, const std::string& path, size_t depth) {
+std::string JsonSchemaCompiler::compile_union(const json& s, const std::string& local, const std::string& path,
+                                              size_t depth) {
   if (s.contains("anyOf") && s.contains("oneOf")) fail(path, "anyOf and oneOf together are not supported");
   const char* key = s.contains("anyOf") ? "anyOf" : "oneOf";
   const json& branches = s[key];
@@ -335,8 +361,9 @@ std::string JsonSchemaCompiler::compile_union(const json& s, const std::string& 
     const std::string branch_local = join_local(local, "option-" + std::to_string(i + 1));
     const std::string branch_path = child_path(branches_path, std::to_string(i));
     // Keywords beside the anyOf apply to every branch: allOf(rest, branch).
-    const std::string term = constrained ? compile(json{{"allOf", {rest, branches[i]}}}, branch_local, branch_path, depth + 1)
-                                         : compile(branches[i], branch_local, branch_path, depth + 1);
+    const std::string term = constrained
+                                 ? compile(json{{"allOf", {rest, branches[i]}}}, branch_local, branch_path, depth + 1)
+                                 : compile(branches[i], branch_local, branch_path, depth + 1);
     body += (body.empty() ? "" : " | ") + term;
   }
   return named(local, body);
@@ -358,23 +385,30 @@ std::vector<std::string> JsonSchemaCompiler::types_of(const json& s, const std::
       fail(type_path, "must be a type name or a non-empty array of them");
     }
     for (const std::string& x : types) {
-      if (x != "integer" && std::find(kAllTypes.begin(), kAllTypes.end(), x) == kAllTypes.end()) fail(type_path, "unknown type '" + x + "'");
+      if (x != "integer" && std::find(kAllTypes.begin(), kAllTypes.end(), x) == kAllTypes.end())
+        fail(type_path, "unknown type '" + x + "'");
     }
     return types;
   }
   // No type: the types the keywords describe, or all of them.
   for (const auto& [k, v] : s.items()) {
-    const char* implied = kObjectKeywords.count(k) ? "object" : kArrayKeywords.count(k) ? "array" : kStringKeywords.count(k) ? "string" : kNumberKeywords.count(k) ? "number" : nullptr;
+    const char* implied = kObjectKeywords.count(k)   ? "object"
+                          : kArrayKeywords.count(k)  ? "array"
+                          : kStringKeywords.count(k) ? "string"
+                          : kNumberKeywords.count(k) ? "number"
+                                                     : nullptr;
     if (implied && std::find(types.begin(), types.end(), implied) == types.end()) types.push_back(implied);
   }
   return types.empty() ? kAllTypes : types;
 }
 
-std::string JsonSchemaCompiler::literals(const json& s, const std::vector<std::string>& types, const std::string& path) {
+std::string JsonSchemaCompiler::literals(const json& s, const std::vector<std::string>& types,
+                                         const std::string& path) {
   std::vector<json> values;
   if (s.contains("const")) {
     values.push_back(s["const"]);
-    if (s.contains("enum") && (!s["enum"].is_array() || std::find(s["enum"].begin(), s["enum"].end(), s["const"]) == s["enum"].end())) {
+    if (s.contains("enum") &&
+        (!s["enum"].is_array() || std::find(s["enum"].begin(), s["enum"].end(), s["const"]) == s["enum"].end())) {
       fail(child_path(path, "const"), "not one of the enum's values");
     }
   } else {
@@ -383,21 +417,25 @@ std::string JsonSchemaCompiler::literals(const json& s, const std::vector<std::s
   }
   std::string body;
   for (const json& v : values) {
-    const bool typed_ok = std::any_of(types.begin(), types.end(), [&](const std::string& t) { return value_has_type(v, t); });
+    const bool typed_ok =
+        std::any_of(types.begin(), types.end(), [&](const std::string& t) { return value_has_type(v, t); });
     if (typed_ok) body += (body.empty() ? "" : " | ") + gbnf_literal(v.dump());
   }
   if (body.empty()) fail(child_path(path, s.contains("const") ? "const" : "enum"), "no value of the schema's type");
   return body;
 }
 
-std::string JsonSchemaCompiler::typed(const json& s, const std::string& t, const std::string& local, const std::string& path, size_t depth) {
+std::string JsonSchemaCompiler::typed(const json& s, const std::string& t, const std::string& local,
+                                      const std::string& path, size_t depth) {
   if (t == "null" || t == "boolean") return primitive(t);
   if (t == "integer") return integer_body(s, path);
   if (t == "number") return number_body(s, path);
   // Strings, arrays and objects read a character before anything nested: no left recursion.
   const std::string saved = current_ref_;
   current_ref_.clear();
-  std::string body = t == "string" ? string_body(s, path) : t == "array" ? array_body(s, local, path, depth) : object_body(s, local, path, depth);
+  std::string body = t == "string"  ? string_body(s, path)
+                     : t == "array" ? array_body(s, local, path, depth)
+                                    : object_body(s, local, path, depth);
   current_ref_ = saved;
   return body;
 }

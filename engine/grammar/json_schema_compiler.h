@@ -82,7 +82,8 @@ class JsonSchemaCompiler {
   std::string literals(const json& s, const std::vector<std::string>& types, const std::string& path);
 
   // The body for the values of one type `t` of schema `s`.
-  std::string typed(const json& s, const std::string& t, const std::string& local, const std::string& path, size_t depth);
+  std::string typed(const json& s, const std::string& t, const std::string& local, const std::string& path,
+                    size_t depth);
 
   // One bound as (value, exclusive): `minimum` with a draft-4 boolean exclusiveMinimum, or a
   // numeric exclusiveMinimum, whichever is stricter.
@@ -90,7 +91,8 @@ class JsonSchemaCompiler {
     const json* value = nullptr;
     bool exclusive = false;
   };
-  Bound bound(const json& s, const char* inclusive_key, const char* exclusive_key, bool lower, const std::string& path) const;
+  Bound bound(const json& s, const char* inclusive_key, const char* exclusive_key, bool lower,
+              const std::string& path) const;
 
   // engine/grammar/json_schema_values.cpp
   std::string integer_body(const json& s, const std::string& path);
@@ -112,11 +114,11 @@ class JsonSchemaCompiler {
   std::set<std::string> reserved_;
   std::unordered_map<std::string, std::string> ref_rules_;
   std::string inline_local_;  // local name whose body goes into the rule being defined
-  std::string current_ref_;  // the $ref whose rule is being written, while nothing was read
+  std::string current_ref_;   // the $ref whose rule is being written, while nothing was read
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> ref_edges_;  // ref -> (ref, path)
-  size_t subschemas_ = 0;  // compiled so far, against kSchemaMaxSubschemas
+  size_t subschemas_ = 0;                // compiled so far, against kSchemaMaxSubschemas
   size_t budget_ = kMaxTotalRepetition;  // repetition left (see kMaxTotalRepetition)
-  size_t bytes_ = 0;  // of rule text so far
+  size_t bytes_ = 0;                     // of rule text so far
 };
 
 }  // namespace pagoda::grammar

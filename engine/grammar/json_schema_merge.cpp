@@ -21,9 +21,10 @@ namespace {
 
 // Keywords that say nothing about which values are valid.
 bool is_annotation(const std::string& k) {
-  static const std::set<std::string> kAnnotations = {"title", "description", "default", "examples", "$comment", "$schema",
-                                                     "$id", "$anchor", "deprecated", "readOnly", "writeOnly", "$defs",
-                                                     "definitions", "contentMediaType", "contentEncoding"};
+  static const std::set<std::string> kAnnotations = {
+      "title",     "description", "default",     "examples",         "$comment",
+      "$schema",   "$id",         "$anchor",     "deprecated",       "readOnly",
+      "writeOnly", "$defs",       "definitions", "contentMediaType", "contentEncoding"};
   return kAnnotations.count(k) != 0 || k.rfind("x-", 0) == 0;
 }
 
@@ -34,8 +35,10 @@ class Merger {
   // `depth`: the anyOf/oneOf distributed on the way here (a $ref cycle through them would
   // otherwise recurse until kSchemaMaxSubschemas).
   OrderedJson merge(const std::vector<OrderedJson>& parts, const std::string& path, size_t depth) {
-    if (++count_ > kSchemaMaxSubschemas) fail(path, "allOf expands to more than " + std::to_string(kSchemaMaxSubschemas) + " subschemas");
-    if (depth > kSchemaMaxDepth) fail(path, "allOf distributes anyOf/oneOf nested deeper than " + std::to_string(kSchemaMaxDepth));
+    if (++count_ > kSchemaMaxSubschemas)
+      fail(path, "allOf expands to more than " + std::to_string(kSchemaMaxSubschemas) + " subschemas");
+    if (depth > kSchemaMaxDepth)
+      fail(path, "allOf distributes anyOf/oneOf nested deeper than " + std::to_string(kSchemaMaxDepth));
     if (stack_nearly_full()) fail(path, "allOf nested too deeply for this thread's stack");
     std::vector<OrderedJson> flat;
     std::vector<std::string> active;
@@ -62,8 +65,8 @@ class Merger {
   }
 
  private:
-  void flatten(const OrderedJson& s, const std::string& path, std::vector<std::string>& active, std::vector<OrderedJson>& out,
-               size_t depth) {
+  void flatten(const OrderedJson& s, const std::string& path, std::vector<std::string>& active,
+               std::vector<OrderedJson>& out, size_t depth) {
     if (depth > kSchemaMaxDepth) fail(path, "allOf and $ref nested deeper than " + std::to_string(kSchemaMaxDepth));
     if (stack_nearly_full()) fail(path, "allOf nested too deeply for this thread's stack");
     if (s.is_boolean()) {
@@ -89,7 +92,8 @@ class Merger {
     if (s.contains("allOf")) {
       const OrderedJson& parts = s["allOf"];
       if (!parts.is_array() || parts.empty()) fail(path + "/allOf", "must be a non-empty array");
-      for (size_t i = 0; i < parts.size(); ++i) flatten(parts[i], path + "/allOf/" + std::to_string(i), active, out, depth + 1);
+      for (size_t i = 0; i < parts.size(); ++i)
+        flatten(parts[i], path + "/allOf/" + std::to_string(i), active, out, depth + 1);
     }
     out.push_back(std::move(rest));
   }
@@ -111,7 +115,9 @@ class Merger {
 
   static OrderedJson intersect_types(const OrderedJson& a, const OrderedJson& b, const std::string& path) {
     const std::vector<std::string> ta = types_of(a, path), tb = types_of(b, path);
-    auto has = [](const std::vector<std::string>& v, const std::string& t) { return std::find(v.begin(), v.end(), t) != v.end(); };
+    auto has = [](const std::vector<std::string>& v, const std::string& t) {
+      return std::find(v.begin(), v.end(), t) != v.end();
+    };
     OrderedJson out = OrderedJson::array();
     for (const std::string& t : ta) {
       if (has(tb, t) || (t == "integer" && has(tb, "number"))) {
@@ -134,8 +140,10 @@ class Merger {
   // allOf(have, v) in place. Each part merged into one keyword nests the result one level
   // deeper; past kSchemaMaxDepth parts, copies and comparisons of it would recurse unboundedly
   // (and compiling it would fail anyway), so that is refused here.
-  static void nest(OrderedJson& have, const OrderedJson& v, size_t& merged, const std::string& what, const std::string& path) {
-    if (++merged > kSchemaMaxDepth) fail(path + "/allOf", "more than " + std::to_string(kSchemaMaxDepth) + " parts merge into one " + what);
+  static void nest(OrderedJson& have, const OrderedJson& v, size_t& merged, const std::string& what,
+                   const std::string& path) {
+    if (++merged > kSchemaMaxDepth)
+      fail(path + "/allOf", "more than " + std::to_string(kSchemaMaxDepth) + " parts merge into one " + what);
     have = all_of(std::move(have), v);
   }
 
@@ -214,7 +222,9 @@ class Merger {
     OrderedJson merged_ap = true;
     for (const OrderedJson* part : limits) {
       const OrderedJson& ap = (*part)["additionalProperties"];
-      merged_ap = merged_ap.is_boolean() && merged_ap.get<bool>() ? ap : ap.is_boolean() || merged_ap.is_boolean() ? OrderedJson(false) : all_of(merged_ap, ap);
+      merged_ap = merged_ap.is_boolean() && merged_ap.get<bool>() ? ap
+                  : ap.is_boolean() || merged_ap.is_boolean()     ? OrderedJson(false)
+                                                                  : all_of(merged_ap, ap);
       if (!r.contains("properties")) continue;
       const OrderedJson own = part->contains("properties") ? (*part)["properties"] : OrderedJson::object();
       OrderedJson kept = OrderedJson::object();
@@ -223,7 +233,8 @@ class Merger {
           kept[name] = schema;
         } else if (ap.is_object()) {
           kept[name] = all_of(schema, ap);
-        } else if (r.contains("required") && std::find(r["required"].begin(), r["required"].end(), name) != r["required"].end()) {
+        } else if (r.contains("required") &&
+                   std::find(r["required"].begin(), r["required"].end(), name) != r["required"].end()) {
           fail(path + "/allOf", "required property '" + name + "' is excluded by another part's additionalProperties");
         }
       }
@@ -238,7 +249,8 @@ class Merger {
 
 }  // namespace
 
-OrderedJson merge_all_of(const OrderedJson& schema, const std::string& path, const RefResolver& resolve, size_t& count) {
+OrderedJson merge_all_of(const OrderedJson& schema, const std::string& path, const RefResolver& resolve,
+                         size_t& count) {
   return Merger(resolve, count).merge({schema}, path, 0);
 }
 

@@ -43,11 +43,13 @@ std::vector<std::string> same_length_range(const std::string& a, const std::stri
   const char middle_lo = a_rest_lowest ? a[i] : char(a[i] + 1);
   const char middle_hi = b_rest_highest ? b[i] : char(b[i] - 1);
   if (!a_rest_lowest) {
-    alts.push_back(prefix + gbnf_literal(std::string(1, a[i])) + " " + group(same_length_range(a_rest, std::string(rest, '9'))));
+    alts.push_back(prefix + gbnf_literal(std::string(1, a[i])) + " " +
+                   group(same_length_range(a_rest, std::string(rest, '9'))));
   }
   if (middle_lo <= middle_hi) alts.push_back(prefix + digit_class(middle_lo, middle_hi) + " " + any_digits(rest));
   if (!b_rest_highest) {
-    alts.push_back(prefix + gbnf_literal(std::string(1, b[i])) + " " + group(same_length_range(std::string(rest, '0'), b_rest)));
+    alts.push_back(prefix + gbnf_literal(std::string(1, b[i])) + " " +
+                   group(same_length_range(std::string(rest, '0'), b_rest)));
   }
   return alts;
 }

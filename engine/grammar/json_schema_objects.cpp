@@ -13,7 +13,8 @@
 
 namespace pagoda::grammar {
 
-std::string JsonSchemaCompiler::object_body(const json& s, const std::string& local, const std::string& path, size_t depth) {
+std::string JsonSchemaCompiler::object_body(const json& s, const std::string& local, const std::string& path,
+                                            size_t depth) {
   struct Member {
     std::string key;
     std::string kv;  // the rule for `"key": value`
@@ -25,7 +26,8 @@ std::string JsonSchemaCompiler::object_body(const json& s, const std::string& lo
     if (!r.is_array()) fail(child_path(path, "required"), "must be an array of property names");
     for (const json& name : r) {
       if (!name.is_string()) fail(child_path(path, "required"), "must be an array of property names");
-      if (std::find(required.begin(), required.end(), name.get<std::string>()) == required.end()) required.push_back(name.get<std::string>());
+      if (std::find(required.begin(), required.end(), name.get<std::string>()) == required.end())
+        required.push_back(name.get<std::string>());
     }
   }
   const json none = json::object();
@@ -42,13 +44,15 @@ std::string JsonSchemaCompiler::object_body(const json& s, const std::string& lo
   const json* extra = nullptr;
   if (s.contains("additionalProperties")) {
     const json& ap = s["additionalProperties"];
-    if (!ap.is_boolean() && !ap.is_object()) fail(child_path(path, "additionalProperties"), "must be a boolean or a schema");
+    if (!ap.is_boolean() && !ap.is_object())
+      fail(child_path(path, "additionalProperties"), "must be a boolean or a schema");
     if (!(ap.is_boolean() && !ap.get<bool>())) extra = &ap;
   } else if (declared.empty()) {
     extra = &any;
   }
   const size_t min_props = count(s, "minProperties", path, 0), max_props = count(s, "maxProperties", path, kUnbounded);
-  if (min_props > required.size()) fail(child_path(path, "minProperties"), "more than the required properties is not supported");
+  if (min_props > required.size())
+    fail(child_path(path, "minProperties"), "more than the required properties is not supported");
   if (max_props != kUnbounded && (extra || declared.size() > max_props)) {
     fail(child_path(path, "maxProperties"), "fewer than the properties allowed is not supported");
   }
@@ -60,13 +64,15 @@ std::string JsonSchemaCompiler::object_body(const json& s, const std::string& lo
     const std::string value_local = join_local(local, sanitize(key));
     const std::string value = compile(*schema, value_local, child_path(child_path(path, "properties"), key), depth + 1);
     const bool is_required = std::find(required.begin(), required.end(), key) != required.end();
-    members.push_back({key, named(value_local + "-kv", gbnf_literal(json(key).dump()) + " " + colon + " " + value), is_required});
+    members.push_back(
+        {key, named(value_local + "-kv", gbnf_literal(json(key).dump()) + " " + colon + " " + value), is_required});
     names.push_back(key);
   }
   std::string extra_kv;
   if (extra) {
     const std::string key = names.empty() ? primitive("string") : extra_key(names, local);
-    const std::string value = compile(*extra, join_local(local, "additional"), child_path(path, "additionalProperties"), depth + 1);
+    const std::string value =
+        compile(*extra, join_local(local, "additional"), child_path(path, "additionalProperties"), depth + 1);
     extra_kv = named(join_local(local, "additional-kv"), key + " " + colon + " " + value);
   }
 
@@ -76,7 +82,8 @@ std::string JsonSchemaCompiler::object_body(const json& s, const std::string& lo
     std::string body = "\"{\"";
     for (size_t i = 0; i < n; ++i) body += " " + (i == 0 ? sp : sep) + " " + members[i].kv;
     if (extra) {
-      body += n == 0 ? " (" + sp + " " + extra_kv + " (" + sep + " " + extra_kv + ")*)?" : " (" + sep + " " + extra_kv + ")*";
+      body += n == 0 ? " (" + sp + " " + extra_kv + " (" + sep + " " + extra_kv + ")*)?"
+                     : " (" + sep + " " + extra_kv + ")*";
     }
     return body + " " + sp + " \"}\"";
   }

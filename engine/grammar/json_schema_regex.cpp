@@ -95,7 +95,8 @@ std::string json_chars(const Ranges& set) {
   } else if (!raw.empty()) {
     alts.push_back(gbnf_class(raw));
   }
-  for (const auto& [c, text] : {std::pair<char32_t, const char*>{'"', "\\\""}, {'\\', "\\\\"}, {'\n', "\\n"}, {'\r', "\\r"}, {'\t', "\\t"}}) {
+  for (const auto& [c, text] :
+       {std::pair<char32_t, const char*>{'"', "\\\""}, {'\\', "\\\\"}, {'\n', "\\n"}, {'\r', "\\r"}, {'\t', "\\t"}}) {
     if (contains(set, c)) alts.push_back(gbnf_literal(text));
   }
   if (alts.empty()) throw Error("a character set with no character a JSON string can hold");
@@ -189,7 +190,8 @@ class RegexReader {
         fail("lookaround and named groups are not supported");
       }
     }
-    if (++groups_open_ > kRegexMaxNesting) fail("groups nested deeper than " + std::to_string(kRegexMaxNesting) + " levels");
+    if (++groups_open_ > kRegexMaxNesting)
+      fail("groups nested deeper than " + std::to_string(kRegexMaxNesting) + " levels");
     if (stack_nearly_full()) fail("groups nested too deeply for this thread's stack");
     Expr inner = alternation();
     if (!peek(')')) fail("unterminated group");
@@ -204,9 +206,14 @@ class RegexReader {
       case '[': return {json_chars(char_class()), false};
       case '.': return {json_chars(complement({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}})), false};
       case '\\': return {json_chars(escape(false)), false};
-      case '^': case '$': fail("'^' or '$' inside the pattern");
-      case '*': case '+': case '?': case '{': fail("quantifier with nothing before it");
-      case ']': case '}': fail("unescaped '" + std::string(1, char(c)) + "'");
+      case '^':
+      case '$': fail("'^' or '$' inside the pattern");
+      case '*':
+      case '+':
+      case '?':
+      case '{': fail("quantifier with nothing before it");
+      case ']':
+      case '}': fail("unescaped '" + std::string(1, char(c)) + "'");
       default: return {json_chars({{c, c}}), false};
     }
   }
@@ -228,8 +235,14 @@ class RegexReader {
       case 'f': return {{'\f', '\f'}};
       case 'v': return {{'\v', '\v'}};
       case '0': return {{0, 0}};
-      case 'x': { const char32_t v = hex(2); return {{v, v}}; }
-      case 'u': { const char32_t v = hex(4); return {{v, v}}; }
+      case 'x': {
+        const char32_t v = hex(2);
+        return {{v, v}};
+      }
+      case 'u': {
+        const char32_t v = hex(4);
+        return {{v, v}};
+      }
       case 'b':
         if (in_class) return {{'\b', '\b'}};
         fail("word boundaries (\\b) are not supported");
@@ -244,7 +257,10 @@ class RegexReader {
     for (int k = 0; k < digits; ++k) {
       if (i_ >= p_.size()) fail("truncated hex escape");
       const char32_t c = p_[i_++];
-      const int d = c >= '0' && c <= '9' ? int(c - '0') : c >= 'a' && c <= 'f' ? int(c - 'a' + 10) : c >= 'A' && c <= 'F' ? int(c - 'A' + 10) : -1;
+      const int d = c >= '0' && c <= '9'   ? int(c - '0')
+                    : c >= 'a' && c <= 'f' ? int(c - 'a' + 10)
+                    : c >= 'A' && c <= 'F' ? int(c - 'A' + 10)
+                                           : -1;
       if (d < 0) fail("bad hex escape");
       v = (v << 4) | char32_t(d);
     }

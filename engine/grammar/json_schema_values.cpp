@@ -14,7 +14,8 @@
 
 namespace pagoda::grammar {
 
-JsonSchemaCompiler::Bound JsonSchemaCompiler::bound(const json& s, const char* inclusive_key, const char* exclusive_key, bool lower, const std::string& path) const {
+JsonSchemaCompiler::Bound JsonSchemaCompiler::bound(const json& s, const char* inclusive_key, const char* exclusive_key,
+                                                    bool lower, const std::string& path) const {
   Bound b;
   if (s.contains(inclusive_key)) {
     if (!s[inclusive_key].is_number()) fail(child_path(path, inclusive_key), "must be a number");
@@ -23,7 +24,8 @@ JsonSchemaCompiler::Bound JsonSchemaCompiler::bound(const json& s, const char* i
   if (s.contains(exclusive_key)) {
     const json& e = s[exclusive_key];
     if (e.is_boolean()) {
-      if (e.get<bool>() && !b.value) fail(child_path(path, exclusive_key), "true without '" + std::string(inclusive_key) + "'");
+      if (e.get<bool>() && !b.value)
+        fail(child_path(path, exclusive_key), "true without '" + std::string(inclusive_key) + "'");
       b.exclusive = e.get<bool>();
     } else if (e.is_number()) {
       if (!b.value || (lower ? e >= *b.value : e <= *b.value)) b = {&e, true};
@@ -35,7 +37,8 @@ JsonSchemaCompiler::Bound JsonSchemaCompiler::bound(const json& s, const char* i
 }
 
 std::string JsonSchemaCompiler::integer_body(const json& s, const std::string& path) {
-  const Bound lo_b = bound(s, "minimum", "exclusiveMinimum", true, path), hi_b = bound(s, "maximum", "exclusiveMaximum", false, path);
+  const Bound lo_b = bound(s, "minimum", "exclusiveMinimum", true, path),
+              hi_b = bound(s, "maximum", "exclusiveMaximum", false, path);
   if (!lo_b.value && !hi_b.value) return primitive("integer");
   // Smallest integer above the lower bound, largest below the upper; exact for integers.
   auto limit = [](const Bound& b, bool lower) {
@@ -47,7 +50,8 @@ std::string JsonSchemaCompiler::integer_body(const json& s, const std::string& p
       return b.exclusive ? (lower ? n + 1 : n - 1) : n;
     }
     const double v = b.value->get<double>();
-    const double r = lower ? (b.exclusive ? std::floor(v) + 1 : std::ceil(v)) : (b.exclusive ? std::ceil(v) - 1 : std::floor(v));
+    const double r =
+        lower ? (b.exclusive ? std::floor(v) + 1 : std::ceil(v)) : (b.exclusive ? std::ceil(v) - 1 : std::floor(v));
     return int64_t(std::clamp(r, -max, max));
   };
   int64_t hi = hi_b.value ? limit(hi_b, false) : 0, lo = lo_b.value ? limit(lo_b, true) : 0;
@@ -58,12 +62,14 @@ std::string JsonSchemaCompiler::integer_body(const json& s, const std::string& p
 }
 
 std::string JsonSchemaCompiler::number_body(const json& s, const std::string& path) {
-  const Bound lo_b = bound(s, "minimum", "exclusiveMinimum", true, path), hi_b = bound(s, "maximum", "exclusiveMaximum", false, path);
+  const Bound lo_b = bound(s, "minimum", "exclusiveMinimum", true, path),
+              hi_b = bound(s, "maximum", "exclusiveMaximum", false, path);
   if (!lo_b.value && !hi_b.value) return primitive("number");
   const double inf = std::numeric_limits<double>::infinity();
   std::string body = number_range_gbnf(lo_b.value ? lo_b.value->get<double>() : -inf, lo_b.exclusive,
                                        hi_b.value ? hi_b.value->get<double>() : inf, hi_b.exclusive);
-  if (body.empty()) fail(path, "no number pagoda can write satisfies the bounds (number bounds are kept at integer granularity)");
+  if (body.empty())
+    fail(path, "no number pagoda can write satisfies the bounds (number bounds are kept at integer granularity)");
   return body;
 }
 
@@ -75,9 +81,12 @@ std::string JsonSchemaCompiler::string_body(const json& s, const std::string& pa
   if (s.contains("pattern")) {
     const std::string pattern_path = child_path(path, "pattern");
     if (!s["pattern"].is_string()) fail(pattern_path, "must be a string");
-    if (has_length || s.contains("format")) fail(pattern_path, "a pattern together with a length or format is not supported");
+    if (has_length || s.contains("format"))
+      fail(pattern_path, "a pattern together with a length or format is not supported");
     try {
-      return quote + " " + regex_to_gbnf(s["pattern"].get<std::string>(), primitive("char"), kSchemaMaxRepetition, budget_) + " " + quote;
+      return quote + " " +
+             regex_to_gbnf(s["pattern"].get<std::string>(), primitive("char"), kSchemaMaxRepetition, budget_) + " " +
+             quote;
     } catch (const Error& e) {
       fail(pattern_path, e.what());
     }
@@ -95,14 +104,17 @@ std::string JsonSchemaCompiler::string_body(const json& s, const std::string& pa
   return quote + " " + gbnf_repeat(primitive("char"), min, max) + " " + quote;
 }
 
-std::string JsonSchemaCompiler::array_body(const json& s, const std::string& local, const std::string& path, size_t depth) {
+std::string JsonSchemaCompiler::array_body(const json& s, const std::string& local, const std::string& path,
+                                           size_t depth) {
   std::vector<std::string> prefix;
   const json* rest = nullptr;  // schema of the items after the prefix; null: none allowed
   const json any = true;
   auto read_prefix = [&](const json& items, const std::string& items_path) {
-    if (items.size() > kSchemaMaxRepetition) fail(items_path, "more than " + std::to_string(kSchemaMaxRepetition) + " items");
+    if (items.size() > kSchemaMaxRepetition)
+      fail(items_path, "more than " + std::to_string(kSchemaMaxRepetition) + " items");
     for (size_t i = 0; i < items.size(); ++i) {
-      prefix.push_back(compile(items[i], join_local(local, "item-" + std::to_string(i + 1)), child_path(items_path, std::to_string(i)), depth + 1));
+      prefix.push_back(compile(items[i], join_local(local, "item-" + std::to_string(i + 1)),
+                               child_path(items_path, std::to_string(i)), depth + 1));
     }
   };
   if (s.contains("prefixItems")) {
@@ -122,19 +134,25 @@ std::string JsonSchemaCompiler::array_body(const json& s, const std::string& loc
   if (hi != kUnbounded && lo > hi) fail(path, "no array length satisfies minItems, maxItems and the items allowed");
   // uniqueItems cannot be written as a context-free rule; it is read but not enforced (as
   // llama.cpp does), since refusing it would refuse every schema of a set-valued field.
-  if (s.contains("uniqueItems") && !s["uniqueItems"].is_boolean()) fail(child_path(path, "uniqueItems"), "must be a boolean");
+  if (s.contains("uniqueItems") && !s["uniqueItems"].is_boolean())
+    fail(child_path(path, "uniqueItems"), "must be a boolean");
   const std::string sp = space(), sep = sp + " \",\" " + sp;
   // From the end: what follows element i (i elements written so far).
   std::string tail;
   if (rest && hi > k) {
-    const std::string item = compile(*rest, join_local(local, "item"), child_path(path, s.contains("prefixItems") || k > 0 ? (s.contains("prefixItems") ? "items" : "additionalItems") : "items"), depth + 1);
+    const std::string item = compile(
+        *rest, join_local(local, "item"),
+        child_path(path, s.contains("prefixItems") || k > 0 ? (s.contains("prefixItems") ? "items" : "additionalItems")
+                                                            : "items"),
+        depth + 1);
     const size_t r_lo = lo > k ? lo - k : 0, r_hi = hi == kUnbounded ? kUnbounded : hi - k;
     take_repetition(r_lo, r_hi, path);
     if (k > 0) {
       tail = gbnf_repeat("(" + sep + " " + item + ")", r_lo, r_hi);
     } else {
       tail = sp + " " + item;
-      const std::string more = gbnf_repeat("(" + sep + " " + item + ")", r_lo > 0 ? r_lo - 1 : 0, r_hi == kUnbounded ? kUnbounded : r_hi - 1);
+      const std::string more = gbnf_repeat("(" + sep + " " + item + ")", r_lo > 0 ? r_lo - 1 : 0,
+                                           r_hi == kUnbounded ? kUnbounded : r_hi - 1);
       if (!more.empty()) tail += " " + more;
       if (r_lo == 0) tail = "(" + tail + ")?";
     }

@@ -64,7 +64,8 @@ size_t TokenClasses::bytes(bool count_bitset) const {
 // Depth-first over the trie's preorder array. Per depth on the current path: the stacks after
 // that many bytes (inside a partial character, the depth whose stacks are still current), the
 // partial character, and whether the key was used up at an earlier character boundary.
-TokenClasses classify_by_walk(const TokenTrie& trie, const Grammar& grammar, std::span<const uint32_t> key, bool whole) {
+TokenClasses classify_by_walk(const TokenTrie& trie, const Grammar& grammar, std::span<const uint32_t> key,
+                              bool whole) {
   struct Level {
     StackSet stacks;
     PartialChar partial;

@@ -49,8 +49,8 @@ TokenMask::TokenMask(std::shared_ptr<const Grammar> grammar, std::shared_ptr<con
                      size_t key_depth)
     : grammar_(std::move(grammar)), trie_(std::move(trie)), walk_depth_(walk_depth), key_depth_(key_depth) {
   if (walk_depth_ == 0 || walk_depth_ > key_depth_) {
-    throw Error("grammar: a token mask needs 1 <= walk depth <= key depth (got " + std::to_string(walk_depth_) + " and " +
-                std::to_string(key_depth_) + ")");
+    throw Error("grammar: a token mask needs 1 <= walk depth <= key depth (got " + std::to_string(walk_depth_) +
+                " and " + std::to_string(key_depth_) + ")");
   }
 }
 
@@ -130,14 +130,15 @@ std::shared_ptr<const TokenClasses> TokenMask::classes_for(std::span<const uint3
   const std::string key = key_of(stack.last(depth), whole);
   if (auto found = find(key)) return found;
   if (depth <= walk_depth_) {
-    return keep(key, std::make_shared<const TokenClasses>(classify_by_walk(*trie_, *grammar_, stack.last(depth), whole)),
-                true);
+    return keep(
+        key, std::make_shared<const TokenClasses>(classify_by_walk(*trie_, *grammar_, stack.last(depth), whole)), true);
   }
   const std::span<const uint32_t> walked = stack.last(walk_depth_);
   const std::string walk_key = key_of(walked, false);
   std::shared_ptr<const TokenClasses> walk = find(walk_key);
   if (!walk) {
-    walk = keep(walk_key, std::make_shared<const TokenClasses>(classify_by_walk(*trie_, *grammar_, walked, false)), true);
+    walk =
+        keep(walk_key, std::make_shared<const TokenClasses>(classify_by_walk(*trie_, *grammar_, walked, false)), true);
   }
   return keep(key, std::make_shared<const TokenClasses>(refine(*walk, *trie_, *grammar_, stack.last(depth), whole)),
               false);

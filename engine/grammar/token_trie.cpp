@@ -44,10 +44,8 @@ TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes, std::span<cons
   std::string_view previous;
   for (const int32_t id : order) {
     const std::string_view t = token(id);
-    const size_t common = size_t(std::mismatch(t.begin(), t.begin() + std::min(t.size(), previous.size()),
-                                               previous.begin())
-                                     .first -
-                                 t.begin());
+    const size_t common = size_t(
+        std::mismatch(t.begin(), t.begin() + std::min(t.size(), previous.size()), previous.begin()).first - t.begin());
     while (path.size() > common + 1) {  // close the nodes below the common prefix
       nodes_[path.back()].subtree_end = uint32_t(nodes_.size());
       path.pop_back();
@@ -71,7 +69,8 @@ bool TokenTrie::excluded(int32_t id) const {
 
 std::string_view TokenTrie::token(int32_t id) const {
   if (id < 0 || id >= vocab_size()) return {};
-  return std::string_view(bytes_).substr(token_offsets_[size_t(id)], token_offsets_[size_t(id) + 1] - token_offsets_[size_t(id)]);
+  return std::string_view(bytes_).substr(token_offsets_[size_t(id)],
+                                         token_offsets_[size_t(id) + 1] - token_offsets_[size_t(id)]);
 }
 
 }  // namespace pagoda::grammar

@@ -25,8 +25,8 @@ class TokenTrie {
     uint32_t subtree_end;  // index of the first node after this node's subtree
     uint32_t ids_begin;    // this node's tokens (spelled by the path to it): ids()[begin, end)
     uint32_t ids_end;
-    uint16_t depth;        // bytes on the path from the root (the root is 0)
-    uint8_t byte;          // the edge into this node (unused for the root)
+    uint16_t depth;  // bytes on the path from the root (the root is 0)
+    uint8_t byte;    // the edge into this node (unused for the root)
   };
 
   // token_bytes[id] is token id's text as raw bytes (Tokenizer::token_text). Excluded ids
@@ -49,8 +49,8 @@ class TokenTrie {
  private:
   std::vector<Node> nodes_;
   std::vector<int32_t> ids_;
-  std::string bytes_;                   // every allowed token's bytes back to back
-  std::vector<uint32_t> token_offsets_; // token id's bytes: bytes_[offsets[id], offsets[id + 1])
+  std::string bytes_;                    // every allowed token's bytes back to back
+  std::vector<uint32_t> token_offsets_;  // token id's bytes: bytes_[offsets[id], offsets[id + 1])
   std::vector<uint64_t> excluded_bits_;
   size_t max_depth_ = 0;
 };

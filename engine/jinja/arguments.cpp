@@ -6,7 +6,8 @@
 
 namespace pagoda::jinja {
 
-std::vector<Value> bind_arguments(std::string_view callee, const Arguments& args, std::initializer_list<std::string_view> names) {
+std::vector<Value> bind_arguments(std::string_view callee, const Arguments& args,
+                                  std::initializer_list<std::string_view> names) {
   std::vector<Value> bound(names.size());
   if (args.positional.size() > names.size()) {
     throw Error(std::string(callee) + "() takes at most " + std::to_string(names.size()) + " arguments (" +
@@ -20,7 +21,8 @@ std::vector<Value> bind_arguments(std::string_view callee, const Arguments& args
       ++i;
     }
     if (i == names.size()) throw Error(std::string(callee) + "() got an unexpected keyword argument '" + key + "'");
-    if (i < args.positional.size()) throw Error(std::string(callee) + "() got multiple values for argument '" + key + "'");
+    if (i < args.positional.size())
+      throw Error(std::string(callee) + "() got multiple values for argument '" + key + "'");
     bound[i] = value;
   }
   return bound;

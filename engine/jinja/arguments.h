@@ -12,6 +12,7 @@ namespace pagoda::jinja {
 // One value per parameter name, positional arguments first, then keywords; a parameter given
 // neither way is Undefined. Too many positional arguments or an unknown keyword is an error
 // naming `callee`.
-std::vector<Value> bind_arguments(std::string_view callee, const Arguments& args, std::initializer_list<std::string_view> names);
+std::vector<Value> bind_arguments(std::string_view callee, const Arguments& args,
+                                  std::initializer_list<std::string_view> names);
 
 }  // namespace pagoda::jinja

@@ -15,21 +15,21 @@ struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
 
 enum class ExprKind {
-  Literal,    // value
-  Name,       // name
+  Literal,       // value
+  Name,          // name
   ListLiteral,   // items
   TupleLiteral,  // items
   DictLiteral,   // items: key, value, key, value, ...
-  Attribute,  // items[0].name
-  Subscript,  // items[0][items[1]]
-  Slice,      // items: start, stop, step, each possibly null
-  Call,       // items[0](items[1..], keywords)
-  Filter,     // items[0] | name(items[1..], keywords)
-  Test,       // items[0] is [not] name(items[1..], keywords)
-  Unary,      // name ("-", "+", "not") items[0]
-  Binary,     // items[0] name items[1]: + - * / // % ** ~ and or
-  Compare,    // items[0] ops[0] items[1] ops[1] items[2] ...: == != < > <= >= in notin
-  Conditional,  // items[1] if items[0] else items[2] (null: undefined)
+  Attribute,     // items[0].name
+  Subscript,     // items[0][items[1]]
+  Slice,         // items: start, stop, step, each possibly null
+  Call,          // items[0](items[1..], keywords)
+  Filter,        // items[0] | name(items[1..], keywords)
+  Test,          // items[0] is [not] name(items[1..], keywords)
+  Unary,         // name ("-", "+", "not") items[0]
+  Binary,        // items[0] name items[1]: + - * / // % ** ~ and or
+  Compare,       // items[0] ops[0] items[1] ops[1] items[2] ...: == != < > <= >= in notin
+  Conditional,   // items[1] if items[0] else items[2] (null: undefined)
 };
 
 struct Expr {
@@ -55,16 +55,16 @@ using StmtPtr = std::unique_ptr<Stmt>;
 using Body = std::vector<StmtPtr>;
 
 enum class StmtKind {
-  Text,      // text
-  Output,    // {{ exprs[0] }}
-  If,        // exprs[i] guards bodies[i]; one more body than conditions is the else
-  For,       // target in exprs[0] [if exprs[1]]: bodies[0], else bodies[1]
-  Set,       // target = exprs[0]
-  SetBlock,  // target = rendered bodies[0], through filters (exprs: Filter nodes on a null input)
-  Macro,     // name(params) bodies[0]
-  CallBlock,  // exprs[0] (a Call) with caller(params) = bodies[0]
+  Text,         // text
+  Output,       // {{ exprs[0] }}
+  If,           // exprs[i] guards bodies[i]; one more body than conditions is the else
+  For,          // target in exprs[0] [if exprs[1]]: bodies[0], else bodies[1]
+  Set,          // target = exprs[0]
+  SetBlock,     // target = rendered bodies[0], through filters (exprs: Filter nodes on a null input)
+  Macro,        // name(params) bodies[0]
+  CallBlock,    // exprs[0] (a Call) with caller(params) = bodies[0]
   FilterBlock,  // bodies[0] rendered, through exprs (Filter nodes on a null input)
-  With,      // params assigned in a new scope around bodies[0]
+  With,         // params assigned in a new scope around bodies[0]
   Break,
   Continue,
 };

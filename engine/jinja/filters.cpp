@@ -66,7 +66,9 @@ Value f_capitalize(const Value& v, const Arguments& a, Budget&) {
 Value f_title(const Value& v, const Arguments& a, Budget&) {
   bind_arguments("title", a, {});
   const std::u32string cs = utf8::decode(to_str(v));
-  auto separator = [](char32_t c) { return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || utf8::is_space(c); };
+  auto separator = [](char32_t c) {
+    return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || utf8::is_space(c);
+  };
   std::u32string out;
   size_t i = 0;
   while (i < cs.size()) {
@@ -238,7 +240,8 @@ Value f_int(const Value& v, const Arguments& a, Budget&) {
   }
   if (v.is_string()) {
     if (auto i = parse_int(v.str(), base)) return Value(*i);
-    if (auto d = parse_float(v.str()); d && std::isfinite(*d) && std::fabs(*d) < 9.2e18) return Value(static_cast<int64_t>(*d));
+    if (auto d = parse_float(v.str()); d && std::isfinite(*d) && std::fabs(*d) < 9.2e18)
+      return Value(static_cast<int64_t>(*d));
   }
   return fallback;
 }
@@ -300,7 +303,8 @@ Value f_tojson(const Value& v, const Arguments& a, Budget& budget) {
     throw Error("tojson: indent must be an int or a str");
   }
   style.item_separator = style.indent ? "," : ", ";
-  if (p[2].is_list() && p[2].list().items.size() == 2 && p[2].list().items[0].is_string() && p[2].list().items[1].is_string()) {
+  if (p[2].is_list() && p[2].list().items.size() == 2 && p[2].list().items[0].is_string() &&
+      p[2].list().items[1].is_string()) {
     style.item_separator = p[2].list().items[0].str();
     style.key_separator = p[2].list().items[1].str();
   } else if (!p[2].is_undefined() && !p[2].is_none()) {
@@ -319,7 +323,8 @@ Value f_tojson(const Value& v, const Arguments& a, Budget& budget) {
         ascii += buf;
       } else {
         const char32_t u = c - 0x10000;
-        std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", static_cast<unsigned>(0xD800 + (u >> 10)), static_cast<unsigned>(0xDC00 + (u & 0x3FF)));
+        std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", static_cast<unsigned>(0xD800 + (u >> 10)),
+                      static_cast<unsigned>(0xDC00 + (u & 0x3FF)));
         ascii += buf;
       }
     }

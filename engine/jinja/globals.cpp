@@ -56,7 +56,8 @@ Dict dict_of(const Arguments& a, const char* callee) {
       d = from.dict();
     } else {
       for (const Value& pair : iterate(from)) {
-        if (!pair.is_list() || pair.list().items.size() != 2) throw Error(std::string(callee) + ": sequence elements must be pairs");
+        if (!pair.is_list() || pair.list().items.size() != 2)
+          throw Error(std::string(callee) + ": sequence elements must be pairs");
         d.set(pair.list().items[0], pair.list().items[1]);
       }
     }
@@ -84,14 +85,14 @@ void add_globals(Dict& globals) {
   globals.set(Value("range"), make_function("range", range));
   globals.set(Value("dict"), make_function("dict", [](Arguments& a) { return make_dict(dict_of(a, "dict")); }));
   globals.set(Value("namespace"), make_function("namespace", [](Arguments& a) {
-    auto ns = std::make_shared<Namespace>();
-    ns->attributes = dict_of(a, "namespace");
-    return Value(std::move(ns));
-  }));
+                auto ns = std::make_shared<Namespace>();
+                ns->attributes = dict_of(a, "namespace");
+                return Value(std::move(ns));
+              }));
   globals.set(Value("raise_exception"), make_function("raise_exception", [](Arguments& a) -> Value {
-    const auto p = bind_arguments("raise_exception", a, {"message"});
-    throw Error("raise_exception: " + to_str(p[0]));
-  }));
+                const auto p = bind_arguments("raise_exception", a, {"message"});
+                throw Error("raise_exception: " + to_str(p[0]));
+              }));
   globals.set(Value("strftime_now"), make_function("strftime_now", strftime_now));
 }
 

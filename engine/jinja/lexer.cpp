@@ -192,7 +192,8 @@ std::string unescape(std::string_view body, int line) {
           if (h < 0) fail(line, std::string("truncated \\") + c + " escape in a string literal");
           cp = cp * 16 + static_cast<char32_t>(h);
         }
-        if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) fail(line, "invalid code point escape in a string literal");
+        if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+          fail(line, "invalid code point escape in a string literal");
         append_utf8(cp, out);
         i += digits;
         break;
@@ -216,8 +217,8 @@ std::string unescape(std::string_view body, int line) {
   return out;
 }
 
-constexpr const char* kOperators[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*", "%", "~", "[", "]",
-                                      "(",  ")",  "{",  "}",  ">",  "<",  "=", ".", ":", "|", ",", ";"};
+constexpr const char* kOperators[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*", "%", "~", "[",
+                                      "]",  "(",  ")",  "{",  "}",  ">",  "<", "=", ".", ":", "|", ",", ";"};
 
 class Lexer {
  public:
@@ -233,7 +234,8 @@ class Lexer {
   void emit(TokenType type, std::string text, int line) { tokens_.push_back({type, std::move(text), line}); }
 
   void advance_to(size_t end) {
-    line_ += static_cast<int>(std::count(s_.begin() + static_cast<std::ptrdiff_t>(pos_), s_.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
+    line_ += static_cast<int>(std::count(s_.begin() + static_cast<std::ptrdiff_t>(pos_),
+                                         s_.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
     pos_ = end;
   }
 
@@ -409,7 +411,8 @@ class Lexer {
         if (c == '(' || c == '[' || c == '{') brackets.push_back(c == '(' ? ')' : (c == '[' ? ']' : '}'));
         if (c == ')' || c == ']' || c == '}') {
           if (brackets.empty()) fail(line_, std::string("unexpected '") + c + "'");
-          if (brackets.back() != c) fail(line_, std::string("unexpected '") + c + "', expected '" + brackets.back() + "'");
+          if (brackets.back() != c)
+            fail(line_, std::string("unexpected '") + c + "', expected '" + brackets.back() + "'");
           brackets.pop_back();
         }
       }

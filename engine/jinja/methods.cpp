@@ -127,7 +127,8 @@ Value string_method(const Value& self, const std::string& name, Budget& budget) 
     return method([self, name](Arguments& a) {
       const auto p = bind_arguments(name, a, {"chars"});
       const bool left = name != "rstrip", right = name != "lstrip";
-      return stripped_part(self, strings::strip(self.str(), optional_string(p[0], name.c_str()), left, right), left, right);
+      return stripped_part(self, strings::strip(self.str(), optional_string(p[0], name.c_str()), left, right), left,
+                           right);
     });
   }
   if (name == "split" || name == "rsplit") {
@@ -136,7 +137,8 @@ Value string_method(const Value& self, const std::string& name, Budget& budget) 
       const auto sep = optional_string(p[0], "sep");
       const int64_t maxsplit = int_or(p[1], -1);
       const std::string& s = self.str();
-      return located_parts(self, name == "split" ? strings::split(s, sep, maxsplit) : strings::rsplit(s, sep, maxsplit));
+      return located_parts(self,
+                           name == "split" ? strings::split(s, sep, maxsplit) : strings::rsplit(s, sep, maxsplit));
     });
   }
   if (name == "splitlines") {

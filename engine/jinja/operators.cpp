@@ -83,8 +83,9 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   const int64_t x = as_int(a), y = as_int(b);
   int64_t r = 0;
   if (op == "+" || op == "-" || op == "*") {
-    check_overflow(op == "+" ? __builtin_add_overflow(x, y, &r)
-                             : op == "-" ? __builtin_sub_overflow(x, y, &r) : __builtin_mul_overflow(x, y, &r));
+    check_overflow(op == "+"   ? __builtin_add_overflow(x, y, &r)
+                   : op == "-" ? __builtin_sub_overflow(x, y, &r)
+                               : __builtin_mul_overflow(x, y, &r));
     return Value(r);
   }
   if ((op == "/" || op == "//" || op == "%") && y == 0) throw Error("division by zero");
@@ -134,7 +135,8 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, Budget& b
         return sum.take(a.markup);
       }
       // Markup + str escapes the str, and so does str + Markup
-      std::string joined = (a.markup ? a.str() : strings::html_escape(a.str())) + (b.markup ? b.str() : strings::html_escape(b.str()));
+      std::string joined =
+          (a.markup ? a.str() : strings::html_escape(a.str())) + (b.markup ? b.str() : strings::html_escape(b.str()));
       budget.check_size(joined.size());
       Value m = widen(Value(std::move(joined)), a);
       m = widen(std::move(m), b);
@@ -237,7 +239,8 @@ Value slice(const Value& v, std::optional<int64_t> start, std::optional<int64_t>
     if (!spans_of(v)) return Value(std::move(text));
     // A forward slice of valid UTF-8 is one run of the string's bytes: it keeps their ranges.
     if (st == 1 && !picked.empty()) {
-      const size_t begin = utf8::encode(std::u32string_view(chars).substr(0, static_cast<size_t>(picked.front()))).size();
+      const size_t begin =
+          utf8::encode(std::u32string_view(chars).substr(0, static_cast<size_t>(picked.front()))).size();
       if (v.str().compare(begin, text.size(), text) == 0) return substring(v, begin, begin + text.size());
     }
     return widen(Value(std::move(text)), v);
@@ -293,7 +296,8 @@ Value percent_format(const Value& format_value, const Value& args) {
     }
     std::string spec = "%";
     while (i < format.size() && std::string("-+ #0").find(format[i]) != std::string::npos) spec.push_back(format[i++]);
-    while (i < format.size() && (std::isdigit(static_cast<unsigned char>(format[i])) || format[i] == '.')) spec.push_back(format[i++]);
+    while (i < format.size() && (std::isdigit(static_cast<unsigned char>(format[i])) || format[i] == '.'))
+      spec.push_back(format[i++]);
     if (i >= format.size()) throw Error("incomplete format");
     const char conv = format[i];
     if (conv == '%') {
@@ -338,7 +342,8 @@ Value percent_format(const Value& format_value, const Value& args) {
       case 'x':
       case 'X':
       case 'o':
-        if (!arg.is_number()) throw Error("%" + std::string(1, conv) + " format: a number is required, not " + type_name(arg));
+        if (!arg.is_number())
+          throw Error("%" + std::string(1, conv) + " format: a number is required, not " + type_name(arg));
         spec += std::string("ll") + (conv == 'i' ? 'd' : conv);
         std::snprintf(buf, sizeof buf, spec.c_str(), static_cast<long long>(as_int(arg)));
         out.append_plain(buf);
@@ -357,7 +362,8 @@ Value percent_format(const Value& format_value, const Value& args) {
       default: throw Error(std::string("unsupported format character '") + conv + "'");
     }
   }
-  if (!args.is_dict() && next_arg < positional.size()) throw Error("not all arguments converted during string formatting");
+  if (!args.is_dict() && next_arg < positional.size())
+    throw Error("not all arguments converted during string formatting");
   return out.take();
 }
 

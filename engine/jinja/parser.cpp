@@ -332,7 +332,8 @@ class Parser {
 
   bool at_tuple_end(std::initializer_list<const char*> extra_ends) const {
     const Token& tok = cur();
-    if (tok.type == TokenType::VariableEnd || tok.type == TokenType::BlockEnd || tok.type == TokenType::End) return true;
+    if (tok.type == TokenType::VariableEnd || tok.type == TokenType::BlockEnd || tok.type == TokenType::End)
+      return true;
     if (tok.type == TokenType::Operator && (tok.text == ")" || tok.text == "]" || tok.text == "}")) return true;
     for (const char* end : extra_ends) {
       if (tok.type == TokenType::Name && tok.text == end) return true;
@@ -427,8 +428,8 @@ class Parser {
     e->items.push_back(std::move(first));
     while (true) {
       const Token& tok = cur();
-      if (tok.type == TokenType::Operator &&
-          (tok.text == "==" || tok.text == "!=" || tok.text == "<" || tok.text == ">" || tok.text == "<=" || tok.text == ">=")) {
+      if (tok.type == TokenType::Operator && (tok.text == "==" || tok.text == "!=" || tok.text == "<" ||
+                                              tok.text == ">" || tok.text == "<=" || tok.text == ">=")) {
         e->ops.push_back(tok.text);
         next();
       } else if (is_name("in")) {

@@ -77,9 +77,10 @@ void Renderer::assign(const Target& t, const Value& value) {
   }
   const std::vector<Value> items = iterate(value);
   if (items.size() != t.names.size()) {
-    throw Error(items.size() > t.names.size() ? "too many values to unpack (expected " + std::to_string(t.names.size()) + ")"
-                                              : "not enough values to unpack (expected " + std::to_string(t.names.size()) +
-                                                    ", got " + std::to_string(items.size()) + ")");
+    throw Error(items.size() > t.names.size()
+                    ? "too many values to unpack (expected " + std::to_string(t.names.size()) + ")"
+                    : "not enough values to unpack (expected " + std::to_string(t.names.size()) + ", got " +
+                          std::to_string(items.size()) + ")");
   }
   for (size_t i = 0; i < items.size(); ++i) scope_->vars[t.names[i]] = items[i];
 }
@@ -173,12 +174,14 @@ void Renderer::exec_for(const Stmt& s, TextBuilder& out) {
     loop.set(Value("length"), Value(n));
     loop.set(Value("depth"), Value(1));
     loop.set(Value("depth0"), Value(0));
-    loop.set(Value("previtem"), i > 0 ? items[static_cast<size_t>(i - 1)] : Value(Undefined{"there is no previous item"}));
-    loop.set(Value("nextitem"), i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value(Undefined{"there is no next item"}));
+    loop.set(Value("previtem"),
+             i > 0 ? items[static_cast<size_t>(i - 1)] : Value(Undefined{"there is no previous item"}));
+    loop.set(Value("nextitem"),
+             i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value(Undefined{"there is no next item"}));
     loop.set(Value("cycle"), make_function("loop.cycle", [i](Arguments& a) {
-      if (a.positional.empty()) throw Error("no items for cycling given");
-      return a.positional[static_cast<size_t>(i) % a.positional.size()];
-    }));
+               if (a.positional.empty()) throw Error("no items for cycling given");
+               return a.positional[static_cast<size_t>(i) % a.positional.size()];
+             }));
     scope_->vars["loop"] = make_dict(std::move(loop));
     try {
       exec(s.bodies[0], out);
@@ -198,9 +201,8 @@ void Renderer::exec_macro_definition(const Stmt& s) {
   // Only a weak reference to the defining scope: that scope holds the macro, so a strong one
   // would be a cycle that outlives the render.
   std::weak_ptr<Scope> weak = scope_;
-  scope_->vars[s.name] = make_function(s.name, [this, macro, weak](Arguments& args) {
-    return call_macro(*macro, weak.lock(), args);
-  });
+  scope_->vars[s.name] =
+      make_function(s.name, [this, macro, weak](Arguments& args) { return call_macro(*macro, weak.lock(), args); });
 }
 
 Value Renderer::call_macro(const Stmt& m, const std::shared_ptr<Scope>& closure, Arguments& args) {
@@ -221,7 +223,8 @@ Value Renderer::call_macro(const Stmt& m, const std::shared_ptr<Scope>& closure,
     bool is_param = false;
     for (size_t i = 0; i < m.params.size(); ++i) {
       if (m.params[i].name != k) continue;
-      if (i < args.positional.size()) throw Error("macro '" + m.name + "' got multiple values for argument '" + k + "'");
+      if (i < args.positional.size())
+        throw Error("macro '" + m.name + "' got multiple values for argument '" + k + "'");
       is_param = true;
     }
     if (k == "caller" && !m.uses_caller) {
@@ -252,8 +255,8 @@ Value Renderer::call_macro(const Stmt& m, const std::shared_ptr<Scope>& closure,
   try {
     for (const Param& p : m.params) {  // defaults see the parameters before them
       if (scope->vars.count(p.name)) continue;
-      scope->vars[p.name] = p.default_value ? eval(*p.default_value)
-                                            : Value(Undefined{"parameter '" + p.name + "' was not provided"});
+      scope->vars[p.name] =
+          p.default_value ? eval(*p.default_value) : Value(Undefined{"parameter '" + p.name + "' was not provided"});
     }
     exec(m.bodies[0], out);
   } catch (...) {

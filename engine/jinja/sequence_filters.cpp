@@ -133,7 +133,9 @@ Value select(const Value& v, const Arguments& a, Budget& budget, bool by_attribu
   std::vector<Value> out;
   if (!truthy(v)) return make_generator({});  // as jinja2's select_or_reject: None selects nothing
   for (const Value& item : items_of(v, budget)) {
-    const Value subject = by_attribute ? (attribute.is_string() ? get_path(item, attribute.str(), budget) : get_item(item, attribute, budget)) : item;
+    const Value subject = by_attribute ? (attribute.is_string() ? get_path(item, attribute.str(), budget)
+                                                                : get_item(item, attribute, budget))
+                                       : item;
     const bool passed = has_test ? apply_test(test, subject, rest, budget) : truthy(subject);
     if (passed == keep_when) out.push_back(item);
   }

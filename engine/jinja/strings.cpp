@@ -104,10 +104,12 @@ std::vector<std::string> splitlines(const std::string& s, bool keepends) {
   return lines;
 }
 
-std::string replace(const std::string& s, const std::string& old, const std::string& replacement, int64_t count, size_t max_size) {
+std::string replace(const std::string& s, const std::string& old, const std::string& replacement, int64_t count,
+                    size_t max_size) {
   std::string out;
   auto append = [&](std::string_view piece) {
-    if (out.size() + piece.size() > max_size) throw Error("template output exceeds the limit of " + std::to_string(max_size) + " bytes");
+    if (out.size() + piece.size() > max_size)
+      throw Error("template output exceeds the limit of " + std::to_string(max_size) + " bytes");
     out += piece;
   };
   if (old.empty()) {

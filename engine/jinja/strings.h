@@ -13,7 +13,8 @@ std::string strip(const std::string& s, const std::optional<std::string>& chars,
 std::vector<std::string> split(const std::string& s, const std::optional<std::string>& sep, int64_t maxsplit);
 std::vector<std::string> rsplit(const std::string& s, const std::optional<std::string>& sep, int64_t maxsplit);
 std::vector<std::string> splitlines(const std::string& s, bool keepends);
-std::string replace(const std::string& s, const std::string& old, const std::string& replacement, int64_t count, size_t max_size);
+std::string replace(const std::string& s, const std::string& old, const std::string& replacement, int64_t count,
+                    size_t max_size);
 std::string title(const std::string& s);
 std::string capitalize(const std::string& s);
 // Python's str.center(width) with spaces.

@@ -15,8 +15,8 @@ std::string Template::render(const nlohmann::ordered_json& context, const Limits
   return render_with_spans(context, {}, limits).text;
 }
 
-ChatPrompt Template::render_with_spans(const nlohmann::ordered_json& context, const std::vector<std::string>& data_members,
-                                       const Limits& limits) const {
+ChatPrompt Template::render_with_spans(const nlohmann::ordered_json& context,
+                                       const std::vector<std::string>& data_members, const Limits& limits) const {
   if (!context.is_object()) throw Error("a chat template's context must be a JSON object");
   Dict globals;
   add_globals(globals);

@@ -48,7 +48,9 @@ bool t_mapping(const Value& v, const std::vector<Value>&) { return v.is_dict(); 
 bool t_sequence(const Value& v, const std::vector<Value>&) {
   return v.is_string() || (v.is_list() && !v.list().generator) || v.is_dict() || v.is_undefined();
 }
-bool t_iterable(const Value& v, const std::vector<Value>&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }
+bool t_iterable(const Value& v, const std::vector<Value>&) {
+  return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
+}
 bool t_callable(const Value& v, const std::vector<Value>&) { return v.is_function(); }
 bool t_escaped(const Value& v, const std::vector<Value>&) { return v.markup; }
 bool t_odd(const Value& v, const std::vector<Value>&) { return (integer(v, "odd") % 2 + 2) % 2 == 1; }
@@ -91,19 +93,45 @@ bool t_test(const Value& v, const std::vector<Value>&) { return v.is_string() &&
 
 const std::unordered_map<std::string, TestFn>& registry() {
   static const std::unordered_map<std::string, TestFn> tests = {
-      {"defined", t_defined},   {"undefined", t_undefined}, {"none", t_none},
-      {"boolean", t_boolean},   {"true", t_true},           {"false", t_false},
-      {"integer", t_integer},   {"float", t_float},         {"number", t_number},
-      {"string", t_string},     {"mapping", t_mapping},     {"sequence", t_sequence},
-      {"iterable", t_iterable}, {"callable", t_callable},   {"escaped", t_escaped},
-      {"odd", t_odd},           {"even", t_even},           {"divisibleby", t_divisibleby},
-      {"lower", t_lower},       {"upper", t_upper},         {"in", t_in},
-      {"eq", t_eq},             {"equalto", t_eq},          {"==", t_eq},
-      {"ne", t_ne},             {"!=", t_ne},               {"lt", t_lt},
-      {"lessthan", t_lt},       {"<", t_lt},                {"le", t_le},
-      {"<=", t_le},             {"gt", t_gt},               {"greaterthan", t_gt},
-      {">", t_gt},              {"ge", t_ge},               {">=", t_ge},
-      {"sameas", t_sameas},     {"filter", t_filter},       {"test", t_test},
+      {"defined", t_defined},
+      {"undefined", t_undefined},
+      {"none", t_none},
+      {"boolean", t_boolean},
+      {"true", t_true},
+      {"false", t_false},
+      {"integer", t_integer},
+      {"float", t_float},
+      {"number", t_number},
+      {"string", t_string},
+      {"mapping", t_mapping},
+      {"sequence", t_sequence},
+      {"iterable", t_iterable},
+      {"callable", t_callable},
+      {"escaped", t_escaped},
+      {"odd", t_odd},
+      {"even", t_even},
+      {"divisibleby", t_divisibleby},
+      {"lower", t_lower},
+      {"upper", t_upper},
+      {"in", t_in},
+      {"eq", t_eq},
+      {"equalto", t_eq},
+      {"==", t_eq},
+      {"ne", t_ne},
+      {"!=", t_ne},
+      {"lt", t_lt},
+      {"lessthan", t_lt},
+      {"<", t_lt},
+      {"le", t_le},
+      {"<=", t_le},
+      {"gt", t_gt},
+      {"greaterthan", t_gt},
+      {">", t_gt},
+      {"ge", t_ge},
+      {">=", t_ge},
+      {"sameas", t_sameas},
+      {"filter", t_filter},
+      {"test", t_test},
   };
   return tests;
 }

@@ -60,8 +60,10 @@ Value widen(Value result, const Value& input, const Arguments* args) {
   if (!result.is_string() || spans_of(result) || result.str().empty()) return result;
   bool data = holds_data_at(input, 0);
   if (!data && args) {
-    data = std::any_of(args->positional.begin(), args->positional.end(), [](const Value& a) { return holds_data_at(a, 0); }) ||
-           std::any_of(args->keyword.begin(), args->keyword.end(), [](const auto& kv) { return holds_data_at(kv.second, 0); });
+    data = std::any_of(args->positional.begin(), args->positional.end(),
+                       [](const Value& a) { return holds_data_at(a, 0); }) ||
+           std::any_of(args->keyword.begin(), args->keyword.end(),
+                       [](const auto& kv) { return holds_data_at(kv.second, 0); });
   }
   if (!data) return result;
   const bool markup = result.markup;
@@ -128,11 +130,13 @@ Value stripped_part(const Value& v, const std::string& stripped, bool left, bool
   return substring(v, begin, begin + stripped.size());
 }
 
-Value replace_tracked(const Value& v, const std::string& old, const Value& replacement, int64_t count, size_t max_size) {
+Value replace_tracked(const Value& v, const std::string& old, const Value& replacement, int64_t count,
+                      size_t max_size) {
   const std::string& s = v.str();
   TextBuilder out;
   auto check = [&] {
-    if (out.size() > max_size) throw Error("template output exceeds the limit of " + std::to_string(max_size) + " bytes");
+    if (out.size() > max_size)
+      throw Error("template output exceeds the limit of " + std::to_string(max_size) + " bytes");
   };
   int64_t done = 0;
   auto insert = [&] {

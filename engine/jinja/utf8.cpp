@@ -30,7 +30,8 @@ bool valid(std::string_view s) {
       if ((b & 0xC0) != 0x80) return false;
       c = (c << 6) | (b & 0x3F);
     }
-    if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10FFFF)) || (c >= 0xD800 && c <= 0xDFFF)) return false;
+    if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10FFFF)) || (c >= 0xD800 && c <= 0xDFFF))
+      return false;
     i += n;
   }
   return true;

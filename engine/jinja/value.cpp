@@ -441,8 +441,9 @@ std::vector<Value> iterate(const Value& v) {
       append_utf8(c, s);
       const size_t n = s.size();
       // Invalid UTF-8 decodes to U+FFFD of another length: such a string is data whole.
-      chars.push_back(spans_of(v) ? (v.str().compare(at, n, s) == 0 ? substring(v, at, at + n) : data_string(std::move(s)))
-                                  : Value(std::move(s)));
+      chars.push_back(spans_of(v)
+                          ? (v.str().compare(at, n, s) == 0 ? substring(v, at, at + n) : data_string(std::move(s)))
+                          : Value(std::move(s)));
       at += n;
     }
     return chars;
@@ -478,7 +479,8 @@ Value json_scalar(const nlohmann::ordered_json& j, bool data) {
       return Value(static_cast<int64_t>(u));
     }
     case nlohmann::ordered_json::value_t::number_float: return Value(j.get<double>());
-    case nlohmann::ordered_json::value_t::string: return data ? data_string(j.get<std::string>()) : Value(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::string:
+      return data ? data_string(j.get<std::string>()) : Value(j.get<std::string>());
     default: throw Error("unsupported JSON value");
   }
 }

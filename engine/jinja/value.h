@@ -140,8 +140,8 @@ std::string object_name(const Value& v);
 void require_defined(const Value& v);
 
 bool truthy(const Value& v);
-std::string to_str(const Value& v);   // Python str(): what {{ v }} prints
-std::string repr(const Value& v);     // Python repr(): how containers print their items
+std::string to_str(const Value& v);           // Python str(): what {{ v }} prints
+std::string repr(const Value& v);             // Python repr(): how containers print their items
 bool equals(const Value& a, const Value& b);  // Python ==: 1 == 1.0 == True
 // Python's ordering (<0, 0, >0) for numbers, strings and sequences; other pairs are an error
 // naming both types, as Python's TypeError does.

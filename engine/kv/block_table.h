@@ -150,7 +150,8 @@ class BlockTable {
   // Pages held (holes not counted).
   int32_t held_pages() const {
     int32_t n = 0;
-    for (const std::vector<int32_t>& list : pages_) n += int32_t(std::count_if(list.begin(), list.end(), [](int32_t p) { return p != kHole; }));
+    for (const std::vector<int32_t>& list : pages_)
+      n += int32_t(std::count_if(list.begin(), list.end(), [](int32_t p) { return p != kHole; }));
     return n;
   }
 
@@ -161,9 +162,9 @@ class BlockTable {
   }
 
   int32_t tokens_per_page_;
-  std::vector<int32_t> windows_;           // per group, 0: full attention
+  std::vector<int32_t> windows_;             // per group, 0: full attention
   std::vector<std::vector<int32_t>> pages_;  // per group
-  std::vector<size_t> dead_;               // per group: entries before it are holes
+  std::vector<size_t> dead_;                 // per group: entries before it are holes
 };
 
 }  // namespace pagoda

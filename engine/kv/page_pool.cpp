@@ -120,7 +120,8 @@ PagePool::PrefixMatch PagePool::match(std::span<const PageHash> hashes) const {
   return m;
 }
 
-int32_t PagePool::take_prefix(int32_t group, std::span<const PageHash> hashes, int32_t blocks, std::vector<int32_t>& out) {
+int32_t PagePool::take_prefix(int32_t group, std::span<const PageHash> hashes, int32_t blocks,
+                              std::vector<int32_t>& out) {
   int32_t taken = 0;
   for (int32_t b = layout_.first_live_page(group, blocks * layout_.tokens_per_page); b < blocks; ++b) {
     const int32_t page = named_page(hashes[size_t(b)], group);

@@ -114,7 +114,7 @@ class PagePool {
   int32_t named_page(const PageHash& hash, int32_t group) const;
 
   std::unordered_map<Name, int32_t, NameHasher> index_;  // (hash, group) → page
-  std::vector<Name> names_;         // names_[page] is its name while named_[page]
+  std::vector<Name> names_;                              // names_[page] is its name while named_[page]
   std::vector<bool> named_;
   std::vector<int32_t> lru_prev_, lru_next_;
   int32_t lru_head_ = -1, lru_tail_ = -1;

@@ -17,9 +17,9 @@ PageHash from_xxh(const XXH128_hash_t& h) { return {h.low64, h.high64}; }
 PageHash prefix_seed(const KvLayout& layout, std::string_view adapter, uint64_t adapter_generation) {
   // Fixed-width fields, then the adapter's name: every input reads back unambiguously. Any
   // KvLayout field that changes a page's bytes (a KV cache dtype) belongs in this list.
-  const int64_t fields[] = {layout.n_layers, layout.n_kv_heads, layout.head_dim, layout.tokens_per_page,
-                            int64_t(layout.dtype), layout.slots(), layout.n_groups(),
-                            int64_t(adapter_generation), int64_t(adapter.size())};
+  const int64_t fields[] = {layout.n_layers,        layout.n_kv_heads,           layout.head_dim,
+                            layout.tokens_per_page, int64_t(layout.dtype),       layout.slots(),
+                            layout.n_groups(),      int64_t(adapter_generation), int64_t(adapter.size())};
   std::vector<unsigned char> bytes(sizeof(fields) + adapter.size());
   std::memcpy(bytes.data(), fields, sizeof(fields));
   std::memcpy(bytes.data() + sizeof(fields), adapter.data(), adapter.size());

@@ -95,7 +95,8 @@ std::optional<std::string_view> lora_stem(std::string_view name) {
 TargetId find_target(const GgufFile& f, const std::string& a_name, std::string_view stem, const ModelConfig& base) {
   const std::optional<TargetId> id = parse_target(stem);
   if (!id) {
-    const std::string what = ": LoRA on '" + std::string(stem) + "' is not supported (only blk.N.{attn_q,attn_k,"
+    const std::string what = ": LoRA on '" + std::string(stem) +
+                             "' is not supported (only blk.N.{attn_q,attn_k,"
                              "attn_v,attn_output,ffn_gate,ffn_up,ffn_down}.weight)";
     throw Error(tensor_error(f, a_name, what));
   }
@@ -145,7 +146,12 @@ LoraTarget read_target(const GgufFile& f, const GgufTensorInfo& a, const GgufTen
                 std::to_string(rank) + " × " + num(user_scale) + ") is not finite");
   }
   const bool sixteen_bit = a.type == b.type && (a.type == GgmlType::F16 || a.type == GgmlType::BF16);
-  return {int32_t(rank), want.n_in, want.n_out, scale, read_values(f, a), read_values(f, b),
+  return {int32_t(rank),
+          want.n_in,
+          want.n_out,
+          scale,
+          read_values(f, a),
+          read_values(f, b),
           sixteen_bit ? a.type : GgmlType::F32};
 }
 

@@ -35,9 +35,9 @@ struct LoraTarget {
   int32_t rank = 0;
   int32_t n_in = 0;
   int32_t n_out = 0;
-  float scale = 1.0f;     // alpha / rank × user scale, already resolved
-  std::vector<float> a;   // [rank][n_in]
-  std::vector<float> b;   // [n_out][rank]
+  float scale = 1.0f;    // alpha / rank × user scale, already resolved
+  std::vector<float> a;  // [rank][n_in]
+  std::vector<float> b;  // [n_out][rank]
   // F16 or BF16 when the file stores both halves in that type (every value of a and b is then
   // exact in it, so the kernels may keep them in 16 bits); otherwise F32.
   GgmlType stored = GgmlType::F32;

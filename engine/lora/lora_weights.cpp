@@ -27,7 +27,8 @@ LoraWeights::LoraWeights(std::string name, const LoraAdapter& adapter) : name_(s
   layers_.resize(adapter.layers.size());
   size_t next = 0;
   for (size_t l = 0; l < adapter.layers.size(); ++l)
-    for (size_t p = 0; p < size_t(kLoraProjections); ++p) layers_[l][p] = adapter.layers[l][p] ? &factors_[next++] : nullptr;
+    for (size_t p = 0; p < size_t(kLoraProjections); ++p)
+      layers_[l][p] = adapter.layers[l][p] ? &factors_[next++] : nullptr;
 }
 
 }  // namespace pagoda

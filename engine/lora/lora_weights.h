@@ -20,9 +20,7 @@ class LoraWeights {
 
   const std::string& name() const { return name_; }
   // The target of projection `p` in block `layer`, or nullptr when the adapter leaves it alone.
-  const kernels::LoraFactors* target(int32_t layer, LoraProjection p) const {
-    return layers_[layer][size_t(p)];
-  }
+  const kernels::LoraFactors* target(int32_t layer, LoraProjection p) const { return layers_[layer][size_t(p)]; }
   int32_t max_rank() const { return max_rank_; }
 
  private:

@@ -18,7 +18,7 @@ struct MetricsBoard {
   std::atomic<int64_t> pages_cached{0};           // named, held by nobody, evictable
   std::atomic<int64_t> prefix_hit_tokens{0};      // prompt tokens admissions found cached
   std::atomic<int64_t> prefix_queried_tokens{0};  // prompt tokens admissions looked up
-  std::atomic<int64_t> busy_ns{0};  // time the decode scheduler spent on steps
+  std::atomic<int64_t> busy_ns{0};                // time the decode scheduler spent on steps
   std::atomic<int64_t> adapter_swaps{0};
   std::atomic<int64_t> adapter_swap_ns{0};
   std::atomic<int64_t> adapters_resident{0};

@@ -31,7 +31,8 @@ WeightTensor row_range(const WeightTensor& m, int64_t first, int64_t count) {
 std::vector<WeightTensor> view_experts(const GgufFile& f, const std::string& name, uint64_t rows, uint64_t cols,
                                        uint64_t n_experts) {
   const GgufTensorInfo& t = find_checked(f, name, {cols, rows, n_experts});
-  const WeightTensor all{t.type, f.tensor_bytes(t).data(), int64_t(rows * n_experts), int64_t(cols), f.file().maps_file()};
+  const WeightTensor all{t.type, f.tensor_bytes(t).data(), int64_t(rows * n_experts), int64_t(cols),
+                         f.file().maps_file()};
   std::vector<WeightTensor> experts;
   for (uint64_t e = 0; e < n_experts; ++e) experts.push_back(row_range(all, int64_t(e * rows), int64_t(rows)));
   return experts;
@@ -101,7 +102,8 @@ const GgufTensorInfo& find_checked(const GgufFile& f, const std::string& name, c
   const GgufTensorInfo* t = f.find_tensor(name);
   if (!t) throw Error(f.path() + ": tensor '" + name + "' is missing");
   if (t->shape != shape) {
-    throw Error(f.path() + ": tensor '" + name + "' has shape " + shape_string(t->shape) + ", expected " + shape_string(shape));
+    throw Error(f.path() + ": tensor '" + name + "' has shape " + shape_string(t->shape) + ", expected " +
+                shape_string(shape));
   }
   return *t;
 }

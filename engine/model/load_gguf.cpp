@@ -30,13 +30,15 @@ float read_rope_freq_scale(const GgufFile& f, const std::string& arch) {
   }
   if (type == "longrope") return 1.0f;
   if (type != "none" && type != "linear") {
-    throw Error(f.path() + ": " + type_key + " = '" + type + "' is not a known RoPE scaling type (known: none, linear, longrope)");
+    throw Error(f.path() + ": " + type_key + " = '" + type +
+                "' is not a known RoPE scaling type (known: none, linear, longrope)");
   }
   std::optional<float> factor = f.get_float_opt(arch + ".rope.scaling.factor");
   if (!factor) factor = f.get_float_opt(arch + ".rope.scale_linear");
   if (!factor || *factor == 0.0f) return 1.0f;
   if (!(*factor > 0.0f) || !std::isfinite(*factor)) {
-    throw Error(f.path() + ": " + arch + ".rope.scaling.factor = " + std::to_string(*factor) + " is not a positive number");
+    throw Error(f.path() + ": " + arch + ".rope.scaling.factor = " + std::to_string(*factor) +
+                " is not a positive number");
   }
   return 1.0f / *factor;
 }
@@ -59,14 +61,16 @@ void read_family_keys(const GgufFile& f, const std::string& arch, ModelConfig& c
   } else if (c.is_gemma() || c.arch == Architecture::Phi3) {
     c.sliding_window = opt_int("attention.sliding_window", 0);
   }
-  if (c.arch == Architecture::Gemma3) c.rope_theta_local = f.get_float_opt(key("rope.freq_base_swa")).value_or(10000.0f);
+  if (c.arch == Architecture::Gemma3)
+    c.rope_theta_local = f.get_float_opt(key("rope.freq_base_swa")).value_or(10000.0f);
   c.rope_attn_factor = f.get_float_opt(key("rope.scaling.attn_factor")).value_or(1.0f);
   c.rope_original_context = opt_int("rope.scaling.original_context_length", c.context_length);
   c.n_experts = opt_int("expert_count", 0);
   c.n_experts_used = opt_int("expert_used_count", 0);
   if (c.n_experts > 0) {
     // llama.cpp's defaults: qwen2moe's experts split the FFN length among the used ones.
-    const int32_t fallback = c.arch == Architecture::Qwen2Moe && c.n_experts_used > 0 ? c.ffn_dim / c.n_experts_used : c.ffn_dim;
+    const int32_t fallback =
+        c.arch == Architecture::Qwen2Moe && c.n_experts_used > 0 ? c.ffn_dim / c.n_experts_used : c.ffn_dim;
     c.expert_ffn_dim = opt_int("expert_feed_forward_length", fallback);
   }
   if (c.has_shared_expert()) c.shared_ffn_dim = opt_int("expert_shared_feed_forward_length", c.ffn_dim);
@@ -81,7 +85,8 @@ ModelConfig read_config(const GgufFile& f) {
   c.dim = get("embedding_length");
   c.n_layers = get("block_count");
   c.n_heads = get("attention.head_count");
-  c.n_kv_heads = to_i32(f.get_uint_opt(key("attention.head_count_kv")).value_or(c.n_heads), f, key("attention.head_count_kv"));
+  c.n_kv_heads =
+      to_i32(f.get_uint_opt(key("attention.head_count_kv")).value_or(c.n_heads), f, key("attention.head_count_kv"));
   c.ffn_dim = get("feed_forward_length");
   c.context_length = get("context_length");
   c.rope_theta = f.get_float_opt(key("rope.freq_base")).value_or(10000.0f);
@@ -95,8 +100,8 @@ ModelConfig read_config(const GgufFile& f) {
   read_family_keys(f, arch, c);
   c.validate(f.path());
   if (auto v = f.get_uint_opt(key("attention.value_length")); v && *v != uint64_t(c.head_dim())) {
-    throw Error(f.path() + ": " + key("attention.value_length") + " = " + std::to_string(*v) + " differs from the key length " +
-                std::to_string(c.head_dim()) + "; not supported");
+    throw Error(f.path() + ": " + key("attention.value_length") + " = " + std::to_string(*v) +
+                " differs from the key length " + std::to_string(c.head_dim()) + "; not supported");
   }
   if (auto rope_dims = f.get_uint_opt(key("rope.dimension_count")); rope_dims && *rope_dims != uint64_t(c.head_dim())) {
     if (*rope_dims == 0 || *rope_dims > uint64_t(c.head_dim()) || *rope_dims % 2 != 0) {
@@ -118,7 +123,7 @@ ModelConfig read_config(const GgufFile& f) {
 // factor per rotary pair, each dividing its frequency.
 std::vector<float> read_rope_freqs(const GgufFile& f, const ModelConfig& c) {
   const bool longrope = f.find_tensor("rope_factors_long.weight") || f.find_tensor("rope_factors_short.weight");
-  const std::string name = !longrope ? "rope_freqs.weight"
+  const std::string name = !longrope                                    ? "rope_freqs.weight"
                            : c.context_length > c.rope_original_context ? "rope_factors_long.weight"
                                                                         : "rope_factors_short.weight";
   if (!f.find_tensor(name)) {
@@ -128,7 +133,8 @@ std::vector<float> read_rope_freqs(const GgufFile& f, const ModelConfig& c) {
   std::vector<float> factors = read_vector(f, name, uint64_t(c.rotated_dims()) / 2);
   for (float x : factors) {
     if (!(x > 0.0f) || !std::isfinite(x)) {
-      throw Error(f.path() + ": tensor '" + name + "' holds " + std::to_string(x) + "; frequency factors must be positive");
+      throw Error(f.path() + ": tensor '" + name + "' holds " + std::to_string(x) +
+                  "; frequency factors must be positive");
     }
   }
   return factors;

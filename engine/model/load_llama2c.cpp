@@ -26,9 +26,8 @@ class WeightCursor {
   const std::byte* take(uint64_t count, const char* what) {
     const uint64_t need = count * sizeof(float);
     if (need > bytes_.size() - offset_) {
-      throw Error(path_ + ": file is truncated: " + what + " needs " + std::to_string(need) +
-                  " bytes at offset " + std::to_string(offset_) + " but the file has " +
-                  std::to_string(bytes_.size()));
+      throw Error(path_ + ": file is truncated: " + what + " needs " + std::to_string(need) + " bytes at offset " +
+                  std::to_string(offset_) + " but the file has " + std::to_string(bytes_.size()));
     }
     const std::byte* at = bytes_.data() + offset_;
     offset_ += need;
@@ -61,7 +60,8 @@ void unstack(WeightCursor& cursor, const char* what, int64_t rows, int64_t cols,
   const uint64_t per_layer = uint64_t(rows) * uint64_t(cols);
   const std::byte* first = cursor.take(per_layer * layers.size(), what);
   for (size_t l = 0; l < layers.size(); ++l) {
-    layers[l].*member = WeightTensor{GgmlType::F32, first + l * per_layer * sizeof(float), rows, cols, cursor.maps_file()};
+    layers[l].*member =
+        WeightTensor{GgmlType::F32, first + l * per_layer * sizeof(float), rows, cols, cursor.maps_file()};
   }
 }
 
@@ -118,8 +118,7 @@ Model load_llama2c_model(const std::string& path, const std::string& tokenizer_p
   // run.c's precomputed RoPE tables; we compute our own.
   cursor.take(uint64_t(config.context_length) * head_dim / 2, "freq_cis_real");
   cursor.take(uint64_t(config.context_length) * head_dim / 2, "freq_cis_imag");
-  w.output = shared_classifier ? w.token_embd
-                               : cursor.take_matrix(int64_t(vocab), int64_t(dim), "wcls");
+  w.output = shared_classifier ? w.token_embd : cursor.take_matrix(int64_t(vocab), int64_t(dim), "wcls");
   if (cursor.offset() != bytes.size() - kHeaderBytes) {
     throw Error(path + ": " + std::to_string(bytes.size() - kHeaderBytes - cursor.offset()) +
                 " unexpected bytes after the weights; the header does not match the file");

@@ -17,7 +17,8 @@ Model load_model(const std::string& path, const std::string& tokenizer_path, Map
 
 std::optional<std::string> weights_lost(const Model& model) {
   if (!model.file || !model.file->lost()) return std::nullopt;
-  return "model file " + model.path + " changed after it was mapped (truncated?): its weights are lost; reload the model";
+  return "model file " + model.path +
+         " changed after it was mapped (truncated?): its weights are lost; reload the model";
 }
 
 }  // namespace pagoda

@@ -31,23 +31,23 @@ struct ExpertWeights {
 // q_dim = n_heads * head_dim. Vectors an architecture does not have are empty. A fused matrix
 // in the file (phi3's attn_qkv, its gate|up ffn_up) is seen as views of its row ranges.
 struct LayerWeights {
-  std::vector<float> attn_norm;  // [dim]
-  WeightTensor attn_q;           // [n_heads*head_dim][dim]
-  WeightTensor attn_k;           // [kv_dim][dim]
-  WeightTensor attn_v;           // [kv_dim][dim]
+  std::vector<float> attn_norm;                              // [dim]
+  WeightTensor attn_q;                                       // [n_heads*head_dim][dim]
+  WeightTensor attn_k;                                       // [kv_dim][dim]
+  WeightTensor attn_v;                                       // [kv_dim][dim]
   std::vector<float> attn_q_bias, attn_k_bias, attn_v_bias;  // qwen2: [q_dim], [kv_dim], [kv_dim]
-  std::vector<float> attn_q_norm, attn_k_norm;  // qwen3: [head_dim], applied to each head
-  WeightTensor attn_output;      // [dim][n_heads*head_dim]
-  std::vector<float> ffn_norm;   // [dim]
-  WeightTensor ffn_gate;         // [ffn_dim][dim]
-  WeightTensor ffn_up;           // [ffn_dim][dim]
-  WeightTensor ffn_down;         // [dim][ffn_dim]
-  std::vector<float> attn_post_norm, ffn_post_norm;  // gemma: [dim], after attention and after the FFN
+  std::vector<float> attn_q_norm, attn_k_norm;               // qwen3: [head_dim], applied to each head
+  WeightTensor attn_output;                                  // [dim][n_heads*head_dim]
+  std::vector<float> ffn_norm;                               // [dim]
+  WeightTensor ffn_gate;                                     // [ffn_dim][dim]
+  WeightTensor ffn_up;                                       // [ffn_dim][dim]
+  WeightTensor ffn_down;                                     // [dim][ffn_dim]
+  std::vector<float> attn_post_norm, ffn_post_norm;          // gemma: [dim], after attention and after the FFN
   // Mixture of experts (the dense ffn_* are then empty): the router, one view per expert, and
   // qwen2moe's shared expert with its sigmoid gate.
-  WeightTensor ffn_gate_inp;            // [n_experts][dim]
-  std::vector<ExpertWeights> experts;   // n_experts
-  ExpertWeights shared_expert;          // [shared_ffn][dim] ...
+  WeightTensor ffn_gate_inp;              // [n_experts][dim]
+  std::vector<ExpertWeights> experts;     // n_experts
+  ExpertWeights shared_expert;            // [shared_ffn][dim] ...
   std::vector<float> shared_expert_gate;  // [dim]
 };
 

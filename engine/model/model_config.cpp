@@ -44,16 +44,22 @@ void ModelConfig::validate(const std::string& source) const {
   require(n_layers > 0 && n_layers <= 1024, source, "block count " + std::to_string(n_layers) + " is out of range");
   require(n_heads > 0 && n_heads <= dim, source, "head count " + std::to_string(n_heads) + " is out of range");
   if (key_length == 0) {
-    require(dim % n_heads == 0, source, "embedding length " + std::to_string(dim) + " is not a multiple of the head count " + std::to_string(n_heads));
+    require(
+        dim % n_heads == 0, source,
+        "embedding length " + std::to_string(dim) + " is not a multiple of the head count " + std::to_string(n_heads));
   } else {
-    require(key_length > 0 && key_length <= 1024, source, "key length " + std::to_string(key_length) + " is out of range");
+    require(key_length > 0 && key_length <= 1024, source,
+            "key length " + std::to_string(key_length) + " is out of range");
   }
   require(head_dim() % 2 == 0, source, "head dimension " + std::to_string(head_dim()) + " is odd; RoPE rotates pairs");
   require(n_kv_heads > 0 && n_kv_heads <= n_heads && n_heads % n_kv_heads == 0, source,
           "KV head count " + std::to_string(n_kv_heads) + " does not divide the head count " + std::to_string(n_heads));
-  require(ffn_dim > 0 && ffn_dim <= 1 << 20, source, "feed-forward length " + std::to_string(ffn_dim) + " is out of range");
-  require(vocab_size > 0 && vocab_size <= 1 << 24, source, "vocabulary size " + std::to_string(vocab_size) + " is out of range");
-  require(context_length > 0 && context_length <= 1 << 22, source, "context length " + std::to_string(context_length) + " is out of range");
+  require(ffn_dim > 0 && ffn_dim <= 1 << 20, source,
+          "feed-forward length " + std::to_string(ffn_dim) + " is out of range");
+  require(vocab_size > 0 && vocab_size <= 1 << 24, source,
+          "vocabulary size " + std::to_string(vocab_size) + " is out of range");
+  require(context_length > 0 && context_length <= 1 << 22, source,
+          "context length " + std::to_string(context_length) + " is out of range");
   require(rope_theta > 0.0f && std::isfinite(rope_theta), source, "RoPE frequency base must be positive");
   require(rope_freq_scale > 0.0f && std::isfinite(rope_freq_scale), source, "RoPE frequency scale must be positive");
   require(norm_eps > 0.0f && norm_eps < 1.0f, source, "RMSNorm epsilon is out of range");
@@ -61,13 +67,15 @@ void ModelConfig::validate(const std::string& source) const {
           "rotary dimension count " + std::to_string(rope_dim) + " is not an even number up to the head dimension " +
               std::to_string(head_dim()));
   require(rope_attn_factor > 0.0f && std::isfinite(rope_attn_factor), source, "RoPE attention factor must be positive");
-  require(rope_theta_local > 0.0f && std::isfinite(rope_theta_local), source, "local RoPE frequency base must be positive");
+  require(rope_theta_local > 0.0f && std::isfinite(rope_theta_local), source,
+          "local RoPE frequency base must be positive");
   require(sliding_window >= 0, source, "sliding window " + std::to_string(sliding_window) + " is negative");
   require(attn_softcap >= 0.0f && std::isfinite(attn_softcap), source, "attention logit soft-capping must be positive");
   require(final_softcap >= 0.0f && std::isfinite(final_softcap), source, "final logit soft-capping must be positive");
   const bool moe_arch = arch == Architecture::Qwen2Moe || arch == Architecture::Qwen3Moe;
   require(!moe_arch || n_experts > 0, source, std::string(architecture_name(arch)) + " needs an expert count above 0");
-  require(n_experts >= 0 && n_experts <= 4096, source, "expert count " + std::to_string(n_experts) + " is out of range");
+  require(n_experts >= 0 && n_experts <= 4096, source,
+          "expert count " + std::to_string(n_experts) + " is out of range");
   if (n_experts > 0) {
     require(n_experts_used > 0 && n_experts_used <= n_experts, source,
             "experts used per token " + std::to_string(n_experts_used) + " must be between 1 and the expert count " +
@@ -75,11 +83,13 @@ void ModelConfig::validate(const std::string& source) const {
     require(expert_ffn_dim >= 0 && expert_ffn_dim <= 1 << 20, source,
             "expert feed-forward length " + std::to_string(expert_ffn_dim) + " is out of range");
   } else {
-    require(n_experts_used == 0, source, "experts used per token " + std::to_string(n_experts_used) + " without experts");
+    require(n_experts_used == 0, source,
+            "experts used per token " + std::to_string(n_experts_used) + " without experts");
   }
   require(shared_ffn_dim >= 0 && shared_ffn_dim <= 1 << 20, source,
           "shared expert feed-forward length " + std::to_string(shared_ffn_dim) + " is out of range");
-  require(!has_shared_expert() || shared_ffn_dim > 0, source, "the shared expert's feed-forward length must be above 0");
+  require(!has_shared_expert() || shared_ffn_dim > 0, source,
+          "the shared expert's feed-forward length must be above 0");
 }
 
 }  // namespace pagoda

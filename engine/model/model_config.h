@@ -30,25 +30,25 @@ Architecture parse_architecture(const std::string& name, const std::string& sour
 
 struct ModelConfig {
   Architecture arch = Architecture::Llama;
-  int32_t dim = 0;             // ARCH.embedding_length
-  int32_t n_layers = 0;        // ARCH.block_count
-  int32_t n_heads = 0;         // ARCH.attention.head_count
-  int32_t n_kv_heads = 0;      // ARCH.attention.head_count_kv
-  int32_t ffn_dim = 0;         // ARCH.feed_forward_length
-  int32_t vocab_size = 0;      // rows of token_embd.weight
-  int32_t context_length = 0;  // ARCH.context_length
-  int32_t key_length = 0;      // ARCH.attention.key_length; 0: dim / n_heads
-  float rope_theta = 10000.0f; // ARCH.rope.freq_base
-  float rope_freq_scale = 1.0f;  // 1 / ARCH.rope.scaling.factor (linear scaling)
-  float norm_eps = 1e-5f;      // ARCH.attention.layer_norm_rms_epsilon
-  int32_t rope_dim = 0;        // ARCH.rope.dimension_count when below head_dim (partial rotary); 0: all
+  int32_t dim = 0;                // ARCH.embedding_length
+  int32_t n_layers = 0;           // ARCH.block_count
+  int32_t n_heads = 0;            // ARCH.attention.head_count
+  int32_t n_kv_heads = 0;         // ARCH.attention.head_count_kv
+  int32_t ffn_dim = 0;            // ARCH.feed_forward_length
+  int32_t vocab_size = 0;         // rows of token_embd.weight
+  int32_t context_length = 0;     // ARCH.context_length
+  int32_t key_length = 0;         // ARCH.attention.key_length; 0: dim / n_heads
+  float rope_theta = 10000.0f;    // ARCH.rope.freq_base
+  float rope_freq_scale = 1.0f;   // 1 / ARCH.rope.scaling.factor (linear scaling)
+  float norm_eps = 1e-5f;         // ARCH.attention.layer_norm_rms_epsilon
+  int32_t rope_dim = 0;           // ARCH.rope.dimension_count when below head_dim (partial rotary); 0: all
   float rope_attn_factor = 1.0f;  // ARCH.rope.scaling.attn_factor (LongRoPE), multiplies cos and sin
   // The context beyond which LongRoPE's long factors apply (ARCH.rope.scaling.original_context_length).
   int32_t rope_original_context = 0;
   float rope_theta_local = 10000.0f;  // gemma3: the RoPE base of the sliding layers
-  int32_t sliding_window = 0;  // ARCH.attention.sliding_window on the sliding layers; 0: none
-  float attn_softcap = 0.0f;   // ARCH.attn_logit_softcapping; 0: none
-  float final_softcap = 0.0f;  // ARCH.final_logit_softcapping; 0: none
+  int32_t sliding_window = 0;         // ARCH.attention.sliding_window on the sliding layers; 0: none
+  float attn_softcap = 0.0f;          // ARCH.attn_logit_softcapping; 0: none
+  float final_softcap = 0.0f;         // ARCH.final_logit_softcapping; 0: none
   // Mixture of experts (ARCH.expert_count, expert_used_count, expert_feed_forward_length,
   // expert_shared_feed_forward_length); n_experts 0: a dense FFN of ffn_dim.
   int32_t n_experts = 0;
@@ -99,7 +99,8 @@ struct ModelConfig {
   // What scales q·k: 1/√head_dim, but 1/√(dim/heads) for the 27B Gemmas (Gemma 2's 46
   // layers, Gemma 3's 62), as llama.cpp does: their query_pre_attn_scalar, which GGUF does not carry.
   float attention_scale() const {
-    const bool gemma_27b = (arch == Architecture::Gemma2 && n_layers == 46) || (arch == Architecture::Gemma3 && n_layers == 62);
+    const bool gemma_27b =
+        (arch == Architecture::Gemma2 && n_layers == 46) || (arch == Architecture::Gemma3 && n_layers == 62);
     return 1.0f / std::sqrt(float(gemma_27b ? dim / n_heads : head_dim()));
   }
   int32_t moe_ffn_dim() const { return expert_ffn_dim > 0 ? expert_ffn_dim : ffn_dim; }

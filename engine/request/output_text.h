@@ -28,8 +28,8 @@ class OutputText {
   StreamDecoder decoder_;
   std::vector<std::string> stop_strings_;
   size_t longest_stop_ = 0;
-  std::string text_;      // all text so far (cut at a stop string once one is found)
-  size_t emitted_ = 0;    // bytes of text_ already handed out
+  std::string text_;    // all text so far (cut at a stop string once one is found)
+  size_t emitted_ = 0;  // bytes of text_ already handed out
   bool stopped_ = false;
 };
 

@@ -22,7 +22,7 @@ struct RequestState {
   std::atomic<bool> done{false};
   bool streaming = false;
   moodycamel::BlockingConcurrentQueue<std::optional<StreamEvent>> stream;  // nullopt ends it
-  std::atomic<bool> stream_ended{false};  // a reader has seen the end marker
+  std::atomic<bool> stream_ended{false};                                   // a reader has seen the end marker
   // Whom to nudge on cancel; weak, so a handle may outlive its engine.
   std::function<void()> notify_cancel;
 

@@ -79,28 +79,29 @@ struct Sequence {
   int32_t priority;
   std::string adapter;
   std::function<void(const StreamEvent&)> on_token;
-  std::string callback_error;  // what on_token threw, if it did
+  std::string callback_error;               // what on_token threw, if it did
   std::shared_ptr<const LoraWeights> lora;  // set by the router: the resident adapter
   std::function<void()> on_adapter_done;    // set by the router: tells it this request is done
   uint64_t adapter_generation = 0;          // set by the router: which load of the adapter
 
   std::vector<int32_t> tokens;  // the prompt, then what was generated
   int32_t prompt_len;
-  int32_t n_cached = 0;         // positions whose K/V are in the cache
-  BlockTable table;             // a page list per KV group; sliding groups' old pages are holes
-  PrefixHashes prefix;          // its full blocks' prefix-cache hashes
+  int32_t n_cached = 0;  // positions whose K/V are in the cache
+  BlockTable table;      // a page list per KV group; sliding groups' old pages are holes
+  PrefixHashes prefix;   // its full blocks' prefix-cache hashes
   Sampler sampler;
-  speculation::SpeculationState spec;  // Request::speculative (or the engine's default)
-  SampledTokens sampled;               // what this step's sample() appended
+  speculation::SpeculationState spec;                   // Request::speculative (or the engine's default)
+  SampledTokens sampled;                                // what this step's sample() appended
   std::unique_ptr<grammar::GrammarConstraint> grammar;  // Request::grammar or json_schema, compiled
   OutputText output;
   std::vector<TokenLogprobs> logprobs_out;         // one per generated token, with logprobs >= 0
   std::vector<TokenLogprobs> prompt_logprobs_out;  // entry i: prompt token i + 1's
 
   SequenceStatus status = SequenceStatus::Waiting;
-  uint64_t admit_order = 0;     // later admissions are preempted first
-  bool requeued = false;        // preempted and waiting to come back, ahead of new work
-  std::vector<std::byte> swapped_kv;  // host copy of its live pages (raw bytes, BlockTable::live_pages) while swapped out
+  uint64_t admit_order = 0;  // later admissions are preempted first
+  bool requeued = false;     // preempted and waiting to come back, ahead of new work
+  std::vector<std::byte>
+      swapped_kv;  // host copy of its live pages (raw bytes, BlockTable::live_pages) while swapped out
   int32_t preemptions = 0;
 
   Clock::time_point submitted = Clock::now();

@@ -27,7 +27,9 @@ TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int32
   if (top > 0) {
     std::vector<int32_t> ids(static_cast<size_t>(n));
     std::iota(ids.begin(), ids.end(), 0);
-    const auto more_likely = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+    const auto more_likely = [&](int32_t a, int32_t b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    };
     std::partial_sort(ids.begin(), ids.begin() + top, ids.end(), more_likely);
     for (int32_t i = 0; i < top; ++i) out.top.push_back({ids[size_t(i)], logprob(ids[size_t(i)])});
   }

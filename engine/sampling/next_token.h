@@ -19,12 +19,12 @@ namespace pagoda {
 // What sampling reads and writes of one sequence.
 struct SequenceSampling {
   Sampler& sampler;
-  std::vector<int32_t>& tokens;         // the prompt, then the output: each drawn token is appended
+  std::vector<int32_t>& tokens;  // the prompt, then the output: each drawn token is appended
   size_t prompt_len;
   std::span<const int32_t> ending_ids;  // banned before min_tokens (Sampler::sample)
   TokenConstraint* constraint;          // null when nothing constrains the output
   int32_t max_new_tokens;
-  int32_t logprobs;                     // Request::logprobs: -1 for none
+  int32_t logprobs;  // Request::logprobs: -1 for none
 };
 
 // The tokens one step sampled for one sequence, appended to its tokens.

@@ -12,7 +12,8 @@ namespace pagoda {
 
 void SamplingParams::validate() const {
   auto fail = [](const std::string& what) { throw Error("bad sampling parameter: " + what); };
-  if (!std::isfinite(temperature) || temperature < 0.0f) fail("temperature must be >= 0, got " + std::to_string(temperature));
+  if (!std::isfinite(temperature) || temperature < 0.0f)
+    fail("temperature must be >= 0, got " + std::to_string(temperature));
   if (top_k < 0) fail("top_k must be >= 0 (0 = off), got " + std::to_string(top_k));
   if (!(top_p > 0.0f && top_p <= 1.0f)) fail("top_p must be in (0, 1], got " + std::to_string(top_p));
   if (!(min_p >= 0.0f && min_p <= 1.0f)) fail("min_p must be in [0, 1], got " + std::to_string(min_p));
@@ -21,12 +22,15 @@ void SamplingParams::validate() const {
   }
   if (repetition_window < 0) fail("repetition_window must be >= 0, got " + std::to_string(repetition_window));
   auto within_two = [](float x) { return std::isfinite(x) && x >= -2.0f && x <= 2.0f; };
-  if (!within_two(presence_penalty)) fail("presence_penalty must be in [-2, 2], got " + std::to_string(presence_penalty));
-  if (!within_two(frequency_penalty)) fail("frequency_penalty must be in [-2, 2], got " + std::to_string(frequency_penalty));
+  if (!within_two(presence_penalty))
+    fail("presence_penalty must be in [-2, 2], got " + std::to_string(presence_penalty));
+  if (!within_two(frequency_penalty))
+    fail("frequency_penalty must be in [-2, 2], got " + std::to_string(frequency_penalty));
   for (const auto& [id, bias] : logit_bias) {
     if (id < 0) fail("logit_bias token ids must be >= 0, got " + std::to_string(id));
     if (!(std::isfinite(bias) && bias >= -100.0f && bias <= 100.0f)) {
-      fail("logit_bias values must be in [-100, 100], got " + std::to_string(bias) + " for token " + std::to_string(id));
+      fail("logit_bias values must be in [-100, 100], got " + std::to_string(bias) + " for token " +
+           std::to_string(id));
     }
   }
   if (min_tokens < 0) fail("min_tokens must be >= 0, got " + std::to_string(min_tokens));

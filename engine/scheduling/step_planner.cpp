@@ -54,8 +54,7 @@ void StepPlanner::plan_entries(std::span<const SequenceView> running, size_t tur
   plan.guess_budget = speculate && int32_t(plan.decodes) <= speculative_max_batch_ ? budget : 0;
 }
 
-void StepPlanner::set_guesses(std::span<const SequenceView> running, StepPlan& plan, size_t entry,
-                              int32_t guesses) {
+void StepPlanner::set_guesses(std::span<const SequenceView> running, StepPlan& plan, size_t entry, int32_t guesses) {
   assert(entry < plan.decodes);
   PlannedEntry& e = plan.entries[entry];
   plan.pages -= e.pages;

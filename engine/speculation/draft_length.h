@@ -48,8 +48,8 @@ class DraftLength {
   int32_t min_, max_, current_;
   bool may_give_up_;
   bool gave_up_ = false;
-  int32_t misses_ = 0;  // verifications in a row that accepted nothing
-  int32_t pause_ = 0;   // steps left to decode plainly
+  int32_t misses_ = 0;    // verifications in a row that accepted nothing
+  int32_t pause_ = 0;     // steps left to decode plainly
   int32_t accepted_ = 0;  // guesses accepted so far
 };
 

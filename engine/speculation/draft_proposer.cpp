@@ -24,8 +24,8 @@ void check_same_vocabulary(const Model& draft, const Model& target) {
   const auto diff = std::mismatch(d.begin(), d.end(), t.begin());
   if (diff.first != d.end()) {
     const auto id = diff.first - d.begin();
-    throw Error(both + " have different vocabularies (token " + std::to_string(id) + " is '" + *diff.first +
-                "' vs '" + *diff.second + "')");
+    throw Error(both + " have different vocabularies (token " + std::to_string(id) + " is '" + *diff.first + "' vs '" +
+                *diff.second + "')");
   }
 }
 

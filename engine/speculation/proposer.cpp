@@ -19,11 +19,8 @@ int32_t propose(SpeculationState& spec, std::span<const int32_t> tokens, int32_t
     case SpeculativeMode::Ngram:
       propose_ngram(tokens, spec.params.ngram_max, spec.params.ngram_min, k, spec.rows);
       break;
-    case SpeculativeMode::Draft:
-      spec.draft_wanted = k;
-      return k;
-    case SpeculativeMode::None:
-      break;
+    case SpeculativeMode::Draft: spec.draft_wanted = k; return k;
+    case SpeculativeMode::None: break;
   }
   drop_short_guess(spec);
   return int32_t(spec.guesses().size());

@@ -25,7 +25,7 @@ struct SpeculationState {
   SpeculativeParams params;
   DraftLength length;
   std::vector<int32_t> rows;  // this step's entry when it speculates: the last token, then the guesses
-  int32_t draft_wanted = 0;  // guesses asked of the draft model in this step (Draft mode)
+  int32_t draft_wanted = 0;   // guesses asked of the draft model in this step (Draft mode)
 
   // The draft model's cache of this sequence (Draft mode): the tokens whose K/V it holds,
   // position by position, and their pages in the draft's pool (draft_proposer.h). Made on

@@ -16,7 +16,8 @@ void SpeculativeParams::validate() const {
     fail("ngram_max must be >= ngram_min = " + std::to_string(ngram_min) + ", got " + std::to_string(ngram_max));
   }
   if (draft_probe < 0) fail("draft_probe must be >= 0, got " + std::to_string(draft_probe));
-  if (!(draft_p_min >= 0.0f && draft_p_min <= 1.0f)) fail("draft_p_min must be in [0, 1], got " + std::to_string(draft_p_min));
+  if (!(draft_p_min >= 0.0f && draft_p_min <= 1.0f))
+    fail("draft_p_min must be in [0, 1], got " + std::to_string(draft_p_min));
 }
 
 const char* speculative_mode_name(SpeculativeMode mode) {

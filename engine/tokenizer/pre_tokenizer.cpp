@@ -25,16 +25,20 @@ constexpr const char* kSeedCoder =
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| "
     "?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 constexpr const char* kTekken =
-    "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+("
+    "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+"
+    "("
     "(?=[\\p{L}])([^A-Z]))*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 constexpr const char* kGpt4o =
-    "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL]["
+    "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL]"
+    "["
     "lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]"
     "|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-constexpr const char* kPoro = " ?[^(\\s|.,!?\xE2\x80\xA6\xE3\x80\x82\xEF\xBC\x8C\xE3\x80\x81\xE0\xA5\xA4\xDB\x94\xD8\x8C)]+";
+constexpr const char* kPoro =
+    " ?[^(\\s|.,!?\xE2\x80\xA6\xE3\x80\x82\xEF\xBC\x8C\xE3\x80\x81\xE0\xA5\xA4\xDB\x94\xD8\x8C)]+";
 // DeepSeek LLM's: cased letters (Lu, Ll, Lt), ASCII / full-width punctuation, CJK and Hangul.
 constexpr const char* kDeepseekLetters =
-    "\\s?[A-Za-z\\x{B5}\\x{C0}-\\x{D6}\\x{D8}-\\x{F6}\\x{F8}-\\x{1BA}\\x{1BC}-\\x{1BF}\\x{1C4}-\\x{293}\\x{295}-\\x{2AF}"
+    "\\s?[A-Za-z\\x{B5}\\x{C0}-\\x{D6}\\x{D8}-\\x{F6}\\x{F8}-\\x{1BA}\\x{1BC}-\\x{1BF}\\x{1C4}-\\x{293}\\x{295}-\\x{"
+    "2AF}"
     "\\x{370}-\\x{373}\\x{376}\\x{377}\\x{37B}-\\x{37D}\\x{37F}\\x{386}\\x{388}-\\x{38A}\\x{38C}\\x{38E}-\\x{3A1}"
     "\\x{3A3}-\\x{3F5}\\x{3F7}-\\x{481}\\x{48A}-\\x{52F}\\x{531}-\\x{556}\\x{10A0}-\\x{10C5}\\x{13A0}-\\x{13F5}"
     "\\x{13F8}-\\x{13FD}\\x{1C90}-\\x{1CBA}\\x{1CBD}-\\x{1CBF}\\x{1D00}-\\x{1D2B}\\x{1D6B}-\\x{1D77}\\x{1D79}-\\x{1D9A}"
@@ -70,8 +74,8 @@ const std::initializer_list<Family> kFamilies = {
     {{"deepseek-coder"}, {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", kCjk, "\\p{N}"}},
     {{"falcon"}, {"[\\p{P}\\$\\+<=>\\^~\\|`]+", kGpt2, "[0-9][0-9][0-9]"}},
     {{"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b", "mellum2"}, {"\\p{N}", kGpt2}},
-    {{"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum", "modern-bert",
-      "exaone4", "mpt", "olmo", "jais", "trillion", "granite-docling"},
+    {{"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum",
+      "modern-bert", "exaone4", "mpt", "olmo", "jais", "trillion", "granite-docling"},
      {kGpt2}},
     {{"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez", "stablelm2", "hunyuan", "solar-open", "grok-2"},
      {kQwen2}},
@@ -112,15 +116,17 @@ PreTokenizer::PreTokenizer(const std::string& name) : name_(name) {
   if (!family) {
     std::string known;
     for (const std::string& n : known_names()) known += (known.empty() ? "" : ", ") + n;
-    throw Error("tokenizer.ggml.pre is \"" + name + "\", a pre-tokenizer pagoda does not know (it knows " + known + ")");
+    throw Error("tokenizer.ggml.pre is \"" + name + "\", a pre-tokenizer pagoda does not know (it knows " + known +
+                ")");
   }
   ignore_merges_ = family->ignore_merges;
   for (const char* pattern : family->regexes) {
     auto r = std::make_unique<Regex>();
     int error = 0;
     PCRE2_SIZE offset = 0;
-    r->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern), PCRE2_ZERO_TERMINATED,
-                            PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY | PCRE2_NO_UTF_CHECK, &error, &offset, nullptr);
+    r->code =
+        pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern), PCRE2_ZERO_TERMINATED,
+                      PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY | PCRE2_NO_UTF_CHECK, &error, &offset, nullptr);
     if (!r->code) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(error, message, sizeof message);
@@ -163,7 +169,8 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& p
       const auto* subject = reinterpret_cast<PCRE2_SPTR>(piece.data());
       size_t emitted = 0, from = 0;
       while (from < piece.size()) {
-        const int rc = pcre2_match(regex->code, subject, piece.size(), from, PCRE2_NO_UTF_CHECK, state.data, state.context);
+        const int rc =
+            pcre2_match(regex->code, subject, piece.size(), from, PCRE2_NO_UTF_CHECK, state.data, state.context);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0) {
           PCRE2_UCHAR message[256];

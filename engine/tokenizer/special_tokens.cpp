@@ -15,28 +15,76 @@ namespace {
 
 // llama.cpp finds these by their text when the file names no id for them (llama-vocab.cpp,
 // "auto-detect special tokens by text").
-constexpr std::array<std::string_view, 11> kEndOfTurnTexts = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
-    "<EOT>", "_<EOT>", "[EOT]", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "<end_of_utterance>"};
-constexpr std::array<std::string_view, 8> kFimPrefixTexts = {
-    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>",
-    "<PRE>", "\xE2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>"};
-constexpr std::array<std::string_view, 8> kFimSuffixTexts = {
-    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
-    "<SUF>", "\xE2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"};
-constexpr std::array<std::string_view, 8> kFimMiddleTexts = {
-    "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>",
-    "<MID>", "\xE2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"};
+constexpr std::array<std::string_view, 11> kEndOfTurnTexts = {"<|eot_id|>",
+                                                              "<|im_end|>",
+                                                              "<|end|>",
+                                                              "<end_of_turn>",
+                                                              "<|endoftext|>",
+                                                              "<|end_of_text|>",
+                                                              "<EOT>",
+                                                              "_<EOT>",
+                                                              "[EOT]",
+                                                              "<\xEF\xBD\x9C"
+                                                              "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+                                                              "<end_of_utterance>"};
+constexpr std::array<std::string_view, 8> kFimPrefixTexts = {"<|fim_prefix|>",
+                                                             "<fim-prefix>",
+                                                             "<fim_prefix>",
+                                                             "<\xEF\xBD\x9C"
+                                                             "fim\xE2\x96\x81"
+                                                             "begin\xEF\xBD\x9C>",
+                                                             "<PRE>",
+                                                             "\xE2\x96\x81<PRE>",
+                                                             "<|code_prefix|>",
+                                                             "<|prefix|>"};
+constexpr std::array<std::string_view, 8> kFimSuffixTexts = {"<|fim_suffix|>",
+                                                             "<fim-suffix>",
+                                                             "<fim_suffix>",
+                                                             "<\xEF\xBD\x9C"
+                                                             "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
+                                                             "<SUF>",
+                                                             "\xE2\x96\x81<SUF>",
+                                                             "<|code_suffix|>",
+                                                             "<|suffix|>"};
+constexpr std::array<std::string_view, 8> kFimMiddleTexts = {"<|fim_middle|>",
+                                                             "<fim-middle>",
+                                                             "<fim_middle>",
+                                                             "<\xEF\xBD\x9C"
+                                                             "fim\xE2\x96\x81"
+                                                             "end\xEF\xBD\x9C>",
+                                                             "<MID>",
+                                                             "\xE2\x96\x81<MID>",
+                                                             "<|code_middle|>",
+                                                             "<|middle|>"};
 constexpr std::array<std::string_view, 5> kFimPadTexts = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
 constexpr std::array<std::string_view, 5> kFimRepoTexts = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>",
                                                            "<reponame>"};
 constexpr std::array<std::string_view, 1> kFimSeparatorTexts = {"<|file_sep|>"};
 // The tokens llama.cpp puts in the end-of-generation set by their text.
 constexpr std::array<std::string_view, 22> kEndOfGenerationTexts = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
-    "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
-    "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-    "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "[e~["};
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|flush|>",
+    "<|calls|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "</s>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "[EOS]",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "<eos>",
+    "<turn|>",
+    "<|tool_response>",
+    "<\xEF\xBD\x9C"
+    "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+    "[e~["};
 // gpt-oss renders these, whatever their type.
 constexpr std::array<std::string_view, 4> kAlwaysRenderedTexts = {"<|channel|>", "<|message|>", "<|start|>",
                                                                   "<|constrain|>"};
@@ -69,12 +117,11 @@ void apply_special_token_overrides(TokenizerVocab& v) {
       v.types[id] = TokenType::UserDefined;
       continue;
     }
-    const bool control_looking = (!eot_named && among(t, kEndOfTurnTexts)) || (!eom_named && t == "<|eom_id|>") ||
-                                 (v.fim_pad_id < 0 && among(t, kFimPadTexts)) ||
-                                 (v.fim_rep_id < 0 && among(t, kFimRepoTexts)) ||
-                                 (v.fim_sep_id < 0 && among(t, kFimSeparatorTexts)) || among(t, kFimPrefixTexts) ||
-                                 among(t, kFimSuffixTexts) || among(t, kFimMiddleTexts) ||
-                                 among(t, kEndOfGenerationTexts);
+    const bool control_looking =
+        (!eot_named && among(t, kEndOfTurnTexts)) || (!eom_named && t == "<|eom_id|>") ||
+        (v.fim_pad_id < 0 && among(t, kFimPadTexts)) || (v.fim_rep_id < 0 && among(t, kFimRepoTexts)) ||
+        (v.fim_sep_id < 0 && among(t, kFimSeparatorTexts)) || among(t, kFimPrefixTexts) || among(t, kFimSuffixTexts) ||
+        among(t, kFimMiddleTexts) || among(t, kEndOfGenerationTexts);
     if (control_looking) v.types[id] = TokenType::Control;
   }
   // llama.cpp's two exceptions to the end-of-generation set (see end_of_generation_ids) retype

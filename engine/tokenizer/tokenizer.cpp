@@ -87,8 +87,11 @@ Tokenizer::Tokenizer(TokenizerVocab vocab) : vocab_(std::move(vocab)) {
   }
   const bool bpe = vocab_.model == TokenizerModel::Bpe;
   if (!(bpe && vocab_.unk_id == -1)) check_id(vocab_.unk_id, "unknown-token id");
-  for (auto [id, what] : {std::pair{vocab_.eot_id, "EOT id"}, {vocab_.eom_id, "EOM id"}, {vocab_.fim_pad_id, "FIM pad id"},
-                          {vocab_.fim_rep_id, "FIM repository id"}, {vocab_.fim_sep_id, "FIM separator id"}}) {
+  for (auto [id, what] : {std::pair{vocab_.eot_id, "EOT id"},
+                          {vocab_.eom_id, "EOM id"},
+                          {vocab_.fim_pad_id, "FIM pad id"},
+                          {vocab_.fim_rep_id, "FIM repository id"},
+                          {vocab_.fim_sep_id, "FIM separator id"}}) {
     if (id != -1) check_id(id, what);
   }
   for (size_t i = 0; i < n; ++i) {
@@ -131,8 +134,7 @@ Tokenizer::Tokenizer(TokenizerVocab vocab) : vocab_(std::move(vocab)) {
         break;
       case TokenType::Unknown:
       case TokenType::Control:
-      case TokenType::Unused:
-        break;  // decode to nothing
+      case TokenType::Unused: break;  // decode to nothing
       case TokenType::Byte: {
         const int b = byte_piece_value(t);
         if (b < 0) {
@@ -284,9 +286,7 @@ std::string Tokenizer::token_text(int32_t id) const {
   return output_[size_t(id)];
 }
 
-std::string Tokenizer::decode(std::span<const int32_t> ids) const {
-  return decode(ids, vocab_.add_space_prefix);
-}
+std::string Tokenizer::decode(std::span<const int32_t> ids) const { return decode(ids, vocab_.add_space_prefix); }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool strip_leading_space) const {
   StreamDecoder d(*this, strip_leading_space);

@@ -140,10 +140,10 @@ class Tokenizer {
   SpecialTokenSplitter special_;
   std::vector<int32_t> eog_ids_;
   std::shared_ptr<const BpeTokenizer> bpe_;  // Bpe vocabularies only; shared by copies
-  PieceMap piece_to_id_;            // the vocabulary's spelling → id (a duplicate: the last)
-  std::vector<std::string> output_;  // what each token decodes to
-  std::array<int32_t, 256> byte_ids_{};  // the <0xXX> token of each byte, or unk
-  std::string space_;                // " " or "▁"
+  PieceMap piece_to_id_;                     // the vocabulary's spelling → id (a duplicate: the last)
+  std::vector<std::string> output_;          // what each token decodes to
+  std::array<int32_t, 256> byte_ids_{};      // the <0xXX> token of each byte, or unk
+  std::string space_;                        // " " or "▁"
 };
 
 // Per-request incremental detokenizer. Keeps a reference to the Tokenizer, which must outlive

@@ -88,7 +88,8 @@ Tokenizer Tokenizer::from_llama2c(const std::string& path, int32_t vocab_size) {
     } else if (i == 1 || i == 2 || text == "<s>" || text == "</s>") {
       type = TokenType::Control;  // llama2.c spells BOS/EOS "\n<s>\n" and "\n</s>\n"
     } else if (text.size() == 6 && text.starts_with("<0x") && text.ends_with(">") &&
-               std::isxdigit(static_cast<unsigned char>(text[3])) && std::isxdigit(static_cast<unsigned char>(text[4]))) {
+               std::isxdigit(static_cast<unsigned char>(text[3])) &&
+               std::isxdigit(static_cast<unsigned char>(text[4]))) {
       type = TokenType::Byte;
     }
     v.tokens.push_back(std::move(text));
@@ -179,7 +180,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
   v.fim_pad_id = id("tokenizer.ggml.fim_pad_token_id", -1);
   v.fim_rep_id = id("tokenizer.ggml.fim_rep_token_id", -1);
   v.fim_sep_id = id("tokenizer.ggml.fim_sep_token_id", -1);
-  v.add_bos = gguf.get_bool_opt("tokenizer.ggml.add_bos_token").value_or(bpe ? PreTokenizer::adds_bos_by_default(v.pre) : true);
+  v.add_bos =
+      gguf.get_bool_opt("tokenizer.ggml.add_bos_token").value_or(bpe ? PreTokenizer::adds_bos_by_default(v.pre) : true);
   v.add_space_prefix = !bpe && gguf.get_bool_opt("tokenizer.ggml.add_space_prefix").value_or(true);
   v.space_marker = SpaceMarker::Escaped;
   // Names only steer llama.cpp's whitespace rules; a name that is not a string is no name.

@@ -40,7 +40,8 @@ std::string json_depth_error(std::string_view what, size_t max_depth) {
   return std::string(what) + ": JSON nested deeper than " + std::to_string(max_depth) + " levels";
 }
 
-nlohmann::json parse_json_bounded(std::string_view text, std::string_view what, bool allow_exceptions, size_t max_depth) {
+nlohmann::json parse_json_bounded(std::string_view text, std::string_view what, bool allow_exceptions,
+                                  size_t max_depth) {
   return parse_bounded<nlohmann::json>(text, what, allow_exceptions, max_depth);
 }
 

@@ -24,8 +24,8 @@ inline constexpr size_t kMaxJsonDepth = 128;
 // nlohmann::json::parse does.
 nlohmann::json parse_json_bounded(std::string_view text, std::string_view what, bool allow_exceptions = true,
                                   size_t max_depth = kMaxJsonDepth);
-nlohmann::ordered_json parse_ordered_json_bounded(std::string_view text, std::string_view what, bool allow_exceptions = true,
-                                                  size_t max_depth = kMaxJsonDepth);
+nlohmann::ordered_json parse_ordered_json_bounded(std::string_view text, std::string_view what,
+                                                  bool allow_exceptions = true, size_t max_depth = kMaxJsonDepth);
 
 // The same limit for a value parsed elsewhere, walked iteratively; throws the same Error.
 void check_json_depth(const nlohmann::json& value, std::string_view what, size_t max_depth = kMaxJsonDepth);

@@ -16,7 +16,8 @@ namespace pagoda::cli {
 // $XDG_CACHE_HOME/pagoda (a relative XDG_CACHE_HOME is ignored, as the XDG spec says), else
 // ~/.cache/pagoda, else /tmp/pagoda-cache.
 inline std::filesystem::path cache_dir() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/') return std::filesystem::path(xdg) / "pagoda";
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/')
+    return std::filesystem::path(xdg) / "pagoda";
   if (const char* home = std::getenv("HOME"); home && home[0] != '\0') {
     return std::filesystem::path(home) / ".cache" / "pagoda";
   }

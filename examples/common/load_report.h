@@ -15,15 +15,15 @@ namespace pagoda::loadgen {
 
 // One request as its client saw it. Times are from the moment the client sent it.
 struct RequestRecord {
-  double ttft_s = 0.0;     // to the first token
-  double tpot_s = -1.0;    // mean gap between tokens after the first; < 0 with one token
-  double latency_s = 0.0;  // to the last token
-  double finished_s = 0.0; // when it finished, from the start of the run
+  double ttft_s = 0.0;      // to the first token
+  double tpot_s = -1.0;     // mean gap between tokens after the first; < 0 with one token
+  double latency_s = 0.0;   // to the last token
+  double finished_s = 0.0;  // when it finished, from the start of the run
   int32_t prompt_tokens = 0;
   int32_t tokens = 0;
   int32_t preemptions = 0;
-  int32_t turn = 0;        // which turn of its conversation (0 without --turns)
-  bool dropped = false;    // the client disconnected mid-stream on purpose (--disconnect)
+  int32_t turn = 0;      // which turn of its conversation (0 without --turns)
+  bool dropped = false;  // the client disconnected mid-stream on purpose (--disconnect)
 };
 
 struct Percentiles {
@@ -60,8 +60,8 @@ struct RunSummary {
   KvSamples kv;
   int64_t preemptions = 0;
   std::vector<double> ttft_p50_by_turn_ms;  // one per conversation turn
-  int64_t prefix_hit_tokens = 0;      // prompt tokens the engine took from its prefix cache
-  int64_t prefix_queried_tokens = 0;  // prompt tokens it looked up there
+  int64_t prefix_hit_tokens = 0;            // prompt tokens the engine took from its prefix cache
+  int64_t prefix_queried_tokens = 0;        // prompt tokens it looked up there
   // Cores this process kept busy on average: well under the machine's count means other
   // processes took CPU time, and the run's figures are low for it.
   double cpu_cores = 0.0;
@@ -140,7 +140,8 @@ inline void print_table(const std::vector<RunSummary>& runs) {
       {"TPOT p99 (ms)", [](const RunSummary& s) { return format("%.2f", s.tpot_ms.p99); }},
       {"latency p50 (ms)", [](const RunSummary& s) { return format("%.1f", s.latency_ms.p50); }},
       {"latency p99 (ms)", [](const RunSummary& s) { return format("%.1f", s.latency_ms.p99); }},
-      {"KV peak (pages)", [](const RunSummary& s) { return std::to_string(s.kv.peak_pages) + "/" + std::to_string(s.kv.total_pages); }},
+      {"KV peak (pages)",
+       [](const RunSummary& s) { return std::to_string(s.kv.peak_pages) + "/" + std::to_string(s.kv.total_pages); }},
       {"KV peak (%)", [](const RunSummary& s) { return format("%.1f", 100.0 * peak_fraction(s.kv)); }},
       {"KV mean (%)", [](const RunSummary& s) { return format("%.1f", 100.0 * s.kv.mean_utilization); }},
       {"preemptions", [](const RunSummary& s) { return std::to_string(s.preemptions); }},
@@ -174,10 +175,11 @@ inline nlohmann::json to_json(const RunSummary& s) {
           {"ttft_ms", to_json(s.ttft_ms)},
           {"tpot_ms", to_json(s.tpot_ms)},
           {"latency_ms", to_json(s.latency_ms)},
-          {"kv", {{"peak_pages", s.kv.peak_pages},
-                  {"total_pages", s.kv.total_pages},
-                  {"peak_utilization", peak_fraction(s.kv)},
-                  {"mean_utilization", s.kv.mean_utilization}}},
+          {"kv",
+           {{"peak_pages", s.kv.peak_pages},
+            {"total_pages", s.kv.total_pages},
+            {"peak_utilization", peak_fraction(s.kv)},
+            {"mean_utilization", s.kv.mean_utilization}}},
           {"preemptions", s.preemptions},
           {"ttft_p50_by_turn_ms", s.ttft_p50_by_turn_ms},
           {"prefix_hit_tokens", s.prefix_hit_tokens},

@@ -24,9 +24,14 @@ inline std::pair<int32_t, float> parse_logit_bias(const std::string& text) {
 // program's own business).
 inline SamplingParams sampling_from_flags(const Args& args, SamplingParams defaults) {
   SamplingParams s = defaults;
-  args.set_fields({{"--temp", s.temperature}, {"--top-k", s.top_k}, {"--top-p", s.top_p}, {"--min-p", s.min_p},
-                   {"--repeat-penalty", s.repetition_penalty}, {"--repeat-last-n", s.repetition_window},
-                   {"--presence-penalty", s.presence_penalty}, {"--frequency-penalty", s.frequency_penalty}});
+  args.set_fields({{"--temp", s.temperature},
+                   {"--top-k", s.top_k},
+                   {"--top-p", s.top_p},
+                   {"--min-p", s.min_p},
+                   {"--repeat-penalty", s.repetition_penalty},
+                   {"--repeat-last-n", s.repetition_window},
+                   {"--presence-penalty", s.presence_penalty},
+                   {"--frequency-penalty", s.frequency_penalty}});
   for (const std::string& bias : args.all("--logit-bias")) s.logit_bias.push_back(parse_logit_bias(bias));
   s.min_tokens = args.number("--min-tokens", s.min_tokens);
   return s;

@@ -10,7 +10,8 @@
 
 namespace pagoda::cli {
 
-inline constexpr const char* kSpeculativeUsage = R"(speculative decoding (outputs are the same with and without it, bit for bit):
+inline constexpr const char* kSpeculativeUsage =
+    R"(speculative decoding (outputs are the same with and without it, bit for bit):
   --spec-ngram, --lookup  guess the next tokens from earlier text (prompt lookup) and verify
                           them in one step
   -md, --model-draft F    a smaller GGUF with the same vocabulary guesses the next tokens
@@ -31,8 +32,12 @@ inline SpeculativeParams speculative_from_flags(const Args& args) {
   } else if (args.has("--model-draft")) {
     p.mode = SpeculativeMode::Draft;
   }
-  args.set_fields({{"--draft-p-min", p.draft_p_min}, {"--draft-probe", p.draft_probe}, {"--draft-max", p.draft_max},
-                   {"--draft-min", p.draft_min}, {"--spec-ngram-max", p.ngram_max}, {"--spec-ngram-min", p.ngram_min}});
+  args.set_fields({{"--draft-p-min", p.draft_p_min},
+                   {"--draft-probe", p.draft_probe},
+                   {"--draft-max", p.draft_max},
+                   {"--draft-min", p.draft_min},
+                   {"--spec-ngram-max", p.ngram_max},
+                   {"--spec-ngram-min", p.ngram_min}});
   p.validate();
   return p;
 }

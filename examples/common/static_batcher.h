@@ -38,8 +38,8 @@ struct TokenTimes {
 class StaticBatcher {
  public:
   // Batches of `batch_size`; the last one runs short once `total_requests` have arrived.
-  StaticBatcher(ModelRunner& runner, int32_t kv_pages, int32_t tokens_per_page, KvCacheType kv_type,
-                int32_t batch_size, int64_t total_requests, const SamplingParams& sampling)
+  StaticBatcher(ModelRunner& runner, int32_t kv_pages, int32_t tokens_per_page, KvCacheType kv_type, int32_t batch_size,
+                int64_t total_requests, const SamplingParams& sampling)
       : runner_(runner),
         pool_(KvLayout::for_model(runner.config(), tokens_per_page, kv_type), kv_pages),
         batch_size_(batch_size),
@@ -83,7 +83,7 @@ class StaticBatcher {
     std::vector<int32_t> history;  // the real prompt, then generated: the sampler's history
     BlockTable table;
     Sampler sampler;
-    int32_t fed = 0;               // this step's token (the last generated, or the pad)
+    int32_t fed = 0;  // this step's token (the last generated, or the pad)
     TokenTimes times;
     bool finished = false;
   };
@@ -112,7 +112,8 @@ class StaticBatcher {
       pad_to = std::max(pad_to, int32_t(r.prompt.size()));
       steps = std::max(steps, r.max_new_tokens);
       std::vector<int32_t> history = r.prompt;
-      members.push_back({std::move(r), std::move(history), BlockTable(pool_.layout()), Sampler(sampling_), 0, {}, false});
+      members.push_back(
+          {std::move(r), std::move(history), BlockTable(pool_.layout()), Sampler(sampling_), 0, {}, false});
     }
     try {
       reserve(members, pad_to + steps);

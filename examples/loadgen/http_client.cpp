@@ -26,8 +26,8 @@ StreamedCompletion HttpClient::complete(const std::vector<int32_t>& prompt, int3
                                         uint64_t seed, int32_t drop_after) const {
   httplib::Client client(url_);
   client.set_read_timeout(600);
-  const nlohmann::json body = {{"prompt", prompt},     {"max_tokens", max_tokens}, {"temperature", temperature},
-                               {"seed", seed},         {"ignore_eos", true},       {"stream", true}};
+  const nlohmann::json body = {{"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", temperature},
+                               {"seed", seed},     {"ignore_eos", true},       {"stream", true}};
   StreamedCompletion out;
   std::string buffer;
   bool done = false;
@@ -52,7 +52,8 @@ StreamedCompletion HttpClient::complete(const std::vector<int32_t>& prompt, int3
       }
       const nlohmann::json chunk = nlohmann::json::parse(payload);
       if (chunk.contains("error")) throw Error("the server's stream ended with " + payload);
-      if (chunk.contains("usage") && chunk["usage"].is_object()) out.tokens = chunk["usage"]["completion_tokens"].get<int32_t>();
+      if (chunk.contains("usage") && chunk["usage"].is_object())
+        out.tokens = chunk["usage"]["completion_tokens"].get<int32_t>();
       if (chunk["choices"].empty() || chunk["choices"][0]["text"].get<std::string>().empty()) continue;
       last = Clock::now();
       if (chunks++ == 0) first = last;

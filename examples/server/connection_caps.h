@@ -17,7 +17,8 @@ class ConnectionSlot {
  public:
   ConnectionSlot() = default;
   ConnectionSlot(ConnectionCaps* caps, std::string address) : caps_(caps), address_(std::move(address)) {}
-  ConnectionSlot(ConnectionSlot&& o) noexcept : caps_(std::exchange(o.caps_, nullptr)), address_(std::move(o.address_)) {}
+  ConnectionSlot(ConnectionSlot&& o) noexcept
+      : caps_(std::exchange(o.caps_, nullptr)), address_(std::move(o.address_)) {}
   ConnectionSlot& operator=(ConnectionSlot&&) = delete;
   ~ConnectionSlot();
   explicit operator bool() const { return caps_ != nullptr; }

@@ -48,8 +48,9 @@ struct HttpServer::Impl {
 };
 
 HttpServer::HttpServer(HttpLimits limits, Handler handler, Blocks blocks, size_t max_workers, size_t io_threads)
-    : impl_(std::make_unique<Impl>(std::make_shared<HttpShared>(limits, std::move(handler), std::move(blocks), max_workers),
-                                   io_threads == 0 ? 1 : io_threads)) {}
+    : impl_(std::make_unique<Impl>(
+          std::make_shared<HttpShared>(limits, std::move(handler), std::move(blocks), max_workers),
+          io_threads == 0 ? 1 : io_threads)) {}
 
 HttpServer::~HttpServer() { stop(false); }
 

@@ -52,8 +52,10 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!slot_) {
       request_ = HttpRequest{.method = "-", .path = "-", .remote_addr = remote_};  // unread: the log says so
       ++shared_->in_flight;
-      return send(error_response(ApiError(503, "too many connections: the server is at --max-connections or "
-                                                   "--max-connections-per-ip", "server_error", "service_unavailable")));
+      return send(error_response(ApiError(503,
+                                          "too many connections: the server is at --max-connections or "
+                                          "--max-connections-per-ip",
+                                          "server_error", "service_unavailable")));
     }
     read_request(true);
   }
@@ -123,8 +125,8 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     ++shared_->in_flight;
     if (ec == http::error::body_limit) {
-      return send(error_response(ApiError(413, "the request body is larger than --max-body (" +
-                                                   std::to_string(limits().max_body) + " bytes)")));
+      return send(error_response(ApiError(
+          413, "the request body is larger than --max-body (" + std::to_string(limits().max_body) + " bytes)")));
     }
     if (ec == http::error::header_limit) return send(error_response(ApiError(431, "the request head is too large")));
     send(error_response(ApiError(400, "malformed HTTP request: " + ec.message())));
@@ -141,7 +143,8 @@ class Session : public std::enable_shared_from_this<Session> {
     const std::string_view target(msg.target().data(), msg.target().size());
     req.path = std::string(target.substr(0, target.find('?')));
     req.remote_addr = remote_;
-    for (const auto& field : msg) req.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    for (const auto& field : msg)
+      req.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     req.body = std::move(msg.body());
     keep_alive_ = msg.keep_alive();
     request_ = std::move(req);
@@ -149,7 +152,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!shared_->blocks(*request_)) return send(call_handler());
     request_->client_gone = [this] { return gone_.load(); };  // the worker holds the session
     if (!shared_->pool.enqueue([self = shared_from_this()] { self->on_worker(); })) {
-      return send(error_response(ApiError(503, "no worker thread could be started", "server_error", "service_unavailable")));
+      return send(
+          error_response(ApiError(503, "no worker thread could be started", "server_error", "service_unavailable")));
     }
     watch_for_hangup();
   }
@@ -228,9 +232,10 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_after(limits().write_timeout);
     if (head_only_) {  // the GET's head, its Content-Length included, without the body
       auto head = std::make_shared<http::response_serializer<http::string_body>>(*msg);
-      return http::async_write_header(stream_, *head, [self = shared_from_this(), msg, head, keep](error_code ec, size_t) {
-        self->finish(msg->result_int(), 0, keep && !ec);
-      });
+      return http::async_write_header(stream_, *head,
+                                      [self = shared_from_this(), msg, head, keep](error_code ec, size_t) {
+                                        self->finish(msg->result_int(), 0, keep && !ec);
+                                      });
     }
     http::async_write(stream_, *msg, [self = shared_from_this(), msg, keep](error_code ec, size_t) {
       self->finish(msg->result_int(), msg->body().size(), keep && !ec);
@@ -273,7 +278,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<HttpRequest> request_;  // the one being answered
   bool keep_alive_ = false;
-  bool head_only_ = false;  // the request being answered is a HEAD
+  bool head_only_ = false;         // the request being answered is a HEAD
   std::atomic<bool> gone_{false};  // the client hung up, or a write to it failed
 };
 
@@ -305,9 +310,8 @@ void Session::on_worker() {
   }
   HttpResponse res = call_handler();
   if (!res.stream) {
-    return net::post(stream_.get_executor(), [self = shared_from_this(), res = std::move(res)]() mutable {
-      self->send(std::move(res));
-    });
+    return net::post(stream_.get_executor(),
+                     [self = shared_from_this(), res = std::move(res)]() mutable { self->send(std::move(res)); });
   }
   const bool keep = keep_alive(res);
   http::response<http::empty_body> head;
@@ -325,9 +329,8 @@ void Session::on_worker() {
     ok = false;  // no last chunk: the client sees the stream cut, not ended
   }
   ok = ok && !gone_.load() && write_from_worker("0\r\n\r\n");
-  net::post(stream_.get_executor(), [self = shared_from_this(), status = res.status, bytes = body.sent(), keep = keep && ok] {
-    self->finish(unsigned(status), bytes, keep);
-  });
+  net::post(stream_.get_executor(), [self = shared_from_this(), status = res.status, bytes = body.sent(),
+                                     keep = keep && ok] { self->finish(unsigned(status), bytes, keep); });
 }
 
 }  // namespace

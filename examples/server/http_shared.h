@@ -14,7 +14,10 @@ namespace pagoda::server {
 
 struct HttpShared {
   HttpShared(HttpLimits l, HttpServer::Handler h, HttpServer::Blocks b, size_t max_workers)
-      : limits(l), handler(std::move(h)), blocks(std::move(b)), pool(max_workers),
+      : limits(l),
+        handler(std::move(h)),
+        blocks(std::move(b)),
+        pool(max_workers),
         caps(l.max_connections, l.max_connections_per_ip) {}
 
   const HttpLimits limits;

@@ -23,7 +23,8 @@ nlohmann::ordered_json parse_json_body(std::string_view text, int max_depth) {
   try {
     return parse_ordered_json_bounded(text, "the JSON body", true, size_t(max_depth));
   } catch (const Error&) {  // the bound's refusal; invalid JSON is nlohmann's parse_error
-    throw ApiError(400, "the JSON body is nested deeper than --max-json-depth (" + std::to_string(max_depth) + " levels)");
+    throw ApiError(400,
+                   "the JSON body is nested deeper than --max-json-depth (" + std::to_string(max_depth) + " levels)");
   }
 }
 

@@ -50,8 +50,9 @@ json logprobs_json(Endpoint endpoint, const Engine& engine, std::span<const int3
   return {{"tokens", texts}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
-json echo_logprobs_json(const Engine& engine, std::span<const int32_t> prompt, std::span<const TokenLogprobs> prompt_logprobs,
-                        std::span<const int32_t> tokens, std::span<const TokenLogprobs> logprobs) {
+json echo_logprobs_json(const Engine& engine, std::span<const int32_t> prompt,
+                        std::span<const TokenLogprobs> prompt_logprobs, std::span<const int32_t> tokens,
+                        std::span<const TokenLogprobs> logprobs) {
   if (prompt.empty()) return logprobs_json(Endpoint::Completions, engine, tokens, logprobs);
   // The first prompt token as an entry of its own, then each later one with its logprobs.
   const TokenLogprobs none;

@@ -51,8 +51,8 @@ std::optional<int64_t> integer(const json& body, const char* name, int64_t lo, i
   }
   const int64_t x = v->get<int64_t>();
   if (x < lo || x > hi) {
-    throw bad_request(std::string("'") + name + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
-                      ", got " + v->dump());
+    throw bad_request(std::string("'") + name + "' must be between " + std::to_string(lo) + " and " +
+                      std::to_string(hi) + ", got " + v->dump());
   }
   return x;
 }
@@ -67,7 +67,8 @@ std::optional<bool> boolean(const json& body, const char* name) {
 std::vector<std::string> stop_strings(const json& body) {
   const json* v = field(body, "stop");
   if (!v) return {};
-  if (v->is_string()) return v->get<std::string>().empty() ? std::vector<std::string>{} : std::vector{v->get<std::string>()};
+  if (v->is_string())
+    return v->get<std::string>().empty() ? std::vector<std::string>{} : std::vector{v->get<std::string>()};
   if (!v->is_array()) throw bad_request("'stop' must be a string or a list of strings");
   std::vector<std::string> out;
   for (const json& s : *v) {
@@ -115,7 +116,8 @@ std::vector<std::pair<int32_t, float>> logit_bias(const json& body, const Engine
                         std::to_string(engine.vocab_size() - 1) + ")");
     }
     if (!bias.is_number() || !std::isfinite(bias.get<double>()) || std::abs(bias.get<double>()) > 100.0) {
-      throw bad_request("'logit_bias' values must be numbers between -100 and 100, got " + bias.dump() + " for '" + key + "'");
+      throw bad_request("'logit_bias' values must be numbers between -100 and 100, got " + bias.dump() + " for '" +
+                        key + "'");
     }
     out.emplace_back(int32_t(id), bias.get<float>());
   }
@@ -167,11 +169,13 @@ std::vector<int32_t> completion_prompt(const json& body, const Engine& engine) {
   if (p->empty()) throw bad_request("'prompt' is empty");
   std::vector<int32_t> ids;
   for (const json& id : *p) {
-    if (id.is_string() || id.is_array()) throw bad_request("'prompt' holds more than one prompt: pagoda-server takes one per request");
+    if (id.is_string() || id.is_array())
+      throw bad_request("'prompt' holds more than one prompt: pagoda-server takes one per request");
     if (!id.is_number_integer()) throw bad_request("'prompt' must be a string or a list of token ids");
     const int64_t x = id.get<int64_t>();
     if (x < 0 || x >= engine.vocab_size()) {
-      throw bad_request("'prompt' token id " + id.dump() + " is outside the vocabulary (0.." + std::to_string(engine.vocab_size() - 1) + ")");
+      throw bad_request("'prompt' token id " + id.dump() + " is outside the vocabulary (0.." +
+                        std::to_string(engine.vocab_size() - 1) + ")");
     }
     ids.push_back(int32_t(x));
   }
@@ -202,7 +206,8 @@ void output_constraint(const json& body, Request& r) {
       ++given;
     } else if (type == "json_schema") {
       const json* spec = field(*f, "json_schema");
-      if (!spec || !spec->is_object()) throw bad_request("'response_format.json_schema' must be an object with a 'schema'");
+      if (!spec || !spec->is_object())
+        throw bad_request("'response_format.json_schema' must be an object with a 'schema'");
       const json* schema = field(*spec, "schema");
       if (!schema || (!schema->is_object() && !schema->is_boolean())) {
         throw bad_request("'response_format.json_schema.schema' must be a JSON Schema object");
@@ -253,7 +258,8 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const E
   a.endpoint = endpoint;
   a.model = requested_model(body);
   const std::optional<std::string> adapter = names.adapter_for(a.model);
-  if (!adapter) throw ApiError(404, "The model '" + a.model + "' does not exist.", "invalid_request_error", "model_not_found");
+  if (!adapter)
+    throw ApiError(404, "The model '" + a.model + "' does not exist.", "invalid_request_error", "model_not_found");
   if (a.model.empty()) a.model = names.base();
   a.request.adapter = *adapter;
 
@@ -322,11 +328,13 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const E
   std::optional<int64_t> max_tokens = integer(body, "max_completion_tokens", least, INT32_MAX);
   if (!max_tokens) max_tokens = integer(body, "max_tokens", least, INT32_MAX);
   // OpenAI's default for a completion is 16 tokens; a chat reply may fill the context.
-  const int64_t wanted = max_tokens.value_or(endpoint == Endpoint::Completions ? 16 : std::max<int64_t>(1, context - prompt));
+  const int64_t wanted =
+      max_tokens.value_or(endpoint == Endpoint::Completions ? 16 : std::max<int64_t>(1, context - prompt));
   if (prompt + wanted > context) {
-    throw bad_request("This model's maximum context length is " + std::to_string(context) + " tokens. However, you requested " +
-                      std::to_string(prompt + wanted) + " tokens (" + std::to_string(prompt) + " in the prompt, " +
-                      std::to_string(wanted) + " in the completion). Please reduce the length of the prompt or completion.");
+    throw bad_request("This model's maximum context length is " + std::to_string(context) +
+                      " tokens. However, you requested " + std::to_string(prompt + wanted) + " tokens (" +
+                      std::to_string(prompt) + " in the prompt, " + std::to_string(wanted) +
+                      " in the completion). Please reduce the length of the prompt or completion.");
   }
   r.max_new_tokens = int32_t(wanted);
   return a;

@@ -20,8 +20,8 @@ enum class Endpoint { Completions, ChatCompletions };
 
 struct ApiRequest {
   Endpoint endpoint = Endpoint::Completions;
-  Request request;      // prompt_ids filled in, tokenized here so the usage counts are known
-  std::string model;    // as the client named it (the base model's name when it named none)
+  Request request;    // prompt_ids filled in, tokenized here so the usage counts are known
+  std::string model;  // as the client named it (the base model's name when it named none)
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with only the usage
   int32_t n = 1;               // choices returned

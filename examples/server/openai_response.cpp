@@ -14,9 +14,7 @@ ResponseHeader response_header(const ApiRequest& request, uint64_t serial) {
           std::chrono::duration_cast<std::chrono::seconds>(now).count(), request.model, request.endpoint};
 }
 
-const char* openai_finish_reason(FinishReason reason) {
-  return reason == FinishReason::Length ? "length" : "stop";
-}
+const char* openai_finish_reason(FinishReason reason) { return reason == FinishReason::Length ? "length" : "stop"; }
 
 json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
   return {{"prompt_tokens", prompt_tokens},
@@ -38,7 +36,8 @@ json completion_json(const ResponseHeader& h, const std::vector<Choice>& choices
   json body = envelope(h, chat ? "chat.completion" : "text_completion");
   body["choices"] = json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
-    json choice = {{"index", i}, {"finish_reason", openai_finish_reason(choices[i].finish_reason)},
+    json choice = {{"index", i},
+                   {"finish_reason", openai_finish_reason(choices[i].finish_reason)},
                    {"logprobs", choices[i].logprobs}};
     if (chat) {
       const Choice& c = choices[i];
@@ -63,7 +62,8 @@ json chunk_json(const ResponseHeader& h, int32_t index, const std::string& text,
                 std::optional<FinishReason> finish, const json& logprobs) {
   const bool chat = h.endpoint == Endpoint::ChatCompletions;
   json body = envelope(h, chat ? "chat.completion.chunk" : "text_completion");
-  json choice = {{"index", index}, {"logprobs", logprobs},
+  json choice = {{"index", index},
+                 {"logprobs", logprobs},
                  {"finish_reason", finish ? json(openai_finish_reason(*finish)) : json(nullptr)}};
   if (chat) {
     json delta = json::object();

@@ -7,8 +7,9 @@ namespace pagoda::server {
 ReplyText::ReplyText(const Engine& engine, const Request& request) {
   const std::vector<int32_t> eog = engine.eog_ids();
   for (const Engine::SpecialToken& t : engine.special_tokens()) {
-    const bool ends = std::binary_search(eog.begin(), eog.end(), t.id) ||
-                      std::find(request.stop_token_ids.begin(), request.stop_token_ids.end(), t.id) != request.stop_token_ids.end();
+    const bool ends =
+        std::binary_search(eog.begin(), eog.end(), t.id) ||
+        std::find(request.stop_token_ids.begin(), request.stop_token_ids.end(), t.id) != request.stop_token_ids.end();
     if (!ends) spelled_.emplace(t.id, t.piece);
   }
 }

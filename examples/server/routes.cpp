@@ -36,7 +36,9 @@ HttpResponse json_response(int status, const json& body) { return HttpResponse::
 
 HttpResponse error_response(const ApiError& e) { return json_response(e.status(), e.body()); }
 
-ApiError shutting_down_error() { return ApiError(503, "the server is shutting down", "server_error", "service_unavailable"); }
+ApiError shutting_down_error() {
+  return ApiError(503, "the server is shutting down", "server_error", "service_unavailable");
+}
 
 // {"lora_name": ..., "lora_path": ...} of vLLM's adapter endpoints; the path only when asked.
 std::pair<std::string, std::string> adapter_body(const std::string& text, bool needs_path) {
@@ -111,7 +113,8 @@ HttpResponse Routes::route(const HttpRequest& req) {
   if (post && req.path == "/v1/completions") return generate(int(Endpoint::Completions), req);
   if (post && req.path == "/v1/chat/completions") return generate(int(Endpoint::ChatCompletions), req);
   if (get && req.path == "/v1/models") return models();
-  if (post && req.path == "/apply-template") return json_response(200, apply_template(req.body, ready_engine(), options_.special_in_content));
+  if (post && req.path == "/apply-template")
+    return json_response(200, apply_template(req.body, ready_engine(), options_.special_in_content));
   if (post && req.path == "/v1/load_lora_adapter") return load_adapter(req);
   if (post && req.path == "/v1/unload_lora_adapter") return unload_adapter(req);
   if (get && req.path == "/metrics") {
@@ -189,7 +192,8 @@ HttpResponse Routes::generate(int endpoint, const HttpRequest& req) {
       if (wants_logprobs) {
         // The token that ended the output (EOS, a stop id) added no text: it has no entry.
         std::span<const int32_t> tokens = c.token_ids;
-        if (!tokens.empty() && is_ending_token(engine, a.request, tokens.back())) tokens = tokens.first(tokens.size() - 1);
+        if (!tokens.empty() && is_ending_token(engine, a.request, tokens.back()))
+          tokens = tokens.first(tokens.size() - 1);
         logprobs = a.echo ? echo_logprobs_json(engine, a.request.prompt_ids, c.prompt_logprobs, tokens, c.logprobs)
                           : logprobs_json(a.endpoint, engine, tokens, c.logprobs);
       }
@@ -209,13 +213,24 @@ HttpResponse Routes::generate(int endpoint, const HttpRequest& req) {
 
 HttpResponse Routes::models() const {
   const Engine& engine = ready_engine();
-  const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t created =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   json data = json::array();
-  data.push_back({{"id", names_.base()}, {"object", "model"}, {"created", created}, {"owned_by", "pagoda"},
-                  {"root", names_.base()}, {"parent", nullptr}, {"max_model_len", engine.context_length()}});
+  data.push_back({{"id", names_.base()},
+                  {"object", "model"},
+                  {"created", created},
+                  {"owned_by", "pagoda"},
+                  {"root", names_.base()},
+                  {"parent", nullptr},
+                  {"max_model_len", engine.context_length()}});
   for (const ModelNames::Adapter& a : names_.adapters()) {
-    data.push_back({{"id", a.name}, {"object", "model"}, {"created", created}, {"owned_by", "pagoda"},
-                    {"root", a.path}, {"parent", names_.base()}, {"max_model_len", engine.context_length()}});
+    data.push_back({{"id", a.name},
+                    {"object", "model"},
+                    {"created", created},
+                    {"owned_by", "pagoda"},
+                    {"root", a.path},
+                    {"parent", names_.base()},
+                    {"max_model_len", engine.context_length()}});
   }
   return json_response(200, {{"object", "list"}, {"data", data}});
 }
@@ -246,7 +261,8 @@ HttpResponse Routes::unload_adapter(const HttpRequest& req) {
   try {
     const std::string name = adapter_body(req.body, false).first;
     if (!names_.has_adapter(name)) {
-      throw ApiError(404, "The lora adapter '" + name + "' cannot be found.", "invalid_request_error", "model_not_found");
+      throw ApiError(404, "The lora adapter '" + name + "' cannot be found.", "invalid_request_error",
+                     "model_not_found");
     }
     // Gone from the names first, so no new request picks it while the engine lets go of it.
     names_.remove_adapter(name);

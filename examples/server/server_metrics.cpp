@@ -75,12 +75,16 @@ void prefix_cache_figures(std::string& out, const M& m) {
   if constexpr (requires { m.kv_pages_cached; }) {
     sample(out, "pagoda_kv_pages_cached", double(m.kv_pages_cached), "gauge", "KV pages held only by the prefix cache");
   }
-  if constexpr (requires { m.prefix_hit_tokens; m.prefix_queried_tokens; }) {
+  if constexpr (requires {
+                  m.prefix_hit_tokens;
+                  m.prefix_queried_tokens;
+                }) {
     sample(out, "pagoda_prefix_cache_hit_tokens_total", double(m.prefix_hit_tokens), "counter",
            "prompt tokens found in the prefix cache");
     sample(out, "pagoda_prefix_cache_queried_tokens_total", double(m.prefix_queried_tokens), "counter",
            "prompt tokens looked up in the prefix cache");
-    const double rate = m.prefix_queried_tokens > 0 ? double(m.prefix_hit_tokens) / double(m.prefix_queried_tokens) : 0.0;
+    const double rate =
+        m.prefix_queried_tokens > 0 ? double(m.prefix_hit_tokens) / double(m.prefix_queried_tokens) : 0.0;
     sample(out, "pagoda_prefix_cache_hit_rate", rate, "gauge", "prefix cache hit tokens over queried tokens");
   }
 }
@@ -105,10 +109,13 @@ std::string ServerMetrics::exposition(const EngineMetrics& e) const {
   sample(out, "pagoda_kv_pages_free", double(e.kv_pages_free), "gauge", "KV pages free");
   sample(out, "pagoda_kv_pages_total", double(e.kv_pages_total), "gauge", "KV pages in the cache");
   prefix_cache_figures(out, e);
-  sample(out, "pagoda_engine_tokens_per_second", e.tokens_per_second, "gauge", "generated tokens over the engine's busy time");
-  sample(out, "pagoda_lora_adapters_resident", double(e.adapters_resident), "gauge", "LoRA adapters packed for the kernels");
+  sample(out, "pagoda_engine_tokens_per_second", e.tokens_per_second, "gauge",
+         "generated tokens over the engine's busy time");
+  sample(out, "pagoda_lora_adapters_resident", double(e.adapters_resident), "gauge",
+         "LoRA adapters packed for the kernels");
   sample(out, "pagoda_lora_adapter_swaps_total", double(e.adapter_swaps), "counter", "adapters made resident so far");
-  sample(out, "pagoda_lora_adapter_swap_seconds_total", e.adapter_swap_seconds, "counter", "time spent packing adapters");
+  sample(out, "pagoda_lora_adapter_swap_seconds_total", e.adapter_swap_seconds, "counter",
+         "time spent packing adapters");
   sample(out, "pagoda_speculative_proposed_tokens_total", double(e.speculative_proposed), "counter",
          "guessed tokens verified by speculative decoding");
   sample(out, "pagoda_speculative_accepted_tokens_total", double(e.speculative_accepted), "counter",

@@ -19,9 +19,9 @@ std::string event(const nlohmann::json& body) { return "data: " + dump_json(body
 // One choice's place in the stream.
 struct ChoiceStream {
   RequestHandle handle;
-  std::string echo;        // the prompt, to send first (completions' echo)
-  bool first = true;       // its next chunk is its first
-  size_t text_offset = 0;  // completions' logprobs.text_offset of its next token
+  std::string echo;                                 // the prompt, to send first (completions' echo)
+  bool first = true;                                // its next chunk is its first
+  size_t text_offset = 0;                           // completions' logprobs.text_offset of its next token
   std::optional<chat::ChatReplySplitter> splitter;  // a chat reply with thinking or tool calls
 };
 
@@ -42,7 +42,7 @@ struct EventStream {
   bool include_usage;
   ServerMetrics& metrics;
   Clock::time_point start = Clock::now();
-  size_t turn = 0;        // the choice looked at first next time, so none is starved
+  size_t turn = 0;                      // the choice looked at first next time, so none is starved
   std::optional<ReplyText> reply_text;  // with the choices' splitters
 
   // The next event of any choice: its echo, or a token's chunk; empty when nothing came. With
@@ -66,7 +66,8 @@ struct EventStream {
         nlohmann::json logprobs = nullptr;
         if (token->logprobs && !is_ending_token(engine, request, token->token)) {
           const int32_t id = token->token;
-          logprobs = logprobs_json(header.endpoint, engine, std::span(&id, 1), std::span(&*token->logprobs, 1), c.text_offset);
+          logprobs =
+              logprobs_json(header.endpoint, engine, std::span(&id, 1), std::span(&*token->logprobs, 1), c.text_offset);
           c.text_offset += engine.token_text(id).size();
         }
         if (c.splitter) {
@@ -113,8 +114,9 @@ struct EventStream {
       }
       completion_tokens += int64_t(c.token_ids.size());
     }
-    metrics.count_request(cancelled ? Outcome::Cancelled
-                                    : done[0].finish_reason == FinishReason::Length ? Outcome::Length : Outcome::Stop);
+    metrics.count_request(cancelled                                       ? Outcome::Cancelled
+                          : done[0].finish_reason == FinishReason::Length ? Outcome::Length
+                                                                          : Outcome::Stop);
     std::string out;
     for (size_t i = 0; i < done.size(); ++i) {
       ChoiceStream& c = choices[i];
@@ -124,7 +126,8 @@ struct EventStream {
         nlohmann::json delta = delta_json(c.splitter->finish());
         const std::vector<chat::ParsedToolCall>& calls = c.splitter->calls();
         if (!calls.empty()) delta["tool_calls"] = tool_calls_json(calls, true);
-        if (!delta.empty()) out += event(reply_chunk_json(header, int32_t(i), delta, std::exchange(c.first, false), nullptr));
+        if (!delta.empty())
+          out += event(reply_chunk_json(header, int32_t(i), delta, std::exchange(c.first, false), nullptr));
         const char* reason = calls.empty() ? openai_finish_reason(done[i].finish_reason) : "tool_calls";
         last = reply_chunk_json(header, int32_t(i), nlohmann::json::object(), c.first, reason);
       } else {

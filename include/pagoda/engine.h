@@ -24,10 +24,10 @@
 namespace pagoda {
 
 struct EngineMetrics {
-  int64_t queued = 0;      // submitted, not yet admitted
-  int64_t running = 0;     // admitted: prefilling or decoding
-  int64_t preempted = 0;   // preemptions so far
-  int64_t finished = 0;    // requests completed (any reason)
+  int64_t queued = 0;           // submitted, not yet admitted
+  int64_t running = 0;          // admitted: prefilling or decoding
+  int64_t preempted = 0;        // preemptions so far
+  int64_t finished = 0;         // requests completed (any reason)
   int64_t kv_pages_used = 0;    // held by running requests
   int64_t kv_pages_cached = 0;  // held by nobody, kept for the prefix cache (evicted on demand)
   int64_t kv_pages_free = 0;    // free + cached + used == total
@@ -37,12 +37,12 @@ struct EngineMetrics {
   int64_t generated_tokens = 0;
   double tokens_per_second = 0.0;  // generated tokens over the engine's busy time
   int64_t adapters_resident = 0;
-  int64_t adapter_swaps = 0;       // adapters made resident (packed) so far
+  int64_t adapter_swaps = 0;  // adapters made resident (packed) so far
   double adapter_swap_seconds = 0.0;
-  int64_t speculative_proposed = 0;   // guessed tokens verified (Request::speculative)
-  int64_t speculative_accepted = 0;   // of them, equal to the token sampled at their row
+  int64_t speculative_proposed = 0;     // guessed tokens verified (Request::speculative)
+  int64_t speculative_accepted = 0;     // of them, equal to the token sampled at their row
   double speculative_acceptance = 0.0;  // accepted / proposed; 0 before any guess
-  int64_t draft_kv_pages_used = 0;   // the draft model's own KV pool; 0 and 0 without a draft model
+  int64_t draft_kv_pages_used = 0;      // the draft model's own KV pool; 0 and 0 without a draft model
   int64_t draft_kv_pages_total = 0;
 };
 
@@ -123,8 +123,8 @@ class Engine {
   // apply_chat_template: with `messages`, `tools` (options.tools, when given),
   // `add_generation_prompt`, `bos_token` and `eos_token` as the vocabulary spells them, and
   // options.kwargs' members; when the tokenizer adds a BOS itself, a BOS the template wrote at
-  // the front is left out (as llama.cpp does), so the prompt tokenizes to one. A template that raises (raise_exception, a type error) or runs
-  // away is a pagoda::Error naming its line, as is malformed tools/kwargs JSON. Without a
+  // the front is left out (as llama.cpp does), so the prompt tokenizes to one. A template that raises (raise_exception,
+  // a type error) or runs away is a pagoda::Error naming its line, as is malformed tools/kwargs JSON. Without a
   // template, or with one pagoda could not parse at load (a warning on stderr names the line),
   // the built-in layout of chat_format()'s family is used, which refuses roles other than
   // system, user, assistant (or developer, read as system) with a pagoda::Error.

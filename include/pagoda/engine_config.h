@@ -18,8 +18,8 @@ enum class PreemptionMode {
 };
 
 struct EngineConfig {
-  std::string model_path;               // GGUF, or llama2.c checkpoint
-  std::string tokenizer_path;           // llama2.c only: its tokenizer.bin
+  std::string model_path;      // GGUF, or llama2.c checkpoint
+  std::string tokenizer_path;  // llama2.c only: its tokenizer.bin
   // A Jinja chat template that replaces the model's GGUF tokenizer.chat_template; empty: the
   // model's own.
   std::string chat_template;
@@ -34,13 +34,13 @@ struct EngineConfig {
   size_t kv_bytes = size_t(512) << 20;  // KV cache budget when kv_pages is 0
   int32_t tokens_per_page = 16;
   KvCacheType kv_cache_type = KvCacheType::F16;  // q8_0 needs head_dim % 32 == 0
-  int32_t max_tokens_per_step = 512;    // token budget of one forward step
-  int32_t max_entries_per_step = 256;   // sequences in one step
-  int32_t max_running = 256;            // sequences admitted at once
-  int32_t prefill_chunk = 256;          // prefill tokens of one sequence in one step
+  int32_t max_tokens_per_step = 512;             // token budget of one forward step
+  int32_t max_entries_per_step = 256;            // sequences in one step
+  int32_t max_running = 256;                     // sequences admitted at once
+  int32_t prefill_chunk = 256;                   // prefill tokens of one sequence in one step
   PreemptionMode preemption = PreemptionMode::Recompute;
-  int32_t max_resident_adapters = 8;    // LoRA adapters packed for the kernels at once
-  int32_t adapter_run_cap = 32;         // same-adapter requests the router forwards in one run
+  int32_t max_resident_adapters = 8;  // LoRA adapters packed for the kernels at once
+  int32_t adapter_run_cap = 32;       // same-adapter requests the router forwards in one run
   // Requests on different adapters (and the base model) share a step. Off: a step holds one
   // adapter's requests only, taking turns (the coalesce-only baseline of the benchmarks).
   bool mixed_adapter_batches = true;

@@ -47,7 +47,7 @@ struct Request {
   // laid out by a chat template; off, they are ordinary text (the right thing for user text).
   bool parse_special = false;
   SamplingParams sampling;
-  int32_t max_new_tokens = 256;    // at least 1 (0 with prompt_logprobs)
+  int32_t max_new_tokens = 256;         // at least 1 (0 with prompt_logprobs)
   std::vector<int32_t> stop_token_ids;  // besides the end-of-generation tokens
   std::vector<std::string> stop_strings;
   // Log-probabilities of the generated tokens: -1 none; 0 each token's own; k (at most 20)
@@ -71,12 +71,12 @@ struct Request {
   // starts with the trigger's text). Tool calls use this: a model may answer in prose or begin
   // a call, and only a call is constrained.
   std::vector<std::string> grammar_triggers;
-  bool ignore_eos = false;          // go on past end-of-generation tokens (Engine::eog_ids())
-  std::string adapter;              // LoRA adapter name; empty = the base model
-  int32_t priority = 0;             // higher is admitted first
+  bool ignore_eos = false;  // go on past end-of-generation tokens (Engine::eog_ids())
+  std::string adapter;      // LoRA adapter name; empty = the base model
+  int32_t priority = 0;     // higher is admitted first
   // Called on the engine's scheduler thread for every token as it is made: keep it short.
   std::function<void(const StreamEvent&)> on_token;
-  bool stream = false;              // also queue tokens for RequestHandle::next_token()
+  bool stream = false;  // also queue tokens for RequestHandle::next_token()
   // Share KV pages with earlier requests that had the same prefix (when the engine's
   // prefix_caching is on). Outputs are bit-identical either way; false opts this request out
   // of reading the cache and of adding its pages to it.
@@ -90,13 +90,13 @@ enum class FinishReason { Eos, Length, Stop, Cancelled, Error };
 const char* finish_reason_name(FinishReason reason);
 
 struct Completion {
-  std::vector<int32_t> token_ids;  // generated ids, ending with the stop or EOS id if one ended it
-  std::string text;                // their text, without a stop token, cut before a stop string
+  std::vector<int32_t> token_ids;       // generated ids, ending with the stop or EOS id if one ended it
+  std::string text;                     // their text, without a stop token, cut before a stop string
   std::vector<TokenLogprobs> logprobs;  // one per token_ids entry, with Request::logprobs >= 0
   // Entry i is prompt token i + 1's, with Request::prompt_logprobs >= 0.
   std::vector<TokenLogprobs> prompt_logprobs;
   FinishReason finish_reason = FinishReason::Length;
-  std::string error;               // for FinishReason::Error
+  std::string error;  // for FinishReason::Error
   int32_t prompt_tokens = 0;
   double time_to_first_token_s = 0.0;
   double time_per_output_token_s = 0.0;  // mean gap between tokens after the first

@@ -28,7 +28,7 @@ struct SamplingParams {
   // The end-of-generation tokens and the request's stop token ids cannot be drawn until this
   // many tokens have been generated (vLLM's min_tokens).
   int32_t min_tokens = 0;
-  uint64_t seed = 0;                // each request's generator is seeded with this
+  uint64_t seed = 0;  // each request's generator is seeded with this
 
   // Throws pagoda::Error naming the first parameter out of range.
   void validate() const;

@@ -65,10 +65,15 @@ void quantize_q8_k(const float* x, int cols, BlockQ8_K* out) {
 
 ActFormat act_format(QuantType weight_type) {
   switch (weight_type) {
-    case QuantType::F32: case QuantType::F16: case QuantType::BF16: return ActFormat::F32;
-    case QuantType::Q2_K: case QuantType::Q3_K: case QuantType::Q4_K: case QuantType::Q5_K: case QuantType::Q6_K:
-    case QuantType::IQ4_XS:
-      return ActFormat::Q8_K;
+    case QuantType::F32:
+    case QuantType::F16:
+    case QuantType::BF16: return ActFormat::F32;
+    case QuantType::Q2_K:
+    case QuantType::Q3_K:
+    case QuantType::Q4_K:
+    case QuantType::Q5_K:
+    case QuantType::Q6_K:
+    case QuantType::IQ4_XS: return ActFormat::Q8_K;
     default: return ActFormat::Q8_32;
   }
 }

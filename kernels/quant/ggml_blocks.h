@@ -35,8 +35,8 @@ enum class QuantType : uint32_t {
   BF16 = 30,
 };
 
-inline constexpr int kQK = 32;        // elements of a Q4_0 … Q8_1 block
-inline constexpr int kQK_K = 256;     // elements of a K-quant super-block
+inline constexpr int kQK = 32;          // elements of a Q4_0 … Q8_1 block
+inline constexpr int kQK_K = 256;       // elements of a K-quant super-block
 inline constexpr int kKScaleSize = 12;  // packed 6-bit scales and mins of Q4_K and Q5_K
 
 #pragma pack(push, 1)

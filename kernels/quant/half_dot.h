@@ -27,8 +27,8 @@ using Dot4Fn = void (*)(const void* w, const void* act, std::size_t act_stride, 
 // Four weight rows (w + r·row_bytes) against `na` (1–4) activation rows: out[a·4 + r], bit for
 // bit what DotFn gives each pair; activation loads are shared by the weight rows too. Only
 // where an ISA has a faster form than DotFn / Dot4Fn (else null).
-using Rows4Fn = void (*)(const void* w, std::size_t row_bytes, const void* act, std::size_t act_stride, int na, int cols,
-                         float* out);
+using Rows4Fn = void (*)(const void* w, std::size_t row_bytes, const void* act, std::size_t act_stride, int na,
+                         int cols, float* out);
 
 struct TypeKernels {
   DotFn dot = nullptr;
@@ -45,8 +45,6 @@ const DotKernels& dot_kernels(Isa isa);
 // The dot products for weight `type` (F16 or BF16), or nulls.
 TypeKernels dot_for(const DotKernels& kernels, QuantType type);
 
-inline float reduce8(const float v[8]) {
-  return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
-}
+inline float reduce8(const float v[8]) { return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7])); }
 
 }  // namespace pagoda::kernels::quant

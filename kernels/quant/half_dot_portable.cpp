@@ -25,7 +25,8 @@ float dot_half(const void* w, const void* act, int cols) {
       wk = kBf16 ? bf16_to_f32(bits) : f16_to_f32(bits);
       ak = a[k];
     }
-    acc[k % 16] = std::fma(ak, wk, acc[k % 16]);  // one rounding, as vfmadd (glibc runs that instruction where the CPU has it)
+    acc[k % 16] =
+        std::fma(ak, wk, acc[k % 16]);  // one rounding, as vfmadd (glibc runs that instruction where the CPU has it)
   }
   float half[8];
   for (int l = 0; l < 8; ++l) half[l] = acc[l] + acc[l + 8];

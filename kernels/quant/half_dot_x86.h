@@ -13,7 +13,7 @@ namespace {
 
 inline float reduce8_ps(__m256 v) {
   const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));  // v_l + v_{l+4}
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));                                // s4_0+s4_2, s4_1+s4_3
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));                               // s4_0+s4_2, s4_1+s4_3
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
 }
 

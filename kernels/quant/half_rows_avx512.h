@@ -29,9 +29,9 @@ struct HalfPass {
   static void run(const uint8_t* w, std::size_t row_bytes, const void* act, std::size_t stride, int cols, float* out) {
     constexpr int kRows = 4;
     __m512 acc[kRows][NA];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (auto& r : acc)
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (__m512& v : r) v = _mm512_setzero_ps();
     const std::size_t ahead = prefetch_distance(row_bytes);
     for (int k = 0; k < cols; k += 16) {
@@ -40,22 +40,24 @@ struct HalfPass {
       const int n = cols - k < 16 ? cols - k : 16;  // the tail pads with 0·0, as the portable kernel
       const __mmask16 mask = __mmask16((1u << n) - 1);
       __m512 a[NA];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int j = 0; j < NA; ++j)
         a[j] = _mm512_maskz_loadu_ps(mask, reinterpret_cast<const float*>(act_row(act, stride, j)) + k);
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
         const __m256i raw = _mm256_maskz_loadu_epi16(mask, w + row_bytes * r + 2 * std::size_t(k));
-        const __m512 wv = kBf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16)) : _mm512_cvtph_ps(raw);
-        #pragma GCC unroll 8
+        const __m512 wv =
+            kBf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16)) : _mm512_cvtph_ps(raw);
+#pragma GCC unroll 8
         for (int j = 0; j < NA; ++j) acc[r][j] = _mm512_fmadd_ps(a[j], wv, acc[r][j]);
       }
     }
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r)
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int j = 0; j < NA; ++j)
-        out[4 * j + r] = reduce8_ps(_mm256_add_ps(_mm512_castps512_ps256(acc[r][j]), _mm512_extractf32x8_ps(acc[r][j], 1)));
+        out[4 * j + r] =
+            reduce8_ps(_mm256_add_ps(_mm512_castps512_ps256(acc[r][j]), _mm512_extractf32x8_ps(acc[r][j], 1)));
   }
 };
 

@@ -134,27 +134,20 @@ void put_block(QuantType type, const uint8_t* p, int r, uint8_t* t) {
       put_half(t, r, p);
       for (int g = 0; g < 8; ++g) std::memcpy(t + 32 + 64 * g + 4 * r, p + 2 + 4 * g, 4);
       break;
-    case QuantType::Q4_0: case QuantType::Q4_1: case QuantType::Q5_0: case QuantType::Q5_1:
+    case QuantType::Q4_0:
+    case QuantType::Q4_1:
+    case QuantType::Q5_0:
+    case QuantType::Q5_1:
     case QuantType::IQ4_NL:  // Q4_0's layout
       put_block32(type, p, r, t);
       break;
-    case QuantType::Q2_K:
-      put_q2_k(p, r, t);
-      break;
-    case QuantType::Q3_K:
-      put_q3_k(p, r, t);
-      break;
-    case QuantType::IQ4_XS:
-      put_iq4_xs(p, r, t);
-      break;
-    case QuantType::Q4_K: case QuantType::Q5_K:
-      put_k45(type == QuantType::Q5_K, p, r, t);
-      break;
-    case QuantType::Q6_K:
-      put_q6_k(p, r, t);
-      break;
-    default:
-      break;
+    case QuantType::Q2_K: put_q2_k(p, r, t); break;
+    case QuantType::Q3_K: put_q3_k(p, r, t); break;
+    case QuantType::IQ4_XS: put_iq4_xs(p, r, t); break;
+    case QuantType::Q4_K:
+    case QuantType::Q5_K: put_k45(type == QuantType::Q5_K, p, r, t); break;
+    case QuantType::Q6_K: put_q6_k(p, r, t); break;
+    default: break;
   }
 }
 
@@ -181,7 +174,7 @@ std::size_t tile_bytes(QuantType type) {
 }
 
 HugePageMemory repack(QuantType type, const uint8_t* data, std::size_t row_bytes, int rows, int cols,
-                    const std::function<void(const void*, std::size_t)>& consumed) {
+                      const std::function<void(const void*, std::size_t)>& consumed) {
   const BlockShape shape = block_shape(type);
   const int blocks = cols / shape.elements;
   const int groups = (rows + kGroupRows - 1) / kGroupRows;

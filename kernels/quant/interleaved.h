@@ -68,7 +68,7 @@ std::size_t tile_bytes(QuantType type);
 // `consumed`, when set, is called (from any thread) with each stretch of rows already copied.
 // The result holds ceil(rows / 16) · (cols / block) tiles.
 HugePageMemory repack(QuantType type, const uint8_t* data, std::size_t row_bytes, int rows, int cols,
-                    const std::function<void(const void*, std::size_t)>& consumed = {});
+                      const std::function<void(const void*, std::size_t)>& consumed = {});
 
 // One group's 16 outputs for `na` activation rows (1 … GroupKernels::max_acts, at
 // act + j·act_stride): out[16·j + r] for row r of the group, `blocks` tiles long. `streaming`

@@ -35,7 +35,10 @@ void decode_linear(QuantType type, const uint8_t* t, int r, int u[kQK_K]) {
     case QuantType::Q8_0:
       for (int k = 0; k < kQK; ++k) u[k] = int8_t(t[32 + 64 * (k / 4) + 4 * r + k % 4]);
       break;
-    case QuantType::Q4_0: case QuantType::Q4_1: case QuantType::Q5_0: case QuantType::Q5_1: {
+    case QuantType::Q4_0:
+    case QuantType::Q4_1:
+    case QuantType::Q5_0:
+    case QuantType::Q5_1: {
       const bool min = type == QuantType::Q4_1 || type == QuantType::Q5_1;
       const bool five = type == QuantType::Q5_0 || type == QuantType::Q5_1;
       const uint8_t* masks = five ? t + (min ? 64 : 32) : nullptr;
@@ -46,7 +49,8 @@ void decode_linear(QuantType type, const uint8_t* t, int r, int u[kQK_K]) {
       }
       break;
     }
-    case QuantType::Q4_K: case QuantType::Q5_K: {
+    case QuantType::Q4_K:
+    case QuantType::Q5_K: {
       const bool five = type == QuantType::Q5_K;
       for (int k = 0; k < kQK_K; ++k) {
         const int p = k / 64, within = k % 64, load = 8 * p + (within % 32) / 4;
@@ -61,8 +65,7 @@ void decode_linear(QuantType type, const uint8_t* t, int r, int u[kQK_K]) {
         u[k] = nibble(t + 288 + 64 * (g % 32), nullptr, g >= 32, r, e) | top << 4;
       }
       break;
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -94,8 +97,7 @@ void decode(QuantType type, const uint8_t* t, int r, int u[kQK_K]) {
     case QuantType::Q3_K:
       for (int k = 0; k < kQK_K; ++k) u[k] = crumb(t + 288, t + 1312, r, k);
       return;
-    default:
-      decode_linear(type, t, r, u);
+    default: decode_linear(type, t, r, u);
   }
 }
 
@@ -164,9 +166,18 @@ void group(const uint8_t* tiles, int blocks, const uint8_t* act, std::size_t str
 }  // namespace
 
 extern const GroupKernels group_portable = {
-    group<QuantType::Q4_0>, group<QuantType::Q4_1>, group<QuantType::Q5_0>, group<QuantType::Q5_1>,
-    group<QuantType::Q8_0>, group<QuantType::Q4_K>, group<QuantType::Q5_K>, group<QuantType::Q6_K>,
-    group<QuantType::Q2_K>, group<QuantType::Q3_K>, group<QuantType::IQ4_NL>, group<QuantType::IQ4_XS>,
+    group<QuantType::Q4_0>,
+    group<QuantType::Q4_1>,
+    group<QuantType::Q5_0>,
+    group<QuantType::Q5_1>,
+    group<QuantType::Q8_0>,
+    group<QuantType::Q4_K>,
+    group<QuantType::Q5_K>,
+    group<QuantType::Q6_K>,
+    group<QuantType::Q2_K>,
+    group<QuantType::Q3_K>,
+    group<QuantType::IQ4_NL>,
+    group<QuantType::IQ4_XS>,
     kMaxActs,
 };
 

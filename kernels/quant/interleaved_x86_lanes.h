@@ -51,7 +51,8 @@ struct Lanes512 {
   }
   // Each byte (0 … 15) replaced by its kIq4nlValues entry.
   static I iq4nl(I v) {
-    return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues))), v);
+    return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues))),
+                               v);
   }
   static I broadcast(const int8_t* a) { return _mm512_set1_epi32(load_i32(a)); }
   // acc + Σ_{i<4} u[4l+i]·a[4l+i] per lane, u unsigned (≤ 128 without VNNI).
@@ -78,10 +79,14 @@ struct Lanes512 {
   static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
   static I mul(I a, I b) { return _mm512_mullo_epi32(a, b); }
   static I set1(int32_t v) { return _mm512_set1_epi32(v); }
-  static I widen_u8(const uint8_t* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static I widen_u8(const uint8_t* p) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
   static I low4_32(I v) { return _mm512_and_si512(v, _mm512_set1_epi32(15)); }
   static I high4_32(I v) { return _mm512_srli_epi32(v, 4); }
-  static I widen_s8(const uint8_t* p) { return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static I widen_s8(const uint8_t* p) {
+    return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
 
   static F fzero() { return _mm512_setzero_ps(); }
   static F to_float(I v) { return _mm512_cvtepi32_ps(v); }
@@ -114,7 +119,8 @@ struct Lanes256x2 {
   }
 
   static I load(const uint8_t* p) {
-    return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32))};
+    return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32))};
   }
   static I zero() { return {_mm256_setzero_si256(), _mm256_setzero_si256()}; }
   static I low4(I v) {
@@ -141,8 +147,8 @@ struct Lanes256x2 {
   // Byte j of a half gains `bit` where bit j of its 32 mask bits is set.
   static __m256i fifth_half(__m256i v, uint32_t bits, char bit) {
     const __m256i spread = _mm256_shuffle_epi8(
-        _mm256_set1_epi32(int(bits)),
-        _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+        _mm256_set1_epi32(int(bits)), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2,
+                                                       2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
     const __m256i select = _mm256_set1_epi64x(0x8040201008040201);
     const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
     return _mm256_or_si256(v, _mm256_and_si256(set, _mm256_set1_epi8(bit)));

@@ -11,14 +11,23 @@ namespace pagoda::kernels {
 
 bool can_quantize(QuantType type) {
   switch (type) {
-    case QuantType::F32: case QuantType::F16: case QuantType::BF16:
-    case QuantType::Q4_0: case QuantType::Q4_1: case QuantType::Q5_0: case QuantType::Q5_1:
-    case QuantType::Q8_0: case QuantType::Q8_1:
-    case QuantType::Q2_K: case QuantType::Q3_K: case QuantType::Q4_K: case QuantType::Q5_K: case QuantType::Q6_K:
-    case QuantType::IQ4_NL: case QuantType::IQ4_XS:
-      return true;
-    case QuantType::Q8_K:
-      return false;
+    case QuantType::F32:
+    case QuantType::F16:
+    case QuantType::BF16:
+    case QuantType::Q4_0:
+    case QuantType::Q4_1:
+    case QuantType::Q5_0:
+    case QuantType::Q5_1:
+    case QuantType::Q8_0:
+    case QuantType::Q8_1:
+    case QuantType::Q2_K:
+    case QuantType::Q3_K:
+    case QuantType::Q4_K:
+    case QuantType::Q5_K:
+    case QuantType::Q6_K:
+    case QuantType::IQ4_NL:
+    case QuantType::IQ4_XS: return true;
+    case QuantType::Q8_K: return false;
   }
   return false;
 }

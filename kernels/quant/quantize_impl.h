@@ -62,8 +62,8 @@ inline LevelSums symmetric_level_sums(int n, int nmax, const float* x, float isc
 // nstep + 1 stretched grids (nmax + rmin + rdelta·is levels across the range) with a
 // least-squares refit of each. Returns the scale; *neg_min receives −min. (ggml's
 // make_qkx2_quants; use_mad is absolute_error.) In quantize_kquants.cpp.
-float fit_affine_levels(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* neg_min,
-                        float rmin, float rdelta, int nstep, bool absolute_error);
+float fit_affine_levels(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* neg_min, float rmin,
+                        float rdelta, int nstep, bool absolute_error);
 
 // Blocks of 32 (quantize_blocks32.cpp): Block is BlockQ4_0, BlockQ4_1, BlockQ5_0 or BlockQ5_1.
 template <typename Block>

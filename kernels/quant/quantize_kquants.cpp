@@ -12,8 +12,8 @@
 
 namespace pagoda::kernels::quantize_detail {
 
-float fit_affine_levels(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* neg_min,
-                        float rmin, float rdelta, int nstep, bool absolute_error) {
+float fit_affine_levels(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* neg_min, float rmin,
+                        float rdelta, int nstep, bool absolute_error) {
   float min = x[0], max = x[0];
   float sum_w = weights[0];
   float sum_x = sum_w * x[0];

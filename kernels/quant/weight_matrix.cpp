@@ -28,12 +28,22 @@ constexpr double kParallelWork = 1 << 17;
 
 bool readable(QuantType type) {
   switch (type) {
-    case QuantType::F32: case QuantType::F16: case QuantType::BF16: case QuantType::Q4_0: case QuantType::Q4_1:
-    case QuantType::Q5_0: case QuantType::Q5_1: case QuantType::Q8_0: case QuantType::Q4_K: case QuantType::Q5_K:
-    case QuantType::Q6_K: case QuantType::Q2_K: case QuantType::Q3_K: case QuantType::IQ4_NL: case QuantType::IQ4_XS:
-      return true;
-    default:
-      return false;
+    case QuantType::F32:
+    case QuantType::F16:
+    case QuantType::BF16:
+    case QuantType::Q4_0:
+    case QuantType::Q4_1:
+    case QuantType::Q5_0:
+    case QuantType::Q5_1:
+    case QuantType::Q8_0:
+    case QuantType::Q4_K:
+    case QuantType::Q5_K:
+    case QuantType::Q6_K:
+    case QuantType::Q2_K:
+    case QuantType::Q3_K:
+    case QuantType::IQ4_NL:
+    case QuantType::IQ4_XS: return true;
+    default: return false;
   }
 }
 
@@ -50,7 +60,8 @@ class Activations {
     if (bytes_ == 0) return;
     data_.reset(new std::byte[bytes_ * M]);
     auto quantize = [&](int m0, int m1) {
-      for (int m = m0; m < m1; ++m) quant::quantize_act_row(format, A + std::size_t(m) * lda, K, data_.get() + bytes_ * m);
+      for (int m = m0; m < m1; ++m)
+        quant::quantize_act_row(format, A + std::size_t(m) * lda, K, data_.get() + bytes_ * m);
     };
     if (double(M) * K < kParallelWork) quantize(0, M);
     else tbb::parallel_for(tbb::blocked_range<int>(0, M, 8), [&](const auto& r) { quantize(r.begin(), r.end()); });
@@ -75,12 +86,12 @@ void split(int M, int tiles, double work, const Body& body) {
   if (work < kParallelWork) {
     body(0, M, 0, tiles);
   } else if (M <= kGemvRows) {
-    tbb::parallel_for(tbb::blocked_range<int>(0, tiles), [&](const auto& r) { body(0, M, r.begin(), r.end()); },
-                      tbb::static_partitioner());
+    tbb::parallel_for(
+        tbb::blocked_range<int>(0, tiles), [&](const auto& r) { body(0, M, r.begin(), r.end()); },
+        tbb::static_partitioner());
   } else {
-    tbb::parallel_for(tbb::blocked_range2d<int>(0, M, kTaskRows, 0, tiles, 1), [&](const auto& r) {
-      body(r.rows().begin(), r.rows().end(), r.cols().begin(), r.cols().end());
-    });
+    tbb::parallel_for(tbb::blocked_range2d<int>(0, M, kTaskRows, 0, tiles, 1),
+                      [&](const auto& r) { body(r.rows().begin(), r.rows().end(), r.cols().begin(), r.cols().end()); });
   }
 }
 
@@ -109,7 +120,8 @@ void run_interleaved(const float* A, int M, int lda, const WeightMatrix& W, cons
         group(part.tiles.get() + group_bytes * g, blocks, static_cast<const uint8_t*>(act.row(m)), act.stride(), na,
               m == m_begin, out);
         for (int j = 0; j < na; ++j)
-          for (int r = 0; r < rows; ++r) store(C, ldc, m + j, part.first_row + n0 + r, out[quant::kGroupRows * j + r], accumulate);
+          for (int r = 0; r < rows; ++r)
+            store(C, ldc, m + j, part.first_row + n0 + r, out[quant::kGroupRows * j + r], accumulate);
       }
     }
   });
@@ -159,7 +171,8 @@ void run(const float* A, int M, int lda, const WeightMatrix& W, float* C, int ld
       if (accumulate) matmul_accumulate(A, M, lda, part.packed, C + part.first_row, ldc);
       else matmul(A, M, lda, part.packed, C + part.first_row, ldc);
     } else if (W.cols() == 0) {
-      for (int m = 0; m < M && !accumulate; ++m) std::fill_n(C + std::size_t(m) * ldc + part.first_row, part.rows, 0.0f);
+      for (int m = 0; m < M && !accumulate; ++m)
+        std::fill_n(C + std::size_t(m) * ldc + part.first_row, part.rows, 0.0f);
     } else if (quant::interleaved(part.type)) {
       run_interleaved(A, M, lda, W, part, C, ldc, accumulate);
     } else {
@@ -175,7 +188,8 @@ bool copied_at_make(QuantType type) { return type == QuantType::F32 || quant::in
 WeightMatrix WeightMatrix::make(std::span<const WeightPart> parts, int cols) { return make(parts, cols, active_isa()); }
 
 WeightMatrix WeightMatrix::make(std::span<const WeightPart> parts, int cols, Isa isa) {
-  if (!cpu_supports(isa)) throw Error(std::string("cannot build a weight matrix for ") + isa_name(isa) + ": this CPU lacks it");
+  if (!cpu_supports(isa))
+    throw Error(std::string("cannot build a weight matrix for ") + isa_name(isa) + ": this CPU lacks it");
   if (cols < 0) throw Error("weight matrix: negative column count " + std::to_string(cols));
   WeightMatrix w;
   w.isa_ = isa;
@@ -184,13 +198,15 @@ WeightMatrix WeightMatrix::make(std::span<const WeightPart> parts, int cols, Isa
     if (!readable(p.type)) throw Error("weight matrix: cannot compute with " + type_name(p.type) + " weights");
     const BlockShape shape = block_shape(p.type);
     if (cols % shape.elements != 0)
-      throw Error("weight matrix: " + type_name(p.type) + " rows must be a multiple of " + std::to_string(shape.elements) +
-                  " values, not " + std::to_string(cols));
+      throw Error("weight matrix: " + type_name(p.type) + " rows must be a multiple of " +
+                  std::to_string(shape.elements) + " values, not " + std::to_string(cols));
     if (p.rows < 0) throw Error("weight matrix: negative row count " + std::to_string(p.rows));
   }
   for (std::size_t i = 0; i < parts.size();) {
     const WeightPart& p = parts[i];
-    Part part{p.type, nullptr, p.rows, w.rows_, std::size_t(cols / block_shape(p.type).elements) * block_shape(p.type).bytes, {}};
+    Part part{
+        p.type, nullptr, p.rows, w.rows_, std::size_t(cols / block_shape(p.type).elements) * block_shape(p.type).bytes,
+        {}};
     if (p.type == QuantType::F32) {
       // Consecutive F32 parts become one packed matrix, so they stay one GEMM.
       std::size_t end = i + 1;

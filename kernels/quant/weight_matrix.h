@@ -58,9 +58,8 @@ class WeightMatrix {
     int rows;
     int first_row;  // within the whole matrix
     std::size_t row_bytes;
-    PackedMatrix packed;         // F32
+    PackedMatrix packed;                     // F32
     std::shared_ptr<const uint8_t[]> tiles;  // quantized types, interleaved (kernels/quant/interleaved.h)
-
   };
   const std::vector<Part>& parts() const { return parts_; }
   // The weights' bytes as the file encodes them: what one pass over the matrix reads from

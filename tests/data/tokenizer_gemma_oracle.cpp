@@ -2,9 +2,9 @@
 //
 // For every case (its "text", or llama-spm .inp case number "inp"), under each of the four
 // (add_special, parse_special) settings: llama_tokenize's ids and, when it differs from the
-// case's text, llama_detokenize's text (remove_special and unparse_special false). For every chat: llama_chat_apply_template's
-// "gemma" prompt, and its ids with add_special and with / without parse_special. Also the ids
-// llama_vocab_is_eog accepts. The vocabulary is the one tests/test_tokenizer_gemma.cpp builds:
+// case's text, llama_detokenize's text (remove_special and unparse_special false). For every chat:
+// llama_chat_apply_template's "gemma" prompt, and its ids with add_special and with / without parse_special. Also the
+// ids llama_vocab_is_eog accepts. The vocabulary is the one tests/test_tokenizer_gemma.cpp builds:
 //
 //   PAGODA_WRITE_GEMMA_VOCAB=/tmp/gemma.gguf build/tests/test_tokenizer_gemma --gtest_filter='*Loads*'
 //   g++ -std=c++17 -O1 -I$LLAMA/include -I$LLAMA/ggml/include tests/data/tokenizer_gemma_oracle.cpp \
@@ -33,12 +33,15 @@ static std::string read_all(const std::string& path) {
   return s.str();
 }
 
-static std::vector<llama_token> tokenize(const llama_vocab* v, const std::string& text, bool add_special, bool parse_special) {
+static std::vector<llama_token> tokenize(const llama_vocab* v, const std::string& text, bool add_special,
+                                         bool parse_special) {
   std::vector<llama_token> ids(text.size() + 8);
-  int n = llama_tokenize(v, text.data(), int32_t(text.size()), ids.data(), int32_t(ids.size()), add_special, parse_special);
+  int n =
+      llama_tokenize(v, text.data(), int32_t(text.size()), ids.data(), int32_t(ids.size()), add_special, parse_special);
   if (n < 0) {
     ids.resize(size_t(-n));
-    n = llama_tokenize(v, text.data(), int32_t(text.size()), ids.data(), int32_t(ids.size()), add_special, parse_special);
+    n = llama_tokenize(v, text.data(), int32_t(text.size()), ids.data(), int32_t(ids.size()), add_special,
+                       parse_special);
   }
   ids.resize(size_t(n));
   return ids;

@@ -71,7 +71,12 @@ std::string generated_grammar(std::string_view bytes) {
         const std::string name = "c" + std::to_string(chain_count++).append("-");
         out.append(name).append("0 ");
         for (size_t i = 0; i < n && chains.size() < kMaxGenerated; ++i) {
-          chains.append(name).append(std::to_string(i)).append(" ::= ").append(name).append(std::to_string(i + 1)).append("\n");
+          chains.append(name)
+              .append(std::to_string(i))
+              .append(" ::= ")
+              .append(name)
+              .append(std::to_string(i + 1))
+              .append("\n");
         }
         chains.append(name).append(std::to_string(n)).append(" ::= \"z\"\n");
       }
@@ -86,7 +91,8 @@ std::string generated_grammar(std::string_view bytes) {
 
 void parse_and_match(std::string_view gbnf, std::string_view text) {
   pagoda::fuzz::expect_clean([&] {
-    pagoda::grammar::GrammarMatcher matcher(std::make_shared<const pagoda::grammar::Grammar>(pagoda::grammar::parse_gbnf(gbnf)));
+    pagoda::grammar::GrammarMatcher matcher(
+        std::make_shared<const pagoda::grammar::Grammar>(pagoda::grammar::parse_gbnf(gbnf)));
     // Piece lengths cycle 1..4 so pieces end at every offset of a multi-byte character.
     size_t piece = 1;
     for (size_t at = 0; at < text.size(); at += piece, piece = piece % 4 + 1) {

@@ -54,9 +54,16 @@ void write_schema(pagoda::fuzz::Choices& in, std::string& out) {
       {R"({"nullable": true, "allOf": [{"minItems": 1}, )", Kind::Array, "]}"},
   };
   static const char* const kLeaves[] = {
-      R"({"type": "string"})", R"({"type": "integer", "minimum": -3, "maximum": 300})", R"({"enum": [1, "a", null, [2]]})",
-      R"({"$ref": "#/$defs/d0"})", R"({"$ref": "#/$defs/d1"})", R"({"$ref": "#"})", R"({"type": "string", "maxLength": 5})",
-      "true", R"({"type": "number", "exclusiveMinimum": 0.5})", R"({"type": ["null", "boolean"]})",
+      R"({"type": "string"})",
+      R"({"type": "integer", "minimum": -3, "maximum": 300})",
+      R"({"enum": [1, "a", null, [2]]})",
+      R"({"$ref": "#/$defs/d0"})",
+      R"({"$ref": "#/$defs/d1"})",
+      R"({"$ref": "#"})",
+      R"({"type": "string", "maxLength": 5})",
+      "true",
+      R"({"type": "number", "exclusiveMinimum": 0.5})",
+      R"({"type": ["null", "boolean"]})",
   };
   std::vector<Level> open;
   size_t names = 0;

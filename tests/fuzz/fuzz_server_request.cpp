@@ -26,7 +26,12 @@ pagoda::Engine& engine() {
   static const std::unique_ptr<pagoda::Engine> e = [] {
     const std::string path = "/tmp/pagoda-fuzz-server-" + std::to_string(getpid()) + ".gguf";
     pagoda::SynthSpec spec;
-    spec.config = {.dim = 32, .n_layers = 1, .n_heads = 2, .n_kv_heads = 1, .ffn_dim = 32, .vocab_size = 512,
+    spec.config = {.dim = 32,
+                   .n_layers = 1,
+                   .n_heads = 2,
+                   .n_kv_heads = 1,
+                   .ffn_dim = 32,
+                   .vocab_size = 512,
                    .context_length = 64};
     pagoda::write_synth_model(path, spec);
     auto made = std::make_unique<pagoda::Engine>(pagoda::EngineConfig{.model_path = path, .threads = 1});

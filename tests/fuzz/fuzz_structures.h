@@ -33,8 +33,9 @@ inline std::vector<std::string_view> split_at_nul(std::string_view input) {
 // A string of one to four pieces: control-token spellings, so that data spans meet them, and
 // text that templates and JSON treat specially.
 inline std::string piece_string(unsigned arg) {
-  static const char* const kPieces[] = {"hi", "<|im_end|>", "<|im_start|>", "</s>", "<|eot_id|>", "\n", " ", "Zürich",
-                                        "<|start_header_id|>", "{{", "%}", "'", "\"", "<think>", "", "x"};
+  static const char* const kPieces[] = {
+      "hi", "<|im_end|>", "<|im_start|>", "</s>",    "<|eot_id|>", "\n", " ", "Zürich", "<|start_header_id|>", "{{",
+      "%}", "'",          "\"",           "<think>", "",           "x"};
   std::string s;
   for (unsigned i = 0; i <= arg % 4; ++i) s += kPieces[(arg + i * 7) % 16];
   return s;
@@ -102,16 +103,28 @@ inline std::string json_text(std::string_view program) {
   for (const unsigned char b : program) {
     const unsigned arg = b >> 3;
     switch (b & 7) {
-      case 0: item("["); open.push_back({']', 0}); break;
-      case 1: item("{"); open.push_back({'}', 0}); break;
+      case 0:
+        item("[");
+        open.push_back({']', 0});
+        break;
+      case 1:
+        item("{");
+        open.push_back({'}', 0});
+        break;
       case 2:
         if (open.size() > 1) {
           out += open.back().first;
           open.pop_back();
         }
         break;
-      case 3: last = nlohmann::ordered_json(piece_string(arg)).dump(); item(last); break;
-      case 4: last = std::to_string(int(arg) - 8); item(last); break;
+      case 3:
+        last = nlohmann::ordered_json(piece_string(arg)).dump();
+        item(last);
+        break;
+      case 4:
+        last = std::to_string(int(arg) - 8);
+        item(last);
+        break;
       case 5:
         for (unsigned i = 0; i < arg * 8 + 1; ++i) {
           item("[");
@@ -136,19 +149,35 @@ inline std::string nest_template(std::string_view program, std::string_view inne
   for (const unsigned char b : program) {
     const std::string n = "m" + std::to_string(name++);
     switch (b % 8) {
-      case 0: head += "{% if deep is defined %}"; tail = "{% endif %}" + tail; break;
-      case 1: head += "{% for " + n + " in (deep or [1])[:2] %}"; tail = "{% endfor %}" + tail; break;
-      case 2: head += "{% macro " + n + "() %}"; tail = "{% endmacro %}{{ " + n + "() }}" + tail; break;
-      case 3: head += "{% set " + n + " %}"; tail = "{% endset %}{{ " + n + " }}" + tail; break;
-      case 4: head += "{% filter trim %}"; tail = "{% endfilter %}" + tail; break;
-      case 5: head += "{% with " + n + " = messages %}"; tail = "{% endwith %}" + tail; break;
+      case 0:
+        head += "{% if deep is defined %}";
+        tail = "{% endif %}" + tail;
+        break;
+      case 1:
+        head += "{% for " + n + " in (deep or [1])[:2] %}";
+        tail = "{% endfor %}" + tail;
+        break;
+      case 2:
+        head += "{% macro " + n + "() %}";
+        tail = "{% endmacro %}{{ " + n + "() }}" + tail;
+        break;
+      case 3:
+        head += "{% set " + n + " %}";
+        tail = "{% endset %}{{ " + n + " }}" + tail;
+        break;
+      case 4:
+        head += "{% filter trim %}";
+        tail = "{% endfilter %}" + tail;
+        break;
+      case 5:
+        head += "{% with " + n + " = messages %}";
+        tail = "{% endwith %}" + tail;
+        break;
       case 6:
         head += "{% macro " + n + "() %}{{ caller() }}{% endmacro %}{% call " + n + "() %}";
         tail = "{% endcall %}" + tail;
         break;
-      default:
-        head += "{{ " + std::string(b / 8, '(') + "deep" + std::string(b / 8, ')') + " }}";
-        break;
+      default: head += "{{ " + std::string(b / 8, '(') + "deep" + std::string(b / 8, ')') + " }}"; break;
     }
   }
   return head + std::string(inner) + tail;

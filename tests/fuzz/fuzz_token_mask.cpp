@@ -26,9 +26,11 @@ using namespace pagoda::grammar;
 std::vector<std::string> vocabulary(std::string_view text) {
   std::vector<std::string> v;
   for (int b = 1; b < 256; ++b) v.push_back(std::string(1, char(b)));
-  for (const char* word : {"ab", "abc", "{\"", "\":", "\",", "true", " ", "\n", "\xCE", "\xCE\xB1", "\xB1"}) v.push_back(word);
+  for (const char* word : {"ab", "abc", "{\"", "\":", "\",", "true", " ", "\n", "\xCE", "\xCE\xB1", "\xB1"})
+    v.push_back(word);
   for (size_t at = 0; at < text.size() && at < 48; ++at) {
-    for (size_t length = 2; length <= 6 && at + length <= text.size(); length += 2) v.emplace_back(text.substr(at, length));
+    for (size_t length = 2; length <= 6 && at + length <= text.size(); length += 2)
+      v.emplace_back(text.substr(at, length));
   }
   return v;
 }

@@ -1,7 +1,7 @@
 // Tokenizers on arbitrary bytes, with the real vocabularies in ../shared/vocab: the first input
 // byte picks a vocabulary; the rest is encoded as text, then read again as token ids for the
-// whole-sequence and streaming decoders. Special tokens are parsed and not. Invariants checked: ids are in the vocabulary, the
-// stream decoder emits exactly what decode() returns, and its output is valid UTF-8.
+// whole-sequence and streaming decoders. Special tokens are parsed and not. Invariants checked: ids are in the
+// vocabulary, the stream decoder emits exactly what decode() returns, and its output is valid UTF-8.
 
 #include <cstring>
 #include <memory>

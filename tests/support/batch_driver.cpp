@@ -20,7 +20,8 @@ int32_t run_together(ModelRunner& runner, PagePool& pool, std::vector<DrivenSequ
     for (DrivenSequence& s : seqs) {
       if (s.done) continue;
       const int32_t n_new = std::min<int32_t>(chunk, int32_t(s.tokens.size()) - s.n_cached);
-      if (!s.table.reserve(s.n_cached, s.n_cached + n_new, pool)) throw std::runtime_error("the test's KV pool is too small");
+      if (!s.table.reserve(s.n_cached, s.n_cached + n_new, pool))
+        throw std::runtime_error("the test's KV pool is too small");
       BatchEntry e;
       e.tokens = std::span<const int32_t>(s.tokens).subspan(s.n_cached, n_new);
       e.n_cached = s.n_cached;

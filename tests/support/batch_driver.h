@@ -13,16 +13,19 @@ namespace pagoda::test {
 struct DrivenSequence {
   std::vector<int32_t> tokens;  // prompt, then generated
   size_t prompt_len = 0;
-  int32_t max_positions = 0;    // positions fed at most
+  int32_t max_positions = 0;  // positions fed at most
   int32_t stop_id = -1;
   int32_t n_cached = 0;
-  BlockTable table{16};  // made for the pool's layout (its KV groups) when the sequence starts
-  const LoraWeights* lora = nullptr;  // its adapter, if any
+  BlockTable table{16};                    // made for the pool's layout (its KV groups) when the sequence starts
+  const LoraWeights* lora = nullptr;       // its adapter, if any
   std::vector<std::vector<float>> logits;  // one row each time logits were produced
   bool done = false;
 
   DrivenSequence(std::vector<int32_t> prompt, int32_t max_pos, int32_t stop, int32_t tokens_per_page)
-      : tokens(std::move(prompt)), prompt_len(tokens.size()), max_positions(max_pos), stop_id(stop),
+      : tokens(std::move(prompt)),
+        prompt_len(tokens.size()),
+        max_positions(max_pos),
+        stop_id(stop),
         table(tokens_per_page) {}
   std::vector<int32_t> generated() const { return {tokens.begin() + ptrdiff_t(prompt_len), tokens.end()}; }
 };

@@ -24,10 +24,9 @@ std::pair<int32_t, int32_t> projection_shape(const ModelConfig& c, int32_t p) {
 }
 
 WeightTensor LayerWeights::*projection_member(int32_t p) {
-  static WeightTensor LayerWeights::*const members[] = {&LayerWeights::attn_q, &LayerWeights::attn_k,
-                                                                &LayerWeights::attn_v, &LayerWeights::attn_output,
-                                                                &LayerWeights::ffn_gate, &LayerWeights::ffn_up,
-                                                                &LayerWeights::ffn_down};
+  static WeightTensor LayerWeights::*const members[] = {
+      &LayerWeights::attn_q,   &LayerWeights::attn_k, &LayerWeights::attn_v,  &LayerWeights::attn_output,
+      &LayerWeights::ffn_gate, &LayerWeights::ffn_up, &LayerWeights::ffn_down};
   return members[p];
 }
 
@@ -42,7 +41,8 @@ LoraAdapter random_adapter(const ModelConfig& c, int32_t rank, float scale, uint
     for (int32_t p = 0; p < kLoraProjections; ++p) {
       if ((l + p + int32_t(seed)) % 5 == 0) continue;  // leave some targets out
       const auto [n_out, n_in] = projection_shape(c, p);
-      LoraTarget t{rank, n_in, n_out, scale, std::vector<float>(size_t(rank) * n_in), std::vector<float>(size_t(n_out) * rank)};
+      LoraTarget t{
+          rank, n_in, n_out, scale, std::vector<float>(size_t(rank) * n_in), std::vector<float>(size_t(n_out) * rank)};
       for (float& v : t.a) v = u(rng) / std::sqrt(float(n_in));
       for (float& v : t.b) v = u(rng) / std::sqrt(float(rank));
       a.layers[l][size_t(p)] = std::move(t);
@@ -71,7 +71,8 @@ Model merged(const Model& base, const LoraAdapter& adapter) {
       for (int32_t o = 0; o < t->n_out; ++o) {
         for (int32_t i = 0; i < t->n_in; ++i) {
           double delta = 0.0;
-          for (int32_t r = 0; r < t->rank; ++r) delta += double(t->b[size_t(o) * t->rank + r]) * t->a[size_t(r) * t->n_in + i];
+          for (int32_t r = 0; r < t->rank; ++r)
+            delta += double(t->b[size_t(o) * t->rank + r]) * t->a[size_t(r) * t->n_in + i];
           w[size_t(o) * t->n_in + i] += float(t->scale * delta);
         }
       }

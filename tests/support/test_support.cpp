@@ -141,7 +141,12 @@ const std::string& synth_model_once(const std::string& name, const ModelConfig& 
 }
 
 ModelConfig tiny_gqa_config() {
-  return {.dim = 64, .n_layers = 2, .n_heads = 8, .n_kv_heads = 2, .ffn_dim = 160, .vocab_size = 1000,
+  return {.dim = 64,
+          .n_layers = 2,
+          .n_heads = 8,
+          .n_kv_heads = 2,
+          .ffn_dim = 160,
+          .vocab_size = 1000,
           .context_length = 256};
 }
 

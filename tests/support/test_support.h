@@ -20,8 +20,8 @@ namespace pagoda::test {
 std::string shared_file(const std::string& relative);
 
 // Skips the current test, with the reason printed, when a ../shared file is absent.
-#define PAGODA_SHARED_OR_SKIP(var, relative)                                            \
-  const std::string var = ::pagoda::test::shared_file(relative);                        \
+#define PAGODA_SHARED_OR_SKIP(var, relative)                     \
+  const std::string var = ::pagoda::test::shared_file(relative); \
   if (var.empty()) GTEST_SKIP() << "../shared/" << (relative) << " is absent; skipping"
 
 inline const char* kStoriesGguf = "models/stories260K/stories260K.gguf";
