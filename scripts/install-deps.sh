@@ -10,4 +10,4 @@ apt-get install -y --no-install-recommends \
   libcpp-httplib-dev libboost-dev curl haproxy \
   chromium chromium-driver \
   python3-dev pybind11-dev python3-pybind11 python3-pytest python3-pytest-asyncio python3-jinja2 python3-jsonschema \
-  clang libclang-rt-dev
+  clang libclang-rt-dev clang-format

@@ -11,6 +11,7 @@ jobs=$(nproc)
 
 (cd tests/server && npm ci --no-audit --no-fund)  # the openai client the server tests drive
 python3 scripts/check_layers.py  # includes against cmake/layers.txt (every build runs it too)
+bash scripts/check_format.sh     # every C++ file as .clang-format writes it
 cmake --preset release -DPAGODA_WERROR=ON
 cmake --build --preset release -j "$jobs"
 ctest --preset release
