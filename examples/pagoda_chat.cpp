@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -451,48 +452,12 @@ int one_shot(Chat& chat, const std::string& prompt) {
 
 int main(int argc, char** argv) {
   try {
+    const std::array kOwnFlags{"--model", "--tokenizer", "--prompt",     "--n-predict", "--ctx-size",
+                               "--seed",  "--threads",   "--cache-type", "--lora",      "--chat-template-file"};
     const pagoda::cli::Args args(argc, argv,
-                                 {"--model",
-                                  "--tokenizer",
-                                  "--prompt",
-                                  "--n-predict",
-                                  "--ctx-size",
-                                  "--temp",
-                                  "--top-k",
-                                  "--top-p",
-                                  "--min-p",
-                                  "--repeat-penalty",
-                                  "--repeat-last-n",
-                                  "--presence-penalty",
-                                  "--frequency-penalty",
-                                  "--logit-bias",
-                                  "--min-tokens",
-                                  "--seed",
-                                  "--threads",
-                                  "--cache-type",
-                                  "--lora",
-                                  "--chat-template-file",
-                                  "--draft-max",
-                                  "--draft-min",
-                                  "--spec-ngram-max",
-                                  "--spec-ngram-min",
-                                  "--model-draft",
-                                  "--draft-p-min",
-                                  "--draft-probe",
-                                  "--grammar",
-                                  "--grammar-file",
-                                  "--json-schema",
-                                  "--json-schema-file"},
-                                 {"--help", "--no-mmap", "--spec-ngram"},
-                                 {{"-m", "--model"},
-                                  {"-p", "--prompt"},
-                                  {"-n", "--n-predict"},
-                                  {"-c", "--ctx-size"},
-                                  {"-t", "--threads"},
-                                  {"-h", "--help"},
-                                  {"--lookup", "--spec-ngram"},
-                                  {"-md", "--model-draft"},
-                                  {"-j", "--json-schema"}});
+                                 pagoda::cli::flag_set({kOwnFlags, pagoda::cli::kSamplingFlags,
+                                                        pagoda::cli::kSpeculativeFlags, pagoda::cli::kGrammarFlags}),
+                                 {"--help", "--no-mmap", "--spec-ngram"}, {{"-p", "--prompt"}, {"-n", "--n-predict"}});
     if (args.has("--help")) {
       std::cout << kUsage << pagoda::cli::kSpeculativeUsage << pagoda::cli::kGrammarUsage << "\nIn the chat:\n"
                 << kCommands << kNotes;

@@ -3,6 +3,7 @@
 //   pagoda-generate -m model.gguf --prompt "Once upon a time" --temp 0
 //   pagoda-generate -m model.gguf --prompts prompts.jsonl --temp 0 --stop-id 1
 
+#include <array>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -81,48 +82,12 @@ std::vector<Job> read_jobs(const pagoda::cli::Args& args, int64_t max_tokens, in
 
 int main(int argc, char** argv) {
   try {
+    const std::array kOwnFlags{"--model", "--tokenizer", "--prompt",  "--prompts",    "--max-tokens", "--max-positions",
+                               "--seed",  "--stop-id",   "--threads", "--cache-type", "--lora",       "--adapter"};
     pagoda::cli::Args args(argc, argv,
-                           {"--model",
-                            "--tokenizer",
-                            "--prompt",
-                            "--prompts",
-                            "--max-tokens",
-                            "--max-positions",
-                            "--temp",
-                            "--top-k",
-                            "--top-p",
-                            "--min-p",
-                            "--repeat-penalty",
-                            "--repeat-last-n",
-                            "--presence-penalty",
-                            "--frequency-penalty",
-                            "--logit-bias",
-                            "--min-tokens",
-                            "--seed",
-                            "--stop-id",
-                            "--threads",
-                            "--cache-type",
-                            "--lora",
-                            "--adapter",
-                            "--grammar",
-                            "--grammar-file",
-                            "--json-schema",
-                            "--json-schema-file",
-                            "--draft-max",
-                            "--draft-min",
-                            "--spec-ngram-max",
-                            "--spec-ngram-min",
-                            "--model-draft",
-                            "--draft-p-min",
-                            "--draft-probe"},
-                           {"--help", "--no-mmap", "--spec-ngram"},
-                           {{"-m", "--model"},
-                            {"-n", "--max-tokens"},
-                            {"-t", "--threads"},
-                            {"-h", "--help"},
-                            {"-j", "--json-schema"},
-                            {"--lookup", "--spec-ngram"},
-                            {"-md", "--model-draft"}});
+                           pagoda::cli::flag_set({kOwnFlags, pagoda::cli::kSamplingFlags,
+                                                  pagoda::cli::kSpeculativeFlags, pagoda::cli::kGrammarFlags}),
+                           {"--help", "--no-mmap", "--spec-ngram"}, {{"-n", "--max-tokens"}});
     if (args.has("--help")) {
       std::cout << kUsage << pagoda::cli::kGrammarUsage << pagoda::cli::kSpeculativeUsage;
       return 0;

@@ -585,14 +585,12 @@ void write_json(const Options& o, const std::string& model_path, const std::vect
 
 int main(int argc, char** argv) {
   try {
-    cli::Args args(
-        argc, argv,
-        {"--model",        "--preset",        "--model-dir",  "--mode",          "--requests",  "--concurrency",
-         "--rate",         "--prompt-len",    "--output-len", "--shared-prefix", "--turns",     "--prefix-cache",
-         "--seed",         "--temp",          "--threads",    "--cache-type",    "--kv-pages",  "--max-running",
-         "--token-budget", "--prefill-chunk", "--json",       "--url",           "--disconnect"},
-        {"--help"},
-        {{"-m", "--model"}, {"-n", "--requests"}, {"-c", "--concurrency"}, {"-t", "--threads"}, {"-h", "--help"}});
+    cli::Args args(argc, argv, {"--model",       "--preset",       "--model-dir",   "--mode",         "--requests",
+                                "--concurrency", "--rate",         "--prompt-len",  "--output-len",   "--shared-prefix",
+                                "--turns",       "--prefix-cache", "--seed",        "--temp",         "--threads",
+                                "--cache-type",  "--kv-pages",     "--max-running", "--token-budget", "--prefill-chunk",
+                                "--json",        "--url",          "--disconnect"},
+                   {"--help"}, {{"-n", "--requests"}, {"-c", "--concurrency"}});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;

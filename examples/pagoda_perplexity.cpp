@@ -154,13 +154,7 @@ int main(int argc, char** argv) {
     pagoda::cli::Args args(argc, argv,
                            {"--model", "--tokenizer", "--file", "--ids", "--ctx-size", "--chunks", "--batch-size",
                             "--threads", "--cache-type", "--json"},
-                           {"--help", "--no-mmap"},
-                           {{"-m", "--model"},
-                            {"-f", "--file"},
-                            {"-c", "--ctx-size"},
-                            {"-b", "--batch-size"},
-                            {"-t", "--threads"},
-                            {"-h", "--help"}});
+                           {"--help", "--no-mmap"}, {{"-f", "--file"}, {"-b", "--batch-size"}});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;

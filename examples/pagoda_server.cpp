@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -176,44 +177,31 @@ bool wait_idle(const pagoda::server::HttpServer& http, std::chrono::steady_clock
 
 int main(int argc, char** argv) {
   try {
-    const pagoda::cli::Args args(argc, argv,
-                                 {"--model",
-                                  "--tokenizer",
-                                  "--served-model-name",
-                                  "--ctx-size",
-                                  "--threads",
-                                  "--max-running",
-                                  "--cache-type",
-                                  "--lora",
-                                  "--host",
-                                  "--port",
-                                  "--api-key",
-                                  "--metrics-key",
-                                  "--max-body",
-                                  "--max-json-depth",
-                                  "--header-timeout",
-                                  "--body-timeout",
-                                  "--idle-timeout",
-                                  "--write-timeout",
-                                  "--max-connections",
-                                  "--max-connections-per-ip",
-                                  "--http-threads",
-                                  "--shutdown-timeout",
-                                  "--chat-template-file",
-                                  "--draft-max",
-                                  "--draft-min",
-                                  "--spec-ngram-max",
-                                  "--spec-ngram-min",
-                                  "--model-draft",
-                                  "--draft-p-min",
-                                  "--draft-probe"},
-                                 {"--help", "--no-mmap", "--no-webui", "--spec-ngram", "--special-in-content"},
-                                 {{"-m", "--model"},
-                                  {"-c", "--ctx-size"},
-                                  {"-t", "--threads"},
-                                  {"-h", "--help"},
-                                  {"--lookup", "--spec-ngram"},
-                                  {"-md", "--model-draft"}});
+    const std::array kOwnFlags{"--model",
+                               "--tokenizer",
+                               "--served-model-name",
+                               "--ctx-size",
+                               "--threads",
+                               "--max-running",
+                               "--cache-type",
+                               "--lora",
+                               "--host",
+                               "--port",
+                               "--api-key",
+                               "--metrics-key",
+                               "--max-body",
+                               "--max-json-depth",
+                               "--header-timeout",
+                               "--body-timeout",
+                               "--idle-timeout",
+                               "--write-timeout",
+                               "--max-connections",
+                               "--max-connections-per-ip",
+                               "--http-threads",
+                               "--shutdown-timeout",
+                               "--chat-template-file"};
+    const pagoda::cli::Args args(argc, argv, pagoda::cli::flag_set({kOwnFlags, pagoda::cli::kSpeculativeFlags}),
+                                 {"--help", "--no-mmap", "--no-webui", "--spec-ngram", "--special-in-content"});
     if (args.has("--help")) {
       std::cout << kUsage << pagoda::cli::kSpeculativeUsage;
       return 0;

@@ -349,7 +349,7 @@ void print(const PhaseReport& r) {
 int main(int argc, char** argv) {
   try {
     pagoda::cli::Args args(argc, argv, {"--model", "--seconds", "--clients", "--kv-pages", "--seed", "--threads"},
-                           {"--help"}, {{"-m", "--model"}, {"-t", "--threads"}});
+                           {"--help"});
     if (args.has("--help")) {
       std::puts(
           "usage: pagoda-soak [-m MODEL] [--seconds N (120)] [--clients N (12)] [--kv-pages N (48)] [--seed N] [-t N]\n"

@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
                      "--seed",           "--lora-for",     "--rank",          "--alpha",      "--rope-dim",
                      "--sliding-window", "--attn-softcap", "--final-softcap", "--longrope",   "--rope-attn-factor",
                      "--experts",        "--experts-used", "--expert-ffn",    "--shared-ffn", "--attn-output-scale"},
-        {"--tied", "--rope-freqs", "--help"}, {{"-o", "--output"}, {"-h", "--help"}});
+        {"--tied", "--rope-freqs", "--help"}, {{"-o", "--output"}});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;

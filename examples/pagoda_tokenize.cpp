@@ -56,7 +56,7 @@ std::string ids_line(const std::vector<int32_t>& ids) {
 int main(int argc, char** argv) {
   try {
     pagoda::cli::Args args(argc, argv, {"--model", "--inp", "--prompt"}, {"--special", "--bos", "--help"},
-                           {{"-m", "--model"}, {"-p", "--prompt"}, {"-h", "--help"}});
+                           {{"-p", "--prompt"}});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;

@@ -47,12 +47,10 @@ cli::Args parse_args(int argc, char** argv) {
                    {"--model", "--n-prompt", "--n-gen", "--n-depth", "--n-seqs", "--threads", "--batch-size",
                     "--ubatch-size", "--cache-type-k", "--cache-type-v", "--mmap", "--repetitions", "--output"},
                    {"--no-mmap", "--progress", "--help"},
-                   {{"-m", "--model"},
-                    {"-p", "--n-prompt"},
+                   {{"-p", "--n-prompt"},
                     {"-n", "--n-gen"},
                     {"-d", "--n-depth"},
                     {"-B", "--n-seqs"},
-                    {"-t", "--threads"},
                     {"-b", "--batch-size"},
                     {"-ub", "--ubatch-size"},
                     {"-ctk", "--cache-type-k"},
@@ -60,8 +58,7 @@ cli::Args parse_args(int argc, char** argv) {
                     {"--cache-type", "--cache-type-k"},
                     {"-mmp", "--mmap"},
                     {"-r", "--repetitions"},
-                    {"-o", "--output"},
-                    {"-h", "--help"}});
+                    {"-o", "--output"}});
 }
 
 // Every value of `flag`, each occurrence split at commas.

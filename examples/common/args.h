@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -16,15 +17,36 @@
 
 namespace pagoda::cli {
 
+// A table of flag names; a program's flags are its own table and the shared ones it reads
+// (kSamplingFlags, kSpeculativeFlags, kGrammarFlags).
+using FlagNames = std::span<const char* const>;
+
+inline std::set<std::string> flag_set(std::initializer_list<FlagNames> tables) {
+  std::set<std::string> flags;
+  for (FlagNames table : tables) flags.insert(table.begin(), table.end());
+  return flags;
+}
+
+// Short spellings every llama.cpp program shares.
+inline const std::map<std::string, std::string> kConventionalAliases = {
+    {"-m", "--model"},        {"-t", "--threads"},          {"-h", "--help"},       {"-c", "--ctx-size"},
+    {"-md", "--model-draft"}, {"--lookup", "--spec-ngram"}, {"-j", "--json-schema"}};
+
 class Args {
  public:
   // `with_value` names the flags that take a value, `switches` those that do not; aliases map
-  // a short spelling to its long one ("-m" → "--model").
+  // a short spelling to its long one ("-n" → "--n-predict"). llama.cpp's usual short spellings
+  // (kConventionalAliases) hold too wherever the program has their long flag, unless `aliases`
+  // spells them otherwise.
   Args(int argc, char** argv, std::set<std::string> with_value, std::set<std::string> switches,
        std::map<std::string, std::string> aliases = {}) {
     for (int i = 1; i < argc; ++i) {
       std::string flag = argv[i];
-      if (auto a = aliases.find(flag); a != aliases.end()) flag = a->second;
+      if (auto a = aliases.find(flag); a != aliases.end()) {
+        flag = a->second;
+      } else if (auto c = kConventionalAliases.find(flag); c != kConventionalAliases.end()) {
+        if (with_value.count(c->second) || switches.count(c->second)) flag = c->second;
+      }
       if (switches.count(flag)) {
         values_[flag].push_back("");
       } else if (with_value.count(flag)) {

@@ -10,6 +10,18 @@
 
 namespace pagoda::cli {
 
+// The flags sampling_from_flags reads, all taking a value.
+inline constexpr const char* kSamplingFlags[] = {"--temp",
+                                                 "--top-k",
+                                                 "--top-p",
+                                                 "--min-p",
+                                                 "--repeat-penalty",
+                                                 "--repeat-last-n",
+                                                 "--presence-penalty",
+                                                 "--frequency-penalty",
+                                                 "--logit-bias",
+                                                 "--min-tokens"};
+
 // "TOKEN_ID+BIAS" or "TOKEN_ID-BIAS", as llama.cpp's --logit-bias ("15043+1", "2-100").
 inline std::pair<int32_t, float> parse_logit_bias(const std::string& text) {
   const size_t sign = text.find_first_of("+-", 1);

@@ -10,6 +10,12 @@
 
 namespace pagoda::cli {
 
+// The flags speculative_from_flags and draft_model_from_flags read that take a value (--spec-ngram is
+// a switch).
+inline constexpr const char* kSpeculativeFlags[] = {"--draft-max",      "--draft-min",   "--spec-ngram-max",
+                                                    "--spec-ngram-min", "--model-draft", "--draft-p-min",
+                                                    "--draft-probe"};
+
 inline constexpr const char* kSpeculativeUsage =
     R"(speculative decoding (outputs are the same with and without it, bit for bit):
   --spec-ngram, --lookup  guess the next tokens from earlier text (prompt lookup) and verify

@@ -1,0 +1,70 @@
+// The example programs' command-line reader (examples/common/args.h): flag tables, the
+// conventional short spellings, and the errors a user sees.
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "examples/common/args.h"
+#include "examples/common/grammar_flags.h"
+#include "examples/common/sampling_flags.h"
+#include "examples/common/speculative_flags.h"
+
+namespace pagoda::cli {
+namespace {
+
+// Args over a command line written as words (the program name first).
+Args parse(std::vector<std::string> words, std::set<std::string> with_value, std::set<std::string> switches,
+           std::map<std::string, std::string> aliases = {}) {
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  return Args(int(argv.size()), argv.data(), std::move(with_value), std::move(switches), std::move(aliases));
+}
+
+TEST(CliArgs, AFlagSetHoldsEveryNameOfEveryTable) {
+  const std::array own{"--model", "--temp"};
+  const std::set<std::string> flags = flag_set({own, kSamplingFlags, kSpeculativeFlags, kGrammarFlags});
+  EXPECT_EQ(flags.size(), std::size(kSamplingFlags) + std::size(kSpeculativeFlags) + std::size(kGrammarFlags) + 1);
+  for (const char* name : kSpeculativeFlags) EXPECT_TRUE(flags.count(name)) << name;
+  EXPECT_TRUE(flags.count("--model"));
+  EXPECT_TRUE(flags.count("--json-schema-file"));
+}
+
+TEST(CliArgs, ConventionalShortSpellingsReachTheirLongFlags) {
+  const Args args = parse({"prog", "-m", "model.gguf", "-t", "3", "-c", "512", "-h", "--lookup"},
+                          {"--model", "--threads", "--ctx-size"}, {"--help", "--spec-ngram"});
+  EXPECT_EQ(args.get("--model"), "model.gguf");
+  EXPECT_EQ(args.number("--threads", 0), 3);
+  EXPECT_EQ(args.number("--ctx-size", 0), 512);
+  EXPECT_TRUE(args.has("--help"));
+  EXPECT_TRUE(args.has("--spec-ngram"));
+}
+
+TEST(CliArgs, AProgramsOwnAliasOverridesTheConventionalOne) {
+  const Args args = parse({"prog", "-c", "16"}, {"--concurrency", "--ctx-size"}, {}, {{"-c", "--concurrency"}});
+  EXPECT_EQ(args.number("--concurrency", 0), 16);
+  EXPECT_FALSE(args.has("--ctx-size"));
+}
+
+TEST(CliArgs, AConventionalSpellingWithoutItsLongFlagIsAnUnknownArgument) {
+  try {
+    parse({"prog", "-c", "512"}, {"--model"}, {"--help"});
+    FAIL() << "-c was accepted by a program without --ctx-size";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown argument '-c'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CliArgs, AFlagWithoutItsValueSaysSo) {
+  try {
+    parse({"prog", "--model"}, {"--model"}, {});
+    FAIL() << "--model without a value was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--model needs a value"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace pagoda::cli
