@@ -226,6 +226,20 @@ TEST_F(EngineGolden, StopStringsCutTheText) {
   EXPECT_EQ(streamed, c.text) << "the stream must not show text a stop string cut";
 }
 
+TEST_F(EngineGolden, TheCompletionNamesTheStopStringThatStartsFirst) {
+  Engine engine({.model_path = model_, .threads = 2});
+  Request r = golden_request(cases_[0]);
+  r.stop_strings = {"Lily", "no such text", "named Lily"};
+  RequestHandle h = engine.submit(r);
+  const Completion c = await(h);
+  EXPECT_EQ(c.finish_reason, FinishReason::Stop);
+  EXPECT_EQ(c.stop_string, "named Lily");
+  EXPECT_EQ(c.text, ", there was a little girl ");
+  r.stop_strings = {"no such text"};
+  RequestHandle unstopped = engine.submit(r);
+  EXPECT_EQ(await(unstopped).stop_string, "") << "no stop string ended this output";
+}
+
 TEST_F(EngineGolden, CancelAtEveryStage) {
   Engine engine({.model_path = model_, .threads = 2, .max_running = 1, .prefill_chunk = 1});
   // During decode: from the token callback, after five tokens.

@@ -30,7 +30,13 @@ std::string OutputText::append(int32_t token) {
     // A stop string can only newly appear in the part that overlaps the new text.
     const size_t from = before >= longest_stop_ ? before - longest_stop_ + 1 : 0;
     size_t cut = std::string::npos;
-    for (const auto& s : stop_strings_) cut = std::min(cut, text_.find(s, from));
+    for (const auto& s : stop_strings_) {
+      const size_t at = text_.find(s, from);
+      if (at < cut) {
+        cut = at;
+        stop_string_ = s;
+      }
+    }
     if (cut != std::string::npos) {
       text_.resize(cut);
       stopped_ = true;

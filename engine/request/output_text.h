@@ -18,6 +18,8 @@ class OutputText {
 
   // True once a stop string has appeared; the text is then cut before it.
   bool stopped() const { return stopped_; }
+  // The stop string that appeared (the one starting first), once stopped().
+  const std::string& stop_string() const { return stop_string_; }
 
   // Ends the stream: returns what was held back (for a stream) and fixes the final text.
   std::string finish();
@@ -31,6 +33,7 @@ class OutputText {
   std::string text_;    // all text so far (cut at a stop string once one is found)
   size_t emitted_ = 0;  // bytes of text_ already handed out
   bool stopped_ = false;
+  std::string stop_string_;
 };
 
 }  // namespace pagoda

@@ -28,6 +28,7 @@ void Sequence::finish(FinishReason reason, std::string error) {
   const std::string tail = output.finish();
   if (!tail.empty()) emit({-1, tail});
   c.text = output.text();
+  if (output.stopped()) c.stop_string = output.stop_string();
   c.finish_reason = reason;
   c.error = std::move(error);
   c.prompt_tokens = prompt_len;

@@ -96,7 +96,8 @@ struct Completion {
   // Entry i is prompt token i + 1's, with Request::prompt_logprobs >= 0.
   std::vector<TokenLogprobs> prompt_logprobs;
   FinishReason finish_reason = FinishReason::Length;
-  std::string error;  // for FinishReason::Error
+  std::string error;        // for FinishReason::Error
+  std::string stop_string;  // the Request::stop_strings entry that ended the output, if one did
   int32_t prompt_tokens = 0;
   double time_to_first_token_s = 0.0;
   double time_per_output_token_s = 0.0;  // mean gap between tokens after the first
