@@ -251,7 +251,11 @@ std::string requested_model(const json& body) {
 
 ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const Engine& engine, const ModelNames& names,
                              bool special_in_content) {
-  json body = parse_request_body(text);
+  return parse_api_request(endpoint, parse_request_body(text), engine, names, special_in_content);
+}
+
+ApiRequest parse_api_request(Endpoint endpoint, const json& body, const Engine& engine, const ModelNames& names,
+                             bool special_in_content) {
   if (!body.is_object()) throw bad_request("the body must be a JSON object");
 
   ApiRequest a;

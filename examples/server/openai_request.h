@@ -16,7 +16,9 @@
 
 namespace pagoda::server {
 
-enum class Endpoint { Completions, ChatCompletions };
+// The API a request came through. Responses and Messages bodies are translated to chat bodies
+// (protocol/responses_api, protocol/anthropic_messages) and parsed as chat requests.
+enum class Endpoint { Completions, ChatCompletions, Responses, Messages };
 
 struct ApiRequest {
   Endpoint endpoint = Endpoint::Completions;
@@ -38,5 +40,9 @@ struct ApiRequest {
 // tokens, as before (ChatTemplateOptions::special_in_content).
 ApiRequest parse_api_request(Endpoint endpoint, const std::string& body, const Engine& engine, const ModelNames& names,
                              bool special_in_content = false);
+// The same for a body already parsed (by parse_request_body): Responses and Messages bodies
+// translated to chat bodies. Any endpoint but Completions reads `body` as a chat request.
+ApiRequest parse_api_request(Endpoint endpoint, const nlohmann::ordered_json& body, const Engine& engine,
+                             const ModelNames& names, bool special_in_content = false);
 
 }  // namespace pagoda::server

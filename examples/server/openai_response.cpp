@@ -9,9 +9,15 @@ using nlohmann::json;
 
 ResponseHeader response_header(const ApiRequest& request, uint64_t serial) {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
-  const bool chat = request.endpoint == Endpoint::ChatCompletions;
-  return {std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(serial),
-          std::chrono::duration_cast<std::chrono::seconds>(now).count(), request.model, request.endpoint};
+  const char* prefix = "cmpl-";
+  switch (request.endpoint) {
+    case Endpoint::Completions: break;
+    case Endpoint::ChatCompletions: prefix = "chatcmpl-"; break;
+    case Endpoint::Responses: prefix = "resp_"; break;
+    case Endpoint::Messages: prefix = "msg_"; break;
+  }
+  return {prefix + std::to_string(serial), std::chrono::duration_cast<std::chrono::seconds>(now).count(), request.model,
+          request.endpoint};
 }
 
 const char* openai_finish_reason(FinishReason reason) { return reason == FinishReason::Length ? "length" : "stop"; }

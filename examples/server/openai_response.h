@@ -37,6 +37,7 @@ struct Choice {
   nlohmann::json logprobs;
   std::string reasoning;
   std::vector<chat::ParsedToolCall> tool_calls;
+  std::string stop_string;  // Completion::stop_string
 };
 
 // "call_" and 24 random letters and digits, unless the model wrote the call's id itself.

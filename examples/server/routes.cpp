@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "examples/server/api_error.h"
+#include "examples/server/api_format.h"
 #include "examples/server/apply_template.h"
 #include "examples/server/auth.h"
 #include "examples/server/json_body.h"
@@ -157,8 +158,8 @@ HttpResponse Routes::generate(int endpoint, const HttpRequest& req) {
       if (shutting_down_.load()) throw shutting_down_error();
       throw bad_request(e.what());
     }
-    const ResponseHeader header = response_header(a, serial_.fetch_add(1));
-    if (a.stream) return stream_events(std::move(handles), a, header, metrics_, engine);
+    std::unique_ptr<ApiFormat> format = make_api_format(a, response_header(a, serial_.fetch_add(1)));
+    if (a.stream) return stream_events(std::move(handles), a, std::move(format), metrics_, engine);
 
     std::vector<Completion> done;
     bool cancelled = false;
@@ -202,9 +203,10 @@ HttpResponse Routes::generate(int endpoint, const HttpRequest& req) {
       } else {
         choices.push_back({(a.echo ? a.prompt_text : std::string()) + c.text, c.finish_reason, logprobs});
       }
+      choices.back().stop_string = c.stop_string;
     }
     metrics_.count_request(choices[0].finish_reason == FinishReason::Length ? Outcome::Length : Outcome::Stop);
-    return json_response(200, completion_json(header, choices, done[0].prompt_tokens, completion_tokens));
+    return json_response(200, format->whole(choices, {done[0].prompt_tokens, completion_tokens}));
   } catch (const ApiError& e) {
     metrics_.count_request(e.status() >= 500 ? Outcome::ServerError : Outcome::ClientError);
     return error_response(e);

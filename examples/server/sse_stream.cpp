@@ -4,7 +4,6 @@
 #include <string>
 #include <utility>
 
-#include "examples/server/api_error.h"
 #include "examples/server/openai_logprobs.h"
 #include "examples/server/reply_text.h"
 
@@ -14,38 +13,28 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string event(const nlohmann::json& body) { return "data: " + dump_json(body) + "\n\n"; }
-
 // One choice's place in the stream.
 struct ChoiceStream {
   RequestHandle handle;
   std::string echo;                                 // the prompt, to send first (completions' echo)
-  bool first = true;                                // its next chunk is its first
+  bool first = true;                                // its next event is its first
   size_t text_offset = 0;                           // completions' logprobs.text_offset of its next token
   std::optional<chat::ChatReplySplitter> splitter;  // a chat reply with thinking or tool calls
 };
 
-// A split reply's text and thinking as a chat delta.
-nlohmann::json delta_json(const chat::ChatReplySplitter::Delta& d) {
-  nlohmann::json delta = nlohmann::json::object();
-  if (!d.content.empty()) delta["content"] = d.content;
-  if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
-  return delta;
-}
-
 // One stream's state, run by the worker that writes it.
 struct EventStream {
   std::vector<ChoiceStream> choices;
-  ResponseHeader header;
+  std::unique_ptr<ApiFormat> format;
+  Endpoint endpoint;
   Request request;  // its logprobs and ending tokens
   const Engine& engine;
-  bool include_usage;
   ServerMetrics& metrics;
   Clock::time_point start = Clock::now();
   size_t turn = 0;                      // the choice looked at first next time, so none is starved
   std::optional<ReplyText> reply_text;  // with the choices' splitters
 
-  // The next event of any choice: its echo, or a token's chunk; empty when nothing came. With
+  // The next event of any choice: its echo, or a token's; empty when nothing came. With
   // `wait`, the first choice still streaming is waited on a little (one choice: 100 ms, as a
   // client that left must still be noticed; several: 10 ms, so the others are not held up).
   std::string next_event(bool wait) {
@@ -55,7 +44,7 @@ struct EventStream {
       if (!c.echo.empty()) {
         turn = i + 1;
         c.first = false;
-        return event(chunk_json(header, int32_t(i), std::exchange(c.echo, {}), true, std::nullopt));
+        return format->text_event(int32_t(i), std::exchange(c.echo, {}), true, nullptr);
       }
       std::chrono::milliseconds timeout(0);
       if (wait && !c.handle.stream_ended()) {
@@ -66,21 +55,18 @@ struct EventStream {
         nlohmann::json logprobs = nullptr;
         if (token->logprobs && !is_ending_token(engine, request, token->token)) {
           const int32_t id = token->token;
-          logprobs =
-              logprobs_json(header.endpoint, engine, std::span(&id, 1), std::span(&*token->logprobs, 1), c.text_offset);
+          logprobs = logprobs_json(endpoint, engine, std::span(&id, 1), std::span(&*token->logprobs, 1), c.text_offset);
           c.text_offset += engine.token_text(id).size();
         }
         if (c.splitter) {
           const chat::ChatReplySplitter::Delta d = c.splitter->feed(reply_text->piece(*token));
           if (d.empty() && logprobs.is_null()) continue;
           turn = i + 1;
-          const bool first = std::exchange(c.first, false);
-          return event(reply_chunk_json(header, int32_t(i), delta_json(d), first, nullptr, logprobs));
+          return format->reply_event(int32_t(i), d, std::exchange(c.first, false), logprobs);
         }
         if (token->text.empty() && logprobs.is_null()) continue;
         turn = i + 1;
-        const bool first = std::exchange(c.first, false);
-        return event(chunk_json(header, int32_t(i), token->text, first, std::nullopt, logprobs));
+        return format->text_event(int32_t(i), token->text, std::exchange(c.first, false), logprobs);
       }
     }
     return {};
@@ -93,18 +79,18 @@ struct EventStream {
     return true;
   }
 
-  // The events that end the stream, from the completions: each choice's finish reason, the
-  // usage of them all on the last, an optional usage-only chunk, [DONE]. Choices the server
-  // cancelled (its shutdown) end as "length": cut short, not finished.
+  // The events that end the stream, from the completions: each choice's end, the usage of them
+  // all with the last, then the format's closing events. Choices the server cancelled (its
+  // shutdown) end as Length: cut short, not finished.
   std::string ending() {
     std::vector<Completion> done;
     for (ChoiceStream& c : choices) done.push_back(c.handle.get());
-    int64_t completion_tokens = 0;
+    Usage usage{.prompt_tokens = done[0].prompt_tokens};
     bool cancelled = false;
     for (Completion& c : done) {
       if (c.finish_reason == FinishReason::Error) {
         metrics.count_request(Outcome::ServerError);
-        return event(ApiError(500, c.error, "server_error").body());
+        return format->error_event(ApiError(500, c.error, "server_error"));
       }
       if (c.finish_reason == FinishReason::Cancelled) {
         cancelled = true;
@@ -112,7 +98,7 @@ struct EventStream {
       } else {
         metrics.record(c, std::chrono::duration<double>(Clock::now() - start).count());
       }
-      completion_tokens += int64_t(c.token_ids.size());
+      usage.completion_tokens += int64_t(c.token_ids.size());
     }
     metrics.count_request(cancelled                                       ? Outcome::Cancelled
                           : done[0].finish_reason == FinishReason::Length ? Outcome::Length
@@ -120,29 +106,30 @@ struct EventStream {
     std::string out;
     for (size_t i = 0; i < done.size(); ++i) {
       ChoiceStream& c = choices[i];
-      nlohmann::json last;
+      ChoiceEnd end{.index = int32_t(i),
+                    .finish = done[i].finish_reason,
+                    .stop_string = done[i].stop_string,
+                    .split = c.splitter.has_value(),
+                    .first = c.first,
+                    .usage = i + 1 == done.size() ? &usage : nullptr};
       if (c.splitter) {
-        // What the reply held back to its end: text after a tag that was not a call, the calls.
-        nlohmann::json delta = delta_json(c.splitter->finish());
-        const std::vector<chat::ParsedToolCall>& calls = c.splitter->calls();
-        if (!calls.empty()) delta["tool_calls"] = tool_calls_json(calls, true);
-        if (!delta.empty())
-          out += event(reply_chunk_json(header, int32_t(i), delta, std::exchange(c.first, false), nullptr));
-        const char* reason = calls.empty() ? openai_finish_reason(done[i].finish_reason) : "tool_calls";
-        last = reply_chunk_json(header, int32_t(i), nlohmann::json::object(), c.first, reason);
-      } else {
-        last = chunk_json(header, int32_t(i), "", c.first, done[i].finish_reason);
+        end.rest = c.splitter->finish();
+        end.calls = c.splitter->calls();
       }
-      if (i + 1 == done.size()) last["usage"] = usage_json(done[0].prompt_tokens, completion_tokens);
-      out += event(last);
+      out += format->choice_end(end);
     }
-    if (include_usage) out += event(usage_chunk_json(header, done[0].prompt_tokens, completion_tokens));
-    return out + "data: [DONE]\n\n";
+    return out + format->stream_end(usage);
   }
 
   // Writes events as the choices make them until the last; a client that leaves (or stops
   // reading past the write deadline) cancels the requests instead.
   void run(ResponseStream& out) {
+    const std::string opening = format->stream_start(Usage{.prompt_tokens = int64_t(request.prompt_ids.size())});
+    if (!opening.empty() && !out.write(opening)) {
+      for (ChoiceStream& c : choices) c.handle.cancel();
+      metrics.count_request(Outcome::Cancelled);
+      return;
+    }
     for (;;) {
       std::string chunk = next_event(false);
       if (chunk.empty() && !out.client_gone()) chunk = next_event(true);
@@ -162,10 +149,10 @@ struct EventStream {
 
 }  // namespace
 
-HttpResponse stream_events(std::vector<RequestHandle> handles, const ApiRequest& request, ResponseHeader header,
-                           ServerMetrics& metrics, const Engine& engine) {
+HttpResponse stream_events(std::vector<RequestHandle> handles, const ApiRequest& request,
+                           std::unique_ptr<ApiFormat> format, ServerMetrics& metrics, const Engine& engine) {
   auto stream = std::make_shared<EventStream>(
-      EventStream{{}, std::move(header), request.request, engine, request.include_usage, metrics});
+      EventStream{{}, std::move(format), request.endpoint, request.request, engine, metrics});
   for (RequestHandle& h : handles) stream->choices.push_back({std::move(h), request.echo ? request.prompt_text : ""});
   if (request.reply) {
     stream->reply_text.emplace(engine, request.request);
