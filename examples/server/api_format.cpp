@@ -1,5 +1,6 @@
 #include "examples/server/api_format.h"
 
+#include "examples/server/messages_format.h"
 #include "examples/server/openai_format.h"
 
 namespace pagoda::server {
@@ -8,8 +9,8 @@ std::unique_ptr<ApiFormat> make_api_format(const ApiRequest& request, const Resp
   switch (request.endpoint) {
     case Endpoint::Completions:
     case Endpoint::ChatCompletions: return make_openai_format(request, header);
-    case Endpoint::Responses:
-    case Endpoint::Messages: break;
+    case Endpoint::Messages: return make_messages_format(request, header);
+    case Endpoint::Responses: break;
   }
   throw ApiError(500, "no answer format for this endpoint", "server_error");
 }

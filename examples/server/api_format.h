@@ -41,8 +41,8 @@ class ApiFormat {
  public:
   virtual ~ApiFormat() = default;
 
-  // The body of a non-streamed answer.
-  virtual nlohmann::json whole(const std::vector<Choice>& choices, const Usage& usage) = 0;
+  // The body (JSON text) of a non-streamed answer.
+  virtual std::string whole(const std::vector<Choice>& choices, const Usage& usage) = 0;
 
   // A stream's events (each one or more whole server-sent events): what opens it, a piece of
   // plain text (completions, chat without a reply to split, an echoed prompt), a piece of a
@@ -62,5 +62,6 @@ std::unique_ptr<ApiFormat> make_api_format(const ApiRequest& request, const Resp
 
 // One server-sent event: `data: JSON`, after `event: NAME` when a name is given.
 std::string sse_event(const nlohmann::json& body, const char* name = nullptr);
+std::string sse_event(const nlohmann::ordered_json& body, const char* name = nullptr);
 
 }  // namespace pagoda::server

@@ -23,8 +23,8 @@ class OpenAiFormat final : public ApiFormat {
  public:
   OpenAiFormat(ResponseHeader header, bool include_usage) : header_(std::move(header)), include_usage_(include_usage) {}
 
-  json whole(const std::vector<Choice>& choices, const Usage& usage) override {
-    return completion_json(header_, choices, usage.prompt_tokens, usage.completion_tokens);
+  std::string whole(const std::vector<Choice>& choices, const Usage& usage) override {
+    return dump_json(completion_json(header_, choices, usage.prompt_tokens, usage.completion_tokens));
   }
 
   std::string stream_start(const Usage&) override { return {}; }
@@ -76,10 +76,19 @@ std::unique_ptr<ApiFormat> make_openai_format(const ApiRequest& request, const R
   return std::make_unique<OpenAiFormat>(header, request.include_usage);
 }
 
-std::string sse_event(const json& body, const char* name) {
+namespace {
+
+template <typename Json>
+std::string event_text(const Json& body, const char* name) {
   std::string out;
   if (name) out = std::string("event: ") + name + "\n";
-  return out + "data: " + dump_json(body) + "\n\n";
+  // A token's piece may hold part of a UTF-8 character: replaced (U+FFFD), not refused.
+  return out + "data: " + body.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
 }
+
+}  // namespace
+
+std::string sse_event(const json& body, const char* name) { return event_text(body, name); }
+std::string sse_event(const nlohmann::ordered_json& body, const char* name) { return event_text(body, name); }
 
 }  // namespace pagoda::server

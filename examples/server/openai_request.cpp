@@ -277,6 +277,7 @@ ApiRequest parse_api_request(Endpoint endpoint, const json& body, const Engine& 
   r.sampling = sampling(body);
   r.sampling.logit_bias = logit_bias(body, engine);
   r.stop_strings = stop_strings(body);
+  a.stop = r.stop_strings;
   r.ignore_eos = boolean(body, "ignore_eos").value_or(false);
   r.logprobs = requested_logprobs(body, endpoint);
   output_constraint(body, r);

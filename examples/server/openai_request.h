@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +31,8 @@ struct ApiRequest {
   int32_t best_of = 1;         // completions: choices generated, the n most likely returned
   bool echo = false;           // completions: the prompt comes back before the completion
   std::string prompt_text;     // completions: the prompt as sent (its ids' text when ids)
+  // The request's own stop strings (`stop`), before a chat format's are added to Request's.
+  std::vector<std::string> stop;
   // Chat: what the reply holds besides text (thinking, tool calls), when it may hold any;
   // such replies are split by chat::ChatReplySplitter.
   std::optional<chat::ReplyShape> reply;

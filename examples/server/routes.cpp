@@ -21,6 +21,7 @@
 #include "examples/server/reply_text.h"
 #include "examples/server/sse_stream.h"
 #include "examples/server/webui.h"
+#include "protocol/anthropic_messages.h"
 #include "pagoda/error.h"
 
 namespace pagoda::server {
@@ -35,7 +36,19 @@ constexpr std::chrono::milliseconds kHangupPoll(100);
 
 HttpResponse json_response(int status, const json& body) { return HttpResponse::json(status, dump_json(body)); }
 
-HttpResponse error_response(const ApiError& e) { return json_response(e.status(), e.body()); }
+// An error in the shape of the API that was called: Anthropic's for Messages, else OpenAI's.
+HttpResponse error_response(const ApiError& e, Endpoint api = Endpoint::ChatCompletions) {
+  if (api == Endpoint::Messages) {
+    const nlohmann::ordered_json body = anthropic::error_json(e.status(), e.what());
+    return HttpResponse::json(e.status(), body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+  }
+  return json_response(e.status(), e.body());
+}
+
+// The API a path belongs to, for the shape of its errors.
+Endpoint api_of(const std::string& path) {
+  return path.starts_with("/v1/messages") ? Endpoint::Messages : Endpoint::ChatCompletions;
+}
 
 ApiError shutting_down_error() {
   return ApiError(503, "the server is shutting down", "server_error", "service_unavailable");
@@ -96,16 +109,16 @@ HttpResponse Routes::handle(const HttpRequest& req) {
     }
     if (req.method == "GET" && req.path == "/health") return health();
     if (shutting_down_.load() && !(req.method == "GET" && req.path == "/metrics")) {
-      HttpResponse res = error_response(shutting_down_error());
+      HttpResponse res = error_response(shutting_down_error(), api_of(req.path));
       res.close = true;
       return res;
     }
     return route(req);
   } catch (const ApiError& e) {
-    return error_response(e);
+    return error_response(e, api_of(req.path));
   } catch (const std::exception& e) {
     metrics_.count_request(Outcome::ServerError);
-    return error_response(ApiError(500, e.what(), "server_error"));
+    return error_response(ApiError(500, e.what(), "server_error"), api_of(req.path));
   }
 }
 
@@ -113,6 +126,8 @@ HttpResponse Routes::route(const HttpRequest& req) {
   const bool get = req.method == "GET", post = req.method == "POST";
   if (post && req.path == "/v1/completions") return generate(int(Endpoint::Completions), req);
   if (post && req.path == "/v1/chat/completions") return generate(int(Endpoint::ChatCompletions), req);
+  if (post && req.path == "/v1/messages") return generate(int(Endpoint::Messages), req);
+  if (post && req.path == "/v1/messages/count_tokens") return count_tokens(req);
   if (get && req.path == "/v1/models") return models();
   if (post && req.path == "/apply-template")
     return json_response(200, apply_template(req.body, ready_engine(), options_.special_in_content));
@@ -147,7 +162,7 @@ HttpResponse Routes::generate(int endpoint, const HttpRequest& req) {
   try {
     Engine& engine = ready_engine();
     if (shutting_down_.load()) throw shutting_down_error();
-    ApiRequest a = parse_api_request(Endpoint(endpoint), req.body, engine, names_, options_.special_in_content);
+    ApiRequest a = parse(Endpoint(endpoint), req.body, engine);
     a.request.stream = a.stream || a.reply;  // a reply to split is read token by token
     const bool wants_logprobs = a.request.logprobs >= 0;
     if (a.best_of > a.n) a.request.logprobs = std::max(a.request.logprobs, 0);  // to rank the choices by
@@ -206,11 +221,40 @@ HttpResponse Routes::generate(int endpoint, const HttpRequest& req) {
       choices.back().stop_string = c.stop_string;
     }
     metrics_.count_request(choices[0].finish_reason == FinishReason::Length ? Outcome::Length : Outcome::Stop);
-    return json_response(200, format->whole(choices, {done[0].prompt_tokens, completion_tokens}));
+    return HttpResponse::json(200, format->whole(choices, {done[0].prompt_tokens, completion_tokens}));
   } catch (const ApiError& e) {
     metrics_.count_request(e.status() >= 500 ? Outcome::ServerError : Outcome::ClientError);
-    return error_response(e);
+    return error_response(e, Endpoint(endpoint));
   }
+}
+
+ApiRequest Routes::parse(Endpoint endpoint, const std::string& body, const Engine& engine) const {
+  if (endpoint == Endpoint::Completions || endpoint == Endpoint::ChatCompletions) {
+    return parse_api_request(endpoint, body, engine, names_, options_.special_in_content);
+  }
+  nlohmann::ordered_json chat_body;
+  try {
+    chat_body = anthropic::to_chat_body(parse_request_body(body));
+  } catch (const Error& e) {
+    throw bad_request(e.what());
+  }
+  ApiRequest a = parse_api_request(endpoint, chat_body, engine, names_, options_.special_in_content);
+  // One reply per request, always split: its thinking, text and calls go in blocks of their own.
+  if (!a.reply) a.reply = chat::ReplyShape{};
+  return a;
+}
+
+HttpResponse Routes::count_tokens(const HttpRequest& req) {
+  const Engine& engine = ready_engine();
+  nlohmann::ordered_json chat_body;
+  try {
+    chat_body = anthropic::to_chat_body(parse_request_body(req.body), true);
+  } catch (const Error& e) {
+    throw bad_request(e.what());
+  }
+  chat_body["max_tokens"] = 1;  // the prompt is counted; parse_api_request checks it leaves room for a token
+  const ApiRequest a = parse_api_request(Endpoint::Messages, chat_body, engine, names_, options_.special_in_content);
+  return json_response(200, {{"input_tokens", a.request.prompt_ids.size()}});
 }
 
 HttpResponse Routes::models() const {

@@ -1,7 +1,8 @@
 #pragma once
-// The HTTP API: the OpenAI endpoints, vLLM's adapter endpoints, /apply-template, /health and
-// /metrics, the chat page at /; the API key in front of everything but an explicit open list;
-// errors in OpenAI's JSON. Answers 503 while the model loads and once shutdown begins.
+// The HTTP API: the OpenAI endpoints, Anthropic's Messages, vLLM's adapter endpoints,
+// /apply-template, /health and /metrics, the chat page at /; the API key (Authorization: Bearer
+// or x-api-key) in front of everything but an explicit open list; errors in the called API's
+// JSON (Anthropic's for /v1/messages, else OpenAI's). Answers 503 while the model loads and once shutdown begins.
 
 #include <atomic>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include "examples/server/http_request.h"
 #include "examples/server/http_response.h"
 #include "examples/server/model_names.h"
+#include "examples/server/openai_request.h"
 #include "examples/server/server_metrics.h"
 #include "pagoda/engine.h"
 
@@ -46,6 +48,9 @@ class Routes {
   HttpResponse route(const HttpRequest& req);
   HttpResponse health() const;
   HttpResponse generate(int endpoint, const HttpRequest& req);
+  // Any API's body as an ApiRequest, through the one parser (Messages translated to chat first).
+  ApiRequest parse(Endpoint endpoint, const std::string& body, const Engine& engine) const;
+  HttpResponse count_tokens(const HttpRequest& req);  // Anthropic's /v1/messages/count_tokens
   HttpResponse models() const;
   HttpResponse load_adapter(const HttpRequest& req);
   HttpResponse unload_adapter(const HttpRequest& req);
