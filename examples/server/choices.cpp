@@ -57,6 +57,21 @@ std::vector<RequestHandle> submit_choices(Engine& engine, const Request& request
   return handles;
 }
 
+std::vector<RequestHandle> submit_prompts(Engine& engine, const ApiRequest& a) {
+  std::vector<RequestHandle> handles;
+  try {
+    for (const std::vector<int32_t>& prompt : a.prompts) {
+      Request r = a.request;
+      r.prompt_ids = prompt;
+      for (RequestHandle& h : submit_choices(engine, r, a.best_of)) handles.push_back(std::move(h));
+    }
+  } catch (...) {
+    for (RequestHandle& h : handles) h.cancel();
+    throw;
+  }
+  return handles;
+}
+
 std::vector<size_t> best_choices(const std::vector<Completion>& completions, int32_t n) {
   std::vector<double> score(completions.size(), 0.0);
   for (size_t i = 0; i < completions.size(); ++i) {

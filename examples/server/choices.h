@@ -17,6 +17,11 @@ namespace pagoda::server {
 // pagoda::Error as Engine::submit does; requests already submitted are cancelled first.
 std::vector<RequestHandle> submit_choices(Engine& engine, const Request& request, int32_t count);
 
+// Every prompt of `a` (ApiRequest::prompts) as a.best_of choices like a.request: handle i is
+// choice i % best_of of prompt i / best_of. Throws as submit_choices, every request submitted
+// by then cancelled.
+std::vector<RequestHandle> submit_prompts(Engine& engine, const ApiRequest& a);
+
 // For best_of: the indices of the `n` completions with the highest sum of their tokens'
 // logprobs (Request::logprobs >= 0), best first; ties keep the earlier choice.
 std::vector<size_t> best_choices(const std::vector<Completion>& completions, int32_t n);

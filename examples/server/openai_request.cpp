@@ -5,6 +5,7 @@
 
 #include "examples/server/openai_request.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <optional>
@@ -156,30 +157,50 @@ int32_t requested_logprobs(const json& body, Endpoint endpoint) {
   return int32_t(top.value_or(0));
 }
 
-// A completion's `prompt`: a string, a list of token ids, or a one-element list of either.
-std::vector<int32_t> completion_prompt(const json& body, const Engine& engine) {
-  const json* p = field(body, "prompt");
-  if (!p) throw bad_request("'prompt' is required");
-  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
-  if (p->is_string()) {
-    if (p->get<std::string>().empty()) throw bad_request("'prompt' is empty");
-    return engine.tokenize(p->get<std::string>(), engine.add_bos(), false);
+// Prompts one completions request may hold, times best_of: the engine requests it becomes.
+constexpr size_t kMaxPromptRequests = 256;
+
+// One prompt of a completion: a string or a list of token ids; `where` names it in errors.
+std::vector<int32_t> one_prompt(const json& p, const Engine& engine, const std::string& where) {
+  if (p.is_string()) {
+    if (p.get<std::string>().empty()) throw bad_request(where + " is empty");
+    return engine.tokenize(p.get<std::string>(), engine.add_bos(), false);
   }
-  if (!p->is_array()) throw bad_request("'prompt' must be a string or a list of token ids");
-  if (p->empty()) throw bad_request("'prompt' is empty");
+  if (!p.is_array()) throw bad_request(where + " must be a string or a list of token ids");
+  if (p.empty()) throw bad_request(where + " is empty");
   std::vector<int32_t> ids;
-  for (const json& id : *p) {
-    if (id.is_string() || id.is_array())
-      throw bad_request("'prompt' holds more than one prompt: pagoda-server takes one per request");
-    if (!id.is_number_integer()) throw bad_request("'prompt' must be a string or a list of token ids");
+  for (const json& id : p) {
+    if (!id.is_number_integer()) throw bad_request(where + " must be a string or a list of token ids");
     const int64_t x = id.get<int64_t>();
     if (x < 0 || x >= engine.vocab_size()) {
-      throw bad_request("'prompt' token id " + id.dump() + " is outside the vocabulary (0.." +
+      throw bad_request(where + " token id " + id.dump() + " is outside the vocabulary (0.." +
                         std::to_string(engine.vocab_size() - 1) + ")");
     }
     ids.push_back(int32_t(x));
   }
   return ids;
+}
+
+// A completion's `prompt`: a string, a list of token ids, or a list of either (a batch: one
+// choice per prompt, in order). Fills the prompts' ids and texts (an id prompt's text is its
+// ids' text, for echo).
+void completion_prompts(const json& body, const Engine& engine, ApiRequest& a) {
+  const json* p = field(body, "prompt");
+  if (!p) throw bad_request("'prompt' is required");
+  const bool batch = p->is_array() && !p->empty() && ((*p)[0].is_string() || (*p)[0].is_array());
+  if (!batch) {
+    a.prompts.push_back(one_prompt(*p, engine, "'prompt'"));
+    a.prompt_texts.push_back(p->is_string() ? p->get<std::string>() : engine.detokenize(a.prompts.back()));
+    return;
+  }
+  for (size_t i = 0; i < p->size(); ++i) {
+    const json& each = (*p)[i];
+    if (!each.is_string() && !each.is_array()) {
+      throw bad_request("'prompt' mixes prompts and token ids: give a list of strings or a list of token-id lists");
+    }
+    a.prompts.push_back(one_prompt(each, engine, "'prompt[" + std::to_string(i) + "]'"));
+    a.prompt_texts.push_back(each.is_string() ? each.get<std::string>() : engine.detokenize(a.prompts.back()));
+  }
 }
 
 // Structured output: OpenAI's `response_format` (json_object, json_schema) and llama-server's
@@ -298,10 +319,13 @@ ApiRequest parse_api_request(Endpoint endpoint, const json& body, const Engine& 
 
   try {
     if (endpoint == Endpoint::Completions) {
-      r.prompt_ids = completion_prompt(body, engine);
-      const json* p = field(body, "prompt");
-      a.prompt_text = p->is_string() ? p->get<std::string>() : engine.detokenize(r.prompt_ids);
-      if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) a.prompt_text = (*p)[0].get<std::string>();
+      completion_prompts(body, engine, a);
+      if (a.prompts.size() * size_t(a.best_of) > kMaxPromptRequests) {
+        throw bad_request("'prompt' holds " + std::to_string(a.prompts.size()) + " prompts: with best_of " +
+                          std::to_string(a.best_of) + " that is over " + std::to_string(kMaxPromptRequests) +
+                          " completions in one request");
+      }
+      r.prompt_ids = a.prompts[0];
     } else {
       const ChatFormat format = engine.chat_format();
       const json* messages_json = field(body, "messages");
@@ -326,9 +350,11 @@ ApiRequest parse_api_request(Endpoint endpoint, const json& body, const Engine& 
     throw bad_request(e.what());
   }
   if (r.prompt_ids.empty()) throw bad_request("the prompt is empty");
+  if (a.prompts.empty()) a.prompts.push_back(r.prompt_ids);
 
   const int64_t context = engine.context_length();
-  const int64_t prompt = int64_t(r.prompt_ids.size());
+  int64_t prompt = 0;  // the longest prompt's length: every prompt must leave room for the output
+  for (const std::vector<int32_t>& ids : a.prompts) prompt = std::max(prompt, int64_t(ids.size()));
   const int64_t least = a.echo ? 0 : 1;  // an echoed prompt may be all that is wanted
   std::optional<int64_t> max_tokens = integer(body, "max_completion_tokens", least, INT32_MAX);
   if (!max_tokens) max_tokens = integer(body, "max_tokens", least, INT32_MAX);

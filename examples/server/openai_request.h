@@ -30,7 +30,10 @@ struct ApiRequest {
   int32_t n = 1;               // choices returned
   int32_t best_of = 1;         // completions: choices generated, the n most likely returned
   bool echo = false;           // completions: the prompt comes back before the completion
-  std::string prompt_text;     // completions: the prompt as sent (its ids' text when ids)
+  // Every prompt's ids (request.prompt_ids is the first's): completions may batch several, each
+  // with its own n choices (choice i belongs to prompt i / best_of); chat has one.
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::string> prompt_texts;  // completions: each prompt as sent (its ids' text when ids)
   // The request's own stop strings (`stop`), before a chat format's are added to Request's.
   std::vector<std::string> stop;
   // Chat: what the reply holds besides text (thinking, tool calls), when it may hold any;

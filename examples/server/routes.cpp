@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
-#include <numeric>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +19,7 @@
 #include "examples/server/openai_response.h"
 #include "examples/server/reply_text.h"
 #include "examples/server/sse_stream.h"
+#include "examples/server/tokenize_api.h"
 #include "examples/server/webui.h"
 #include "protocol/anthropic_messages.h"
 #include "pagoda/error.h"
@@ -35,12 +35,14 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kHangupPoll(100);
 
 HttpResponse json_response(int status, const json& body) { return HttpResponse::json(status, dump_json(body)); }
+HttpResponse ordered_json_response(int status, const nlohmann::ordered_json& body) {
+  return HttpResponse::json(status, body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+}
 
 // An error in the shape of the API that was called: Anthropic's for Messages, else OpenAI's.
 HttpResponse error_response(const ApiError& e, Endpoint api = Endpoint::ChatCompletions) {
   if (api == Endpoint::Messages) {
-    const nlohmann::ordered_json body = anthropic::error_json(e.status(), e.what());
-    return HttpResponse::json(e.status(), body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+    return ordered_json_response(e.status(), anthropic::error_json(e.status(), e.what()));
   }
   return json_response(e.status(), e.body());
 }
@@ -131,6 +133,8 @@ HttpResponse Routes::route(const HttpRequest& req) {
   if (get && req.path == "/v1/models") return models();
   if (post && req.path == "/apply-template")
     return json_response(200, apply_template(req.body, ready_engine(), options_.special_in_content));
+  if (post && req.path == "/tokenize") return ordered_json_response(200, tokenize_json(req.body, ready_engine()));
+  if (post && req.path == "/detokenize") return ordered_json_response(200, detokenize_json(req.body, ready_engine()));
   if (post && req.path == "/v1/load_lora_adapter") return load_adapter(req);
   if (post && req.path == "/v1/unload_lora_adapter") return unload_adapter(req);
   if (get && req.path == "/metrics") {
@@ -168,7 +172,7 @@ HttpResponse Routes::generate(int endpoint, const HttpRequest& req) {
     if (a.best_of > a.n) a.request.logprobs = std::max(a.request.logprobs, 0);  // to rank the choices by
     std::vector<RequestHandle> handles;
     try {
-      handles = submit_choices(engine, a.request, a.best_of);
+      handles = submit_prompts(engine, a);
     } catch (const Error& e) {
       if (shutting_down_.load()) throw shutting_down_error();
       throw bad_request(e.what());
@@ -191,37 +195,47 @@ HttpResponse Routes::generate(int endpoint, const HttpRequest& req) {
       metrics_.count_request(Outcome::Cancelled);
       return error_response(ApiError(499, "the client closed the connection"));  // nginx's code; for the log
     }
-    int64_t completion_tokens = 0;
-    for (const Completion& c : done) {
+    Usage usage;
+    for (size_t i = 0; i < done.size(); ++i) {
+      const Completion& c = done[i];
       if (c.finish_reason == FinishReason::Cancelled) throw shutting_down_error();
       if (c.finish_reason == FinishReason::Error) throw ApiError(500, c.error, "server_error");
       metrics_.record(c, std::chrono::duration<double>(Clock::now() - start).count());
-      completion_tokens += int64_t(c.token_ids.size());
+      usage.completion_tokens += int64_t(c.token_ids.size());
+      if (i % size_t(a.best_of) == 0) usage.prompt_tokens += c.prompt_tokens;  // each prompt once
+    }
+    // Each prompt's n choices (its best n of best_of), prompt after prompt.
+    std::vector<size_t> picked;
+    for (size_t first = 0; first < done.size(); first += size_t(a.best_of)) {
+      if (a.best_of == a.n) {
+        for (int32_t k = 0; k < a.n; ++k) picked.push_back(first + size_t(k));
+        continue;
+      }
+      const std::vector<Completion> group(done.begin() + first, done.begin() + first + size_t(a.best_of));
+      for (size_t k : best_choices(group, a.n)) picked.push_back(first + k);
     }
     std::vector<Choice> choices;
-    std::vector<size_t> picked(done.size());
-    std::iota(picked.begin(), picked.end(), size_t(0));
-    if (a.best_of > a.n) picked = best_choices(done, a.n);
     for (size_t i : picked) {
       const Completion& c = done[i];
+      const size_t prompt = i / size_t(a.best_of);
       json logprobs = nullptr;
       if (wants_logprobs) {
         // The token that ended the output (EOS, a stop id) added no text: it has no entry.
         std::span<const int32_t> tokens = c.token_ids;
         if (!tokens.empty() && is_ending_token(engine, a.request, tokens.back()))
           tokens = tokens.first(tokens.size() - 1);
-        logprobs = a.echo ? echo_logprobs_json(engine, a.request.prompt_ids, c.prompt_logprobs, tokens, c.logprobs)
+        logprobs = a.echo ? echo_logprobs_json(engine, a.prompts[prompt], c.prompt_logprobs, tokens, c.logprobs)
                           : logprobs_json(a.endpoint, engine, tokens, c.logprobs);
       }
       if (a.reply) {
         choices.push_back(split_reply(handles[i], *a.reply, ReplyText(engine, a.request), c.finish_reason, logprobs));
       } else {
-        choices.push_back({(a.echo ? a.prompt_text : std::string()) + c.text, c.finish_reason, logprobs});
+        choices.push_back({(a.echo ? a.prompt_texts[prompt] : std::string()) + c.text, c.finish_reason, logprobs});
       }
       choices.back().stop_string = c.stop_string;
     }
     metrics_.count_request(choices[0].finish_reason == FinishReason::Length ? Outcome::Length : Outcome::Stop);
-    return HttpResponse::json(200, format->whole(choices, {done[0].prompt_tokens, completion_tokens}));
+    return HttpResponse::json(200, format->whole(choices, usage));
   } catch (const ApiError& e) {
     metrics_.count_request(e.status() >= 500 ? Outcome::ServerError : Outcome::ClientError);
     return error_response(e, Endpoint(endpoint));

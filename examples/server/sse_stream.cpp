@@ -27,6 +27,7 @@ struct EventStream {
   std::vector<ChoiceStream> choices;
   std::unique_ptr<ApiFormat> format;
   Endpoint endpoint;
+  int32_t n;        // choices per prompt
   Request request;  // its logprobs and ending tokens
   const Engine& engine;
   ServerMetrics& metrics;
@@ -85,7 +86,9 @@ struct EventStream {
   std::string ending() {
     std::vector<Completion> done;
     for (ChoiceStream& c : choices) done.push_back(c.handle.get());
-    Usage usage{.prompt_tokens = done[0].prompt_tokens};
+    Usage usage;
+    for (size_t i = 0; i < done.size(); i += size_t(n))
+      usage.prompt_tokens += done[i].prompt_tokens;  // each prompt once
     bool cancelled = false;
     for (Completion& c : done) {
       if (c.finish_reason == FinishReason::Error) {
@@ -152,8 +155,12 @@ struct EventStream {
 HttpResponse stream_events(std::vector<RequestHandle> handles, const ApiRequest& request,
                            std::unique_ptr<ApiFormat> format, ServerMetrics& metrics, const Engine& engine) {
   auto stream = std::make_shared<EventStream>(
-      EventStream{{}, std::move(format), request.endpoint, request.request, engine, metrics});
-  for (RequestHandle& h : handles) stream->choices.push_back({std::move(h), request.echo ? request.prompt_text : ""});
+      EventStream{{}, std::move(format), request.endpoint, request.n, request.request, engine, metrics});
+  // A stream has no best_of above n: choice i is prompt i / n's.
+  for (size_t i = 0; i < handles.size(); ++i) {
+    const std::string echo = request.echo ? request.prompt_texts[i / size_t(request.n)] : "";
+    stream->choices.push_back({std::move(handles[i]), echo});
+  }
   if (request.reply) {
     stream->reply_text.emplace(engine, request.request);
     for (ChoiceStream& c : stream->choices) c.splitter.emplace(*request.reply);

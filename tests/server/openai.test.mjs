@@ -74,6 +74,51 @@ describe('pagoda-server', () => {
     assert.equal(stopped.choices[0].text, text.slice(0, text.indexOf(word)));
   });
 
+  test('a list of prompts gets one choice each, in order, as each alone would', async () => {
+    const prompts = ['Once upon a time', 'The cat', 'One day'];
+    const alone = await Promise.all(prompts.map((prompt) => client.completions.create({ prompt, ...greedy })));
+    const batch = await client.completions.create({ prompt: prompts, ...greedy });
+    assert.deepEqual(batch.choices.map((c) => c.index), [0, 1, 2]);
+    assert.deepEqual(batch.choices.map((c) => c.text), alone.map((c) => c.choices[0].text));
+    assert.equal(batch.usage.prompt_tokens, alone.reduce((n, c) => n + c.usage.prompt_tokens, 0));
+    assert.equal(batch.usage.completion_tokens, 36);
+
+    const ids = await client.completions.create({ prompt: [[1, 403, 404], [1, 500]], max_tokens: 3, temperature: 0, n: 2, echo: true });
+    assert.deepEqual(ids.choices.map((c) => c.index), [0, 1, 2, 3], 'prompt i\'s choices are i·n … i·n + n − 1');
+    assert.equal(ids.choices[0].text.slice(0, 5), ids.choices[1].text.slice(0, 5));
+    assert.notEqual(ids.choices[1].text.slice(0, 5), ids.choices[2].text.slice(0, 5), 'each choice echoes its own prompt');
+
+    const streamed = ['', '', ''];
+    for await (const chunk of await client.completions.create({ prompt: prompts, ...greedy, stream: true })) {
+      for (const c of chunk.choices) streamed[c.index] += c.text;
+    }
+    assert.deepEqual(streamed, batch.choices.map((c) => c.text));
+    await assert.rejects(client.completions.create({ prompt: ['x', 5] }), (e) => e.status === 400 && /mixes/.test(e.message));
+    await assert.rejects(client.completions.create({ prompt: ['x', ''] }), (e) => e.status === 400 && /'prompt\[1\]' is empty/.test(e.message));
+  });
+
+  test('/tokenize and /detokenize as llama-server answers them', async () => {
+    const post = async (route, body) => {
+      const res = await fetch(`${server.url}${route}`, { method: 'POST', body: JSON.stringify(body) });
+      return { status: res.status, body: await res.json() };
+    };
+    const plain = await post('/tokenize', { content: 'Once upon a time' });
+    assert.equal(plain.status, 200);
+    assert.ok(plain.body.tokens.length > 0 && plain.body.tokens.every(Number.isInteger));
+    assert.equal(plain.body.count, plain.body.tokens.length);
+    const c = await client.completions.create({ prompt: 'Once upon a time', max_tokens: 1 });
+    const bos = await post('/tokenize', { content: 'Once upon a time', add_special: true });
+    assert.equal(bos.body.tokens.length, c.usage.prompt_tokens, 'with add_special it is the prompt a completion reads');
+    const pieces = await post('/tokenize', { content: 'Once upon a time', with_pieces: true });
+    assert.deepEqual(pieces.body.tokens.map((t) => t.id), plain.body.tokens);
+    const back = await post('/detokenize', { tokens: plain.body.tokens });
+    assert.equal(back.body.content, pieces.body.tokens.map((t) => t.piece).join(''), 'the text is its pieces');
+    // A SentencePiece vocabulary's first piece keeps its word's space ("▁Once"), as llama-server's does.
+    assert.equal(back.body.content.trimStart(), 'Once upon a time');
+    assert.equal((await post('/detokenize', { tokens: [-1] })).status, 400);
+    assert.equal((await post('/tokenize', { content: 5 })).status, 400);
+  });
+
   test('chat, plain and streamed', async () => {
     const messages = [{ role: 'user', content: 'Once upon a time' }];
     const c = await client.chat.completions.create({ messages, ...greedy });
