@@ -160,3 +160,42 @@ describe('the Messages API through @anthropic-ai/sdk', { skip }, () => {
       (e) => e.status === 401 && e.error.error.type === 'authentication_error');
   });
 });
+
+const r1 = path.join(SHARED ?? '', 'templates/deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja');
+const skipThinking = skip || (!fs.existsSync(r1) ? `${r1} is absent` : false);
+
+describe('thinking blocks through @anthropic-ai/sdk', { skip: skipThinking }, () => {
+  let server;
+  let client;
+  before(async () => {
+    // DeepSeek-R1's template opens <think> in the prompt: the reply starts in its thinking.
+    const file = path.join(scratch, 'qwen-thinking.gguf');
+    synthesize(['-o', file, '--arch', 'qwen2', '--dim', '64', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--ffn', '128',
+      '--vocab', vocab, '--context', '2048', '--seed', '9']);
+    server = await startServer(['-t', '2', '--served-model-name', model, '--chat-template-file', r1], { model: file });
+    client = new Anthropic({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => {
+    assert.equal(await stopServer(server), 0, server.log());
+  });
+
+  test('a reply that thinks gives a thinking block, streamed as thinking deltas', async () => {
+    const request = { model, max_tokens: 16, messages: hello, temperature: 0 };
+    const whole = await client.messages.create(request);
+    assert.equal(whole.content[0].type, 'thinking');
+    assert.ok(whole.content[0].thinking.length > 0);
+    assert.equal(typeof whole.content[0].signature, 'string');
+    let thinking = '';
+    const stream = client.messages.stream(request);
+    stream.on('thinking', (piece) => { thinking += piece; });
+    const final = await stream.finalMessage();
+    assert.equal(thinking, whole.content[0].thinking);
+    assert.deepEqual(final.content, whole.content);
+
+    // The thinking block goes back in the next turn (as the assistant's reasoning), and is read.
+    const next = await client.messages.create({
+      model, max_tokens: 4, messages: [...hello, { role: 'assistant', content: whole.content }, { role: 'user', content: 'And?' }],
+    });
+    assert.ok(next.usage.input_tokens > 0);
+  });
+});
