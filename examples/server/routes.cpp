@@ -9,6 +9,7 @@
 
 #include "examples/server/api_error.h"
 #include "examples/server/api_format.h"
+#include "examples/server/api_request.h"
 #include "examples/server/apply_template.h"
 #include "examples/server/auth.h"
 #include "examples/server/json_body.h"
@@ -166,7 +167,7 @@ HttpResponse Routes::generate(int endpoint, const HttpRequest& req) {
   try {
     Engine& engine = ready_engine();
     if (shutting_down_.load()) throw shutting_down_error();
-    ApiRequest a = parse(Endpoint(endpoint), req.body, engine);
+    ApiRequest a = parse_request(Endpoint(endpoint), req.body, engine, names_, options_.special_in_content);
     a.request.stream = a.stream || a.reply;  // a reply to split is read token by token
     const bool wants_logprobs = a.request.logprobs >= 0;
     if (a.best_of > a.n) a.request.logprobs = std::max(a.request.logprobs, 0);  // to rank the choices by
@@ -242,33 +243,9 @@ HttpResponse Routes::generate(int endpoint, const HttpRequest& req) {
   }
 }
 
-ApiRequest Routes::parse(Endpoint endpoint, const std::string& body, const Engine& engine) const {
-  if (endpoint == Endpoint::Completions || endpoint == Endpoint::ChatCompletions) {
-    return parse_api_request(endpoint, body, engine, names_, options_.special_in_content);
-  }
-  nlohmann::ordered_json chat_body;
-  try {
-    chat_body = anthropic::to_chat_body(parse_request_body(body));
-  } catch (const Error& e) {
-    throw bad_request(e.what());
-  }
-  ApiRequest a = parse_api_request(endpoint, chat_body, engine, names_, options_.special_in_content);
-  // One reply per request, always split: its thinking, text and calls go in blocks of their own.
-  if (!a.reply) a.reply = chat::ReplyShape{};
-  return a;
-}
-
 HttpResponse Routes::count_tokens(const HttpRequest& req) {
-  const Engine& engine = ready_engine();
-  nlohmann::ordered_json chat_body;
-  try {
-    chat_body = anthropic::to_chat_body(parse_request_body(req.body), true);
-  } catch (const Error& e) {
-    throw bad_request(e.what());
-  }
-  chat_body["max_tokens"] = 1;  // the prompt is counted; parse_api_request checks it leaves room for a token
-  const ApiRequest a = parse_api_request(Endpoint::Messages, chat_body, engine, names_, options_.special_in_content);
-  return json_response(200, {{"input_tokens", a.request.prompt_ids.size()}});
+  const int64_t n = count_message_tokens(req.body, ready_engine(), names_, options_.special_in_content);
+  return json_response(200, {{"input_tokens", n}});
 }
 
 HttpResponse Routes::models() const {

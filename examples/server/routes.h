@@ -48,8 +48,6 @@ class Routes {
   HttpResponse route(const HttpRequest& req);
   HttpResponse health() const;
   HttpResponse generate(int endpoint, const HttpRequest& req);
-  // Any API's body as an ApiRequest, through the one parser (Messages translated to chat first).
-  ApiRequest parse(Endpoint endpoint, const std::string& body, const Engine& engine) const;
   HttpResponse count_tokens(const HttpRequest& req);  // Anthropic's /v1/messages/count_tokens
   HttpResponse models() const;
   HttpResponse load_adapter(const HttpRequest& req);

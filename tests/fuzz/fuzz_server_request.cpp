@@ -1,5 +1,6 @@
 // pagoda-server's request mapping on arbitrary bytes: an OpenAI /v1/completions or
-// /v1/chat/completions body (the first byte's low bit picks which) → a pagoda::Request. Every
+// /v1/chat/completions body (the first byte's low bit picks which), or with its third bit an
+// Anthropic /v1/messages body (translated to a chat body first) → a pagoda::Request. Every
 // input is either a Request the engine accepts or an ApiError with an HTTP status and a
 // message; the Request it builds must then pass Engine::submit's own validation.
 // With the first byte's second bit, the rest is nested instead, structure-aware: the second
@@ -16,6 +17,7 @@
 
 #include "testing/synth.h"
 #include "examples/server/api_error.h"
+#include "examples/server/api_request.h"
 #include "examples/server/json_body.h"
 #include "examples/server/openai_request.h"
 #include "tests/fuzz/fuzz_input.h"
@@ -56,6 +58,8 @@ std::string deep_body(uint8_t field, size_t depth, const std::string& inner) {
       R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":@}}]})",
       R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":@})",
       R"({"prompt":@})",
+      R"({"max_tokens":4,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":@}]}]})",
+      R"({"max_tokens":4,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f","input_schema":@}]})",
   };
   std::string body = kFields[field % std::size(kFields)];
   return body.replace(body.find('@'), 1, nest);
@@ -66,7 +70,10 @@ std::string deep_body(uint8_t field, size_t depth, const std::string& inner) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   static pagoda::server::ModelNames names("tiny");
-  const auto endpoint = data[0] & 1 ? pagoda::server::Endpoint::ChatCompletions : pagoda::server::Endpoint::Completions;
+  using pagoda::server::Endpoint;
+  const Endpoint endpoint = data[0] & 4   ? Endpoint::Messages
+                            : data[0] & 1 ? Endpoint::ChatCompletions
+                                          : Endpoint::Completions;
   std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
   size_t depth = 0;
   if ((data[0] & 2) && size >= 3) {
@@ -74,7 +81,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     body = deep_body(data[1], depth, std::string(reinterpret_cast<const char*>(data + 3), size - 3));
   }
   try {
-    pagoda::server::ApiRequest parsed = pagoda::server::parse_api_request(endpoint, body, engine(), names);
+    pagoda::server::ApiRequest parsed = pagoda::server::parse_request(endpoint, body, engine(), names);
     if (depth > size_t(pagoda::server::max_json_depth())) std::abort();  // accepted past the bound
     // What the mapping accepted goes to the engine, which may still refuse it with a clear
     // error (a schema it cannot compile: the server answers 400); else it is cancelled unrun.

@@ -1,0 +1,45 @@
+#include "examples/server/api_request.h"
+
+#include "examples/server/api_error.h"
+#include "examples/server/json_body.h"
+#include "pagoda/error.h"
+#include "protocol/anthropic_messages.h"
+
+namespace pagoda::server {
+
+namespace {
+
+// A Messages body as a chat body; its malformed fields are 400s.
+nlohmann::ordered_json messages_chat_body(const std::string& body, bool for_count) {
+  try {
+    return anthropic::to_chat_body(parse_request_body(body), for_count);
+  } catch (const Error& e) {
+    throw bad_request(e.what());
+  }
+}
+
+}  // namespace
+
+ApiRequest parse_request(Endpoint endpoint, const std::string& body, const Engine& engine, const ModelNames& names,
+                         bool special_in_content) {
+  switch (endpoint) {
+    case Endpoint::Completions:
+    case Endpoint::ChatCompletions: return parse_api_request(endpoint, body, engine, names, special_in_content);
+    case Endpoint::Messages: break;
+    case Endpoint::Responses: throw ApiError(404, "no route for the Responses API", "invalid_request_error");
+  }
+  ApiRequest a = parse_api_request(endpoint, messages_chat_body(body, false), engine, names, special_in_content);
+  // One reply per request, always split: its thinking, text and calls go in blocks of their own.
+  if (!a.reply) a.reply = chat::ReplyShape{};
+  return a;
+}
+
+int64_t count_message_tokens(const std::string& body, const Engine& engine, const ModelNames& names,
+                             bool special_in_content) {
+  nlohmann::ordered_json chat_body = messages_chat_body(body, true);
+  chat_body["max_tokens"] = 1;  // counted only: parse_api_request checks the prompt leaves room for a token
+  return int64_t(
+      parse_api_request(Endpoint::Messages, chat_body, engine, names, special_in_content).request.prompt_ids.size());
+}
+
+}  // namespace pagoda::server
