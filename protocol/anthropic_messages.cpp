@@ -1,5 +1,7 @@
 #include "protocol/anthropic_messages.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <random>
 #include <utility>
 
@@ -233,7 +235,13 @@ nlohmann::ordered_json to_chat_body(const json& body, bool for_count) {
 
   const json* max_tokens = field(body, "max_tokens");
   if (!max_tokens) throw Error("'max_tokens' is required");
-  out["max_tokens"] = *max_tokens;
+  if (!max_tokens->is_number_integer() || (!max_tokens->is_number_unsigned() && max_tokens->get<int64_t>() < 1) ||
+      (max_tokens->is_number_unsigned() && max_tokens->get<uint64_t>() < 1)) {
+    throw Error("'max_tokens' must be an integer of at least 1, got " + max_tokens->dump());
+  }
+  // Beyond any context: what is asked is bounded by the context's room anyway.
+  out["max_tokens"] = max_tokens->is_number_unsigned() ? std::min<uint64_t>(max_tokens->get<uint64_t>(), INT32_MAX)
+                                                       : std::min<int64_t>(max_tokens->get<int64_t>(), INT32_MAX);
   if (const json* stops = field(body, "stop_sequences")) {
     if (!stops->is_array()) throw Error("'stop_sequences' must be a list of strings");
     for (const json& s : *stops) {

@@ -26,8 +26,8 @@
 
 namespace pagoda::anthropic {
 
-// The Messages body `body` as a chat-completions body. Messages requires `max_tokens`;
-// count_tokens (`for_count`) does not read it.
+// The Messages body `body` as a chat-completions body. Messages requires `max_tokens` (an
+// integer of at least 1, written at most INT32_MAX); count_tokens (`for_count`) does not read it.
 nlohmann::ordered_json to_chat_body(const nlohmann::ordered_json& body, bool for_count = false);
 
 // A finished reply as the Messages API reports it.

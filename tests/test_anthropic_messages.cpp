@@ -101,6 +101,12 @@ TEST(AnthropicMessages, MalformedBodiesAreErrorsNamingTheField) {
             std::string::npos);
   EXPECT_EQ(error_of(R"({"messages": [{"role": "user", "content": "x"}]})", true), "no error")
       << "count_tokens needs no max_tokens";
+  EXPECT_NE(error_of(R"({"max_tokens": 0, "messages": [{"role": "user", "content": "x"}]})").find("at least 1"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"max_tokens": "9", "messages": [{"role": "user", "content": "x"}]})").find("'max_tokens'"),
+            std::string::npos);
+  EXPECT_EQ(chat_of(R"({"max_tokens": 99999999999999, "messages": [{"role": "user", "content": "x"}]})")["max_tokens"],
+            INT32_MAX);
   EXPECT_NE(error_of(R"({"max_tokens": 1, "messages": []})").find("'messages'"), std::string::npos);
   EXPECT_NE(error_of(R"({"max_tokens": 1, "messages": [{"role": "system", "content": "x"}]})").find("messages[0].role"),
             std::string::npos);

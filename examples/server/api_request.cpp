@@ -1,5 +1,7 @@
 #include "examples/server/api_request.h"
 
+#include <algorithm>
+
 #include "examples/server/api_error.h"
 #include "examples/server/json_body.h"
 #include "pagoda/error.h"
@@ -28,7 +30,13 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& body, const Engin
     case Endpoint::Messages: break;
     case Endpoint::Responses: throw ApiError(404, "no route for the Responses API", "invalid_request_error");
   }
-  ApiRequest a = parse_api_request(endpoint, messages_chat_body(body, false), engine, names, special_in_content);
+  // Messages requires max_tokens, and clients send large ones (Claude's limits are in the tens of
+  // thousands): the reply is bounded by it and by the room the context leaves, not refused.
+  nlohmann::ordered_json chat_body = messages_chat_body(body, false);
+  const int64_t max_tokens = chat_body["max_tokens"].get<int64_t>();
+  chat_body.erase("max_tokens");
+  ApiRequest a = parse_api_request(endpoint, chat_body, engine, names, special_in_content);
+  a.request.max_new_tokens = int32_t(std::min<int64_t>(max_tokens, a.request.max_new_tokens));
   // One reply per request, always split: its thinking, text and calls go in blocks of their own.
   if (!a.reply) a.reply = chat::ReplyShape{};
   return a;

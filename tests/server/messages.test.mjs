@@ -133,6 +133,13 @@ describe('the Messages API through @anthropic-ai/sdk', { skip }, () => {
     assert.equal(text(cut).trimEnd(), free.slice(0, free.indexOf(stop)).trimEnd());
   });
 
+  test('a max_tokens beyond the context is bounded by the context, not refused', async () => {
+    // 8192 is past the 4096 positions of this model (the SDK refuses unstreamed calls above about 21k).
+    const m = await client.messages.create({ model, max_tokens: 8192, messages: hello, temperature: 0, top_k: 1 });
+    assert.ok(['end_turn', 'max_tokens'].includes(m.stop_reason), m.stop_reason);
+    assert.ok(m.usage.input_tokens + m.usage.output_tokens <= 4096);
+  });
+
   test('count_tokens counts what create would read', async () => {
     const request = { model, system: 'Be brief.', messages: hello, tools: [weather] };
     const counted = await client.messages.countTokens(request);
