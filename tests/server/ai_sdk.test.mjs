@@ -183,6 +183,34 @@ describe('the Vercel AI SDK through @ai-sdk/openai-compatible', { skip }, () => 
     }
   });
 
+  test('zod\'s string formats and records in a tool\'s input come back valid', async () => {
+    // zod 4 writes a format and a pattern for z.email(), z.uuid(), z.iso.*, and propertyNames for
+    // records: what a tool written for a real service looks like.
+    const invite = z.object({
+      email: z.email(),
+      team: z.uuid(),
+      start: z.iso.date(),
+      at: z.iso.datetime(),
+      from: z.ipv4(),
+      labels: z.record(z.string(), z.number().int().min(0).max(9)),
+      flags: z.record(z.enum(['admin', 'billing']), z.boolean()),
+    });
+    const calls = [];
+    const invite_user = tool({ description: 'Invites a user', inputSchema: invite, execute: async (input) => calls.push(input) });
+    for (const seed of [1, 2, 3]) {
+      const r = await generateText({
+        model, tools: { invite_user }, toolChoice: { type: 'tool', toolName: 'invite_user' }, maxRetries: 0, temperature: 1, seed,
+        maxOutputTokens: 300, prompt: 'Invite ada@example.com.',
+      });
+      assert.equal(r.finishReason, 'tool-calls');
+      for (const c of r.toolCalls) {
+        assert.ok(!c.invalid, JSON.stringify(c));
+        assert.ok(invite.safeParse(c.input).success, JSON.stringify(c.input));
+      }
+    }
+    assert.ok(calls.length >= 3);
+  });
+
   test('Output.array and Output.choice', async () => {
     const item = z.object({ word: z.string().max(8), n: z.number().int().min(0).max(9) });
     let elements = 0;

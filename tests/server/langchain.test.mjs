@@ -147,6 +147,24 @@ describe('LangChain\'s ChatOpenAI', { skip }, () => {
     });
   }
 
+  test('withStructuredOutput with zod\'s string formats and records returns objects that validate', async () => {
+    // zod 4 writes a format and a pattern for z.email(), z.uuid(), z.iso.*, and propertyNames for records.
+    const contact = z.object({
+      email: z.email(),
+      id: z.uuid(),
+      born: z.iso.date(),
+      seen: z.iso.datetime(),
+      scores: z.record(z.string(), z.number().int().min(0).max(9)),
+      prefs: z.record(z.enum(['mail', 'sms']), z.boolean()),
+    });
+    for (const method of ['jsonSchema', 'functionCalling']) {
+      for (const seed of [1, 2]) {
+        const value = await chat({ temperature: 1, seed, maxTokens: 300 }).withStructuredOutput(contact, { method }).invoke('A contact.');
+        assert.ok(contact.safeParse(value).success, JSON.stringify(value));
+      }
+    }
+  });
+
   test('withStructuredOutput with includeRaw gives the message and the parsed object', async () => {
     const structured = chat({ temperature: 1, seed: 9, maxTokens: 150 }).withStructuredOutput(person, { method: 'functionCalling', includeRaw: true });
     const { raw, parsed } = await structured.invoke('A person.');
