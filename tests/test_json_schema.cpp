@@ -391,6 +391,14 @@ TEST(JsonSchema, RefusalsNameTheSchemaPath) {
             "json schema: /propertyNames: listed keys together with 'properties' are not supported");
   EXPECT_EQ(schema_error(R"({"propertyNames": {"enum": ["a", 1]}})"),
             "json schema: /propertyNames: a key that is not a string");
+  {
+    // 2,000 keys each copying a 1 kB value schema: 2 MB of schema from 1 kB of value.
+    json s = {{"propertyNames", {{"enum", json::array()}}},
+              {"additionalProperties", {{"type", "string"}, {"description", std::string(1000, 'x')}}}};
+    for (int i = 0; i < 2000; ++i) s["propertyNames"]["enum"].push_back("k" + std::to_string(i));
+    EXPECT_EQ(schema_error(s.dump()),
+              "json schema: /propertyNames: too many keys for the size of the record's value schema");
+  }
   EXPECT_EQ(schema_error(R"({"enum": [1, 2], "type": "string"})"), "json schema: /enum: no value of the schema's type");
   EXPECT_EQ(schema_error(R"({"allOf": [{"type": "string"}, {"type": "integer"}]})"),
             "json schema: /allOf: the parts' types have nothing in common");

@@ -60,6 +60,8 @@ bool value_has_type(const json& v, const std::string& t) {
   return false;
 }
 
+constexpr size_t kMaxRecordCopyBytes = size_t(1) << 20;
+
 // `s` without its propertyNames, as zod writes records: a key schema that only says keys are
 // strings says nothing (every key is), and one that lists the keys (enum or const), on an
 // object declaring no `properties`, makes them the properties, each holding the record's value
@@ -85,6 +87,9 @@ json without_property_names(const json& s, const std::string& path) {
   if (s.contains("properties"))
     JsonSchemaCompiler::fail(names_path, "listed keys together with 'properties' are not supported");
   const json value = s.contains("additionalProperties") ? s["additionalProperties"] : json(true);
+  // Each key gets a copy of the value schema: bounded, so a short body cannot grow into a huge one.
+  if (keys.size() * value.dump().size() > kMaxRecordCopyBytes)
+    JsonSchemaCompiler::fail(names_path, "too many keys for the size of the record's value schema");
   json properties = json::object();
   for (const json& key : keys) {
     if (!key.is_string()) JsonSchemaCompiler::fail(names_path, "a key that is not a string");
