@@ -81,7 +81,7 @@ describe('the Vercel AI SDK through @ai-sdk/openai-compatible', { skip }, () => 
   test('a three-step tool loop: two tool round trips, then a final answer', async () => {
     for (const seed of [1, 2]) {
       const calls = [];
-      const before = sent.length;
+      const first = sent.length;
       const r = await generateText({
         model, tools: tools(calls), maxRetries: 0, temperature: 1, seed, maxOutputTokens: 40,
         system: 'You add numbers with the add tool.',
@@ -109,7 +109,7 @@ describe('the Vercel AI SDK through @ai-sdk/openai-compatible', { skip }, () => 
 
       // The results went back to the model: the last request holds both assistant turns with
       // their calls and a tool message per call, with execute()'s result.
-      const bodies = sent.slice(before);
+      const bodies = sent.slice(first);
       assert.equal(bodies.length, 3);
       const last = bodies[2].messages;
       const toolMessages = last.filter((m) => m.role === 'tool');
