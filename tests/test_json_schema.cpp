@@ -249,6 +249,21 @@ TEST(JsonSchema, RejectsDocumentsThatBreakTheSchema) {
   expect_sentences(compile(R"({"type": "string", "pattern": "^(cat|dog)s?$"})"), {R"("dogs")"}, {R"("cow")"});
   expect_sentences(compile(R"({"type": "string", "pattern": "b+c"})"), {R"("a bbc d")"}, {R"("a bd")"});  // unanchored
 
+  // As zod writes z.uuid(): the pattern is written, and the format (the looser) holds too.
+  const auto uuid = compile(
+      R"({"type": "string", "format": "uuid", "pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"})");
+  expect_sentences(uuid, {R"("0123abcd-0123-4567-89ab-0123456789ab")"},
+                   {R"("0123abcd-0123-0567-89ab-0123456789ab")", R"("0123abcd-0123-4567-09ab-0123456789ab")"});
+
+  // Records as zod writes them: any string keys, or the listed keys and no others.
+  const auto record = compile(
+      R"({"type": "object", "propertyNames": {"type": "string"}, "additionalProperties": {"type": "integer"}})");
+  expect_sentences(record, {R"({})", R"({"a": 1, "b c": 2})"}, {R"({"a": "x"})"});
+  const auto keyed = compile(
+      R"({"type": "object", "propertyNames": {"type": "string", "enum": ["x", "y"]}, "additionalProperties": {"type": "boolean"}, "required": ["x"]})");
+  expect_sentences(keyed, {R"({"x": true})", R"({"x": true, "y": false})"},
+                   {R"({"y": false})", R"({"x": true, "z": false})", R"({"x": 1})"});
+
   // OpenAPI's spelling.
   const auto nullable = compile(R"({"type": "string", "nullable": true, "maxLength": 3})");
   expect_sentences(nullable, {"null", R"("abc")"}, {R"("abcd")"});
@@ -369,7 +384,21 @@ TEST(JsonSchema, RefusalsNameTheSchemaPath) {
   EXPECT_EQ(schema_error(R"({"items": {"type": "string", "pattern": "^(?=a)b$"}})"),
             "json schema: /items/pattern: pattern: lookaround and named groups are not supported (at character 2)");
   EXPECT_EQ(schema_error(R"({"type": "string", "pattern": "a", "maxLength": 3})"),
-            "json schema: /pattern: a pattern together with a length or format is not supported");
+            "json schema: /pattern: a pattern together with a length is not supported");
+  EXPECT_EQ(schema_error(R"({"type": "object", "propertyNames": {"type": "string", "maxLength": 3}})"),
+            "json schema: /propertyNames/maxLength: not supported for generation");
+  EXPECT_EQ(schema_error(R"({"propertyNames": {"enum": ["a"]}, "properties": {"a": {}}})"),
+            "json schema: /propertyNames: listed keys together with 'properties' are not supported");
+  EXPECT_EQ(schema_error(R"({"propertyNames": {"enum": ["a", 1]}})"),
+            "json schema: /propertyNames: a key that is not a string");
+  {
+    // 2,000 keys each copying a 1 kB value schema: 2 MB of schema from 1 kB of value.
+    json s = {{"propertyNames", {{"enum", json::array()}}},
+              {"additionalProperties", {{"type", "string"}, {"description", std::string(1000, 'x')}}}};
+    for (int i = 0; i < 2000; ++i) s["propertyNames"]["enum"].push_back("k" + std::to_string(i));
+    EXPECT_EQ(schema_error(s.dump()),
+              "json schema: /propertyNames: too many keys for the size of the record's value schema");
+  }
   EXPECT_EQ(schema_error(R"({"enum": [1, 2], "type": "string"})"), "json schema: /enum: no value of the schema's type");
   EXPECT_EQ(schema_error(R"({"allOf": [{"type": "string"}, {"type": "integer"}]})"),
             "json schema: /allOf: the parts' types have nothing in common");

@@ -18,21 +18,26 @@
 //  - `oneOf` is compiled as `anyOf` (its branches should not overlap); `enum`/`const` values
 //    are written as their compact JSON text and checked only against a sibling `type`.
 //  - Absent `type`: the types its keywords imply (`properties` an object, `minLength` a
-//    string, ...), or any value when none do. Unknown `format`s are plain strings.
+//    string, ...), or any value when none do. Unknown `format`s are plain strings, and so is
+//    a `format` beside a `pattern`: the pattern is written (an annotation in 2020-12, as
+//    llama.cpp and xgrammar read it; zod writes both, its pattern the stricter).
 // Supported: type (and type arrays, `nullable`), properties, required, additionalProperties,
 // minProperties/maxProperties when the shape already satisfies them, enum, const, items,
 // prefixItems, additionalItems, minItems, maxItems, minLength, maxLength, pattern (a regex
 // subset: literals, classes, `.`, \d \w \s, groups, alternation, ? * + {m,n}, ^ $ at the
 // ends), format (date, time, date-time, uuid, email, ipv4), minimum, maximum,
 // exclusiveMinimum, exclusiveMaximum, anyOf, oneOf, allOf (merged), $ref to local pointers
-// (`#`, `#/$defs/...`, `#/definitions/...`; recursion must pass through an object or array).
+// (`#`, `#/$defs/...`, `#/definitions/...`; recursion must pass through an object or array),
+// propertyNames as zod writes records (`{"type": "string"}`, which every key satisfies, or an
+// enum/const of keys on an object without `properties`: those keys, valued by
+// `additionalProperties`, and no others).
 // Annotations (title, description, default, examples, ...) are ignored. The one validation
 // keyword read but not enforced is uniqueItems (no context-free rule says it; refusing it would
 // refuse every set-valued field, as pydantic writes them): an array may repeat an item.
 //
 // Refused with pagoda::Error naming the schema path (`json schema: /properties/age/minimum:
 // ...`): malformed schemas, validation keywords it cannot honour (not, if, patternProperties,
-// multipleOf, ...), a pattern together with a length or format, counts
+// multipleOf, other propertyNames, ...), a pattern together with a length, counts
 // (minLength, maxLength, minItems, maxItems, regex repetitions) above kSchemaMaxRepetition or
 // adding up to more than 40000, schema text nested deeper than kMaxJsonDepth
 // (engine/util/json_depth.h: `json schema: JSON nested deeper than 128 levels`), schemas

@@ -60,6 +60,46 @@ bool value_has_type(const json& v, const std::string& t) {
   return false;
 }
 
+constexpr size_t kMaxRecordCopyBytes = size_t(1) << 20;
+
+// `s` without its propertyNames, as zod writes records: a key schema that only says keys are
+// strings says nothing (every key is), and one that lists the keys (enum or const), on an
+// object declaring no `properties`, makes them the properties, each holding the record's value
+// schema (`additionalProperties`), with no other keys. Other key schemas are refused.
+json without_property_names(const json& s, const std::string& path) {
+  const json& names = s["propertyNames"];
+  const std::string names_path = JsonSchemaCompiler::child_path(path, "propertyNames");
+  json rest = s;
+  rest.erase("propertyNames");
+  if (names.is_boolean() && names.get<bool>()) return rest;
+  if (!names.is_object()) JsonSchemaCompiler::fail(names_path, "not supported for generation");
+  for (const auto& [k, v] : names.items()) {
+    const bool says_string = k == "type" && v == "string";
+    if ((is_validation_keyword(k) || kRefused.count(k)) && !says_string && k != "enum" && k != "const")
+      JsonSchemaCompiler::fail(JsonSchemaCompiler::child_path(names_path, k), "not supported for generation");
+  }
+  if (!names.contains("enum") && !names.contains("const")) return rest;
+  if (names.contains("enum") && names.contains("const"))
+    JsonSchemaCompiler::fail(names_path, "enum and const together are not supported");
+  json keys = names.contains("const") ? json::array({names["const"]}) : names["enum"];
+  if (!keys.is_array())
+    JsonSchemaCompiler::fail(JsonSchemaCompiler::child_path(names_path, "enum"), "must be an array");
+  if (s.contains("properties"))
+    JsonSchemaCompiler::fail(names_path, "listed keys together with 'properties' are not supported");
+  const json value = s.contains("additionalProperties") ? s["additionalProperties"] : json(true);
+  // Each key gets a copy of the value schema: bounded, so a short body cannot grow into a huge one.
+  if (keys.size() * value.dump().size() > kMaxRecordCopyBytes)
+    JsonSchemaCompiler::fail(names_path, "too many keys for the size of the record's value schema");
+  json properties = json::object();
+  for (const json& key : keys) {
+    if (!key.is_string()) JsonSchemaCompiler::fail(names_path, "a key that is not a string");
+    properties[key.get<std::string>()] = value;
+  }
+  rest["properties"] = std::move(properties);
+  rest["additionalProperties"] = false;
+  return rest;
+}
+
 }  // namespace
 
 [[noreturn]] void JsonSchemaCompiler::fail(const std::string& path, const std::string& what) {
@@ -301,6 +341,7 @@ std::string JsonSchemaCompiler::compile(const json& s, const std::string& local,
     return primitive("value");
   }
   if (!s.is_object()) fail(path, "a schema must be an object or a boolean");
+  if (s.contains("propertyNames")) return compile(without_property_names(s, path), local, path, depth + 1);
   for (const auto& [k, v] : s.items()) {
     if (kRefused.count(k)) fail(child_path(path, k), "not supported for generation");
   }

@@ -81,8 +81,10 @@ std::string JsonSchemaCompiler::string_body(const json& s, const std::string& pa
   if (s.contains("pattern")) {
     const std::string pattern_path = child_path(path, "pattern");
     if (!s["pattern"].is_string()) fail(pattern_path, "must be a string");
-    if (has_length || s.contains("format"))
-      fail(pattern_path, "a pattern together with a length or format is not supported");
+    // With a pattern, a format is the annotation JSON Schema 2020-12 makes it, as llama.cpp and
+    // xgrammar read it: zod writes both for z.email(), z.uuid(), z.iso.datetime(), ... (its
+    // pattern the stricter of the two), and the pattern is what the text must match.
+    if (has_length) fail(pattern_path, "a pattern together with a length is not supported");
     try {
       return quote + " " +
              regex_to_gbnf(s["pattern"].get<std::string>(), primitive("char"), kSchemaMaxRepetition, budget_) + " " +

@@ -12,6 +12,8 @@ import path from 'node:path';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import OpenAI from 'openai';
+import { zodFunction, zodResponseFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
 
 import { SHARED, scratch, startServer, stopServer, synthesize } from './server_process.mjs';
 
@@ -262,6 +264,51 @@ describe('structured output and tool calls', { skip }, () => {
     }
     assert.equal(reasoning, m.reasoning_content);
     assert.equal(content, m.content);
+  });
+
+  test('openai 6\'s zod helpers: parse() gives validated objects and parsed tool arguments, whole and streamed', async () => {
+    const Person = z.object({ name: z.string().max(10), age: z.number().int().min(0).max(120), tags: z.array(z.enum(['a', 'b'])).max(2) });
+    for (const seed of [1, 2, 3]) {
+      const body = { messages: user, seed, temperature: 1, max_tokens: 80, response_format: zodResponseFormat(Person, 'person') };
+      const whole = await client.chat.completions.parse(body);
+      const { parsed } = whole.choices[0].message;
+      assert.ok(Person.safeParse(parsed).success, JSON.stringify(parsed));
+      const streamed = await client.chat.completions.stream(body).finalChatCompletion();
+      assert.deepEqual(streamed.choices[0].message.parsed, parsed);
+
+      const call = await client.chat.completions.parse({
+        messages: user, seed, temperature: 1, max_tokens: 80, tools: [zodFunction({ name: 'person', parameters: Person })], tool_choice: 'required',
+      });
+      const [tc] = call.choices[0].message.tool_calls;
+      assert.equal(tc.function.name, 'person');
+      assert.ok(Person.safeParse(tc.function.parsed_arguments).success, tc.function.arguments);
+    }
+  });
+
+  test('openai 6\'s runTools loop sends each tool result back to the model', async () => {
+    const called = [];
+    // `required`, because runTools rejects a reply cut at max_tokens, which a random model's prose is.
+    const runner = client.chat.completions.runTools({
+      messages: [{ role: 'user', content: 'What is 2 + 3?' }], seed: 5, temperature: 1, max_tokens: 40, tool_choice: 'required',
+      tools: [{
+        type: 'function',
+        function: {
+          name: 'add', parse: JSON.parse, parameters: tools[1].function.parameters,
+          function: ({ a, b }) => {
+            called.push({ a, b });
+            return { sum: a + b };
+          },
+        },
+      }],
+    }, { maxChatCompletions: 3 });
+    await runner.done();
+    const completions = runner.allChatCompletions();
+    assert.equal(completions.length, 3);
+    assert.ok(completions.every((c) => c.choices[0].finish_reason === 'tool_calls'));
+    const results = runner.messages.filter((m) => m.role === 'tool');
+    assert.equal(results.length, called.length);
+    assert.ok(called.length >= 3);
+    results.forEach((m, i) => assert.deepEqual(JSON.parse(m.content), { sum: called[i].a + called[i].b }));
   });
 
   test('bad schemas, grammars and tools are 400s naming the problem', async () => {
