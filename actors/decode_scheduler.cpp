@@ -77,13 +77,19 @@ void DecodeScheduler::step() {
         batch_.entries.push_back({s.spec.rows, s.n_cached, &s.table, true, s.lora.get(), true});
         continue;
       }
+      if (s.embedding) {  // its rows of final hidden states, as its pooling needs them
+        const EmbeddingPooler::Rows rows = s.embedding->rows_for(s.n_cached, p.n_tokens);
+        batch_.entries.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_cached, p.n_tokens), s.n_cached,
+                                  &s.table, rows.last, s.lora.get(), rows.all, true});
+        continue;
+      }
       const bool last_chunk = s.n_cached + p.n_tokens == int32_t(s.tokens.size());
       const bool scoring = s.prompt_logprobs >= 0 && s.n_cached < s.prompt_len;
       batch_.entries.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_cached, p.n_tokens), s.n_cached,
                                 &s.table, last_chunk, s.lora.get(), scoring});
     }
     try {
-      runner_.forward(batch_, kv_, logits_);
+      runner_.forward(batch_, kv_, logits_, hidden_);
       process_outputs(planned, logits_);
     } catch (const std::exception& e) {
       for (const Planned& p : planned) {
@@ -178,10 +184,17 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
   const size_t vocab = size_t(runner_.config().vocab_size);
   sampling_.clear();
   scoring_.clear();
-  size_t row = 0;  // rows come in entry order: every token's for all_logits, else the last's
+  embedded_.clear();
+  size_t row = 0;         // rows come in entry order: every token's for all_logits, else the last's
+  size_t hidden_row = 0;  // the same for the hidden entries' rows, in hidden_
   for (size_t i = 0; i < planned.size(); ++i) {
     Sequence& seq = *planned[i].seq;
     const BatchEntry& entry = batch_.entries[i];
+    if (entry.hidden) {
+      hidden_row = pool_rows(seq, entry, hidden_row);
+      if (seq.n_cached == int32_t(seq.tokens.size())) embedded_.push_back(&seq);
+      continue;
+    }
     if (seq.status == SequenceStatus::Decoding) {
       // Its rows are verified below; n_cached moves past what they accept.
       sampling_.push_back({&seq, row, true, false});
@@ -231,6 +244,8 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
   }
   // Named before any of these sequences can finish and release its pages.
   pool_.register_pages(std::exchange(filled_, {}));
+  // Their prompt is in: the future resolves with the embedding (Sequence::finish).
+  for (Sequence* seq : embedded_) retire(*seq, FinishReason::Length);
   for (const Sampled& s : sampling_) {
     Sequence& seq = *s.seq;
     if (s.score_only) {
@@ -260,6 +275,22 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
   for (const Planned& p : planned) {
     if (p.seq->status != SequenceStatus::Finished) pool_.release(p.seq->table.take_dead_pages(p.seq->n_cached));
   }
+}
+
+size_t DecodeScheduler::pool_rows(Sequence& seq, const BatchEntry& entry, size_t hidden_row) {
+  const auto dim = size_t(runner_.config().dim);
+  const int32_t first = seq.n_cached;
+  const auto n = int32_t(entry.tokens.size());
+  seq.n_cached += n;
+  auto row = [&](size_t r) { return std::span<const float>(hidden_).subspan(r * dim, dim); };
+  if (entry.all_logits) {
+    for (int32_t j = 0; j < n; ++j) seq.embedding->add(first + j, row(hidden_row + size_t(j)));
+    hidden_row += size_t(n);
+  } else if (entry.needs_logits) {
+    seq.embedding->add(first + n - 1, row(hidden_row++));
+  }
+  collect_filled(seq);
+  return hidden_row;
 }
 
 void DecodeScheduler::keep_accepted(Sequence& seq) {

@@ -48,6 +48,9 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   void propose_guesses();
   void preempt(SequencePtr victim);
   void process_outputs(const std::vector<Planned>& planned, const std::vector<float>& logits);
+  // An embedding's chunk is in: n_cached past it, its rows of hidden_ (from `hidden_row` on)
+  // given to its pooler, its filled pages collected. Returns the next entry's first hidden row.
+  size_t pool_rows(Sequence& seq, const BatchEntry& entry, size_t hidden_row);
   // After a decode's rows were verified: n_cached past the accepted guesses, the pages beyond
   // given back, the draft length and the counters told.
   void keep_accepted(Sequence& seq);
@@ -92,6 +95,8 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   std::vector<NamedPage> filled_;  // pages this step filled, for the prefix cache
   Batch batch_;
   std::vector<float> logits_;
+  std::vector<float> hidden_;        // the embedding entries' rows of final hidden states
+  std::vector<Sequence*> embedded_;  // embeddings whose prompt this step completed
 };
 
 }  // namespace pagoda

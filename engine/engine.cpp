@@ -122,6 +122,9 @@ struct Engine::Impl {
   }
 
   std::vector<int32_t> validated_prompt(const Request& r) const;
+  // What `pooling` means on this model: Pooling::Model resolved from its GGUF pooling_type.
+  // Throws pagoda::Error ("bad request: ...") for a model pooling pagoda cannot give.
+  Pooling embedding_pooling(Pooling pooling) const;
   // The request's grammar, compiled; null without one. Throws pagoda::Error for a bad one.
   std::unique_ptr<grammar::GrammarConstraint> constraint_of(const Request& r) const;
   // The masks of recent grammars over the vocabulary, made for the first constrained request.
@@ -183,20 +186,31 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
              std::to_string(k));
     }
   }
-  const int32_t least = r.prompt_logprobs >= 0 ? 0 : 1;  // scoring a prompt may generate nothing
-  if (r.max_new_tokens < least) {
-    refuse("max_new_tokens must be at least " + std::to_string(least) + ", got " + std::to_string(r.max_new_tokens));
+  if (r.embedding) {
+    // A prefill only: nothing is generated, so only the prompt must fit.
+    if (r.logprobs >= 0 || r.prompt_logprobs >= 0) refuse("an embedding request has no logprobs or prompt_logprobs");
+    if (!r.grammar.empty() || !r.json_schema.empty()) refuse("an embedding request has no grammar or json_schema");
+    embedding_pooling(r.embedding->pooling);  // throws for a model pooling pagoda cannot give
+  } else {
+    const int32_t least = r.prompt_logprobs >= 0 ? 0 : 1;  // scoring a prompt may generate nothing
+    if (r.max_new_tokens < least) {
+      refuse("max_new_tokens must be at least " + std::to_string(least) + ", got " + std::to_string(r.max_new_tokens));
+    }
   }
-  const int64_t total = int64_t(ids.size()) + r.max_new_tokens;
-  if (total > model.config.context_length) {
+  const int32_t new_tokens = r.embedding ? 0 : r.max_new_tokens;
+  const int64_t total = int64_t(ids.size()) + new_tokens;
+  if (r.embedding && total > model.config.context_length) {
+    refuse("the input has " + std::to_string(ids.size()) + " tokens, more than the context length " +
+           std::to_string(model.config.context_length));
+  } else if (total > model.config.context_length) {
     refuse("prompt (" + std::to_string(ids.size()) + " tokens) + max_new_tokens (" + std::to_string(r.max_new_tokens) +
            ") exceeds the context length " + std::to_string(model.config.context_length));
   }
   // Sliding-window groups hold only their window's pages at a time (kv_layout.h).
   const int64_t pages = pool.layout().peak_pages(total, config.max_tokens_per_step);
   if (pages > pool.capacity()) {
-    refuse("prompt + max_new_tokens needs " + std::to_string(pages) + " KV pages but the whole cache has " +
-           std::to_string(pool.capacity()) + "; it could never run");
+    refuse(std::string(r.embedding ? "the input" : "prompt + max_new_tokens") + " needs " + std::to_string(pages) +
+           " KV pages but the whole cache has " + std::to_string(pool.capacity()) + "; it could never run");
   }
   r.sampling.validate();
   if (r.speculative) {
@@ -213,6 +227,24 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
     if (t.empty()) refuse("a grammar trigger is empty");
   }
   return ids;
+}
+
+Pooling Engine::Impl::embedding_pooling(Pooling pooling) const {
+  if (pooling != Pooling::Model) return pooling;
+  const int32_t type = model.config.pooling_type;
+  switch (type) {
+    case -1:  // not stated: a generation model, whose last position has read the whole input
+    case 3: return Pooling::Last;
+    case 1: return Pooling::Mean;
+    case 2: return Pooling::Cls;
+    case 0:
+      throw Error(
+          "bad request: the model's pooling_type is none (one embedding per token); ask for mean, cls or last "
+          "pooling");
+    case 4:
+      throw Error("bad request: the model's pooling_type is rank (a reranker's score), which pagoda does not compute");
+    default: throw Error("bad request: the model's pooling_type " + std::to_string(type) + " is unknown");
+  }
 }
 
 std::unique_ptr<grammar::GrammarConstraint> Engine::Impl::constraint_of(const Request& r) const {
@@ -277,6 +309,12 @@ RequestHandle Engine::submit(Request request) {
   auto seq = std::make_unique<Sequence>(state, request, std::move(prompt), m.model.tokenizer, m.pool.layout());
   seq->prefix_cache = seq->prefix_cache && m.config.prefix_caching;
   seq->grammar = std::move(constraint);
+  if (request.embedding) {
+    const Pooling pooling = m.embedding_pooling(request.embedding->pooling);
+    seq->embedding.emplace(pooling, request.embedding->normalize, seq->prompt_len, m.model.config.dim);
+    // Mean and cls need rows of positions a cache hit would skip.
+    if (pooling != Pooling::Last) seq->prefix_cache = false;
+  }
   if (auto lost = weights_lost(m.model)) {
     // The model is gone for good: fail at once instead of queuing for a step that would fail.
     m.metrics.finished.fetch_add(1, std::memory_order_relaxed);
@@ -287,6 +325,62 @@ RequestHandle Engine::submit(Request request) {
   m.router.post(NewRequest{std::move(seq)});
   return RequestHandle(std::move(state), std::move(future));
 }
+
+std::vector<std::vector<float>> Engine::embed(const std::vector<EmbeddingInput>& inputs,
+                                              const EmbeddingParams& params) {
+  if (inputs.empty()) throw Error("bad request: nothing to embed (no inputs)");
+  // Every input is checked before any is queued, so a bad one costs nothing.
+  std::vector<Request> requests(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Request& r = requests[i];
+    r.embedding = params;
+    if (inputs[i].ids.empty()) r.prompt = inputs[i].text;
+    else r.prompt_ids = inputs[i].ids;
+    try {
+      r.prompt_ids = impl_->validated_prompt(r);
+    } catch (const Error& e) {
+      const std::string what = e.what(), prefix = "bad request: ";
+      throw Error(prefix + "input " + std::to_string(i) + ": " +
+                  (what.starts_with(prefix) ? what.substr(prefix.size()) : what));
+    }
+    r.prompt.clear();
+  }
+  std::vector<RequestHandle> handles;
+  handles.reserve(requests.size());
+  auto cancel_all = [&] {
+    for (RequestHandle& h : handles) h.cancel();
+    for (RequestHandle& h : handles) {
+      if (h.future().valid()) h.future().wait();
+    }
+  };
+  try {
+    for (Request& r : requests) handles.push_back(submit(std::move(r)));
+  } catch (...) {  // shut down meanwhile: nothing already queued is left running
+    cancel_all();
+    throw;
+  }
+  std::vector<std::vector<float>> out(handles.size());
+  for (size_t i = 0; i < handles.size(); ++i) {
+    Completion c = handles[i].get();
+    if (c.finish_reason != FinishReason::Length || c.embedding.empty()) {
+      cancel_all();
+      throw Error("input " + std::to_string(i) + " was not embedded: " +
+                  (c.error.empty() ? std::string(finish_reason_name(c.finish_reason)) : c.error));
+    }
+    out[i] = std::move(c.embedding);
+  }
+  return out;
+}
+
+Pooling Engine::model_pooling() const {
+  try {
+    return impl_->embedding_pooling(Pooling::Model);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()).substr(std::string("bad request: ").size()));
+  }
+}
+
+int32_t Engine::embedding_size() const { return impl_->model.config.dim; }
 
 EngineMetrics Engine::metrics() const {
   const MetricsBoard& b = impl_->metrics;

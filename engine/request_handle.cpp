@@ -14,6 +14,16 @@ const char* finish_reason_name(FinishReason reason) {
   return "unknown";
 }
 
+const char* pooling_name(Pooling pooling) {
+  switch (pooling) {
+    case Pooling::Model: return "model";
+    case Pooling::Mean: return "mean";
+    case Pooling::Cls: return "cls";
+    case Pooling::Last: return "last";
+  }
+  return "unknown";
+}
+
 RequestHandle::RequestHandle(std::shared_ptr<detail::RequestState> state, std::future<Completion> future)
     : state_(std::move(state)), future_(std::move(future)) {}
 RequestHandle::RequestHandle(RequestHandle&&) noexcept = default;

@@ -19,6 +19,10 @@ class ReferenceModel {
   // logits over the vocabulary.
   const std::vector<float>& forward(int32_t token, int32_t pos);
 
+  // The last forward's final hidden state after the output norm (dim floats), which the
+  // logits are the classifier of: what an embedding pools.
+  const std::vector<float>& hidden() const { return x_; }
+
   // Forgets the cached keys and values so the next forward starts a new sequence at 0.
   void reset() { next_pos_ = 0; }
 

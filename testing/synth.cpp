@@ -335,6 +335,7 @@ ModelConfig write_synth_model(const std::string& path, const SynthSpec& given) {
   }
   w.set_f32(key("attention.layer_norm_rms_epsilon"), c.norm_eps);
   w.set_u32(key("vocab_size"), uint32_t(c.vocab_size));
+  if (c.pooling_type >= 0) w.set_u32(key("pooling_type"), uint32_t(c.pooling_type));
   if (spec.quant) {
     w.set_u32("general.quantization_version", kGgmlQuantizationVersion);
     w.set_u32("general.file_type", quant_preset_file_type(*spec.quant));

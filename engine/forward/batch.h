@@ -19,6 +19,9 @@ struct BatchEntry {
   bool needs_logits = false;                // logits for the entry's last new token
   const LoraWeights* lora = nullptr;        // the entry's adapter; nullptr = the base model
   bool all_logits = false;                  // logits for every new token, in order (scoring a text)
+  // The rows needs_logits / all_logits ask for come back as final hidden states (after the
+  // output norm, before the classifier) instead of logits: an embedding request's.
+  bool hidden = false;
 };
 
 struct Batch {

@@ -162,6 +162,7 @@ void ModelRunner::prepare(const Batch& batch) {
   tokens_.clear();
   entry_start_.clear();
   logit_rows_.clear();
+  hidden_rows_.clear();
   attention_work_ = 0.0;
   for (int32_t e = 0; e < int32_t(batch.entries.size()); ++e) {
     const BatchEntry& entry = batch.entries[e];
@@ -170,10 +171,11 @@ void ModelRunner::prepare(const Batch& batch) {
       tokens_.push_back({e, entry.n_cached + i});
       attention_work_ += 2.0 * (entry.n_cached + i + 1) * model_.config.n_heads * model_.config.head_dim();
     }
+    std::vector<int32_t>& rows = entry.hidden ? hidden_rows_ : logit_rows_;
     if (entry.all_logits) {
-      for (int32_t r = entry_start_.back(); r < int32_t(tokens_.size()); ++r) logit_rows_.push_back(r);
+      for (int32_t r = entry_start_.back(); r < int32_t(tokens_.size()); ++r) rows.push_back(r);
     } else if (entry.needs_logits) {
-      logit_rows_.push_back(int32_t(tokens_.size()) - 1);
+      rows.push_back(int32_t(tokens_.size()) - 1);
     }
   }
   entry_start_.push_back(int32_t(tokens_.size()));
@@ -218,10 +220,15 @@ void ModelRunner::prepare(const Batch& batch) {
   ffn_.resize(n * 2 * c.ffn_dim);
   hidden_.resize(n * c.ffn_dim);
   if (c.has_post_norms() || c.has_experts()) sublayer_.resize(n * c.dim);
-  final_.resize(logit_rows_.size() * c.dim);
+  final_.resize((logit_rows_.size() + hidden_rows_.size()) * c.dim);
 }
 
 void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<float>& logits) {
+  forward(batch, kv, logits, unused_hidden_);
+}
+
+void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<float>& logits,
+                          std::vector<float>& hidden) {
   if (auto lost = weights_lost(model_)) throw Error(*lost);
   validate(batch, kv);
   prepare(batch);
@@ -289,12 +296,17 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
       }
     }
 
+    // The logit rows, then the hidden rows, normed together (row by row); only the first go on
+    // through the classifier.
     const int32_t rows = int32_t(logit_rows_.size());
-    for (int32_t r = 0; r < rows; ++r) {
-      std::copy_n(x_.begin() + size_t(logit_rows_[r]) * dim, dim, final_.begin() + size_t(r) * dim);
+    const int32_t hidden_rows = int32_t(hidden_rows_.size());
+    for (int32_t r = 0; r < rows + hidden_rows; ++r) {
+      const int32_t from = r < rows ? logit_rows_[r] : hidden_rows_[r - rows];
+      std::copy_n(x_.begin() + size_t(from) * dim, dim, final_.begin() + size_t(r) * dim);
     }
-    kernels::rmsnorm_rows(final_.data(), dim, model_.weights.output_norm.data(), final_.data(), dim, rows, dim,
-                          c.norm_eps);
+    kernels::rmsnorm_rows(final_.data(), dim, model_.weights.output_norm.data(), final_.data(), dim, rows + hidden_rows,
+                          dim, c.norm_eps);
+    hidden.assign(final_.begin() + ptrdiff_t(rows) * dim, final_.begin() + ptrdiff_t(rows + hidden_rows) * dim);
     logits.resize(size_t(rows) * c.vocab_size);
     kernels::matmul(final_.data(), rows, dim, classifier_, logits.data(), c.vocab_size);
     if (c.final_softcap > 0.0f) {  // Gemma 2
@@ -411,7 +423,7 @@ double ModelRunner::flops(const Batch& batch) const {
       const double ctx = double(e.n_cached) + double(i) + 1.0;
       total += c.n_layers * (per_token_layer + 4.0 * q_dim * ctx);
     }
-    const size_t logit_rows = e.all_logits ? e.tokens.size() : e.needs_logits ? 1 : 0;
+    const size_t logit_rows = e.hidden ? 0 : e.all_logits ? e.tokens.size() : e.needs_logits ? 1 : 0;
     total += 2.0 * c.dim * c.vocab_size * double(logit_rows);
   }
   return total;

@@ -40,6 +40,10 @@ class ModelRunner {
   // beyond the context or the block table, token ids outside the vocabulary), and when the model's weights were lost
   // before or during the step (weights_lost): the logits and KV written are then garbage.
   void forward(const Batch& batch, const KvView& kv, std::vector<float>& logits);
+  // The same, and `hidden` gets one row of dim floats, the final hidden state after the output
+  // norm (llama.cpp's result_norm), for each row a `hidden` entry asks for, in entry order; those
+  // rows are left out of `logits`. Each row is normed on its own, so it is batch invariant too.
+  void forward(const Batch& batch, const KvView& kv, std::vector<float>& logits, std::vector<float>& hidden);
 
   const ModelConfig& config() const { return model_.config; }
   const Model& model() const { return model_; }
@@ -102,6 +106,8 @@ class ModelRunner {
   std::vector<TokenRef> tokens_;      // every new token of the step, entry by entry
   std::vector<int32_t> entry_start_;  // first row of each entry in tokens_
   std::vector<int32_t> logit_rows_;   // rows of tokens_ that need logits
+  std::vector<int32_t> hidden_rows_;  // rows of tokens_ that give their final hidden state
+  std::vector<float> unused_hidden_;  // forward() without a hidden output: stays empty
   struct AttentionChunk {
     int32_t begin, end;  // rows of tokens_, all of one entry
   };

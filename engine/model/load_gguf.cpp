@@ -74,6 +74,7 @@ void read_family_keys(const GgufFile& f, const std::string& arch, ModelConfig& c
     c.expert_ffn_dim = opt_int("expert_feed_forward_length", fallback);
   }
   if (c.has_shared_expert()) c.shared_ffn_dim = opt_int("expert_shared_feed_forward_length", c.ffn_dim);
+  c.pooling_type = opt_int("pooling_type", -1);
 }
 
 ModelConfig read_config(const GgufFile& f) {

@@ -55,6 +55,9 @@ struct ModelConfig {
   int32_t n_experts_used = 0;
   int32_t expert_ffn_dim = 0;
   int32_t shared_ffn_dim = 0;  // qwen2moe's shared expert
+  // ARCH.pooling_type, llama.cpp's llama_pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank;
+  // -1 when the file does not say (generation models), which embeddings read as last.
+  int32_t pooling_type = -1;
 
   int32_t head_dim() const { return key_length > 0 ? key_length : dim / n_heads; }
   int32_t rotated_dims() const { return rope_dim > 0 ? rope_dim : head_dim(); }

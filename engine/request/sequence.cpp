@@ -25,6 +25,7 @@ void Sequence::finish(FinishReason reason, std::string error) {
   c.token_ids.assign(tokens.begin() + prompt_len, tokens.end());
   c.logprobs = std::move(logprobs_out);
   c.prompt_logprobs = std::move(prompt_logprobs_out);
+  if (embedding && embedding->complete()) c.embedding = embedding->result();
   const std::string tail = output.finish();
   if (!tail.empty()) emit({-1, tail});
   c.text = output.text();

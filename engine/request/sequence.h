@@ -7,12 +7,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "engine/grammar/grammar_constraint.h"
 #include "engine/kv/block_table.h"
 #include "engine/kv/prefix_cache.h"
 #include "engine/lora/lora_weights.h"
+#include "engine/request/embedding_pooler.h"
 #include "engine/request/output_text.h"
 #include "engine/request/request_state.h"
 #include "engine/sampling/next_token.h"
@@ -96,6 +98,9 @@ struct Sequence {
   OutputText output;
   std::vector<TokenLogprobs> logprobs_out;         // one per generated token, with logprobs >= 0
   std::vector<TokenLogprobs> prompt_logprobs_out;  // entry i: prompt token i + 1's
+  // Request::embedding (set by the engine, its pooling resolved): the prompt is computed, its
+  // rows pooled, and the request finishes when the prompt is in, with Completion::embedding.
+  std::optional<EmbeddingPooler> embedding;
 
   SequenceStatus status = SequenceStatus::Waiting;
   uint64_t admit_order = 0;  // later admissions are preempted first

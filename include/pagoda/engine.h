@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pagoda/chat.h"
@@ -46,6 +47,15 @@ struct EngineMetrics {
   int64_t draft_kv_pages_total = 0;
 };
 
+// One input of Engine::embed: a text (tokenized as Request::prompt is) or token ids used as given.
+struct EmbeddingInput {
+  EmbeddingInput(std::string text) : text(std::move(text)) {}        // NOLINT: implicit, so {"a", "b"} reads as inputs
+  EmbeddingInput(const char* text) : text(text) {}                   // NOLINT
+  EmbeddingInput(std::vector<int32_t> ids) : ids(std::move(ids)) {}  // NOLINT
+  std::string text;
+  std::vector<int32_t> ids;  // used when not empty
+};
+
 class Engine {
  public:
   // Loads the model and starts the actors. Throws pagoda::Error for a bad model or config.
@@ -58,6 +68,20 @@ class Engine {
   // prompt, ids outside the vocabulary, prompt + max_new_tokens beyond the context length or
   // the whole KV cache, bad sampling parameters, or an engine that is shut down. Thread-safe.
   RequestHandle submit(Request request);
+
+  // Embeddings of `inputs`, one vector of the model's dim floats each, in order: each input is
+  // submitted as a Request with `params` as its Request::embedding, so they are batched with
+  // whatever else runs, and this waits for all of them. Throws pagoda::Error, computing
+  // nothing, for no inputs or an input submit() would refuse (empty, ids outside the
+  // vocabulary, longer than the context length); and when any of them fails or the engine is
+  // shut down meanwhile (the others are cancelled). Thread-safe. For cancellation or priority,
+  // submit() Requests with Request::embedding yourself.
+  std::vector<std::vector<float>> embed(const std::vector<EmbeddingInput>& inputs, const EmbeddingParams& params = {});
+  // The pooling Pooling::Model stands for with this model (Mean, Cls or Last). Throws
+  // pagoda::Error when the model's GGUF names one pagoda cannot give a vector of (none, rank).
+  Pooling model_pooling() const;
+  // The length of an embedding: the model's hidden size.
+  int32_t embedding_size() const;
 
   EngineMetrics metrics() const;
 

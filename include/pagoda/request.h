@@ -39,6 +39,22 @@ struct StreamEvent {
   std::optional<TokenLogprobs> logprobs;  // for a token, when Request::logprobs >= 0
 };
 
+// How an embedding request makes one vector of its prompt's final hidden states (each the
+// model's last hidden state after the output norm: llama.cpp's `result_norm`).
+enum class Pooling {
+  Model,  // the model's GGUF ARCH.pooling_type (mean, cls or last); last when it has none
+  Mean,   // the mean over every prompt position
+  Cls,    // the first position's (BERT's [CLS]; for a decoder model, what the first token saw alone)
+  Last,   // the last position's, which has seen the whole prompt (llama-server and vLLM for decoders)
+};
+const char* pooling_name(Pooling pooling);
+
+// Request::embedding: the request computes its prompt and nothing more.
+struct EmbeddingParams {
+  Pooling pooling = Pooling::Model;
+  bool normalize = true;  // scale to unit L2 length, as OpenAI's embeddings are
+};
+
 struct Request {
   std::string prompt;               // text, tokenized with the model's tokenizer (BOS added
                                     // when the vocabulary says so), or
@@ -84,6 +100,12 @@ struct Request {
   // Speculative decoding for this request; nullopt: EngineConfig::speculative. The output is
   // the same with and without it, bit for bit (pagoda/speculative.h).
   std::optional<SpeculativeParams> speculative;
+  // Embed the prompt instead of generating: a prefill-only request, scheduled, batched, chunked
+  // and preempted like any other, whose Completion::embedding is its pooled final hidden state.
+  // Sampling, stops and max_new_tokens are ignored; the prompt alone must fit the context.
+  // logprobs, prompt_logprobs and a grammar are refused. Mean and cls pooling need every
+  // position's row, so they do not read the prefix cache; last pooling does.
+  std::optional<EmbeddingParams> embedding;
 };
 
 enum class FinishReason { Eos, Length, Stop, Cancelled, Error };
@@ -95,8 +117,10 @@ struct Completion {
   std::vector<TokenLogprobs> logprobs;  // one per token_ids entry, with Request::logprobs >= 0
   // Entry i is prompt token i + 1's, with Request::prompt_logprobs >= 0.
   std::vector<TokenLogprobs> prompt_logprobs;
-  FinishReason finish_reason = FinishReason::Length;
-  std::string error;        // for FinishReason::Error
+  // With Request::embedding: the model's dim floats (empty if the request did not finish).
+  std::vector<float> embedding;
+  FinishReason finish_reason = FinishReason::Length;  // an embedding that was made: Length
+  std::string error;                                  // for FinishReason::Error
   std::string stop_string;  // the Request::stop_strings entry that ended the output, if one did
   int32_t prompt_tokens = 0;
   double time_to_first_token_s = 0.0;

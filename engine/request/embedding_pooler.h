@@ -1,0 +1,45 @@
+#pragma once
+// An embedding request's pooling: which of its prompt's final hidden states (rows of the step's
+// hidden output, ModelRunner::forward) each prefill chunk must return, and the vector they make.
+// Rows are added in position order; a position already pooled (a prompt recomputed after a
+// preemption) is skipped, so the result depends on the prompt alone, never on its chunking.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "pagoda/request.h"
+
+namespace pagoda {
+
+class EmbeddingPooler {
+ public:
+  // `pooling` is Mean, Cls or Last (Pooling::Model already resolved by the engine).
+  EmbeddingPooler(Pooling pooling, bool normalize, int32_t prompt_len, int32_t dim);
+
+  Pooling pooling() const { return pooling_; }
+  // The rows a chunk of positions [first, first + n) returns: all of them (`all`, for mean
+  // pooling, and for cls the chunk holding position 0), or its last (`last`, when it ends the
+  // prompt under last pooling), or none.
+  struct Rows {
+    bool all = false;
+    bool last = false;
+  };
+  Rows rows_for(int32_t first, int32_t n) const;
+
+  // The final hidden state of `position` (dim floats).
+  void add(int32_t position, std::span<const float> row);
+  // Every row the pooling needs was added.
+  bool complete() const;
+  // The pooled vector, L2-normalized when asked (a zero vector stays zero). Only when complete().
+  std::vector<float> result() const;
+
+ private:
+  Pooling pooling_;
+  bool normalize_;
+  int32_t prompt_len_;
+  std::vector<double> sum_;  // mean: the sum so far, in position order; cls, last: the row
+  int32_t pooled_ = 0;       // mean: positions added (0 .. pooled_ - 1); cls, last: 1 once added
+};
+
+}  // namespace pagoda
