@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -377,6 +378,14 @@ pagoda::PreemptionMode preemption_mode(const std::string& name) {
   throw pagoda::Error("preemption must be 'recompute' or 'swap', got '" + name + "'");
 }
 
+pagoda::Pooling pooling_of(const std::string& name) {
+  for (pagoda::Pooling p :
+       {pagoda::Pooling::Model, pagoda::Pooling::Mean, pagoda::Pooling::Cls, pagoda::Pooling::Last}) {
+    if (name == pagoda::pooling_name(p)) return p;
+  }
+  throw pagoda::Error("pooling must be 'model', 'mean', 'cls' or 'last', got '" + name + "'");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -542,6 +551,24 @@ PYBIND11_MODULE(_core, m) {
           py::arg("prompt_logprobs"), py::arg("adapter"), py::arg("priority"), py::arg("prefix_cache"),
           py::arg("parse_special"), py::arg("stream"), py::arg("on_token"), py::arg("grammar") = "",
           py::arg("json_schema") = "", py::arg("grammar_triggers") = std::vector<std::string>{})
+      .def(
+          "embed",
+          // Converted while the GIL is held; embedded (and waited for) without it.
+          [](PyEngine& self, const std::vector<std::variant<std::string, std::vector<int32_t>>>& inputs,
+             const std::string& pooling, bool normalize) {
+            std::vector<pagoda::EmbeddingInput> in;
+            in.reserve(inputs.size());
+            for (const auto& input : inputs) std::visit([&](const auto& v) { in.emplace_back(v); }, input);
+            const pagoda::EmbeddingParams params{pooling_of(pooling), normalize};
+            return self.call([&](pagoda::Engine& e) { return e.embed(in, params); });
+          },
+          py::arg("inputs"), py::arg("pooling"), py::arg("normalize"))
+      .def("model_pooling",
+           [](PyEngine& self) {
+             return std::string(pagoda::pooling_name(self.call([](pagoda::Engine& e) { return e.model_pooling(); })));
+           })
+      .def("embedding_size",
+           [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.embedding_size(); }); })
       .def("metrics", [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.metrics(); }); })
       .def("model_lost", [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.model_lost(); }); })
       .def(

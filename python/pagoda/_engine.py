@@ -133,6 +133,49 @@ class Engine:
             for h in handles:
                 h.cancel()
 
+    def embed(self, inputs: Union[Prompt, Iterable[Prompt]], *, pooling: str = "model",
+              normalize: bool = True) -> list[list[float]]:
+        """Embeddings of every input (a str, or a list of token ids used as given), one list of
+        :attr:`embedding_size` floats each, in order; one input gives a list of one. Each is the
+        model's final hidden state after its output norm, pooled, computed as a prompt-only request
+        batched with the engine's other work (the GIL is released while it runs).
+
+        Args:
+            pooling: "model" (the GGUF's pooling_type; "last" when it has none, as llama-server
+                and vLLM do for decoder models), "mean", "cls" (the first position) or "last".
+            normalize: scale each vector to unit length (OpenAI's embeddings are).
+
+        Raises:
+            pagoda.Error: no inputs, an empty one, ids outside the vocabulary, an input longer
+                than the context length (nothing is computed then), or a closed engine.
+        """
+        batch = [inputs] if _is_one_prompt(inputs) else list(inputs)  # type: ignore[arg-type]
+        items: list[Union[str, list[int]]] = []
+        for i, prompt in enumerate(batch):
+            if isinstance(prompt, str):
+                items.append(prompt)
+            elif _is_id_list(prompt):
+                ids = list(prompt)
+                if not all(-2**31 <= t < 2**31 for t in ids):
+                    raise Error(f"bad request: input {i}: a token id is outside the vocabulary")
+                items.append(ids)
+            else:
+                raise Error(f"an input to embed is a str or a list of token ids, got {type(prompt).__name__}")
+        if not isinstance(pooling, str):
+            raise Error(f"pooling must be a str, got {type(pooling).__name__}")
+        return self._core.embed(items, pooling, bool(normalize))
+
+    @property
+    def embedding_size(self) -> int:
+        """The length of an embedding: the model's hidden size."""
+        return self._core.embedding_size()
+
+    @property
+    def model_pooling(self) -> str:
+        """What ``pooling="model"`` means for this model: "mean", "cls" or "last" (raises
+        :class:`pagoda.Error` when the GGUF names a pooling pagoda cannot give)."""
+        return self._core.model_pooling()
+
     def stream(self, prompt: Prompt, params: Optional[SamplingParams] = None, *, adapter: Optional[str] = None,
                priority: int = 0, prefix_cache: bool = True, parse_special: bool = False) -> Iterator[Delta]:
         """Yields the request's output as it is made: each :class:`Delta` holds a token and the text

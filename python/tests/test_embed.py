@@ -1,0 +1,57 @@
+"""Engine.embed: vectors of the model's hidden size, unit length unless asked otherwise, the same
+for the same input however it is batched, and clear errors for bad input."""
+
+import math
+
+import pytest
+
+import pagoda
+
+
+def norm(v):
+    return math.sqrt(sum(x * x for x in v))
+
+
+def test_one_text_gives_one_unit_vector_of_the_hidden_size(engine):
+    [v] = engine.embed("Once upon a time")
+    assert len(v) == engine.embedding_size > 0
+    assert norm(v) == pytest.approx(1.0, abs=1e-5)
+    assert engine.model_pooling == "last"  # stories260K's GGUF names no pooling
+
+
+def test_the_same_input_gives_the_same_vector_alone_and_batched(engine):
+    text = "The little dog ran to the park."
+    [alone] = engine.embed(text)
+    batch = engine.embed([text, "Lily wanted to play.", engine.tokenize(text), text])
+    assert batch[0] == alone
+    assert batch[2] == alone  # the text's ids are the text
+    assert batch[3] == alone
+    assert batch[1] != alone
+
+
+def test_poolings_differ_and_normalize_off_keeps_the_raw_length(engine):
+    text = "Tom and Sue went to the sea."
+    [mean] = engine.embed(text, pooling="mean")
+    [last] = engine.embed(text, pooling="last")
+    [model] = engine.embed(text)
+    assert mean != last
+    assert model == last
+    [raw] = engine.embed(text, pooling="last", normalize=False)
+    assert abs(norm(raw) - 1.0) > 1e-3
+    assert [x / norm(raw) for x in raw] == pytest.approx(last, abs=1e-6)
+
+
+def test_bad_input_is_refused_with_a_clear_error(engine):
+    with pytest.raises(pagoda.Error, match="no inputs"):
+        engine.embed([])
+    with pytest.raises(pagoda.Error, match="input 1: the prompt is empty"):
+        engine.embed(["fine", ""])
+    with pytest.raises(pagoda.Error, match="context length"):
+        engine.embed([[5] * (engine.context_length + 1)])
+    with pytest.raises(pagoda.Error, match="outside the vocabulary"):
+        engine.embed([[1, engine.vocab_size]])
+    with pytest.raises(pagoda.Error, match="pooling must be"):
+        engine.embed("fine", pooling="max")
+    with pytest.raises(pagoda.Error, match="str or a list of token ids"):
+        engine.embed([3.5])
+    assert engine.metrics().kv_pages_used == 0
