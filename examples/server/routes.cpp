@@ -15,6 +15,7 @@
 #include "examples/server/json_body.h"
 #include "protocol/chat_reply.h"
 #include "examples/server/choices.h"
+#include "examples/server/embeddings_api.h"
 #include "examples/server/openai_logprobs.h"
 #include "examples/server/openai_request.h"
 #include "examples/server/openai_response.h"
@@ -132,6 +133,7 @@ HttpResponse Routes::route(const HttpRequest& req) {
   if (post && req.path == "/v1/messages") return generate(int(Endpoint::Messages), req);
   if (post && req.path == "/v1/messages/count_tokens") return count_tokens(req);
   if (get && req.path == "/v1/models") return models();
+  if (post && req.path == "/v1/embeddings") return embeddings(req, ready_engine(), names_, shutting_down_);
   if (post && req.path == "/apply-template")
     return json_response(200, apply_template(req.body, ready_engine(), options_.special_in_content));
   if (post && req.path == "/tokenize") return ordered_json_response(200, tokenize_json(req.body, ready_engine()));
