@@ -2,6 +2,7 @@
 
 #include "examples/server/messages_format.h"
 #include "examples/server/openai_format.h"
+#include "examples/server/responses_format.h"
 
 namespace pagoda::server {
 
@@ -10,7 +11,7 @@ std::unique_ptr<ApiFormat> make_api_format(const ApiRequest& request, const Resp
     case Endpoint::Completions:
     case Endpoint::ChatCompletions: return make_openai_format(request, header);
     case Endpoint::Messages: return make_messages_format(request, header);
-    case Endpoint::Responses: break;
+    case Endpoint::Responses: return make_responses_format(request, header);
   }
   throw ApiError(500, "no answer format for this endpoint", "server_error");
 }

@@ -6,6 +6,7 @@
 #include "examples/server/json_body.h"
 #include "pagoda/error.h"
 #include "protocol/anthropic_messages.h"
+#include "protocol/responses_api.h"
 
 namespace pagoda::server {
 
@@ -20,6 +21,23 @@ nlohmann::ordered_json messages_chat_body(const std::string& body, bool for_coun
   }
 }
 
+// A Responses body as a request: translated to a chat body and parsed as one. One reply, always
+// split, so thinking, text and calls land in output items of their own.
+ApiRequest responses_request(const std::string& text, const Engine& engine, const ModelNames& names,
+                             bool special_in_content) {
+  const nlohmann::ordered_json body = parse_request_body(text);
+  nlohmann::ordered_json chat_body;
+  try {
+    chat_body = responses::responses_to_chat(body);
+  } catch (const Error& e) {
+    throw bad_request(e.what());
+  }
+  ApiRequest a = parse_api_request(Endpoint::Responses, chat_body, engine, names, special_in_content);
+  a.answer_settings = responses::response_settings(body);
+  if (!a.reply) a.reply = chat::ReplyShape{};
+  return a;
+}
+
 }  // namespace
 
 ApiRequest parse_request(Endpoint endpoint, const std::string& body, const Engine& engine, const ModelNames& names,
@@ -28,7 +46,7 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& body, const Engin
     case Endpoint::Completions:
     case Endpoint::ChatCompletions: return parse_api_request(endpoint, body, engine, names, special_in_content);
     case Endpoint::Messages: break;
-    case Endpoint::Responses: throw ApiError(404, "no route for the Responses API", "invalid_request_error");
+    case Endpoint::Responses: return responses_request(body, engine, names, special_in_content);
   }
   // Messages requires max_tokens, and clients send large ones (Claude's limits are in the tens of
   // thousands): the reply is bounded by it and by the room the context leaves, not refused.

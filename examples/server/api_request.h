@@ -1,8 +1,8 @@
 #pragma once
 // Every API's request body → an ApiRequest, through the one parser (openai_request): OpenAI's
-// chat and completions bodies directly, Anthropic's Messages bodies translated to chat bodies
-// first (protocol/anthropic_messages). Throws ApiError (400 naming the field, 404 for an unknown
-// model), as parse_api_request does.
+// chat and completions bodies directly, Anthropic's Messages and OpenAI's Responses bodies
+// translated to chat bodies first (protocol/anthropic_messages, protocol/responses_api). Throws ApiError (400 naming
+// the field, 404 for an unknown model), as parse_api_request does.
 
 #include <string>
 

@@ -39,6 +39,9 @@ struct ApiRequest {
   // Chat: what the reply holds besides text (thinking, tool calls), when it may hold any;
   // such replies are split by chat::ChatReplySplitter.
   std::optional<chat::ReplyShape> reply;
+  // Responses: the request's settings its answer repeats (protocol/responses_api's
+  // response_settings); null for the other APIs.
+  nlohmann::ordered_json answer_settings;
 };
 
 // Parses `body` for `endpoint`. Throws ApiError. A chat prompt is tokenized with its data spans,

@@ -131,6 +131,7 @@ HttpResponse Routes::route(const HttpRequest& req) {
   if (post && req.path == "/v1/completions") return generate(int(Endpoint::Completions), req);
   if (post && req.path == "/v1/chat/completions") return generate(int(Endpoint::ChatCompletions), req);
   if (post && req.path == "/v1/messages") return generate(int(Endpoint::Messages), req);
+  if (post && req.path == "/v1/responses") return generate(int(Endpoint::Responses), req);
   if (post && req.path == "/v1/messages/count_tokens") return count_tokens(req);
   if (get && req.path == "/v1/models") return models();
   if (post && req.path == "/v1/embeddings") return embeddings(req, ready_engine(), names_, shutting_down_);
