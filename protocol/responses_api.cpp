@@ -248,8 +248,8 @@ void refuse_stateful(const json& body) {
   }
 }
 
-// Sampling fields the Responses API shares with chat, and pagoda's (vLLM's) extensions, which a
-// client may send to either.
+// Sampling fields the Responses API shares with chat, and pagoda's (vLLM's, llama-server's)
+// extensions, which a client may send to either.
 constexpr const char* kCarriedOver[] = {"temperature",
                                         "top_p",
                                         "seed",
@@ -259,12 +259,13 @@ constexpr const char* kCarriedOver[] = {"temperature",
                                         "min_tokens",
                                         "repetition_penalty",
                                         "presence_penalty",
+                                        "frequency_penalty",
                                         "logit_bias",
                                         "stop",
                                         "stop_token_ids",
-                                        "frequency_penalty",
                                         "ignore_eos",
-                                        "chat_template_kwargs"};
+                                        "chat_template_kwargs",
+                                        "grammar"};
 
 }  // namespace
 
@@ -275,8 +276,14 @@ json responses_to_chat(const json& body) {
   json chat = json::object();
   if (const json* model = field(body, "model")) chat["model"] = *model;
   chat["messages"] = chat_messages(body);
-  if (const json* tools = field(body, "tools")) chat["tools"] = chat_tools(*tools);
-  if (const json* choice = field(body, "tool_choice")) chat["tool_choice"] = chat_tool_choice(*choice);
+  // An empty list is no tools (agent frameworks send one), where chat refuses it; so are
+  // "auto" and "none" without tools, which chat refuses as naming tools that are not there.
+  if (const json* tools = field(body, "tools"); tools && !(tools->is_array() && tools->empty()))
+    chat["tools"] = chat_tools(*tools);
+  if (const json* choice = field(body, "tool_choice")) {
+    const bool idle = choice->is_string() && (*choice == "auto" || *choice == "none");
+    if (chat.contains("tools") || !idle) chat["tool_choice"] = chat_tool_choice(*choice);
+  }
   if (const json* parallel = field(body, "parallel_tool_calls")) chat["parallel_tool_calls"] = *parallel;
   if (const json* text = field(body, "text")) {
     json format = response_format(*text);

@@ -98,11 +98,21 @@ TEST(ResponsesToChat, FunctionToolsBecomeChatToolsWithTheirKeysInTheOrderSent) {
   EXPECT_EQ(chat["parallel_tool_calls"], false);
 }
 
-TEST(ResponsesToChat, ToolChoiceWordsPassThrough) {
+TEST(ResponsesToChat, ToolChoiceWordsPassThroughWithTools) {
+  const json tools = json::parse(R"([{"type": "function", "name": "f"}])");
   for (const char* word : {"auto", "none", "required"}) {
-    const json chat = responses_to_chat({{"input", "x"}, {"tool_choice", word}});
+    const json chat = responses_to_chat({{"input", "x"}, {"tools", tools}, {"tool_choice", word}});
     EXPECT_EQ(chat["tool_choice"], word);
   }
+}
+
+TEST(ResponsesToChat, AnEmptyToolListIsNoToolsAndAutoWithoutToolsIsNothing) {
+  const json chat = chat_of(R"({"input": "x", "tools": [], "tool_choice": "auto", "parallel_tool_calls": true})");
+  EXPECT_FALSE(chat.contains("tools"));
+  EXPECT_FALSE(chat.contains("tool_choice"));
+  EXPECT_FALSE(chat_of(R"({"input": "x", "tool_choice": "none"})").contains("tool_choice"));
+  // "required" with nothing to call stays, for the chat parser to refuse by name.
+  EXPECT_EQ(chat_of(R"({"input": "x", "tools": [], "tool_choice": "required"})")["tool_choice"], "required");
 }
 
 TEST(ResponsesToChat, TextFormatBecomesResponseFormatWithTheSchemaInItsOrder) {

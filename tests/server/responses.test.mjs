@@ -94,6 +94,9 @@ describe('the Responses API', { skip }, () => {
     assert.deepEqual(r.text, { format: { type: 'text' } });
     const again = await client.responses.create({ input: 'Tell me a story.', max_output_tokens: 16, ...greedy });
     assert.equal(again.output_text, r.output_text, 'greedy is deterministic');
+    // Agent frameworks send an empty tool list with "auto": no tools, the same reply.
+    const idle = await client.responses.create({ input: 'Tell me a story.', max_output_tokens: 16, tools: [], tool_choice: 'auto', ...greedy });
+    assert.equal(idle.output_text, r.output_text);
   });
 
   test('a streamed response adds up to the unstreamed one', async () => {
