@@ -1,6 +1,7 @@
 // pagoda-server's request mapping on arbitrary bytes: an OpenAI /v1/completions or
 // /v1/chat/completions body (the first byte's low bit picks which), or with its third bit an
-// Anthropic /v1/messages body (translated to a chat body first) → a pagoda::Request. Every
+// Anthropic /v1/messages body, with its fourth an OpenAI /v1/responses body (both translated to
+// a chat body first) → a pagoda::Request. Every
 // input is either a Request the engine accepts or an ApiError with an HTTP status and a
 // message; the Request it builds must then pass Engine::submit's own validation.
 // With the first byte's second bit, the rest is nested instead, structure-aware: the second
@@ -71,7 +72,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   static pagoda::server::ModelNames names("tiny");
   using pagoda::server::Endpoint;
-  const Endpoint endpoint = data[0] & 4   ? Endpoint::Messages
+  const Endpoint endpoint = data[0] & 8   ? Endpoint::Responses
+                            : data[0] & 4 ? Endpoint::Messages
                             : data[0] & 1 ? Endpoint::ChatCompletions
                                           : Endpoint::Completions;
   std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
