@@ -52,7 +52,7 @@ function deltas(events, type) {
 
 // A response's output without the ids, which are new for every response.
 function withoutIds(output) {
-  return output.map(({ id, call_id, ...rest }) => rest); // eslint-disable-line no-unused-vars
+  return output.map(({ id, call_id, ...rest }) => rest);
 }
 
 describe('the Responses API', { skip }, () => {
@@ -224,8 +224,8 @@ describe('the Responses API', { skip }, () => {
       const parts = final.output.filter((item) => item.type === 'message').flatMap((item) => item.content);
       assert.equal(parts.map((part) => part.text).join(''), whole.output_text);
       // The helper adds its own `parsed` fields (text.format and strict tools parsed), not sent.
-      const unparsed = final.output.map(({ parsed_arguments, ...item }) => ( // eslint-disable-line no-unused-vars
-        item.content ? { ...item, content: item.content.map(({ parsed, ...part }) => part) } : item)); // eslint-disable-line no-unused-vars
+      const unparsed = final.output.map(({ parsed_arguments, ...item }) => (
+        item.content ? { ...item, content: item.content.map(({ parsed, ...part }) => part) } : item));
       assert.deepEqual(withoutIds(unparsed), withoutIds(whole.output));
     }
   });
