@@ -1,6 +1,7 @@
 #include "examples/server/api_request.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "examples/server/api_error.h"
 #include "examples/server/json_body.h"
@@ -32,7 +33,16 @@ ApiRequest responses_request(const std::string& text, const Engine& engine, cons
   } catch (const Error& e) {
     throw bad_request(e.what());
   }
+  // As with Messages, a budget beyond the room the context leaves bounds the reply rather than
+  // being refused: clients size max_output_tokens for hosted models (status "incomplete" says
+  // when it was reached).
+  std::optional<int64_t> max_tokens;
+  if (chat_body.contains("max_tokens")) {
+    max_tokens = chat_body["max_tokens"].get<int64_t>();  // a positive integer (responses_to_chat)
+    chat_body.erase("max_tokens");
+  }
   ApiRequest a = parse_api_request(Endpoint::Responses, chat_body, engine, names, special_in_content);
+  if (max_tokens) a.request.max_new_tokens = int32_t(std::min<int64_t>(*max_tokens, a.request.max_new_tokens));
   a.answer_settings = responses::response_settings(body);
   if (!a.reply) a.reply = chat::ReplyShape{};
   return a;

@@ -239,6 +239,11 @@ describe('the Responses API', { skip }, () => {
     const { events, response } = await streamed(client, body);
     assert.equal(events.at(-1).type, 'response.incomplete');
     assert.equal(response.status, 'incomplete');
+    // A budget sized for a hosted model is bounded by the context (4,096 here), not refused.
+    const big = await client.responses.create({ input: 'Hi', max_output_tokens: 100000, ...greedy });
+    assert.ok(['completed', 'incomplete'].includes(big.status));
+    assert.equal(big.max_output_tokens, 100000);
+    assert.ok(big.usage.total_tokens <= 4096);
   });
 
   test('what a stateless text server cannot do is a 400 in OpenAI\'s error shape', async () => {
