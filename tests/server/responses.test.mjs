@@ -2,8 +2,8 @@
 // streamed), on a random-weight model with Qwen's vocabulary and chat template: the stream's
 // events add up to the unstreamed response, a tool round trip (function_call out,
 // function_call_output back in), json_schema output in the schema's order, thinking as a
-// reasoning item, the length cut as "incomplete", and what a stateless server refuses as
-// OpenAI's 400s. Written against the client's raw events, which 4.x and 6.x share.
+// reasoning item, the length cut as "incomplete", openai 6's zod helpers, and what a stateless
+// server refuses as OpenAI's 400s.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,6 +12,8 @@ import path from 'node:path';
 
 import Ajv from 'ajv';
 import OpenAI from 'openai';
+import { zodResponsesFunction, zodTextFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
 
 import { SHARED, scratch, startServer, stopServer, synthesize } from './server_process.mjs';
 
@@ -227,6 +229,25 @@ describe('the Responses API', { skip }, () => {
       const unparsed = final.output.map(({ parsed_arguments, ...item }) => (
         item.content ? { ...item, content: item.content.map(({ parsed, ...part }) => part) } : item));
       assert.deepEqual(withoutIds(unparsed), withoutIds(whole.output));
+    }
+  });
+
+  test('openai 6\'s zod helpers: responses.parse() gives a validated object and parsed call arguments', async () => {
+    const Person = z.object({ name: z.string().max(10), age: z.number().int().min(0).max(120), tags: z.array(z.enum(['a', 'b'])).max(2) });
+    for (const seed of [1, 2, 3]) {
+      const body = { input: 'Describe a person.', seed, temperature: 1, max_output_tokens: 80, text: { format: zodTextFormat(Person, 'person') } };
+      const whole = await client.responses.parse(body);
+      assert.ok(Person.safeParse(whole.output_parsed).success, whole.output_text);
+      const streamed = await client.responses.stream(body).finalResponse();
+      assert.deepEqual(streamed.output_parsed, whole.output_parsed);
+
+      const call = await client.responses.parse({
+        input: 'Make a person.', seed, temperature: 1, max_output_tokens: 80, tool_choice: 'required',
+        tools: [zodResponsesFunction({ name: 'person', parameters: Person })],
+      });
+      const fc = call.output.find((item) => item.type === 'function_call');
+      assert.equal(fc.name, 'person');
+      assert.ok(Person.safeParse(fc.parsed_arguments).success, fc.arguments);
     }
   });
 
