@@ -1,5 +1,6 @@
 #include "protocol/responses_api.h"
 
+#include <algorithm>
 #include <random>
 #include <utility>
 
@@ -195,14 +196,45 @@ json chat_tools(const json& tools) {
   return out;
 }
 
-json chat_tool_choice(const json& choice) {
-  if (choice.is_string()) return choice;  // auto, none, required: chat's own words
+// `tool_choice` and the tools it leaves in `chat`. allowed_tools narrows the tools to those it
+// names, with "auto" or "required" among them. An empty tool list is no tools (agent frameworks
+// send one, where chat refuses it), and so "auto" and "none" without tools are nothing.
+void chat_tool_choice(const json& choice, json& chat) {
   const std::string type = type_of(choice);
-  if (type == "function") {
-    return {{"type", "function"}, {"function", {{"name", required_string(choice, "name", "tool_choice")}}}};
+  if (choice.is_string()) {
+    const bool idle = choice == "auto" || choice == "none";
+    if (chat.contains("tools") || !idle) chat["tool_choice"] = choice;  // chat's own words
+  } else if (type == "function") {
+    chat["tool_choice"] = {{"type", "function"},
+                           {"function", {{"name", required_string(choice, "name", "tool_choice")}}}};
+  } else if (type == "allowed_tools") {
+    const std::string mode = required_string(choice, "mode", "tool_choice");
+    if (mode != "auto" && mode != "required") throw Error("'tool_choice.mode' must be 'auto' or 'required'");
+    const json* allowed = field(choice, "tools");
+    if (!allowed || !allowed->is_array() || allowed->empty())
+      throw Error("'tool_choice.tools' must be a non-empty list of {\"type\": \"function\", \"name\": ...}");
+    std::vector<std::string> names;
+    const json tools = chat.value("tools", json::array());
+    for (size_t i = 0; i < allowed->size(); ++i) {
+      const std::string path = "tool_choice.tools[" + std::to_string(i) + "]";
+      names.push_back(required_string((*allowed)[i], "name", path));
+      const bool known =
+          std::any_of(tools.begin(), tools.end(), [&](const json& t) { return t["function"]["name"] == names.back(); });
+      if (!known) throw Error(quoted(path) + " names '" + names.back() + "', which is not in 'tools'");
+    }
+    // In the order of `tools`, as the prompt shows them without the narrowing.
+    json kept = json::array();
+    for (const json& tool : tools) {
+      if (std::find(names.begin(), names.end(), tool["function"]["name"]) != names.end()) kept.push_back(tool);
+    }
+    chat["tools"] = std::move(kept);
+    chat["tool_choice"] = mode;
+  } else {
+    throw Error(
+        "'tool_choice' must be 'auto', 'none', 'required', {\"type\": \"function\", \"name\": ...} or "
+        "{\"type\": \"allowed_tools\", ...}" +
+        (type.empty() ? std::string() : ", got the type '" + type + "'"));
   }
-  throw Error("'tool_choice' must be 'auto', 'none', 'required' or {\"type\": \"function\", \"name\": ...}" +
-              (type.empty() ? std::string() : ", got the type '" + type + "'"));
 }
 
 // `text.format` as chat's response_format; nothing for plain text.
@@ -276,14 +308,9 @@ json responses_to_chat(const json& body) {
   json chat = json::object();
   if (const json* model = field(body, "model")) chat["model"] = *model;
   chat["messages"] = chat_messages(body);
-  // An empty list is no tools (agent frameworks send one), where chat refuses it; so are
-  // "auto" and "none" without tools, which chat refuses as naming tools that are not there.
   if (const json* tools = field(body, "tools"); tools && !(tools->is_array() && tools->empty()))
     chat["tools"] = chat_tools(*tools);
-  if (const json* choice = field(body, "tool_choice")) {
-    const bool idle = choice->is_string() && (*choice == "auto" || *choice == "none");
-    if (chat.contains("tools") || !idle) chat["tool_choice"] = chat_tool_choice(*choice);
-  }
+  if (const json* choice = field(body, "tool_choice")) chat_tool_choice(*choice, chat);
   if (const json* parallel = field(body, "parallel_tool_calls")) chat["parallel_tool_calls"] = *parallel;
   if (const json* text = field(body, "text")) {
     json format = response_format(*text);

@@ -25,8 +25,8 @@ namespace pagoda::responses {
 // A Responses body → the chat-completions body it asks for: `instructions` and `input` become
 // `messages` (developer turns as system ones, function_call items as an assistant message's
 // tool_calls, function_call_output items as tool messages, reasoning items as the next
-// assistant message's reasoning_content); function `tools`, `tool_choice`,
-// `parallel_tool_calls`, `text.format` (as response_format), `max_output_tokens` (as
+// assistant message's reasoning_content); function `tools`, `tool_choice` (allowed_tools as
+// the tools it names), `parallel_tool_calls`, `text.format` (as response_format), `max_output_tokens` (as
 // max_tokens), `temperature`, `top_p`, `seed`, `stream` and pagoda's sampling extensions are
 // carried over. Fields a stateless text server cannot honour (images, files, hosted tools,
 // stored responses) are refused by name; bookkeeping ones (metadata, include, user, ...) are

@@ -115,6 +115,21 @@ TEST(ResponsesToChat, AnEmptyToolListIsNoToolsAndAutoWithoutToolsIsNothing) {
   EXPECT_EQ(chat_of(R"({"input": "x", "tools": [], "tool_choice": "required"})")["tool_choice"], "required");
 }
 
+TEST(ResponsesToChat, AllowedToolsNarrowTheToolsWithTheirMode) {
+  const json chat = chat_of(R"({"input": "x", "tools": [{"type": "function", "name": "f"},
+      {"type": "function", "name": "g"}, {"type": "function", "name": "h"}],
+      "tool_choice": {"type": "allowed_tools", "mode": "required",
+                      "tools": [{"type": "function", "name": "h"}, {"type": "function", "name": "f"}]}})");
+  ASSERT_EQ(chat["tools"].size(), 2u);
+  EXPECT_EQ(chat["tools"][0]["function"]["name"], "f");  // in the order of 'tools'
+  EXPECT_EQ(chat["tools"][1]["function"]["name"], "h");
+  EXPECT_EQ(chat["tool_choice"], "required");
+  EXPECT_NE(refusal(R"({"input": "x", "tools": [{"type": "function", "name": "f"}], "tool_choice":
+      {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "zz"}]}})")
+                .find("'tool_choice.tools[0]' names 'zz', which is not in 'tools'"),
+            std::string::npos);
+}
+
 TEST(ResponsesToChat, TextFormatBecomesResponseFormatWithTheSchemaInItsOrder) {
   const json chat = chat_of(R"({"input": "x", "text": {"format": {"type": "json_schema", "name": "answer",
       "schema": {"type": "object", "properties": {"zeta": {"type": "integer"}, "answer": {"type": "string"}}},

@@ -152,6 +152,19 @@ describe('the Responses API', { skip }, () => {
     }
   });
 
+  test('allowed_tools narrows the tools a required call may name', async () => {
+    const clock = { type: 'function', name: 'get_time', parameters: { type: 'object', properties: {}, additionalProperties: false } };
+    for (const seed of [1, 2, 3]) {
+      const r = await client.responses.create({
+        input: 'Weather?', tools: [clock, weather], seed, temperature: 1, max_output_tokens: 100,
+        tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'get_weather' }] },
+      });
+      const calls = r.output.filter((item) => item.type === 'function_call');
+      assert.ok(calls.length >= 1, JSON.stringify(r.output));
+      for (const call of calls) assert.equal(call.name, 'get_weather');
+    }
+  });
+
   test('a streamed call arrives as function_call_arguments events and equals the unstreamed one', async () => {
     const body = {
       input: 'Weather in Rome?', tools: [weather], tool_choice: { type: 'function', name: 'get_weather' }, seed: 7,
