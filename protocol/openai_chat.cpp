@@ -151,10 +151,15 @@ void offer_tools(const ToolRequest& tools, std::vector<ChatMessage>& messages, C
 }
 
 ToolGrammar tool_request_grammar(const ToolRequest& tools,
-                                 const std::function<bool(std::string_view)>& is_control_token) {
+                                 const std::function<bool(std::string_view)>& is_control_token,
+                                 std::optional<std::string_view> answer_schema) {
   const std::string_view tag = tool_call_tag(tools.tools.format);
-  return tool_call_grammar(tools.tools.format, tools.tools.definitions, !tools.required, tools.parallel,
-                           !tag.empty() && is_control_token(tag));
+  const bool control_tag = !tag.empty() && is_control_token(tag);
+  if (answer_schema && !tools.required) {
+    return tool_or_answer_grammar(tools.tools.format, tools.tools.definitions, *answer_schema, tools.parallel,
+                                  control_tag);
+  }
+  return tool_call_grammar(tools.tools.format, tools.tools.definitions, !tools.required, tools.parallel, control_tag);
 }
 
 std::optional<ReplyShape> reply_shape(const std::optional<std::string>& chat_template, std::string_view prompt,

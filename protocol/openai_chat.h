@@ -49,9 +49,12 @@ void offer_tools(const ToolRequest& tools, std::vector<ChatMessage>& messages, C
 
 // The grammar (and its triggers, for "auto") of the request's calls. `is_control_token(text)`:
 // whether the text is one control token of the vocabulary (Mistral's [TOOL_CALLS]), which a
-// grammar cannot write. Throws pagoda::Error naming the tool whose parameters do not compile.
+// grammar cannot write. With an `answer_schema` (response_format's), "auto" admits calls or one
+// value of that schema, and a required call ignores it. Throws pagoda::Error naming what does not
+// compile: a tool's parameters or the schema.
 ToolGrammar tool_request_grammar(const ToolRequest& tools,
-                                 const std::function<bool(std::string_view)>& is_control_token);
+                                 const std::function<bool(std::string_view)>& is_control_token,
+                                 std::optional<std::string_view> answer_schema = std::nullopt);
 
 // What a reply to `prompt` may hold besides text: thinking (a template with <think> blocks, and
 // whether the prompt already opened one) and tool calls; nullopt when neither.

@@ -311,6 +311,22 @@ ToolGrammar tool_call_grammar(ToolCallFormat format, const std::vector<ToolDefin
   return g;
 }
 
+ToolGrammar tool_or_answer_grammar(ToolCallFormat format, const std::vector<ToolDefinition>& tools,
+                                   std::string_view answer_schema, bool parallel, bool control_tag) {
+  std::string calls = tool_call_grammar(format, tools, false, parallel, control_tag).gbnf;
+  // Its one `root` becomes an alternative; the answer's rules are all `answer` or `answer-...`,
+  // names the call grammar does not use (`call`, `block`, `args-N...`).
+  const size_t root = calls.rfind("root ::= ", 0) == 0 ? 0 : calls.find("\nroot ::= ") + 1;
+  calls.replace(root, 4, "calls");
+  grammar::JsonSchemaRules answer;
+  try {
+    answer = grammar::json_schema_rules(answer_schema, "answer");
+  } catch (const Error& e) {
+    throw Error(std::string("the response format's schema: ") + e.what());
+  }
+  return {.gbnf = "root ::= " + answer.root + " | calls\n" + calls + answer.rules, .triggers = {}};
+}
+
 std::string generic_tool_prompt(std::string_view tools_json) {
   return "You can call the following tools:\n" + std::string(tools_json) +
          "\n\nTo call tools, reply with only a JSON object of the form "

@@ -49,6 +49,13 @@ struct ToolGrammar {
 ToolGrammar tool_call_grammar(ToolCallFormat format, const std::vector<ToolDefinition>& tools, bool lazy, bool parallel,
                               bool control_tag);
 
+// A whole-reply grammar admitting either the calls tool_call_grammar admits (not lazy) or one
+// value of `answer_schema` (a JSON Schema): tools offered with "auto" beside a response format,
+// as OpenAI allows, so the reply is calls or the formatted answer. Throws pagoda::Error for a
+// schema that does not compile.
+ToolGrammar tool_or_answer_grammar(ToolCallFormat format, const std::vector<ToolDefinition>& tools,
+                                   std::string_view answer_schema, bool parallel, bool control_tag);
+
 // The format's opening tag ("<tool_call>", "[TOOL_CALLS]", "<|python_tag|>"; empty for Generic).
 std::string_view tool_call_tag(ToolCallFormat format);
 

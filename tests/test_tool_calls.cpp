@@ -192,6 +192,38 @@ TEST(ToolCalls, EveryTextAGrammarAdmitsParsesIntoCalls) {
   }
 }
 
+TEST(ToolCalls, BesideAnAnswerSchemaEveryTextIsCallsOrTheAnswer) {
+  const std::vector<ToolDefinition> tools = parse_tool_definitions(kTools);
+  const std::string schema =
+      R"({"type": "object", "properties": {"verdict": {"enum": ["yes", "no"]}, "score": {"type": "integer",
+          "minimum": 0, "maximum": 9}}, "required": ["verdict", "score"], "additionalProperties": false})";
+  std::mt19937 rng(11);
+  for (ToolCallFormat format :
+       {ToolCallFormat::Hermes, ToolCallFormat::Llama3, ToolCallFormat::Mistral, ToolCallFormat::Generic}) {
+    const ToolGrammar g = tool_or_answer_grammar(format, tools, schema, true, false);
+    EXPECT_TRUE(g.triggers.empty()) << "the whole reply is constrained";
+    int calls = 0, answers = 0;
+    for (int walk = 0; walk < 60; ++walk) {
+      const std::string text = random_sentence(g.gbnf, rng, 40);
+      if (text.empty()) continue;
+      const ParsedReply r = parse_tool_calls(format, text, tools);
+      if (!r.calls.empty()) {
+        EXPECT_TRUE(r.content.empty()) << text;
+        ++calls;
+        continue;
+      }
+      const nlohmann::json answer = nlohmann::json::parse(r.content);
+      ASSERT_TRUE(answer.is_object()) << text;
+      EXPECT_EQ(answer.size(), 2u) << text;
+      EXPECT_TRUE(answer["verdict"] == "yes" || answer["verdict"] == "no") << text;
+      ++answers;
+    }
+    EXPECT_GE(calls, 5) << tool_call_format_name(format);
+    EXPECT_GE(answers, 5) << tool_call_format_name(format);
+  }
+  EXPECT_THROW(tool_or_answer_grammar(ToolCallFormat::Hermes, tools, R"({"type": "frog"})", true, false), Error);
+}
+
 TEST(ToolCalls, AControlTagIsLeftOutOfAWholeReplyGrammar) {
   const std::vector<ToolDefinition> tools = parse_tool_definitions(kTools);
   const ToolGrammar whole = tool_call_grammar(ToolCallFormat::Mistral, tools, false, false, true);

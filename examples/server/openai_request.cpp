@@ -242,10 +242,17 @@ void output_constraint(const json& body, Request& r) {
   if (given > 1) throw bad_request("give one of 'response_format', 'grammar' and 'json_schema'");
 }
 
-// The grammar of the calls a chat request's tools allow.
+// The grammar of the calls a chat request's tools allow. Beside a response format (or
+// llama-server's json_schema), "auto" lets the reply be calls or the formatted answer, and a
+// required call ignores the format; a GBNF grammar cannot be joined to the calls.
 void constrain_tool_calls(const chat::ToolRequest& tools, const Engine& engine, Request& r) {
-  if (!r.grammar.empty() || !r.json_schema.empty()) {
-    throw bad_request("'response_format', 'grammar' and 'json_schema' cannot be combined with 'tools'");
+  std::optional<std::string> answer_schema;
+  if (!r.json_schema.empty()) {
+    answer_schema = std::exchange(r.json_schema, {});
+  } else if (r.grammar == grammar::any_json_gbnf()) {
+    answer_schema = R"({"type": "object"})";  // json_object
+  } else if (!r.grammar.empty()) {
+    throw bad_request("'grammar' cannot be combined with 'tools'");
   }
   // One control token of the vocabulary: one token with parse_special, several as text.
   auto is_control_token = [&](std::string_view text) {
@@ -253,7 +260,7 @@ void constrain_tool_calls(const chat::ToolRequest& tools, const Engine& engine, 
     return engine.tokenize(t, false, true).size() == 1 && engine.tokenize(t, false, false).size() > 1;
   };
   try {
-    const chat::ToolGrammar g = chat::tool_request_grammar(tools, is_control_token);
+    const chat::ToolGrammar g = chat::tool_request_grammar(tools, is_control_token, answer_schema);
     r.grammar = g.gbnf;
     r.grammar_triggers = g.triggers;
   } catch (const Error& e) {

@@ -208,6 +208,26 @@ describe('the Responses API', { skip }, () => {
     }
   });
 
+  test('tools beside text.format: each reply is a valid call or an answer in the format', async () => {
+    // As agent frameworks send a structured final output with tools ("auto").
+    const schema = { type: 'object', properties: { done: { type: 'boolean' }, note: { type: 'string', maxLength: 12 } }, required: ['done', 'note'], additionalProperties: false };
+    const validateAnswer = ajv.compile(schema);
+    const validateArgs = ajv.compile(weather.parameters);
+    for (const seed of [1, 2, 3, 4, 5, 6]) {
+      const r = await client.responses.create({
+        input: 'Weather in Oslo, then report.', tools: [weather], seed, temperature: 1, max_output_tokens: 100,
+        text: { format: { type: 'json_schema', name: 'report', schema, strict: true } },
+      });
+      const calls = r.output.filter((item) => item.type === 'function_call');
+      if (calls.length) {
+        for (const call of calls) assert.ok(validateArgs(JSON.parse(call.arguments)), call.arguments);
+        assert.equal(r.output_text, '');
+      } else {
+        assert.ok(validateAnswer(JSON.parse(r.output_text)), r.output_text);
+      }
+    }
+  });
+
   test('thinking is a reasoning item before the message, whole and streamed', async () => {
     // Qwen's template thinks in <think> blocks; a grammar (llama-server's field) makes the model write one.
     const grammar = 'root ::= "<think>" [a-z ]{1,16} "</think>" "\\n\\n" [a-z]{1,8}';
