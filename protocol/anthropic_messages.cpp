@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "pagoda/error.h"
+#include "protocol/json_fields.h"
 
 namespace pagoda::anthropic {
 
@@ -13,18 +14,9 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-const json* field(const json& object, const char* name) {
-  auto it = object.find(name);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string quoted(const std::string& path) { return "'" + path + "'"; }
-
-std::string string_field(const json& object, const char* name, const std::string& path) {
-  const json* v = field(object, name);
-  if (!v || !v->is_string()) throw Error(quoted(path + "." + name) + " must be a string");
-  return v->get<std::string>();
-}
+using protocol::field;
+using protocol::quoted;
+using protocol::string_field;
 
 // A block's text: {"type": "text", "text": ...}.
 json text_part(const json& block, const std::string& path) {
@@ -61,6 +53,15 @@ std::string block_type(const json& block, const std::string& path) {
   throw Error(quoted(path) + " has an unknown block type '" + type + "'");
 }
 
+// Calls `visit(type, block, where)` for each of a turn's content blocks, `where` its path.
+template <typename Visit>
+void for_each_block(const json& content, const std::string& path, Visit visit) {
+  for (size_t j = 0; j < content.size(); ++j) {
+    const std::string where = path + ".content[" + std::to_string(j) + "]";
+    visit(block_type(content[j], where), content[j], where);
+  }
+}
+
 // A user turn: text blocks become user messages, each tool_result a tool message, in order.
 void user_turn(const json& content, const std::string& path, json& messages) {
   if (content.is_string()) {
@@ -71,10 +72,7 @@ void user_turn(const json& content, const std::string& path, json& messages) {
   auto flush = [&] {
     if (!parts.empty()) messages.push_back({{"role", "user"}, {"content", std::exchange(parts, json::array())}});
   };
-  for (size_t j = 0; j < content.size(); ++j) {
-    const std::string where = path + ".content[" + std::to_string(j) + "]";
-    const json& block = content[j];
-    const std::string type = block_type(block, where);
+  for_each_block(content, path, [&](const std::string& type, const json& block, const std::string& where) {
     if (type == "text") {
       parts.push_back(text_part(block, where));
     } else if (type == "tool_result") {
@@ -85,7 +83,7 @@ void user_turn(const json& content, const std::string& path, json& messages) {
     } else {
       unsupported_block(type, where);
     }
-  }
+  });
   flush();
 }
 
@@ -98,16 +96,13 @@ void assistant_turn(const json& content, const std::string& path, json& messages
   json parts = json::array();
   json calls = json::array();
   std::string reasoning;
-  for (size_t j = 0; j < content.size(); ++j) {
-    const std::string where = path + ".content[" + std::to_string(j) + "]";
-    const json& block = content[j];
-    const std::string type = block_type(block, where);
+  for_each_block(content, path, [&](const std::string& type, const json& block, const std::string& where) {
     if (type == "text") {
       parts.push_back(text_part(block, where));
     } else if (type == "thinking") {
       reasoning += string_field(block, "thinking", where);
     } else if (type == "redacted_thinking") {
-      continue;  // encrypted by another provider: nothing a model here can read
+      return;  // encrypted by another provider: nothing a model here can read
     } else if (type == "tool_use") {
       const json* input = field(block, "input");
       if (input && !input->is_object()) throw Error(quoted(where + ".input") + " must be an object");
@@ -119,7 +114,7 @@ void assistant_turn(const json& content, const std::string& path, json& messages
     } else {
       unsupported_block(type, where);
     }
-  }
+  });
   json message = {{"role", "assistant"}, {"content", parts.empty() ? json("") : parts}};
   if (!calls.empty()) message["tool_calls"] = calls;
   if (!reasoning.empty()) message["reasoning_content"] = reasoning;

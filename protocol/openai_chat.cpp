@@ -4,6 +4,7 @@
 
 #include "engine/util/json_depth.h"
 #include "pagoda/error.h"
+#include "protocol/json_fields.h"
 
 namespace pagoda::chat {
 
@@ -11,10 +12,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-const json* field(const json& object, const char* name) {
-  auto it = object.find(name);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
+using protocol::field;
 
 std::string where(size_t index, const char* name = nullptr) {
   return "'messages[" + std::to_string(index) + "]" + (name ? std::string(".") + name : std::string()) + "'";

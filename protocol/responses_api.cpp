@@ -6,6 +6,7 @@
 
 #include "engine/util/json_depth.h"
 #include "pagoda/error.h"
+#include "protocol/json_fields.h"
 
 namespace pagoda::responses {
 
@@ -13,12 +14,8 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-const json* field(const json& object, const char* name) {
-  auto it = object.find(name);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string quoted(const std::string& path) { return "'" + path + "'"; }
+using protocol::field;
+using protocol::quoted;
 
 std::string type_of(const json& item) {
   const json* t = item.is_object() ? field(item, "type") : nullptr;

@@ -19,6 +19,7 @@
 #include "examples/server/api_error.h"
 #include "examples/server/json_body.h"
 #include "pagoda/error.h"
+#include "protocol/json_fields.h"
 
 namespace pagoda::server {
 
@@ -26,10 +27,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-const json* field(const json& body, const char* name) {
-  auto it = body.find(name);
-  return it == body.end() || it->is_null() ? nullptr : &*it;
-}
+using protocol::field;
 
 std::optional<double> number(const json& body, const char* name, double lo, double hi) {
   const json* v = field(body, name);

@@ -6,17 +6,14 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateObject, generateText, Output, stepCountIs, streamObject, streamText, tool } from 'ai';
 import { z } from 'zod';
 
-import { SHARED, scratch, startServer, stopServer, synthesize } from './server_process.mjs';
+import { qwenModel, qwenSkip, startServer, stopServer } from './server_process.mjs';
 
-const vocab = path.join(SHARED ?? '', 'vocab/ggml-vocab-qwen2.gguf');
-const skip = !SHARED || !fs.existsSync(vocab) ? `${vocab} is absent` : false;
+const skip = qwenSkip;
 
 // Small bounds keep the random model's arguments short (and the runs quick).
 const addInput = z.object({ a: z.number().int().min(-100).max(100), b: z.number().int().min(-100).max(100) });
@@ -36,9 +33,7 @@ describe('the Vercel AI SDK through @ai-sdk/openai-compatible', { skip }, () => 
   // Every request body the SDK sent, to check what went over the wire.
   const sent = [];
   before(async () => {
-    const file = path.join(scratch, 'qwen-vocab.gguf');
-    synthesize(['-o', file, '--arch', 'qwen2', '--dim', '64', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--ffn', '128',
-      '--vocab', vocab, '--context', '4096', '--seed', '5']);
+    const file = qwenModel('qwen-vocab', { context: 4096, seed: 5 });
     server = await startServer(['-t', '2'], { model: file });
     const id = (await (await fetch(`${server.url}/v1/models`)).json()).data[0].id;
     const provider = createOpenAICompatible({

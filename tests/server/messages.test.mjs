@@ -12,10 +12,9 @@ import path from 'node:path';
 import Ajv from 'ajv';
 import Anthropic from '@anthropic-ai/sdk';
 
-import { SHARED, scratch, startServer, stopServer, synthesize } from './server_process.mjs';
+import { qwenModel, qwenSkip, SHARED, startServer, stopServer } from './server_process.mjs';
 
-const vocab = path.join(SHARED ?? '', 'vocab/ggml-vocab-qwen2.gguf');
-const skip = !SHARED || !fs.existsSync(vocab) ? `${vocab} is absent` : false;
+const skip = qwenSkip;
 
 const ajv = new Ajv({ strict: false });
 const model = 'pagoda-test';
@@ -48,9 +47,7 @@ describe('the Messages API through @anthropic-ai/sdk', { skip }, () => {
   let server;
   let client;
   before(async () => {
-    const file = path.join(scratch, 'qwen-messages.gguf');
-    synthesize(['-o', file, '--arch', 'qwen2', '--dim', '64', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--ffn', '128',
-      '--vocab', vocab, '--context', '4096', '--seed', '7']);
+    const file = qwenModel('qwen-messages', { context: 4096, seed: 7 });
     server = await startServer(['-t', '2', '--served-model-name', model, '--api-key', 'sk-test'], { model: file });
     client = new Anthropic({ baseURL: server.url, apiKey: 'sk-test', maxRetries: 0 });
   });
@@ -176,9 +173,7 @@ describe('thinking blocks through @anthropic-ai/sdk', { skip: skipThinking }, ()
   let client;
   before(async () => {
     // DeepSeek-R1's template opens <think> in the prompt: the reply starts in its thinking.
-    const file = path.join(scratch, 'qwen-thinking.gguf');
-    synthesize(['-o', file, '--arch', 'qwen2', '--dim', '64', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--ffn', '128',
-      '--vocab', vocab, '--context', '2048', '--seed', '9']);
+    const file = qwenModel('qwen-thinking', { context: 2048, seed: 9 });
     server = await startServer(['-t', '2', '--served-model-name', model, '--chat-template-file', r1], { model: file });
     client = new Anthropic({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
   });

@@ -24,6 +24,22 @@ export function testModel() {
   return synth;
 }
 
+// Qwen's 152k-token vocabulary from ../shared, and why a suite that needs it is skipped (false
+// when it is there).
+export const QWEN_VOCAB = path.join(SHARED ?? '', 'vocab/ggml-vocab-qwen2.gguf');
+export const qwenSkip = !SHARED || !fs.existsSync(QWEN_VOCAB) ? `${QWEN_VOCAB} is absent` : false;
+
+// A small random-weight qwen2 model with Qwen's vocabulary and chat template (Hermes-style tool
+// calls), written once per name into the scratch folder; returns its path.
+export function qwenModel(name, { context = 4096, seed = 5 } = {}) {
+  const file = path.join(scratch, `${name}.gguf`);
+  if (!fs.existsSync(file)) {
+    synthesize(['-o', file, '--arch', 'qwen2', '--dim', '64', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--ffn', '128',
+      '--vocab', QWEN_VOCAB, '--context', String(context), '--seed', String(seed)]);
+  }
+  return file;
+}
+
 export function synthesize(args) {
   const r = spawnSync(path.join(BIN, 'pagoda-synth'), args, { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`pagoda-synth ${args.join(' ')} failed: ${r.stderr}`);

@@ -6,8 +6,6 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
@@ -15,10 +13,9 @@ import OpenAI from 'openai';
 import { zodFunction, zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 
-import { SHARED, scratch, startServer, stopServer, synthesize } from './server_process.mjs';
+import { qwenModel, qwenSkip, startServer, stopServer } from './server_process.mjs';
 
-const vocab = path.join(SHARED ?? '', 'vocab/ggml-vocab-qwen2.gguf');
-const skip = !SHARED || !fs.existsSync(vocab) ? `${vocab} is absent` : false;
+const skip = qwenSkip;
 
 const ajv = new Ajv({ strict: false, allErrors: true });
 addFormats(ajv);
@@ -80,9 +77,7 @@ describe('structured output and tool calls', { skip }, () => {
   let server;
   let client;
   before(async () => {
-    const model = path.join(scratch, 'qwen-vocab.gguf');
-    synthesize(['-o', model, '--arch', 'qwen2', '--dim', '64', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--ffn', '128',
-      '--vocab', vocab, '--context', '4096', '--seed', '5']);
+    const model = qwenModel('qwen-vocab', { context: 4096, seed: 5 });
     server = await startServer(['-t', '2'], { model });
     client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
   });
