@@ -22,8 +22,23 @@ nlohmann::ordered_json messages_chat_body(const std::string& body, bool for_coun
   }
 }
 
-// A Responses body as a request: translated to a chat body and parsed as one. One reply, always
-// split, so thinking, text and calls land in output items of their own.
+// A translated chat body parsed as a chat request. Its `max_tokens` bounds the reply together
+// with the room the context leaves instead of being refused when larger: clients size it for
+// hosted models (Claude's limits run to tens of thousands; a cut reply says so). One reply,
+// always split, so thinking, text and calls land in blocks or items of their own.
+ApiRequest parse_translated(Endpoint endpoint, nlohmann::ordered_json chat_body, const Engine& engine,
+                            const ModelNames& names, bool special_in_content) {
+  std::optional<int64_t> max_tokens;
+  if (auto it = chat_body.find("max_tokens"); it != chat_body.end()) {
+    max_tokens = it->get<int64_t>();  // a positive integer: the translations check it
+    chat_body.erase(it);
+  }
+  ApiRequest a = parse_api_request(endpoint, chat_body, engine, names, special_in_content);
+  if (max_tokens) a.request.max_new_tokens = int32_t(std::min<int64_t>(*max_tokens, a.request.max_new_tokens));
+  if (!a.reply) a.reply = chat::ReplyShape{};
+  return a;
+}
+
 ApiRequest responses_request(const std::string& text, const Engine& engine, const ModelNames& names,
                              bool special_in_content) {
   const nlohmann::ordered_json body = parse_request_body(text);
@@ -33,18 +48,8 @@ ApiRequest responses_request(const std::string& text, const Engine& engine, cons
   } catch (const Error& e) {
     throw bad_request(e.what());
   }
-  // As with Messages, a budget beyond the room the context leaves bounds the reply rather than
-  // being refused: clients size max_output_tokens for hosted models (status "incomplete" says
-  // when it was reached).
-  std::optional<int64_t> max_tokens;
-  if (chat_body.contains("max_tokens")) {
-    max_tokens = chat_body["max_tokens"].get<int64_t>();  // a positive integer (responses_to_chat)
-    chat_body.erase("max_tokens");
-  }
-  ApiRequest a = parse_api_request(Endpoint::Responses, chat_body, engine, names, special_in_content);
-  if (max_tokens) a.request.max_new_tokens = int32_t(std::min<int64_t>(*max_tokens, a.request.max_new_tokens));
+  ApiRequest a = parse_translated(Endpoint::Responses, std::move(chat_body), engine, names, special_in_content);
   a.answer_settings = responses::response_settings(body);
-  if (!a.reply) a.reply = chat::ReplyShape{};
   return a;
 }
 
@@ -53,21 +58,13 @@ ApiRequest responses_request(const std::string& text, const Engine& engine, cons
 ApiRequest parse_request(Endpoint endpoint, const std::string& body, const Engine& engine, const ModelNames& names,
                          bool special_in_content) {
   switch (endpoint) {
-    case Endpoint::Completions:
-    case Endpoint::ChatCompletions: return parse_api_request(endpoint, body, engine, names, special_in_content);
-    case Endpoint::Messages: break;
     case Endpoint::Responses: return responses_request(body, engine, names, special_in_content);
+    case Endpoint::Messages:
+      return parse_translated(endpoint, messages_chat_body(body, false), engine, names, special_in_content);
+    case Endpoint::Completions:
+    case Endpoint::ChatCompletions: break;
   }
-  // Messages requires max_tokens, and clients send large ones (Claude's limits are in the tens of
-  // thousands): the reply is bounded by it and by the room the context leaves, not refused.
-  nlohmann::ordered_json chat_body = messages_chat_body(body, false);
-  const int64_t max_tokens = chat_body["max_tokens"].get<int64_t>();
-  chat_body.erase("max_tokens");
-  ApiRequest a = parse_api_request(endpoint, chat_body, engine, names, special_in_content);
-  a.request.max_new_tokens = int32_t(std::min<int64_t>(max_tokens, a.request.max_new_tokens));
-  // One reply per request, always split: its thinking, text and calls go in blocks of their own.
-  if (!a.reply) a.reply = chat::ReplyShape{};
-  return a;
+  return parse_api_request(endpoint, body, engine, names, special_in_content);
 }
 
 int64_t count_message_tokens(const std::string& body, const Engine& engine, const ModelNames& names,

@@ -1,8 +1,9 @@
 #pragma once
 // Every API's request body → an ApiRequest, through the one parser (openai_request): OpenAI's
 // chat and completions bodies directly, Anthropic's Messages and OpenAI's Responses bodies
-// translated to chat bodies first (protocol/anthropic_messages, protocol/responses_api). Throws ApiError (400 naming
-// the field, 404 for an unknown model), as parse_api_request does.
+// translated to chat bodies first (protocol/anthropic_messages, protocol/responses_api), their
+// max_tokens then bounding the reply with the room the context leaves. Throws ApiError (400
+// naming the field, 404 for an unknown model), as parse_api_request does.
 
 #include <string>
 
