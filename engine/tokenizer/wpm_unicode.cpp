@@ -27,25 +27,11 @@ constexpr uint32_t kHangulFirst = 0xAC00, kHangulLast = 0xD7A3, kHangulPerLead =
 }  // namespace
 
 WpmCharClass wpm_char_class(char32_t c) {
-  switch (c) {
-    // White_Space (PropList.txt), as llama.cpp lists it; every Z* code point is among them.
-    case 0x09:
-    case 0x0A:
-    case 0x0B:
-    case 0x0C:
-    case 0x0D:
-    case 0x20:
-    case 0x85:
-    case 0xA0:
-    case 0x1680:
-    case 0x2028:
-    case 0x2029:
-    case 0x202F:
-    case 0x205F:
-    case 0x3000: return WpmCharClass::Whitespace;
-    default: break;
+  // White_Space (PropList.txt), as llama.cpp lists it; every Z* code point is among them.
+  static constexpr char32_t kSpaces[] = {0x20, 0x85, 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000};
+  if ((c >= 0x09 && c <= 0x0D) || (c >= 0x2000 && c <= 0x200A) || std::ranges::find(kSpaces, c) != std::end(kSpaces)) {
+    return WpmCharClass::Whitespace;
   }
-  if (c >= 0x2000 && c <= 0x200A) return WpmCharClass::Whitespace;
   if (c > 0x10FFFF) return WpmCharClass::Other;
   const auto* run = std::upper_bound(std::begin(kClassRuns), std::end(kClassRuns), uint32_t(c),
                                      [](uint32_t v, const ClassRun& r) { return v < r.first; }) -
