@@ -727,7 +727,7 @@ TEST(TokenizerGguf, BadTokenizerMetadataNamesFileAndKey) {
   auto load = [](const std::string& path) { return Tokenizer::from_gguf(GgufFile::open(path)); };
   std::string p = write_tok_gguf(dir, "nomodel.gguf", {false, true, true, true});
   EXPECT_ERROR_NAMING(load(p), p, "tokenizer.ggml.model");
-  p = write_tok_gguf(dir, "bert.gguf", {}, [](GgufWriter& w) { w.set_string("tokenizer.ggml.model", "bert"); });
+  p = write_tok_gguf(dir, "t5.gguf", {}, [](GgufWriter& w) { w.set_string("tokenizer.ggml.model", "t5"); });
   EXPECT_ERROR_NAMING(load(p), p, "tokenizer.ggml.model");
   p = write_tok_gguf(dir, "notokens.gguf", {true, false, false, false});
   EXPECT_ERROR_NAMING(load(p), p, "tokenizer.ggml.tokens");

@@ -82,11 +82,14 @@ Tokenizer::Tokenizer(TokenizerVocab vocab) : vocab_(std::move(vocab)) {
   };
   check_id(vocab_.bos_id, "BOS id");
   check_id(vocab_.eos_id, "EOS id");
-  if (vocab_.model != TokenizerModel::Spm && vocab_.model != TokenizerModel::Bpe) {
+  if (vocab_.model != TokenizerModel::Spm && vocab_.model != TokenizerModel::Bpe &&
+      vocab_.model != TokenizerModel::Wpm) {
     throw Error("tokenizer: unknown tokenizer model " + std::to_string(int32_t(vocab_.model)));
   }
   const bool bpe = vocab_.model == TokenizerModel::Bpe;
+  const bool wpm = vocab_.model == TokenizerModel::Wpm;
   if (!(bpe && vocab_.unk_id == -1)) check_id(vocab_.unk_id, "unknown-token id");
+  if (wpm) check_id(vocab_.sep_id, "separator id");
   for (auto [id, what] : {std::pair{vocab_.eot_id, "EOT id"},
                           {vocab_.eom_id, "EOM id"},
                           {vocab_.fim_pad_id, "FIM pad id"},
@@ -157,6 +160,7 @@ Tokenizer::Tokenizer(TokenizerVocab vocab) : vocab_(std::move(vocab)) {
     byte_ids_[size_t(b)] = id < 0 ? vocab_.unk_id : id;
   }
   if (bpe) bpe_ = std::make_shared<const BpeTokenizer>(vocab_.pre, vocab_.merges, piece_to_id_);
+  if (wpm) wpm_ = std::make_shared<const WpmTokenizer>(vocab_.tokens, vocab_.unk_id);
 }
 
 int32_t Tokenizer::find_piece(std::string_view piece) const {
@@ -183,12 +187,15 @@ std::vector<int32_t> Tokenizer::encode_fragments(const std::vector<Fragment>& fr
     } else {
       if (bpe_) {
         bpe_->encode(f.text, piece_to_id_, out);
+      } else if (wpm_) {
+        wpm_->encode(f.text, piece_to_id_, out);
       } else {
         encode_spm(f.text, after_special && vocab_.add_space_prefix, out);
       }
       after_special = false;
     }
   }
+  if (add_bos && wpm_) out.push_back(vocab_.sep_id);  // llama.cpp's add_special brackets WPM text
   return out;
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // The tokenizer of a model's vocabulary and its incremental detokenizer: SentencePiece-style
-// BPE, as llama.cpp's `llama` (SPM) vocabulary and llama2.c's run.c do it, or byte-level BPE
-// (llama.cpp's `gpt2`, see BpeTokenizer). Special tokens written in the text are cut out first
-// (SpecialTokenSplitter).
+// BPE, as llama.cpp's `llama` (SPM) vocabulary and llama2.c's run.c do it, byte-level BPE
+// (llama.cpp's `gpt2`, see BpeTokenizer) or WordPiece (llama.cpp's `bert`, see WpmTokenizer).
+// Special tokens written in the text are cut out first (SpecialTokenSplitter).
 //
 // SPM encoding: the text (with a space in front when add_space_prefix and the text is non-empty)
 // is split into UTF-8 characters; then the adjacent pair whose concatenation is a vocabulary
@@ -14,7 +14,7 @@
 // tokenizer.bin as a plain ' '. The tokenizer finds out which (SpaceMarker) and works in that
 // spelling; callers only ever see plain spaces in text.
 //
-// Decoding: `<0xXX>` tokens give the raw byte, "▁" gives a space (SPM), a byte-level BPE
+// Decoding: `<0xXX>` tokens give the raw byte, "▁" gives a space (SPM, WPM), a byte-level BPE
 // token the bytes its characters stand for (byte_unicode.h), control/unknown/unused
 // tokens give nothing, user-defined tokens give their text verbatim. The decoder emits only
 // complete UTF-8; ill-formed bytes become U+FFFD (one per maximal ill-formed subpart).
@@ -33,6 +33,7 @@
 #include "engine/tokenizer/bpe_tokenizer.h"
 #include "engine/tokenizer/piece_map.h"
 #include "engine/tokenizer/special_tokens.h"
+#include "engine/tokenizer/wpm_tokenizer.h"
 
 namespace pagoda {
 
@@ -45,6 +46,7 @@ enum class TokenType : int32_t { Normal = 1, Unknown = 2, Control = 3, UserDefin
 enum class TokenizerModel : int32_t {
   Spm = 0,  // "llama": SentencePiece BPE by piece scores, byte fallback
   Bpe = 1,  // "gpt2": byte-level BPE by merge ranks after a regex pre-tokenizer (BpeTokenizer)
+  Wpm = 2,  // "bert": WordPiece, longest match first after BERT's normalization (WpmTokenizer)
 };
 
 // How the vocabulary's pieces spell a space.
@@ -61,7 +63,8 @@ struct TokenizerVocab {
   std::vector<std::string> tokens;
   std::vector<float> scores;
   std::vector<TokenType> types;
-  int32_t bos_id = 1, eos_id = 2, unk_id = 0;  // Bpe: unk_id may be -1 (none)
+  int32_t bos_id = 1, eos_id = 2, unk_id = 0;  // Bpe: unk_id may be -1 (none); Wpm: bos is [CLS]
+  int32_t sep_id = -1;                         // Wpm: [SEP], which ends an encoding with add_bos
   // End of turn / of message (tokenizer.ggml.eot_token_id, eom_token_id) and the fill-in-the-
   // middle pad, repository and file-separator tokens; -1 when the vocabulary names none.
   int32_t eot_id = -1, eom_id = -1, fim_pad_id = -1, fim_rep_id = -1, fim_sep_id = -1;
@@ -92,10 +95,15 @@ class Tokenizer {
   // BPE: pre (optional → "default"); merges (required); bos/eos_token_id (optional → 11, as
   // llama.cpp), unknown_token_id (optional → none); add_bos_token (optional → llama.cpp's
   // default for the pre-tokenizer); no space prefix.
+  // WPM ("bert"): bos_token_id, else cls_token_id (optional → 101, llama.cpp's default);
+  // seperator_token_id, spelled as llama.cpp spells it (optional → 102); unknown_token_id
+  // (optional → 100); eos_token_id (optional → the separator); add_bos_token (optional → true);
+  // no space prefix.
   // Anything missing or inconsistent → pagoda::Error naming the file and the key.
   static Tokenizer from_gguf(const GgufFile& gguf);
 
   // Token ids for `text` (BOS first when add_bos). Empty text gives [BOS] or [] (no prefix).
+  // WPM: add_bos is llama.cpp's add_special, [CLS] first and [SEP] last ("" gives both).
   // Special tokens written in the text are first cut out as llama.cpp does (see
   // SpecialTokenSplitter): user-defined tokens always, control tokens ("<|im_start|>", "<s>")
   // only with parse_special — without it their text is tokenized as ordinary text. An SPM
@@ -118,6 +126,7 @@ class Tokenizer {
   int32_t bos_id() const { return vocab_.bos_id; }
   int32_t eos_id() const { return vocab_.eos_id; }
   int32_t unk_id() const { return vocab_.unk_id; }
+  int32_t sep_id() const { return vocab_.sep_id; }  // Wpm's [SEP]; -1 for the others
   // The tokens that end generation (see end_of_generation_ids), sorted.
   const std::vector<int32_t>& eog_ids() const { return eog_ids_; }
   bool is_eog(int32_t id) const { return std::binary_search(eog_ids_.begin(), eog_ids_.end(), id); }
@@ -140,6 +149,7 @@ class Tokenizer {
   SpecialTokenSplitter special_;
   std::vector<int32_t> eog_ids_;
   std::shared_ptr<const BpeTokenizer> bpe_;  // Bpe vocabularies only; shared by copies
+  std::shared_ptr<const WpmTokenizer> wpm_;  // Wpm vocabularies only
   PieceMap piece_to_id_;                     // the vocabulary's spelling → id (a duplicate: the last)
   std::vector<std::string> output_;          // what each token decodes to
   std::array<int32_t, 256> byte_ids_{};      // the <0xXX> token of each byte, or unk

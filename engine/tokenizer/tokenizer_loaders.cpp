@@ -112,13 +112,20 @@ Tokenizer Tokenizer::from_llama2c(const std::string& path, int32_t vocab_size) {
 Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
   const std::string& path = gguf.path();
   const std::string model = gguf.get_string("tokenizer.ggml.model");
-  if (model != "llama" && model != "gpt2") {
+  if (model != "llama" && model != "gpt2" && model != "bert") {
     throw Error(path + ": tokenizer.ggml.model is \"" + model +
-                "\"; only \"llama\" (SentencePiece BPE) and \"gpt2\" (byte-level BPE) vocabularies are supported");
+                "\"; only \"llama\" (SentencePiece BPE), \"gpt2\" (byte-level BPE) and \"bert\" (WordPiece) "
+                "vocabularies are supported");
   }
   const bool bpe = model == "gpt2";
+  const bool wpm = model == "bert";
 
   TokenizerVocab v;
+  if (wpm) {
+    v.model = TokenizerModel::Wpm;
+    // Only names the pre-tokenizer for llama.cpp's special-token whitespace rules (jina-v2-*).
+    v.pre = gguf.get_string_opt("tokenizer.ggml.pre").value_or("default");
+  }
   if (bpe) {
     v.model = TokenizerModel::Bpe;
     v.pre = gguf.get_string_opt("tokenizer.ggml.pre").value_or("default");
@@ -172,9 +179,20 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
     }
     return int32_t(*value);
   };
-  v.bos_id = id("tokenizer.ggml.bos_token_id", bpe ? 11 : 1);
-  v.eos_id = id("tokenizer.ggml.eos_token_id", bpe ? 11 : 2);
-  v.unk_id = id("tokenizer.ggml.unknown_token_id", bpe ? -1 : 0);
+  if (wpm) {
+    // llama.cpp's defaults for "bert" are BERT's ids. It reads no cls_token_id and starts with
+    // its BOS; converted BERT vocabularies name [CLS] only as cls_token_id, which is the same
+    // token, so a file's own [CLS] is honoured when it names no BOS.
+    v.bos_id = id("tokenizer.ggml.bos_token_id", id("tokenizer.ggml.cls_token_id", 101));
+    v.sep_id = id("tokenizer.ggml.seperator_token_id", 102);
+    v.unk_id = id("tokenizer.ggml.unknown_token_id", 100);
+    // BERT has no end of sequence; [SEP] is the nearest thing (llama.cpp leaves EOS unset).
+    v.eos_id = id("tokenizer.ggml.eos_token_id", v.sep_id);
+  } else {
+    v.bos_id = id("tokenizer.ggml.bos_token_id", bpe ? 11 : 1);
+    v.eos_id = id("tokenizer.ggml.eos_token_id", bpe ? 11 : 2);
+    v.unk_id = id("tokenizer.ggml.unknown_token_id", bpe ? -1 : 0);
+  }
   v.eot_id = id("tokenizer.ggml.eot_token_id", -1);
   v.eom_id = id("tokenizer.ggml.eom_token_id", -1);
   v.fim_pad_id = id("tokenizer.ggml.fim_pad_token_id", -1);
@@ -182,7 +200,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
   v.fim_sep_id = id("tokenizer.ggml.fim_sep_token_id", -1);
   v.add_bos =
       gguf.get_bool_opt("tokenizer.ggml.add_bos_token").value_or(bpe ? PreTokenizer::adds_bos_by_default(v.pre) : true);
-  v.add_space_prefix = !bpe && gguf.get_bool_opt("tokenizer.ggml.add_space_prefix").value_or(true);
+  v.add_space_prefix = !bpe && gguf.get_bool_opt("tokenizer.ggml.add_space_prefix").value_or(!wpm);
   v.space_marker = SpaceMarker::Escaped;
   // Names only steer llama.cpp's whitespace rules; a name that is not a string is no name.
   auto name = [&](const char* key) {

@@ -1,4 +1,5 @@
-// Tokenizers on arbitrary bytes, with the real vocabularies in ../shared/vocab: the first input
+// Tokenizers on arbitrary bytes, with the real vocabularies in ../shared/vocab (and llama.cpp's
+// BGE WordPiece vocabulary from its snapshot in /tmp/llama.cpp when ../shared lacks it): the first input
 // byte picks a vocabulary; the rest is encoded as text, then read again as token ids for the
 // whole-sequence and streaming decoders. Special tokens are parsed and not. Invariants checked: ids are in the
 // vocabulary, the stream decoder emits exactly what decode() returns, and its output is valid UTF-8.
@@ -16,8 +17,12 @@ namespace {
 const std::vector<std::unique_ptr<pagoda::Tokenizer>>& tokenizers() {
   static const auto loaded = [] {
     std::vector<std::unique_ptr<pagoda::Tokenizer>> out;
-    for (const char* name : {"llama-spm", "gpt-2", "llama-bpe", "qwen2", "deepseek-llm"}) {
-      const std::string path = pagoda::fuzz::shared_file(("vocab/ggml-vocab-" + std::string(name) + ".gguf").c_str());
+    for (const char* name : {"llama-spm", "gpt-2", "llama-bpe", "qwen2", "deepseek-llm", "bert-bge"}) {
+      const std::string file = "ggml-vocab-" + std::string(name) + ".gguf";
+      std::string path = pagoda::fuzz::shared_file(("vocab/" + file).c_str());
+      if (path.empty() && access(("/tmp/llama.cpp/models/" + file).c_str(), R_OK) == 0) {
+        path = "/tmp/llama.cpp/models/" + file;
+      }
       if (path.empty()) continue;
       try {
         out.push_back(std::make_unique<pagoda::Tokenizer>(pagoda::Tokenizer::from_gguf(pagoda::GgufFile::open(path))));
