@@ -67,6 +67,12 @@ void add_rows(float* x, const float* add, int32_t n, int32_t dim) {
 ModelRunner::ModelRunner(const Model& model, int threads, bool sole_reader)
     : model_(model), arena_(arena_threads(threads)), page_pointers_(size_t(arena_.max_concurrency())) {
   const ModelConfig& c = model.config;
+  if (c.is_encoder()) {
+    // The runner's attention is causal over a KV cache; an encoder's is not, so nothing it
+    // computed would be right. Refused here, where every serving path starts.
+    throw Error(model.path + ": " + architecture_name(c.arch) +
+                " is an encoder: embeddings for encoders are not served yet");
+  }
   // Layers share a table unless their RoPE base or scale differ (Gemma 3's sliding layers).
   for (int32_t l = 0; l < c.n_layers; ++l) {
     int32_t table = -1;

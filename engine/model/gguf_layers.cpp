@@ -96,7 +96,41 @@ void read_experts(const GgufFile& f, const ModelConfig& c, const std::string& p,
   }
 }
 
+// bert's block: biased Q/K/V and output projections, LayerNorm (weight and bias) after the
+// attention's residual, a biased GELU FFN without a gate, LayerNorm after the FFN's residual.
+LayerWeights read_bert_layer(const GgufFile& f, const ModelConfig& c, const std::string& p) {
+  const uint64_t dim = c.dim, ffn = c.ffn_dim;
+  LayerWeights lw;
+  read_attention(f, c, p, lw);
+  lw.attn_output_bias = read_vector(f, p + "attn_output.bias", dim);
+  lw.attn_output_norm = read_vector(f, p + "attn_output_norm.weight", dim);
+  lw.attn_output_norm_bias = read_vector(f, p + "attn_output_norm.bias", dim);
+  lw.ffn_up = view_matrix(f, p + "ffn_up.weight", ffn, dim);
+  lw.ffn_up_bias = read_vector(f, p + "ffn_up.bias", ffn);
+  lw.ffn_down = view_matrix(f, p + "ffn_down.weight", dim, ffn);
+  lw.ffn_down_bias = read_vector(f, p + "ffn_down.bias", dim);
+  lw.layer_output_norm = read_vector(f, p + "layer_output_norm.weight", dim);
+  lw.layer_output_norm_bias = read_vector(f, p + "layer_output_norm.bias", dim);
+  return lw;
+}
+
 }  // namespace
+
+EncoderWeights read_encoder_weights(const GgufFile& f, const ModelConfig& c) {
+  const uint64_t dim = c.dim;
+  EncoderWeights e;
+  e.token_types = view_matrix(f, "token_types.weight", uint64_t(c.n_token_types), dim);
+  e.position_embd = view_matrix(f, "position_embd.weight", uint64_t(c.context_length), dim);
+  e.token_embd_norm = read_vector(f, "token_embd_norm.weight", dim);
+  e.token_embd_norm_bias = read_vector(f, "token_embd_norm.bias", dim);
+  if (f.find_tensor("cls.weight") || f.find_tensor("cls.output.weight")) {
+    e.cls = view_matrix(f, "cls.weight", dim, dim);
+    e.cls_bias = read_vector(f, "cls.bias", dim);
+    e.cls_output = view_matrix(f, "cls.output.weight", 1, dim);
+    e.cls_output_bias = read_vector(f, "cls.output.bias", 1);
+  }
+  return e;
+}
 
 const GgufTensorInfo& find_checked(const GgufFile& f, const std::string& name, const std::vector<uint64_t>& shape) {
   const GgufTensorInfo* t = f.find_tensor(name);
@@ -119,6 +153,7 @@ WeightTensor view_matrix(const GgufFile& f, const std::string& name, uint64_t ro
 
 LayerWeights read_layer(const GgufFile& f, const ModelConfig& c, int32_t layer) {
   const std::string p = "blk." + std::to_string(layer) + ".";
+  if (c.is_encoder()) return read_bert_layer(f, c, p);
   const uint64_t dim = c.dim;
   LayerWeights lw;
   lw.attn_norm = read_vector(f, p + "attn_norm.weight", dim);

@@ -1,6 +1,6 @@
 #pragma once
 // Internal to the GGUF loader: reading tensors by llama.cpp's names with their shapes checked,
-// and one transformer block of any supported architecture.
+// and one transformer block of any supported architecture (bert's embeddings too).
 
 #include <cstdint>
 #include <string>
@@ -21,6 +21,9 @@ std::vector<float> read_vector(const GgufFile& f, const std::string& name, uint6
 // A [rows][cols] matrix as a view into the mapping (GgufFile::open has checked that its bytes
 // lie inside the file).
 WeightTensor view_matrix(const GgufFile& f, const std::string& name, uint64_t rows, uint64_t cols);
+
+// bert's embedding tensors and, when the file has it, its rank head (cls.*; both or neither).
+EncoderWeights read_encoder_weights(const GgufFile& f, const ModelConfig& c);
 
 // Block `layer`'s weights as `c` describes them.
 LayerWeights read_layer(const GgufFile& f, const ModelConfig& c, int32_t layer);

@@ -1,6 +1,6 @@
 // GGUF models of llama.cpp's `llama`, `qwen2`, `qwen3`, `gemma2`, `gemma3`, `phi3`, `qwen2moe`
-// and `qwen3moe` architectures: hyperparameters from the `ARCH.*` metadata (ARCH =
-// general.architecture); the tensors, by llama.cpp's names, in gguf_layers.cpp.
+// and `qwen3moe` architectures, and of its `bert` encoder: hyperparameters from the `ARCH.*`
+// metadata (ARCH = general.architecture); the tensors, by llama.cpp's names, in gguf_layers.cpp.
 
 #include <cmath>
 #include <memory>
@@ -77,6 +77,26 @@ void read_family_keys(const GgufFile& f, const std::string& arch, ModelConfig& c
   c.pooling_type = opt_int("pooling_type", -1);
 }
 
+// bert: attention must be non-causal (ARCH.attention.causal, which llama.cpp requires), and
+// the token types are the rows of token_types.weight, which tokenizer.ggml.token_type_count
+// names when present.
+void read_encoder_keys(const GgufFile& f, const std::string& arch, ModelConfig& c) {
+  const std::string causal = arch + ".attention.causal";
+  if (!f.find(causal)) throw Error(f.path() + ": " + causal + " is missing");
+  if (f.get_bool_opt(causal).value_or(true)) {
+    throw Error(f.path() + ": " + causal + " is not false; a causal " + arch + " is not supported");
+  }
+  const GgufTensorInfo* types = f.find_tensor("token_types.weight");
+  if (!types) throw Error(f.path() + ": tensor 'token_types.weight' is missing");
+  if (types->shape.size() != 2) throw Error(f.path() + ": tensor 'token_types.weight' is not a matrix");
+  c.n_token_types = to_i32(types->shape[1], f, "token_types.weight rows");
+  const std::string count = "tokenizer.ggml.token_type_count";
+  if (auto n = f.get_uint_opt(count); n && *n != uint64_t(c.n_token_types)) {
+    throw Error(f.path() + ": " + count + " = " + std::to_string(*n) + " but token_types.weight has " +
+                std::to_string(c.n_token_types) + " rows");
+  }
+}
+
 ModelConfig read_config(const GgufFile& f) {
   ModelConfig c;
   const std::string arch = f.get_string("general.architecture");
@@ -92,13 +112,17 @@ ModelConfig read_config(const GgufFile& f) {
   c.context_length = get("context_length");
   c.rope_theta = f.get_float_opt(key("rope.freq_base")).value_or(10000.0f);
   c.rope_freq_scale = read_rope_freq_scale(f, arch);
-  c.norm_eps = f.get_float_opt(key("attention.layer_norm_rms_epsilon")).value_or(1e-5f);
+  // Encoders normalize with LayerNorm, whose epsilon has a key of its own.
+  c.norm_eps =
+      f.get_float_opt(key(c.is_encoder() ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"))
+          .value_or(c.is_encoder() ? 1e-12f : 1e-5f);
   if (auto k = f.get_uint_opt(key("attention.key_length"))) c.key_length = to_i32(*k, f, key("attention.key_length"));
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
   if (!embd) throw Error(f.path() + ": tensor 'token_embd.weight' is missing");
   if (embd->shape.size() != 2) throw Error(f.path() + ": tensor 'token_embd.weight' is not a matrix");
   c.vocab_size = to_i32(embd->shape[1], f, "token_embd.weight rows");
   read_family_keys(f, arch, c);
+  if (c.is_encoder()) read_encoder_keys(f, arch, c);
   c.validate(f.path());
   if (auto v = f.get_uint_opt(key("attention.value_length")); v && *v != uint64_t(c.head_dim())) {
     throw Error(f.path() + ": " + key("attention.value_length") + " = " + std::to_string(*v) +
@@ -151,9 +175,13 @@ Model load_gguf_model(const std::string& path, MappedFile::Load load) {
 
   ModelWeights w;
   w.token_embd = view_matrix(f, "token_embd.weight", vocab, dim);
-  w.output_norm = read_vector(f, "output_norm.weight", dim);
-  w.output = f.find_tensor("output.weight") ? view_matrix(f, "output.weight", vocab, dim) : w.token_embd;
-  w.rope_freqs = read_rope_freqs(f, c);
+  if (c.is_encoder()) {
+    w.encoder = read_encoder_weights(f, c);
+  } else {
+    w.output_norm = read_vector(f, "output_norm.weight", dim);
+    w.output = f.find_tensor("output.weight") ? view_matrix(f, "output.weight", vocab, dim) : w.token_embd;
+    w.rope_freqs = read_rope_freqs(f, c);
+  }
   w.layers.resize(c.n_layers);
   for (int32_t l = 0; l < c.n_layers; ++l) w.layers[l] = read_layer(f, c, l);
   Tokenizer tokenizer = Tokenizer::from_gguf(f);

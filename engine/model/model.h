@@ -49,6 +49,26 @@ struct LayerWeights {
   std::vector<ExpertWeights> experts;     // n_experts
   ExpertWeights shared_expert;            // [shared_ffn][dim] ...
   std::vector<float> shared_expert_gate;  // [dim]
+  // bert: the biases of the output projection and of the GELU FFN (ffn_up, ffn_down; no gate),
+  // and the LayerNorms (weight, bias) after attention and after the FFN, in place of attn_norm
+  // and ffn_norm before them.
+  std::vector<float> attn_output_bias;                           // [dim]
+  std::vector<float> ffn_up_bias, ffn_down_bias;                 // [ffn_dim], [dim]
+  std::vector<float> attn_output_norm, attn_output_norm_bias;    // [dim]
+  std::vector<float> layer_output_norm, layer_output_norm_bias;  // [dim]
+};
+
+// bert's embedding side and rank head: what is added to the token's embedding (token type 0's
+// row, the position's row), their LayerNorm, and the classifier a reranker scores with
+// (cls: dense + tanh, cls_output: one score), which embedding models do not have.
+struct EncoderWeights {
+  WeightTensor token_types;                                  // [n_token_types][dim]
+  WeightTensor position_embd;                                // [context_length][dim]
+  std::vector<float> token_embd_norm, token_embd_norm_bias;  // [dim]
+  WeightTensor cls;                                          // [dim][dim], or empty
+  std::vector<float> cls_bias;                               // [dim]
+  WeightTensor cls_output;                                   // [1][dim], or empty
+  std::vector<float> cls_output_bias;                        // [1]
 };
 
 struct ModelWeights {
@@ -59,6 +79,7 @@ struct ModelWeights {
   // [rotated_dims/2] frequency factors (Llama 3.1's, or Phi-3's LongRoPE long or short set,
   // chosen by the context length), or empty
   std::vector<float> rope_freqs;
+  EncoderWeights encoder;  // bert; empty for decoders, which have output_norm and output instead
 };
 
 struct Model {

@@ -24,14 +24,16 @@ const char* architecture_name(Architecture arch) {
     case Architecture::Phi3: return "phi3";
     case Architecture::Qwen2Moe: return "qwen2moe";
     case Architecture::Qwen3Moe: return "qwen3moe";
+    case Architecture::Bert: return "bert";
   }
   return "?";
 }
 
 Architecture parse_architecture(const std::string& name, const std::string& source) {
   std::string known;
-  for (Architecture a : {Architecture::Llama, Architecture::Qwen2, Architecture::Qwen3, Architecture::Gemma2,
-                         Architecture::Gemma3, Architecture::Phi3, Architecture::Qwen2Moe, Architecture::Qwen3Moe}) {
+  for (Architecture a :
+       {Architecture::Llama, Architecture::Qwen2, Architecture::Qwen3, Architecture::Gemma2, Architecture::Gemma3,
+        Architecture::Phi3, Architecture::Qwen2Moe, Architecture::Qwen3Moe, Architecture::Bert}) {
     if (name == architecture_name(a)) return a;
     known += (known.empty() ? "" : ", ") + std::string(architecture_name(a));
   }
@@ -51,7 +53,8 @@ void ModelConfig::validate(const std::string& source) const {
     require(key_length > 0 && key_length <= 1024, source,
             "key length " + std::to_string(key_length) + " is out of range");
   }
-  require(head_dim() % 2 == 0, source, "head dimension " + std::to_string(head_dim()) + " is odd; RoPE rotates pairs");
+  require(is_encoder() || head_dim() % 2 == 0, source,
+          "head dimension " + std::to_string(head_dim()) + " is odd; RoPE rotates pairs");
   require(n_kv_heads > 0 && n_kv_heads <= n_heads && n_heads % n_kv_heads == 0, source,
           "KV head count " + std::to_string(n_kv_heads) + " does not divide the head count " + std::to_string(n_heads));
   require(ffn_dim > 0 && ffn_dim <= 1 << 20, source,
@@ -86,6 +89,10 @@ void ModelConfig::validate(const std::string& source) const {
     require(n_experts_used == 0, source,
             "experts used per token " + std::to_string(n_experts_used) + " without experts");
   }
+  require(!is_encoder() || (n_kv_heads == n_heads && key_length == 0 && n_experts == 0), source,
+          std::string(architecture_name(arch)) + " has as many KV heads as heads, of dim / heads, and no experts");
+  require(!is_encoder() || (n_token_types > 0 && n_token_types <= 1024), source,
+          "token type count " + std::to_string(n_token_types) + " is out of range");
   require(shared_ffn_dim >= 0 && shared_ffn_dim <= 1 << 20, source,
           "shared expert feed-forward length " + std::to_string(shared_ffn_dim) + " is out of range");
   require(!has_shared_expert() || shared_ffn_dim > 0, source,

@@ -1,6 +1,7 @@
 #pragma once
-// Hyperparameters of a decoder-only transformer of one of the supported architectures, named
-// after llama.cpp's GGUF metadata keys (ARCH.* where ARCH is general.architecture).
+// Hyperparameters of a transformer of one of the supported architectures — decoders, and the
+// `bert` encoder — named after llama.cpp's GGUF metadata keys (ARCH.* where ARCH is
+// general.architecture).
 
 #include <cmath>
 #include <cstdint>
@@ -22,6 +23,8 @@ enum class Architecture {
   Phi3,      // "phi3": fused Q/K/V and gate|up, LongRoPE factors
   Qwen2Moe,  // "qwen2moe": qwen2 attention, experts plus a gated shared expert
   Qwen3Moe,  // "qwen3moe": qwen3 attention, experts with normalised top-k weights
+  Bert,      // "bert": an encoder (BGE, E5, MiniLM): learned positions and token types,
+             // non-causal attention with biases, post-LayerNorms, a GELU FFN with biases
 };
 const char* architecture_name(Architecture arch);
 // The architecture named `name`; throws pagoda::Error naming `source` and `name` when pagoda
@@ -58,6 +61,9 @@ struct ModelConfig {
   // ARCH.pooling_type, llama.cpp's llama_pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank;
   // -1 when the file does not say (generation models), which embeddings read as last.
   int32_t pooling_type = -1;
+  // bert: the rows of token_types.weight (tokenizer.ggml.token_type_count), of which llama.cpp
+  // adds row 0 to every token; 0 for decoders.
+  int32_t n_token_types = 0;
 
   int32_t head_dim() const { return key_length > 0 ? key_length : dim / n_heads; }
   int32_t rotated_dims() const { return rope_dim > 0 ? rope_dim : head_dim(); }
@@ -69,7 +75,9 @@ struct ModelConfig {
   kernels::RopeStyle rope_style() const {
     return arch == Architecture::Llama ? kernels::RopeStyle::Adjacent : kernels::RopeStyle::Neox;
   }
-  bool has_qkv_bias() const { return arch == Architecture::Qwen2 || arch == Architecture::Qwen2Moe; }
+  bool has_qkv_bias() const {
+    return arch == Architecture::Qwen2 || arch == Architecture::Qwen2Moe || arch == Architecture::Bert;
+  }
   bool has_qk_norm() const {
     return arch == Architecture::Qwen3 || arch == Architecture::Qwen3Moe || arch == Architecture::Gemma3;
   }
@@ -107,6 +115,9 @@ struct ModelConfig {
     return 1.0f / std::sqrt(float(gemma_27b ? dim / n_heads : head_dim()));
   }
   int32_t moe_ffn_dim() const { return expert_ffn_dim > 0 ? expert_ffn_dim : ffn_dim; }
+  // An encoder: every token attends to every other (ARCH.attention.causal false), its output is
+  // pooled hidden states rather than logits, and it has no RoPE, no KV cache and no generation.
+  bool is_encoder() const { return arch == Architecture::Bert; }
 
   // Throws pagoda::Error, prefixed with `source`, when the shape is impossible or absurd.
   void validate(const std::string& source) const;
