@@ -1,11 +1,12 @@
 // pagoda-synth: writes a random-weight model (llama, qwen2, qwen3, gemma2, gemma3, phi3,
-// qwen2moe, qwen3moe, or llama with experts), or a random LoRA adapter for one, as GGUF,
-// deterministic from a seed.
+// qwen2moe, qwen3moe, or llama with experts; the bert encoder), or a random LoRA adapter for
+// one, as GGUF, deterministic from a seed.
 //   pagoda-synth --preset s15m -o s15m.gguf
 //   pagoda-synth --preset llama-3.2-1b --type q4_k_m -o llama-3.2-1b-q4_k_m.gguf
 //   pagoda-synth --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 160 --vocab 1000 -o tiny.gguf
 //   pagoda-synth --arch qwen2 --vocab ../shared/vocab/ggml-vocab-qwen2.gguf --dim 64 -o q.gguf
 //   pagoda-synth --arch qwen3moe --experts 8 --experts-used 2 --expert-ffn 64 --dim 64 -o moe.gguf
+//   pagoda-synth --arch bert --pooling cls --dim 64 --heads 4 --ffn 128 --layers 2 -o bert.gguf
 //   pagoda-synth --lora-for s15m.gguf --rank 16 -o s15m-lora.gguf
 
 #include <cstdio>
@@ -38,7 +39,11 @@ every attention and FFN projection of every block of BASE.
                       NEOX RoPE), gemma2 (post-norms, GeGLU, soft-capping 50/30 and window 4096
                       unless given), gemma3 (Q/K norms, 5 sliding layers to 1 global), phi3 (fused
                       QKV and gate|up), qwen2moe (experts and a shared expert), qwen3moe; llama
-                      with --experts is Mixtral-style
+                      with --experts is Mixtral-style; bert (an encoder: learned positions
+                      and token types, post-LayerNorm, GELU, a WordPiece vocabulary, context
+                      512 and LayerNorm epsilon 1e-12 unless given)
+  --pooling P         ARCH.pooling_type: mean, cls, last, or rank (bert: adds the rank head
+                      cls.*); bert's default is mean
   --rope-dim N        rotate only the first N values of each head (partial rotary)
   --sliding-window N  the window of the sliding layers (gemma2, gemma3, phi3)
   --attn-softcap X  --final-softcap X
@@ -98,8 +103,18 @@ constexpr const char* kModelOnly[] = {"--preset",
                                       "--experts-used",
                                       "--expert-ffn",
                                       "--shared-ffn",
-                                      "--attn-output-scale"};
+                                      "--attn-output-scale",
+                                      "--pooling"};
 constexpr const char* kAdapterOnly[] = {"--rank", "--alpha"};
+
+// llama.cpp's llama_pooling_type number of a --pooling name.
+int32_t parse_pooling(const std::string& name) {
+  if (name == "mean") return 1;
+  if (name == "cls") return 2;
+  if (name == "last") return 3;
+  if (name == "rank") return 4;
+  throw pagoda::Error("--pooling must be mean, cls, last or rank, got '" + name + "'");
+}
 
 pagoda::GgmlType parse_adapter_type(const std::string& name) {
   if (name == "f32") return pagoda::GgmlType::F32;
@@ -137,6 +152,11 @@ void write_model(const pagoda::cli::Args& args, const std::string& output) {
         (args.has("--vocab") ? "" : " (preset " + preset.name + "; give --vocab-dir DIR or --vocab FILE)"));
   }
   c.key_length = args.number("--head-dim", c.key_length);
+  if (c.arch == pagoda::Architecture::Bert && !args.has("--preset")) {
+    // BERT's own values, where the decoder presets' would not fit.
+    c.context_length = 512, c.norm_eps = 1e-12f, c.pooling_type = 1;
+  }
+  if (args.has("--pooling")) c.pooling_type = parse_pooling(*args.get("--pooling"));
   c.context_length = args.number("--context", c.context_length);
   c.rope_theta = args.number("--rope-theta", c.rope_theta);
   c.rope_freq_scale = 1.0f / args.number("--rope-scale", 1.0f);
@@ -199,7 +219,8 @@ int main(int argc, char** argv) {
                      "--head-dim",       "--context",      "--rope-theta",    "--rope-scale", "--type",
                      "--seed",           "--lora-for",     "--rank",          "--alpha",      "--rope-dim",
                      "--sliding-window", "--attn-softcap", "--final-softcap", "--longrope",   "--rope-attn-factor",
-                     "--experts",        "--experts-used", "--expert-ffn",    "--shared-ffn", "--attn-output-scale"},
+                     "--experts",        "--experts-used", "--expert-ffn",    "--shared-ffn", "--attn-output-scale",
+                     "--pooling"},
         {"--tied", "--rope-freqs", "--help"}, {{"-o", "--output"}});
     if (args.has("--help")) {
       std::cout << kUsage;

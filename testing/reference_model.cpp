@@ -85,6 +85,7 @@ void ReferenceModel::ffn(const DenseFfn& w, int n, float* out) {
 
 ReferenceModel::ReferenceModel(const Model& model) : model_(model) {
   const ModelConfig& c = model.config;
+  if (c.is_encoder()) throw Error("ReferenceModel: an encoder has no next token; see ReferenceEncoder");
   x_.resize(c.dim);
   xb_.resize(c.dim);
   xb2_.resize(c.dim);

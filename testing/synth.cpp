@@ -65,7 +65,9 @@ TokenizerVocab synth_vocab(int32_t size, Random& rng) {
 
 // One tensor of the model: its name and shape, and how its values are drawn.
 struct SynthTensor {
-  enum class Kind { Matrix, Norm, Bias, RopeFreqs, RopeFactorsShort, GateVector };
+  // Table: a matrix drawn like one that a row is looked up in (bert's positions and token
+  // types), kept F32 as llama-quantize keeps it.
+  enum class Kind { Matrix, Table, Norm, Bias, RopeFreqs, RopeFactorsShort, GateVector };
   std::string name;
   std::vector<uint64_t> shape;  // GGUF order
   Kind kind;
@@ -109,6 +111,48 @@ std::vector<float> synth_rope_factors_short(int32_t n_pairs) {
   return f;
 }
 
+// A WordPiece vocabulary in BERT's layout, which llama.cpp's defaults for "bert" assume:
+// [PAD] 0, [unused*] up to [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103; then, in llama.cpp's
+// spelling, word starts ("▁" + piece) and continuations (bare): single characters first, so
+// every lower-case ASCII text tokenizes without [UNK], then random letter runs.
+void write_synth_wpm_vocab(GgufWriter& w, int32_t size, Random& rng) {
+  std::vector<std::string> tokens = {"[PAD]"};
+  std::vector<int32_t> types = {int32_t(TokenType::Control)};
+  for (int i = 1; i < 100; ++i) {
+    tokens.push_back("[unused" + std::to_string(i - 1) + "]");
+    types.push_back(int32_t(TokenType::Control));
+  }
+  for (const char* special : {"[UNK]", "[CLS]", "[SEP]", "[MASK]"}) {
+    tokens.push_back(special);
+    types.push_back(int32_t(special == std::string("[UNK]") ? TokenType::Unknown : TokenType::Control));
+  }
+  std::unordered_set<std::string> known(tokens.begin(), tokens.end());
+  auto add = [&](const std::string& text) {
+    if (int32_t(tokens.size()) < size && known.insert(text).second) {
+      tokens.push_back(text);
+      types.push_back(int32_t(TokenType::Normal));
+    }
+  };
+  const std::string word_start = "\xE2\x96\x81";  // "▁"
+  const std::string chars = "abcdefghijklmnopqrstuvwxyz0123456789.,!?'\"-:;()";
+  for (char c : chars) add(word_start + c);
+  for (char c : chars) add(std::string(1, c));
+  while (int32_t(tokens.size()) < size) {
+    std::string piece;
+    for (uint64_t n = 2 + rng.below(6); n > 0; --n) piece += char('a' + rng.below(26));
+    add(rng.below(2) == 0 ? word_start + piece : piece);
+  }
+  w.set_string("tokenizer.ggml.model", "bert");
+  w.set_string_array("tokenizer.ggml.tokens", std::move(tokens));
+  w.set_i32_array("tokenizer.ggml.token_type", std::move(types));
+  w.set_u32("tokenizer.ggml.token_type_count", 2);
+  w.set_u32("tokenizer.ggml.unknown_token_id", 100);
+  w.set_u32("tokenizer.ggml.seperator_token_id", 102);
+  w.set_u32("tokenizer.ggml.padding_token_id", 0);
+  w.set_u32("tokenizer.ggml.cls_token_id", 101);
+  w.set_u32("tokenizer.ggml.mask_token_id", 103);
+}
+
 // Every tokenizer.* key of the GGUF at `path`, copied; returns its token count.
 int32_t copy_vocab(GgufWriter& w, const std::string& path) {
   const GgufFile vocab = GgufFile::open(path);
@@ -139,6 +183,8 @@ void write_synth_vocab(GgufWriter& w, int32_t size, Random& rng) {
 
 namespace {
 
+constexpr int32_t kRankPooling = 4;  // llama.cpp's LLAMA_POOLING_TYPE_RANK
+
 ModelConfig shape(Architecture arch, int32_t dim, int32_t layers, int32_t heads, int32_t kv_heads, int32_t ffn,
                   int32_t context, float rope_theta, float norm_eps, int32_t key_length = 0) {
   ModelConfig c;
@@ -150,8 +196,47 @@ ModelConfig shape(Architecture arch, int32_t dim, int32_t layers, int32_t heads,
 
 // The tensors in the order their values are drawn (the writer's order before pagoda-synth
 // wrote in bounded memory, kept so every seed still gives the same weights).
+// bert's tensors in the order convert_hf_to_gguf.py writes them (the Hugging Face checkpoint's);
+// the rank head (cls.*) when the pooling is rank.
+std::vector<SynthTensor> bert_tensors(const ModelConfig& c) {
+  using Kind = SynthTensor::Kind;
+  const uint64_t dim = c.dim, kv_dim = c.kv_dim(), ffn = c.ffn_dim;
+  std::vector<SynthTensor> t;
+  t.push_back({"token_embd.weight", {dim, uint64_t(c.vocab_size)}, Kind::Matrix});
+  t.push_back({"position_embd.weight", {dim, uint64_t(c.context_length)}, Kind::Table});
+  t.push_back({"token_types.weight", {dim, uint64_t(c.n_token_types)}, Kind::Table});
+  t.push_back({"token_embd_norm.weight", {dim}, Kind::Norm});
+  t.push_back({"token_embd_norm.bias", {dim}, Kind::Bias});
+  for (int32_t l = 0; l < c.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    for (const auto& [name, rows] :
+         {std::pair{"attn_q", uint64_t(c.q_dim())}, {"attn_k", kv_dim}, {"attn_v", kv_dim}}) {
+      t.push_back({p + name + ".weight", {dim, rows}, Kind::Matrix});
+      t.push_back({p + name + ".bias", {rows}, Kind::Bias});
+    }
+    t.push_back({p + "attn_output.weight", {uint64_t(c.q_dim()), dim}, Kind::Matrix});
+    t.push_back({p + "attn_output.bias", {dim}, Kind::Bias});
+    t.push_back({p + "attn_output_norm.weight", {dim}, Kind::Norm});
+    t.push_back({p + "attn_output_norm.bias", {dim}, Kind::Bias});
+    t.push_back({p + "ffn_up.weight", {dim, ffn}, Kind::Matrix});
+    t.push_back({p + "ffn_up.bias", {ffn}, Kind::Bias});
+    t.push_back({p + "ffn_down.weight", {ffn, dim}, Kind::Matrix});
+    t.push_back({p + "ffn_down.bias", {dim}, Kind::Bias});
+    t.push_back({p + "layer_output_norm.weight", {dim}, Kind::Norm});
+    t.push_back({p + "layer_output_norm.bias", {dim}, Kind::Bias});
+  }
+  if (c.pooling_type == kRankPooling) {
+    t.push_back({"cls.weight", {dim, dim}, Kind::Matrix});
+    t.push_back({"cls.bias", {dim}, Kind::Bias});
+    t.push_back({"cls.output.weight", {dim, 1}, Kind::Matrix});
+    t.push_back({"cls.output.bias", {1}, Kind::Bias});
+  }
+  return t;
+}
+
 std::vector<SynthTensor> synth_tensors(const ModelConfig& c, const SynthSpec& spec) {
   using Kind = SynthTensor::Kind;
+  if (c.is_encoder()) return bert_tensors(c);
   const uint64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), head_dim = c.head_dim();
   const uint64_t vocab = c.vocab_size, ffn = c.ffn_dim;
   const uint64_t pairs = uint64_t(c.rotated_dims()) / 2;
@@ -215,7 +300,8 @@ std::vector<SynthTensor> synth_tensors(const ModelConfig& c, const SynthSpec& sp
 
 std::vector<float> tensor_values(const SynthTensor& t, Random& rng) {
   switch (t.kind) {
-    case SynthTensor::Kind::Matrix: {
+    case SynthTensor::Kind::Matrix:
+    case SynthTensor::Kind::Table: {
       uint64_t rows = 1;
       for (size_t i = 1; i < t.shape.size(); ++i) rows *= t.shape[i];
       return matrix_values(rng, rows, t.shape[0]);
@@ -248,6 +334,61 @@ std::vector<size_t> choose_types(const ModelConfig& c, const SynthSpec& spec, co
       choose_quant_types(*spec.quant, f32, c.n_layers, c.n_kv_heads > 0 ? c.n_heads / c.n_kv_heads : 1);
   for (size_t i = 0; i < tensors.size(); ++i) types[i] = choices[i].type;
   return llama_tensor_order(f32);
+}
+
+// The ARCH.* keys of a decoder.
+void write_decoder_keys(GgufWriter& w, const ModelConfig& c, const SynthSpec& spec) {
+  const std::string arch = architecture_name(c.arch);
+  auto key = [&](const char* name) { return arch + "." + name; };
+  w.set_u32(key("context_length"), uint32_t(c.context_length));
+  w.set_u32(key("embedding_length"), uint32_t(c.dim));
+  w.set_u32(key("block_count"), uint32_t(c.n_layers));
+  w.set_u32(key("feed_forward_length"), uint32_t(c.ffn_dim));
+  w.set_u32(key("attention.head_count"), uint32_t(c.n_heads));
+  w.set_u32(key("attention.head_count_kv"), uint32_t(c.n_kv_heads));
+  if (c.key_length > 0) {
+    w.set_u32(key("attention.key_length"), uint32_t(c.key_length));
+    w.set_u32(key("attention.value_length"), uint32_t(c.key_length));
+  }
+  w.set_u32(key("rope.dimension_count"), uint32_t(c.rotated_dims()));
+  w.set_f32(key("rope.freq_base"), c.rope_theta);
+  if (spec.longrope) {
+    w.set_f32(key("rope.scaling.attn_factor"), c.rope_attn_factor);
+    w.set_u32(key("rope.scaling.original_context_length"), uint32_t(c.rope_original_context));
+  }
+  if (c.is_gemma() || c.arch == Architecture::Phi3)
+    w.set_u32(key("attention.sliding_window"), uint32_t(c.sliding_window));
+  if (c.attn_softcap > 0.0f) w.set_f32(key("attn_logit_softcapping"), c.attn_softcap);
+  if (c.final_softcap > 0.0f) w.set_f32(key("final_logit_softcapping"), c.final_softcap);
+  if (c.has_experts()) {
+    w.set_u32(key("expert_count"), uint32_t(c.n_experts));
+    w.set_u32(key("expert_used_count"), uint32_t(c.n_experts_used));
+    w.set_u32(key("expert_feed_forward_length"), uint32_t(c.moe_ffn_dim()));
+    if (c.has_shared_expert()) w.set_u32(key("expert_shared_feed_forward_length"), uint32_t(c.shared_ffn_dim));
+  }
+  if (c.rope_freq_scale != 1.0f) {
+    w.set_string(key("rope.scaling.type"), "linear");
+    w.set_f32(key("rope.scaling.factor"), 1.0f / c.rope_freq_scale);
+  }
+  w.set_f32(key("attention.layer_norm_rms_epsilon"), c.norm_eps);
+  w.set_u32(key("vocab_size"), uint32_t(c.vocab_size));
+  if (c.pooling_type >= 0) w.set_u32(key("pooling_type"), uint32_t(c.pooling_type));
+}
+
+// bert's keys, those convert_hf_to_gguf.py writes: no RoPE, a LayerNorm epsilon, attention
+// marked non-causal, and the pooling (written only when set, as the decoders').
+void write_bert_keys(GgufWriter& w, const ModelConfig& c) {
+  auto key = [](const char* name) { return std::string("bert.") + name; };
+  w.set_u32(key("context_length"), uint32_t(c.context_length));
+  w.set_u32(key("embedding_length"), uint32_t(c.dim));
+  w.set_u32(key("feed_forward_length"), uint32_t(c.ffn_dim));
+  w.set_u32(key("block_count"), uint32_t(c.n_layers));
+  w.set_u32(key("attention.head_count"), uint32_t(c.n_heads));
+  w.set_f32(key("attention.layer_norm_epsilon"), c.norm_eps);
+  w.set_bool(key("attention.causal"), false);
+  if (c.pooling_type >= 0) w.set_u32(key("pooling_type"), uint32_t(c.pooling_type));
+  // Replaces a copied vocabulary's count: llama.cpp sizes token_types.weight by it.
+  w.set_u32("tokenizer.ggml.token_type_count", uint32_t(c.n_token_types));
 }
 
 }  // namespace
@@ -291,51 +432,26 @@ ModelConfig write_synth_model(const std::string& path, const SynthSpec& given) {
   Random rng(spec.seed);
   GgufWriter w;
   ModelConfig c = spec.config;
+  if (c.is_encoder() && c.n_token_types == 0) c.n_token_types = 2;  // BERT's sentences A and B
   if (!spec.vocab_path.empty()) {
     c.vocab_size = copy_vocab(w, spec.vocab_path);
   } else {
     if (c.vocab_size < 512) throw Error("synthetic model: vocabulary must have at least 512 tokens");
-    write_synth_vocab(w, c.vocab_size, rng);
+    if (c.is_encoder()) {
+      write_synth_wpm_vocab(w, c.vocab_size, rng);
+    } else {
+      write_synth_vocab(w, c.vocab_size, rng);
+    }
   }
   c.validate("synthetic model");
 
-  const std::string arch = architecture_name(c.arch);
-  auto key = [&](const char* name) { return arch + "." + name; };
-  w.set_string("general.architecture", arch);
+  w.set_string("general.architecture", architecture_name(c.arch));
   w.set_string("general.name", "pagoda-synth (random weights, seed " + std::to_string(spec.seed) + ")");
-  w.set_u32(key("context_length"), uint32_t(c.context_length));
-  w.set_u32(key("embedding_length"), uint32_t(c.dim));
-  w.set_u32(key("block_count"), uint32_t(c.n_layers));
-  w.set_u32(key("feed_forward_length"), uint32_t(c.ffn_dim));
-  w.set_u32(key("attention.head_count"), uint32_t(c.n_heads));
-  w.set_u32(key("attention.head_count_kv"), uint32_t(c.n_kv_heads));
-  if (c.key_length > 0) {
-    w.set_u32(key("attention.key_length"), uint32_t(c.key_length));
-    w.set_u32(key("attention.value_length"), uint32_t(c.key_length));
+  if (c.is_encoder()) {
+    write_bert_keys(w, c);
+  } else {
+    write_decoder_keys(w, c, spec);
   }
-  w.set_u32(key("rope.dimension_count"), uint32_t(c.rotated_dims()));
-  w.set_f32(key("rope.freq_base"), c.rope_theta);
-  if (spec.longrope) {
-    w.set_f32(key("rope.scaling.attn_factor"), c.rope_attn_factor);
-    w.set_u32(key("rope.scaling.original_context_length"), uint32_t(c.rope_original_context));
-  }
-  if (c.is_gemma() || c.arch == Architecture::Phi3)
-    w.set_u32(key("attention.sliding_window"), uint32_t(c.sliding_window));
-  if (c.attn_softcap > 0.0f) w.set_f32(key("attn_logit_softcapping"), c.attn_softcap);
-  if (c.final_softcap > 0.0f) w.set_f32(key("final_logit_softcapping"), c.final_softcap);
-  if (c.has_experts()) {
-    w.set_u32(key("expert_count"), uint32_t(c.n_experts));
-    w.set_u32(key("expert_used_count"), uint32_t(c.n_experts_used));
-    w.set_u32(key("expert_feed_forward_length"), uint32_t(c.moe_ffn_dim()));
-    if (c.has_shared_expert()) w.set_u32(key("expert_shared_feed_forward_length"), uint32_t(c.shared_ffn_dim));
-  }
-  if (c.rope_freq_scale != 1.0f) {
-    w.set_string(key("rope.scaling.type"), "linear");
-    w.set_f32(key("rope.scaling.factor"), 1.0f / c.rope_freq_scale);
-  }
-  w.set_f32(key("attention.layer_norm_rms_epsilon"), c.norm_eps);
-  w.set_u32(key("vocab_size"), uint32_t(c.vocab_size));
-  if (c.pooling_type >= 0) w.set_u32(key("pooling_type"), uint32_t(c.pooling_type));
   if (spec.quant) {
     w.set_u32("general.quantization_version", kGgmlQuantizationVersion);
     w.set_u32("general.file_type", quant_preset_file_type(*spec.quant));

@@ -1,7 +1,7 @@
 #pragma once
 // Random-weight models written as GGUF, for tests and benchmarks: deterministic from a seed,
-// of any supported architecture, with a SentencePiece-style vocabulary made up inside or a real
-// one copied from another GGUF, so the tokenizer works on them too. Written tensor by tensor
+// of any supported architecture, with a SentencePiece-style vocabulary (WordPiece for bert) made
+// up inside or a real one copied from another GGUF, so the tokenizer works on them too. Written tensor by tensor
 // straight to the file, so memory holds one tensor at a time (an 8B model on a 24 GB machine).
 
 #include <cstdint>
@@ -19,9 +19,10 @@ struct SynthSpec {
   // The shape and hyperparameters; arch picks the layout (qwen2: Q/K/V biases; qwen3: Q/K
   // norms, and key_length when set; gemma2/gemma3: post-norms, tied embeddings; phi3: fused
   // attn_qkv and gate|up ffn_up; n_experts > 0: router and 3-D expert tensors, qwen2moe's
-  // shared expert) and the metadata prefix. rope_freq_scale != 1 is written as linear RoPE
-  // scaling (factor 1/rope_freq_scale); rope_dim, the window, the soft-caps and the expert
-  // counts as their keys.
+  // shared expert; bert: llama.cpp's encoder layout, with the rank head cls.* when
+  // pooling_type is 4, rank, and n_token_types 2 when 0) and the metadata prefix. rope_freq_scale != 1 is written as
+  // linear RoPE scaling (factor 1/rope_freq_scale); rope_dim, the window, the soft-caps and the expert counts as their
+  // keys.
   ModelConfig config;
   uint64_t seed = 1;
   GgmlType type = GgmlType::F32;  // storage type of the matrices (norms and biases stay F32)
