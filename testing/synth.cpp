@@ -459,7 +459,10 @@ ModelConfig write_synth_model(const std::string& path, const SynthSpec& given) {
 
   const std::vector<SynthTensor> tensors = synth_tensors(c, spec);
   std::vector<GgmlType> types;
-  for (size_t i : choose_types(c, spec, tensors, types)) w.declare_tensor(tensors[i].name, tensors[i].shape, types[i]);
+  for (size_t i : choose_types(c, spec, tensors, types)) {
+    // A quantized file has its shapes as llama-quantize writes them.
+    w.declare_tensor(tensors[i].name, spec.quant ? ggml_shape(tensors[i].shape) : tensors[i].shape, types[i]);
+  }
   GgufTensorStream stream = w.open_stream(path);
   for (size_t i = 0; i < tensors.size(); ++i) {
     std::vector<float> values = tensor_values(tensors[i], rng);

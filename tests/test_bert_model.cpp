@@ -191,6 +191,17 @@ TEST(ReferenceEncoder, TheRankHeadGivesOneScoreFromTheFirstRow) {
   ASSERT_EQ(score.size(), 1u);
   EXPECT_TRUE(std::isfinite(score[0]));
   EXPECT_NE(score, enc.embed(Ids{101, 150, 102, 160, 171, 102}, EncoderPooling::Rank));
+
+  // Quantized as llama-quantize does it: cls.output.weight, a vector to ggml, stays F32 and is
+  // written as [dim].
+  const Model q8 = load_model(write_bert("bert-rank-q8.gguf", small_bert(4), GgmlType::Q8_0));
+  EXPECT_EQ(GgufFile::open(test::scratch_path("bert-rank-q8.gguf")).find_tensor("cls.output.weight")->shape,
+            std::vector<uint64_t>{64});
+  EXPECT_EQ(q8.weights.encoder.cls_output.type, GgmlType::F32);
+  EXPECT_EQ(q8.weights.encoder.cls.type, GgmlType::Q8_0);
+  const std::vector<float> q8_score =
+      ReferenceEncoder(q8).embed(Ids{101, 150, 102, 160, 170, 102}, EncoderPooling::Rank);
+  EXPECT_NEAR(q8_score[0], score[0], 0.05);
 }
 
 TEST(BertEngine, RefusesToServeAnEncoderSayingWhy) {

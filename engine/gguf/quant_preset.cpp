@@ -58,7 +58,8 @@ Category category_of(const std::string& name) {
 // position-like tensors llama-quantize leaves alone.
 bool quantizable(const QuantTensor& t) {
   const std::string& n = t.name;
-  if (t.shape.size() < 2) return false;
+  // A [dim, 1] matrix (bert's cls.output.weight) is a vector to llama-quantize.
+  if (ggml_shape(t.shape).size() < 2) return false;
   if (n.size() < 6 || n.compare(n.size() - 6, 6, "weight") != 0) return false;
   for (const char* keep :
        {"_norm.weight", "ffn_gate_inp.weight", "altup", "laurel", "per_layer_model_proj", "ssm_conv1d",
@@ -120,6 +121,12 @@ QuantPreset parse_quant_preset(std::string_view name) {
 const char* quant_preset_name(QuantPreset preset) { return info(preset).name; }
 uint32_t quant_preset_file_type(QuantPreset preset) { return info(preset).file_type; }
 GgmlType quant_preset_default_type(QuantPreset preset) { return info(preset).type; }
+
+std::vector<uint64_t> ggml_shape(std::span<const uint64_t> shape) {
+  size_t dims = shape.size();
+  while (dims > 1 && shape[dims - 1] == 1) --dims;
+  return {shape.begin(), shape.begin() + std::ptrdiff_t(dims)};
+}
 
 std::vector<size_t> llama_tensor_order(std::span<const QuantTensor> tensors) {
   std::vector<size_t> order(tensors.size());

@@ -58,6 +58,11 @@ struct QuantChoice {
   bool fell_back() const { return type != wanted; }
 };
 
+// `shape` as ggml holds it, and as llama-quantize writes it: trailing dimensions of 1 dropped
+// (ggml_n_dims), at least one kept. bert's cls.output.weight, [dim, 1] in a converted file, is
+// [dim] in a quantized one.
+std::vector<uint64_t> ggml_shape(std::span<const uint64_t> shape);
+
 // llama.cpp's weight order: tensors outside the blocks first, then block by block; by name
 // within each. llama-quantize visits (and writes) tensors in this order, and the _M mixtures
 // count attn_v and ffn_down tensors along it. Returns indices into `tensors`.

@@ -75,7 +75,7 @@ QuantizeReport quantize_gguf(const std::string& in_path, const std::string& out_
     report.tensors.push_back({t.name, t.shape, t.type, choice});
     report.bytes_in += t.n_bytes;
     if (choice.type == t.type) {
-      w.add_tensor(t.name, t.shape, t.type, f.tensor_bytes(t));
+      w.add_tensor(t.name, ggml_shape(t.shape), t.type, f.tensor_bytes(t));
       report.bytes_out += t.n_bytes;
       continue;
     }
@@ -93,7 +93,7 @@ QuantizeReport quantize_gguf(const std::string& in_path, const std::string& out_
       }
     }
     const std::vector<std::byte> encoded = encode_rows(choice.type, values, t.shape[0]);
-    w.add_tensor(t.name, t.shape, choice.type, encoded);
+    w.add_tensor(t.name, ggml_shape(t.shape), choice.type, encoded);
     report.bytes_out += encoded.size();
   }
   f.check_intact();  // never write zeros read from a file truncated under us

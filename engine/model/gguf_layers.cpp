@@ -126,7 +126,12 @@ EncoderWeights read_encoder_weights(const GgufFile& f, const ModelConfig& c) {
   if (f.find_tensor("cls.weight") || f.find_tensor("cls.output.weight")) {
     e.cls = view_matrix(f, "cls.weight", dim, dim);
     e.cls_bias = read_vector(f, "cls.bias", dim);
-    e.cls_output = view_matrix(f, "cls.output.weight", 1, dim);
+    // [dim, 1] as converted, [dim] after llama-quantize (which writes ggml's dimensions).
+    const GgufTensorInfo* out = f.find_tensor("cls.output.weight");
+    const std::vector<uint64_t> vector_shape{dim};
+    e.cls_output = out && out->shape == vector_shape
+                       ? WeightTensor{out->type, f.tensor_bytes(*out).data(), 1, int64_t(dim), f.file().maps_file()}
+                       : view_matrix(f, "cls.output.weight", 1, dim);
     e.cls_output_bias = read_vector(f, "cls.output.bias", 1);
   }
   return e;
