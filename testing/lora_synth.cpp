@@ -42,6 +42,8 @@ void add_target(GgufWriter& w, const ModelConfig& base, const LoraSynthSpec& spe
 
 void check_spec(const ModelConfig& base, const LoraSynthSpec& spec) {
   base.validate("synthetic LoRA base model");
+  // Its projections are not the decoder's seven (no gate), and nothing serves it yet.
+  if (base.is_encoder()) throw Error("synthetic LoRA: the base model is an encoder (bert), which takes no adapters");
   if (spec.rank < 1) throw Error("synthetic LoRA: rank must be at least 1, got " + std::to_string(spec.rank));
   if (spec.projections.empty()) throw Error("synthetic LoRA: no projections to adapt");
   if (!std::isfinite(spec.alpha)) throw Error("synthetic LoRA: alpha must be finite");

@@ -16,6 +16,7 @@
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 #include "support/test_support.h"
+#include "testing/lora_synth.h"
 #include "testing/reference_encoder.h"
 #include "testing/synth.h"
 
@@ -215,6 +216,10 @@ TEST(BertEngine, RefusesToServeAnEncoderSayingWhy) {
         << e.what();
   }
   EXPECT_THROW(ModelRunner(mean_model(), 1), Error);
+}
+
+TEST(BertEngine, PagodaSynthWritesNoAdapterForAnEncoder) {
+  EXPECT_THROW(write_synth_lora(test::scratch_path("bert-lora.gguf"), mean_model().config, LoraSynthSpec{}), Error);
 }
 
 // llama.cpp's llama-embedding (2025-02 snapshot) on files pagoda-synth writes from a fixed
