@@ -96,6 +96,17 @@ TEST(BertModel, ASynthFileLoadsWithItsConfigAndWeightsInTheirTypes) {
   EXPECT_EQ(q8.weights.encoder.token_types.type, GgmlType::F32);
 }
 
+TEST(BertModel, OneTokenTypeLoadsAlsoAsTheVectorLlamaQuantizeWrites) {
+  ModelConfig c = small_bert(1);
+  c.n_token_types = 1;
+  const std::string path = write_bert("bert-one-type-q8.gguf", c, GgmlType::Q8_0);
+  EXPECT_EQ(GgufFile::open(path).find_tensor("token_types.weight")->shape, std::vector<uint64_t>{64});
+  const Model m = load_model(path);
+  EXPECT_EQ(m.config.n_token_types, 1);
+  EXPECT_EQ(m.weights.encoder.token_types.rows, 1);
+  EXPECT_EQ(load_model(write_bert("bert-one-type.gguf", c)).weights.encoder.token_types.rows, 1);
+}
+
 TEST(BertModel, TheSyntheticWordPieceVocabularyWrapsTextInClsAndSep) {
   const Tokenizer& tok = mean_model().tokenizer;
   EXPECT_EQ(tok.model(), TokenizerModel::Wpm);

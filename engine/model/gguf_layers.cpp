@@ -126,12 +126,7 @@ EncoderWeights read_encoder_weights(const GgufFile& f, const ModelConfig& c) {
   if (f.find_tensor("cls.weight") || f.find_tensor("cls.output.weight")) {
     e.cls = view_matrix(f, "cls.weight", dim, dim);
     e.cls_bias = read_vector(f, "cls.bias", dim);
-    // [dim, 1] as converted, [dim] after llama-quantize (which writes ggml's dimensions).
-    const GgufTensorInfo* out = f.find_tensor("cls.output.weight");
-    const std::vector<uint64_t> vector_shape{dim};
-    e.cls_output = out && out->shape == vector_shape
-                       ? WeightTensor{out->type, f.tensor_bytes(*out).data(), 1, int64_t(dim), f.file().maps_file()}
-                       : view_matrix(f, "cls.output.weight", 1, dim);
+    e.cls_output = view_matrix(f, "cls.output.weight", 1, dim);
     e.cls_output_bias = read_vector(f, "cls.output.bias", 1);
   }
   return e;
@@ -152,7 +147,10 @@ std::vector<float> read_vector(const GgufFile& f, const std::string& name, uint6
 }
 
 WeightTensor view_matrix(const GgufFile& f, const std::string& name, uint64_t rows, uint64_t cols) {
-  const GgufTensorInfo& t = find_checked(f, name, {cols, rows});
+  // A one-row matrix may be written as ggml holds it, [cols] (llama-quantize's output).
+  const GgufTensorInfo* vector = rows == 1 ? f.find_tensor(name) : nullptr;
+  const GgufTensorInfo& t =
+      vector && vector->shape == std::vector<uint64_t>{cols} ? *vector : find_checked(f, name, {cols, rows});
   return WeightTensor{t.type, f.tensor_bytes(t).data(), int64_t(rows), int64_t(cols), f.file().maps_file()};
 }
 

@@ -19,7 +19,7 @@ const GgufTensorInfo& find_checked(const GgufFile& f, const std::string& name, c
 std::vector<float> read_vector(const GgufFile& f, const std::string& name, uint64_t n);
 
 // A [rows][cols] matrix as a view into the mapping (GgufFile::open has checked that its bytes
-// lie inside the file).
+// lie inside the file). One row may also be stored as a vector of cols.
 WeightTensor view_matrix(const GgufFile& f, const std::string& name, uint64_t rows, uint64_t cols);
 
 // bert's embedding tensors and, when the file has it, its rank head (cls.*; both or neither).

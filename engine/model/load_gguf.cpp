@@ -88,8 +88,10 @@ void read_encoder_keys(const GgufFile& f, const std::string& arch, ModelConfig& 
   }
   const GgufTensorInfo* types = f.find_tensor("token_types.weight");
   if (!types) throw Error(f.path() + ": tensor 'token_types.weight' is missing");
-  if (types->shape.size() != 2) throw Error(f.path() + ": tensor 'token_types.weight' is not a matrix");
-  c.n_token_types = to_i32(types->shape[1], f, "token_types.weight rows");
+  // One token type is a vector once llama-quantize has written it as ggml holds it.
+  if (types->shape.empty() || types->shape.size() > 2)
+    throw Error(f.path() + ": tensor 'token_types.weight' is not a matrix");
+  c.n_token_types = types->shape.size() == 1 ? 1 : to_i32(types->shape[1], f, "token_types.weight rows");
   const std::string count = "tokenizer.ggml.token_type_count";
   if (auto n = f.get_uint_opt(count); n && *n != uint64_t(c.n_token_types)) {
     throw Error(f.path() + ": " + count + " = " + std::to_string(*n) + " but token_types.weight has " +
