@@ -14,7 +14,6 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -36,17 +35,6 @@ namespace fs = std::filesystem;
 const std::string kVocabDir = std::string(PAGODA_SHARED_DIR) + "/vocab";
 const std::string kQuantDir = std::string(PAGODA_SHARED_DIR) + "/models/llamacpp-quant";
 
-std::vector<std::vector<int32_t>> read_ids(const std::string& path) {
-  std::vector<std::vector<int32_t>> out;
-  std::istringstream in(test::read_file(path));
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream ids(line);
-    out.emplace_back();
-    for (int32_t id; ids >> id;) out.back().push_back(id);
-  }
-  return out;
-}
-
 std::string vocab_file(const std::string& name) { return kVocabDir + "/ggml-vocab-" + name + ".gguf"; }
 
 // One Tokenizer per vocabulary for the whole program (the big ones take a moment to load).
@@ -67,7 +55,7 @@ class VocabCases : public ::testing::TestWithParam<std::string> {
 TEST_P(VocabCases, EncodesLikeLlamaCpp) {
   const std::string f = vocab_file(GetParam());
   const auto cases = test::read_vocab_cases(f + ".inp");
-  const auto want = read_ids(f + ".out");
+  const auto want = test::read_vocab_ids(f + ".out");
   ASSERT_EQ(cases.size(), 46u);
   ASSERT_EQ(want.size(), cases.size());
   const Tokenizer& tok = vocab(GetParam());

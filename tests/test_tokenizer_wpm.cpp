@@ -10,7 +10,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -54,21 +53,10 @@ const Tokenizer& bge() {
                       "models";                                                                                  \
   } while (0)
 
-std::vector<Ids> read_ids(const std::string& path) {
-  std::vector<Ids> out;
-  std::istringstream in(test::read_file(path));
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream ids(line);
-    out.emplace_back();
-    for (int32_t id; ids >> id;) out.back().push_back(id);
-  }
-  return out;
-}
-
 TEST(WpmBge, EncodesLlamaCppsTestCasesAsItDoes) {
   SKIP_WITHOUT_BGE();
   const auto cases = test::read_vocab_cases(bge_path() + ".inp");
-  const auto want = read_ids(bge_path() + ".out");
+  const auto want = test::read_vocab_ids(bge_path() + ".out");
   ASSERT_EQ(cases.size(), 46u);
   ASSERT_EQ(want.size(), cases.size());
   EXPECT_EQ(bge().model(), TokenizerModel::Wpm);

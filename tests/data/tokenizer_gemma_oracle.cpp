@@ -7,7 +7,7 @@
 // ids llama_vocab_is_eog accepts. The vocabulary is the one tests/test_tokenizer_gemma.cpp builds:
 //
 //   PAGODA_WRITE_GEMMA_VOCAB=/tmp/gemma.gguf build/tests/test_tokenizer_gemma --gtest_filter='*Loads*'
-//   g++ -std=c++17 -O1 -I$LLAMA/include -I$LLAMA/ggml/include tests/data/tokenizer_gemma_oracle.cpp \
+//   g++ -std=c++17 -O1 -I. -I$LLAMA/include -I$LLAMA/ggml/include tests/data/tokenizer_gemma_oracle.cpp \
 //       -L$LLAMA/build/bin -lllama -Wl,-rpath,$LLAMA/build/bin -o /tmp/gemma-oracle
 //   /tmp/gemma-oracle /tmp/gemma.gguf ../shared/vocab/ggml-vocab-llama-spm.gguf.inp \
 //       tests/data/tokenizer_gemma.json <llama.cpp commit>
@@ -23,29 +23,9 @@
 #include <nlohmann/json.hpp>
 
 #include "llama.h"
+#include "tests/data/llama_oracle.h"
 
 using json = nlohmann::ordered_json;
-
-static std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-static std::vector<llama_token> tokenize(const llama_vocab* v, const std::string& text, bool add_special,
-                                         bool parse_special) {
-  std::vector<llama_token> ids(text.size() + 8);
-  int n =
-      llama_tokenize(v, text.data(), int32_t(text.size()), ids.data(), int32_t(ids.size()), add_special, parse_special);
-  if (n < 0) {
-    ids.resize(size_t(-n));
-    n = llama_tokenize(v, text.data(), int32_t(text.size()), ids.data(), int32_t(ids.size()), add_special,
-                       parse_special);
-  }
-  ids.resize(size_t(n));
-  return ids;
-}
 
 static std::string detokenize(const llama_vocab* v, const std::vector<llama_token>& ids) {
   std::string text(ids.size() * 16 + 16, '\0');

@@ -169,6 +169,17 @@ std::vector<std::string> read_vocab_cases(const std::string& path) {
   return cases;
 }
 
+std::vector<std::vector<int32_t>> read_vocab_ids(const std::string& path) {
+  std::vector<std::vector<int32_t>> out;
+  std::istringstream in(read_file(path));
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream ids(line);
+    out.emplace_back();
+    for (int32_t id; ids >> id;) out.back().push_back(id);
+  }
+  return out;
+}
+
 std::vector<Completion> run_all(Engine& engine, const std::vector<Request>& requests) {
   std::vector<RequestHandle> handles;
   for (const Request& r : requests) handles.push_back(engine.submit(r));

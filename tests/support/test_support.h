@@ -98,6 +98,8 @@ std::string read_file(const std::string& path);
 // llama.cpp's tokenizer cases (a vocabulary's .inp file): each case followed by
 // "\n__ggml_vocab_test__\n".
 std::vector<std::string> read_vocab_cases(const std::string& path);
+// llama.cpp's ids for those cases (the .out file): one line of space-separated ids per case.
+std::vector<std::vector<int32_t>> read_vocab_ids(const std::string& path);
 
 // A random-weight model of `config` (`seed`, SynthSpec's other defaults) in the scratch
 // folder as `name`, written by the first call with that name and reused by later ones.
