@@ -1,7 +1,7 @@
 #pragma once
 // What the tokenizer oracles (tests/data/*_oracle.cpp, built by hand against a llama.cpp
-// checkout, never by CMake) share: a file's bytes and llama_tokenize with its retry on a short
-// buffer.
+// checkout, never by CMake) share: a file's bytes, a vocabulary loaded alone, and llama_tokenize
+// with its retry on a short buffer.
 
 #include <cstdint>
 #include <fstream>
@@ -16,6 +16,14 @@ inline std::string read_all(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// A GGUF's vocabulary alone (no weights), after llama_backend_init; nullptr when it will not load.
+inline llama_model* load_vocab_only(const char* path) {
+  llama_backend_init();
+  llama_model_params params = llama_model_default_params();
+  params.vocab_only = true;
+  return llama_model_load_from_file(path, params);
 }
 
 inline std::vector<llama_token> tokenize(const llama_vocab* v, const std::string& text, bool add_special,

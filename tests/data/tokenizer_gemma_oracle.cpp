@@ -53,10 +53,7 @@ int main(int argc, char** argv) {
   }
   json doc = json::parse(read_all(argv[3]));
 
-  llama_backend_init();
-  llama_model_params mp = llama_model_default_params();
-  mp.vocab_only = true;
-  llama_model* model = llama_model_load_from_file(argv[1], mp);
+  llama_model* model = load_vocab_only(argv[1]);
   if (!model) return 1;
   const llama_vocab* v = llama_model_get_vocab(model);
 
