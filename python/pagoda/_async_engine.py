@@ -147,6 +147,14 @@ class AsyncEngine:
         finally:
             handle.cancel()
 
+    async def embed(self, inputs: Union[Prompt, Iterable[Prompt]], *, pooling: str = "model",
+                    normalize: bool = True) -> list[list[float]]:
+        """:meth:`Engine.embed` on a worker thread, so the loop keeps running while the inputs are
+        computed (as prompt-only requests batched with the engine's other work). Cancelling the
+        awaiting task does not stop requests already submitted: they are short, and finish."""
+        return await asyncio.get_running_loop().run_in_executor(
+            None, lambda: self.engine.embed(inputs, pooling=pooling, normalize=normalize))
+
     def apply_chat_template(self, messages: Sequence[Message], add_generation_prompt: bool = True, *,
                             tools: Optional[Sequence[object]] = None,
                             chat_template_kwargs: Optional[Mapping[str, object]] = None,

@@ -1,6 +1,7 @@
 """Engine.embed: vectors of the model's hidden size, unit length unless asked otherwise, the same
 for the same input however it is batched, and clear errors for bad input."""
 
+import asyncio
 import math
 
 import pytest
@@ -55,3 +56,25 @@ def test_bad_input_is_refused_with_a_clear_error(engine):
     with pytest.raises(pagoda.Error, match="str or a list of token ids"):
         engine.embed([3.5])
     assert engine.metrics().kv_pages_used == 0
+
+
+@pytest.mark.asyncio
+async def test_async_embed_gives_the_sync_vectors_while_the_loop_keeps_running(model, engine):
+    aengine = pagoda.AsyncEngine(model, threads=1)
+    try:
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(ticker())
+        texts = ["Once upon a time", "Lily wanted to play.", "The little dog ran to the park."] * 8
+        vectors = await aengine.embed(texts, pooling="mean")
+        task.cancel()
+        assert vectors == engine.embed(texts, pooling="mean")
+        assert ticks > 0, "the loop ran while the inputs were computed"
+    finally:
+        aengine.close()
