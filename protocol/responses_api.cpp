@@ -7,6 +7,7 @@
 #include "engine/util/json_depth.h"
 #include "pagoda/error.h"
 #include "protocol/json_fields.h"
+#include "protocol/sse.h"
 
 namespace pagoda::responses {
 
@@ -588,8 +589,7 @@ ResponseEventWriter::Events ResponseEventWriter::fail(const std::string& code, c
 }
 
 std::string sse_event(const json& event) {
-  return "event: " + event.value("type", std::string("message")) +
-         "\ndata: " + event.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+  return protocol::sse_event(event, event.value("type", std::string("message")));
 }
 
 }  // namespace pagoda::responses

@@ -60,8 +60,7 @@ class ApiFormat {
 // The format of `request`'s API (its endpoint).
 std::unique_ptr<ApiFormat> make_api_format(const ApiRequest& request, const ResponseHeader& header);
 
-// One server-sent event: `data: JSON`, after `event: NAME` when a name is given.
-std::string sse_event(const nlohmann::json& body, const char* name = nullptr);
-std::string sse_event(const nlohmann::ordered_json& body, const char* name = nullptr);
+// One server-sent event: `data: JSON`, after `event: NAME` when a name is given (protocol/sse.h).
+using protocol::sse_event;
 
 }  // namespace pagoda::server

@@ -22,7 +22,7 @@ class MessagesFormat final : public ApiFormat {
     reply.calls = c.tool_calls;
     std::vector<std::string> ids;
     for (const chat::ParsedToolCall& call : reply.calls) ids.push_back(anthropic::tool_use_id(call));
-    return dump(anthropic::message_json(header_.id, header_.model, reply, ids));
+    return dump_json(anthropic::message_json(header_.id, header_.model, reply, ids));
   }
 
   std::string stream_start(const Usage& usage) override { return write(events_.start(usage.prompt_tokens)); }
@@ -60,13 +60,9 @@ class MessagesFormat final : public ApiFormat {
     return reply;
   }
 
-  static std::string dump(const nlohmann::ordered_json& body) {
-    return body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-  }
-
   static std::string write(const std::vector<anthropic::MessageEvents::Event>& events) {
     std::string out;
-    for (const auto& [name, body] : events) out += sse_event(body, name.c_str());
+    for (const auto& [name, body] : events) out += sse_event(body, name);
     return out;
   }
 

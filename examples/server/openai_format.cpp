@@ -76,19 +76,4 @@ std::unique_ptr<ApiFormat> make_openai_format(const ApiRequest& request, const R
   return std::make_unique<OpenAiFormat>(header, request.include_usage);
 }
 
-namespace {
-
-template <typename Json>
-std::string event_text(const Json& body, const char* name) {
-  std::string out;
-  if (name) out = std::string("event: ") + name + "\n";
-  // A token's piece may hold part of a UTF-8 character: replaced (U+FFFD), not refused.
-  return out + "data: " + body.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
-}
-
-}  // namespace
-
-std::string sse_event(const json& body, const char* name) { return event_text(body, name); }
-std::string sse_event(const nlohmann::ordered_json& body, const char* name) { return event_text(body, name); }
-
 }  // namespace pagoda::server

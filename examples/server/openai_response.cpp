@@ -115,8 +115,6 @@ json reply_chunk_json(const ResponseHeader& h, int32_t index, json delta, bool f
   return body;
 }
 
-std::string dump_json(const json& body) { return body.dump(-1, ' ', false, json::error_handler_t::replace); }
-
 json usage_chunk_json(const ResponseHeader& h, int64_t prompt_tokens, int64_t completion_tokens) {
   json body = envelope(h, h.endpoint == Endpoint::ChatCompletions ? "chat.completion.chunk" : "text_completion");
   body["choices"] = json::array();

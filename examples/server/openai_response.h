@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/sse.h"
 #include "protocol/tool_calls.h"
 #include "examples/server/openai_request.h"
 #include "pagoda/request.h"
@@ -62,9 +63,8 @@ nlohmann::json completion_json(const ResponseHeader& h, const std::vector<Choice
 nlohmann::json chunk_json(const ResponseHeader& h, int32_t index, const std::string& text, bool first,
                           std::optional<FinishReason> finish, const nlohmann::json& logprobs = nullptr);
 
-// Serialised as sent: a token's piece may hold part of a UTF-8 character, which is replaced
-// (U+FFFD) rather than refused; chat's `bytes` carry such pieces exactly.
-std::string dump_json(const nlohmann::json& body);
+// Serialised as sent (protocol/sse.h): part of a UTF-8 character is replaced, not refused.
+using protocol::dump_json;
 
 // The usage-only chunk of stream_options.include_usage (no choices).
 nlohmann::json usage_chunk_json(const ResponseHeader& h, int64_t prompt_tokens, int64_t completion_tokens);

@@ -30,8 +30,7 @@ class ResponsesFormat final : public ApiFormat {
                                            .text = c.text,
                                            .calls = c.tool_calls,
                                            .cut_by_length = c.finish_reason == FinishReason::Length};
-    return responses::response_json(info_, output, usage_of(usage))
-        .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    return dump_json(responses::response_json(info_, output, usage_of(usage)));
   }
 
   std::string stream_start(const Usage&) override { return sse(events_.start()); }

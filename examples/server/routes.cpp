@@ -38,7 +38,7 @@ constexpr std::chrono::milliseconds kHangupPoll(100);
 
 HttpResponse json_response(int status, const json& body) { return HttpResponse::json(status, dump_json(body)); }
 HttpResponse ordered_json_response(int status, const nlohmann::ordered_json& body) {
-  return HttpResponse::json(status, body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+  return HttpResponse::json(status, dump_json(body));
 }
 
 // An error in the shape of the API that was called: Anthropic's for Messages, else OpenAI's.
