@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -10,6 +11,9 @@
 namespace pagoda::server {
 
 namespace {
+
+// How often a request computed for a non-streamed answer looks whether its client hung up.
+constexpr std::chrono::milliseconds kHangupPoll(100);
 
 // Set by the first choice's first token (or its end): its prompt's pages are then cached.
 struct FirstToken {
@@ -70,6 +74,22 @@ std::vector<RequestHandle> submit_prompts(Engine& engine, const ApiRequest& a) {
     throw;
   }
   return handles;
+}
+
+std::optional<std::vector<Completion>> await_completions(std::vector<RequestHandle>& handles,
+                                                         const std::function<bool()>& client_gone) {
+  std::vector<Completion> done;
+  bool cancelled = false;
+  for (RequestHandle& h : handles) {
+    while (h.future().wait_for(kHangupPoll) != std::future_status::ready) {
+      if (cancelled || !client_gone || !client_gone()) continue;
+      for (RequestHandle& each : handles) each.cancel();
+      cancelled = true;
+    }
+    done.push_back(h.get());
+  }
+  if (cancelled) return std::nullopt;
+  return done;
 }
 
 std::vector<size_t> best_choices(const std::vector<Completion>& completions, int32_t n) {

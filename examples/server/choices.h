@@ -5,6 +5,8 @@
 // prompt's full pages in the prefix cache: the prompt is computed once, not n times.
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "examples/server/openai_request.h"
@@ -21,6 +23,12 @@ std::vector<RequestHandle> submit_choices(Engine& engine, const Request& request
 // choice i % best_of of prompt i / best_of. Throws as submit_choices, every request submitted
 // by then cancelled.
 std::vector<RequestHandle> submit_prompts(Engine& engine, const ApiRequest& a);
+
+// Every handle's completion, in order, waited for while watching the client: when
+// `client_gone` (may be empty) says it hung up, every request is cancelled and nullopt comes
+// back once all have resolved.
+std::optional<std::vector<Completion>> await_completions(std::vector<RequestHandle>& handles,
+                                                         const std::function<bool()>& client_gone);
 
 // For best_of: the indices of the `n` completions with the highest sum of their tokens'
 // logprobs (Request::logprobs >= 0), best first; ties keep the earlier choice.

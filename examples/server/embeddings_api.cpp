@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
 #include <cstring>
-#include <future>
 #include <limits>
 #include <optional>
 #include <string>
@@ -13,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "examples/server/api_error.h"
+#include "examples/server/choices.h"
 #include "examples/server/json_body.h"
+#include "examples/server/openai_request.h"
 #include "examples/server/openai_response.h"
 #include "pagoda/error.h"
 
@@ -23,9 +23,6 @@ namespace {
 
 using nlohmann::json;
 using nlohmann::ordered_json;
-
-// How often a request looks whether its client hung up while its embeddings are computed.
-constexpr std::chrono::milliseconds kHangupPoll(100);
 
 // A list of token ids, or nullopt when `v` is not one (an id out of int32 is refused here; the
 // engine checks the vocabulary).
@@ -111,15 +108,7 @@ HttpResponse embeddings(const HttpRequest& req, Engine& engine, const ModelNames
       throw bad_request("'encoding_format' must be \"float\" or \"base64\"");
     as_base64 = f == "base64";
   }
-  std::string model;
-  if (body.contains("model") && !body["model"].is_null()) {
-    if (!body["model"].is_string()) throw bad_request("'model' must be a string");
-    model = body["model"].get<std::string>();
-  }
-  const std::optional<std::string> adapter = names.adapter_for(model);
-  if (!adapter)
-    throw ApiError(404, "The model '" + model + "' does not exist.", "invalid_request_error", "model_not_found");
-  if (model.empty()) model = names.base();
+  const ServedModel served = served_model(body, names);
   const std::vector<EmbeddingInput> inputs = inputs_of(body);
 
   std::vector<RequestHandle> handles;
@@ -129,7 +118,7 @@ HttpResponse embeddings(const HttpRequest& req, Engine& engine, const ModelNames
   for (size_t i = 0; i < inputs.size(); ++i) {
     Request r;
     r.embedding = EmbeddingParams{};
-    r.adapter = *adapter;
+    r.adapter = served.adapter;
     if (inputs[i].ids.empty()) r.prompt = inputs[i].text;
     else r.prompt_ids = inputs[i].ids;
     try {
@@ -141,33 +130,23 @@ HttpResponse embeddings(const HttpRequest& req, Engine& engine, const ModelNames
     }
   }
 
+  // A client that hangs up while its embeddings are computed cancels them.
+  const std::optional<std::vector<Completion>> done = await_completions(handles, req.client_gone);
+  if (!done) return HttpResponse::json(499, dump_json(ApiError(499, "the client closed the connection").body()));
   json data = json::array();
   int64_t prompt_tokens = 0;
-  bool cancelled = false;
-  for (size_t i = 0; i < handles.size(); ++i) {
-    // A client that hangs up while its embeddings are computed cancels them.
-    while (handles[i].future().wait_for(kHangupPoll) != std::future_status::ready) {
-      if (cancelled || !req.client_gone || !req.client_gone()) continue;
-      cancel_all();
-      cancelled = true;
-    }
-    Completion c = handles[i].get();
-    if (cancelled) continue;
-    if (c.finish_reason == FinishReason::Cancelled) {
-      cancel_all();
-      throw shutting_down_error;
-    }
+  for (size_t i = 0; i < done->size(); ++i) {
+    const Completion& c = (*done)[i];
+    if (c.finish_reason == FinishReason::Cancelled) throw shutting_down_error;
     if (c.finish_reason == FinishReason::Error || c.embedding.empty()) {
-      cancel_all();
       throw ApiError(500, c.error.empty() ? "the embedding was not computed" : c.error, "server_error");
     }
     prompt_tokens += c.prompt_tokens;
     data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", encoded(c.embedding, as_base64)}});
   }
-  if (cancelled) return HttpResponse::json(499, dump_json(ApiError(499, "the client closed the connection").body()));
   const json answer = {{"object", "list"},
                        {"data", std::move(data)},
-                       {"model", model},
+                       {"model", served.name},
                        {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}};
   return HttpResponse::json(200, dump_json(answer));
 }

@@ -266,14 +266,21 @@ void constrain_tool_calls(const chat::ToolRequest& tools, const Engine& engine, 
   }
 }
 
-std::string requested_model(const json& body) {
-  const json* m = field(body, "model");
-  if (!m) return {};
-  if (!m->is_string()) throw bad_request("'model' must be a string");
-  return m->get<std::string>();
-}
-
 }  // namespace
+
+ServedModel served_model(const json& body, const ModelNames& names) {
+  ServedModel served;
+  if (const json* m = field(body, "model")) {
+    if (!m->is_string()) throw bad_request("'model' must be a string");
+    served.name = m->get<std::string>();
+  }
+  const std::optional<std::string> adapter = names.adapter_for(served.name);
+  if (!adapter)
+    throw ApiError(404, "The model '" + served.name + "' does not exist.", "invalid_request_error", "model_not_found");
+  if (served.name.empty()) served.name = names.base();
+  served.adapter = *adapter;
+  return served;
+}
 
 ApiRequest parse_api_request(Endpoint endpoint, const std::string& text, const Engine& engine, const ModelNames& names,
                              bool special_in_content) {
@@ -286,12 +293,9 @@ ApiRequest parse_api_request(Endpoint endpoint, const json& body, const Engine& 
 
   ApiRequest a;
   a.endpoint = endpoint;
-  a.model = requested_model(body);
-  const std::optional<std::string> adapter = names.adapter_for(a.model);
-  if (!adapter)
-    throw ApiError(404, "The model '" + a.model + "' does not exist.", "invalid_request_error", "model_not_found");
-  if (a.model.empty()) a.model = names.base();
-  a.request.adapter = *adapter;
+  ServedModel served = served_model(body, names);
+  a.model = std::move(served.name);
+  a.request.adapter = std::move(served.adapter);
 
   refuse_unsupported(body, endpoint);
   a.stream = boolean(body, "stream").value_or(false);

@@ -44,6 +44,15 @@ struct ApiRequest {
   nlohmann::ordered_json answer_settings;
 };
 
+// The body's `model`: the base model or a loaded adapter (its name as the client gave it, the base
+// model's when it gave none). ApiError 404 for a name the server does not serve, 400 for one that
+// is not a string.
+struct ServedModel {
+  std::string name;
+  std::string adapter;  // Request::adapter: "" for the base model
+};
+ServedModel served_model(const nlohmann::ordered_json& body, const ModelNames& names);
+
 // Parses `body` for `endpoint`. Throws ApiError. A chat prompt is tokenized with its data spans,
 // so control tokens typed into messages stay text; `special_in_content` parses them as control
 // tokens, as before (ChatTemplateOptions::special_in_content).

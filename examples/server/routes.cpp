@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <future>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -32,9 +31,6 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-// How often a request computed for a non-streamed answer looks whether its client hung up.
-constexpr std::chrono::milliseconds kHangupPoll(100);
 
 HttpResponse json_response(int status, const json& body) { return HttpResponse::json(status, dump_json(body)); }
 HttpResponse ordered_json_response(int status, const nlohmann::ordered_json& body) {
@@ -184,21 +180,13 @@ HttpResponse Routes::generate(int endpoint, const HttpRequest& req) {
     std::unique_ptr<ApiFormat> format = make_api_format(a, response_header(a, serial_.fetch_add(1)));
     if (a.stream) return stream_events(std::move(handles), a, std::move(format), metrics_, engine);
 
-    std::vector<Completion> done;
-    bool cancelled = false;
-    for (RequestHandle& h : handles) {
-      // A client that hangs up while its answer is computed cancels it, as a stream's does.
-      while (h.future().wait_for(kHangupPoll) != std::future_status::ready) {
-        if (cancelled || !req.client_gone || !req.client_gone()) continue;
-        for (RequestHandle& each : handles) each.cancel();
-        cancelled = true;
-      }
-      done.push_back(h.get());
-    }
-    if (cancelled) {
+    // A client that hangs up while its answer is computed cancels it, as a stream's does.
+    const std::optional<std::vector<Completion>> completions = await_completions(handles, req.client_gone);
+    if (!completions) {
       metrics_.count_request(Outcome::Cancelled);
       return error_response(ApiError(499, "the client closed the connection"));  // nginx's code; for the log
     }
+    const std::vector<Completion>& done = *completions;
     Usage usage;
     for (size_t i = 0; i < done.size(); ++i) {
       const Completion& c = done[i];
