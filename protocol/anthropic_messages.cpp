@@ -5,6 +5,7 @@
 #include <random>
 #include <utility>
 
+#include "engine/util/json_depth.h"
 #include "pagoda/error.h"
 #include "protocol/json_fields.h"
 
@@ -278,7 +279,7 @@ nlohmann::ordered_json stop_sequence_json(const Reply& reply) {
 // A call's arguments as the tool_use block's `input` object (text that does not parse, which a
 // grammar-constrained call never is, passes as a string under "arguments").
 nlohmann::ordered_json call_input(const chat::ParsedToolCall& call) {
-  nlohmann::ordered_json input = nlohmann::ordered_json::parse(call.arguments, nullptr, false);
+  nlohmann::ordered_json input = parse_ordered_json_bounded(call.arguments, "tool call arguments", false);
   return input.is_object() ? input : nlohmann::ordered_json{{"arguments", call.arguments}};
 }
 

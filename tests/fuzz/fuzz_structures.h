@@ -45,22 +45,27 @@ inline std::string piece_string(unsigned arg) {
 // (the rest): open an array or object, close one, add a string (pieces of control-token
 // spellings, so data spans meet them), an integer or a literal, open `arg * 8` arrays at once
 // (past the 128-level limit in two bytes), or repeat the last value added `arg * 16` times.
+// The program stops after 2^17 values, a megabyte's worth of JSON, as json_text does.
 inline nlohmann::ordered_json build_json(std::string_view program) {
   using json = nlohmann::ordered_json;
+  constexpr size_t kMaxValues = size_t(1) << 17;
   json root = json::array();
   std::vector<json*> open{&root};
+  size_t values = 0;
   auto add = [&](json value) -> json* {
+    ++values;
     json& parent = *open.back();
-    if (parent.is_object()) {
-      const std::string key = "k" + std::to_string(parent.size());
-      parent[key] = std::move(value);
-      return &parent[key];
+    if (parent.is_object()) {  // keys are new by construction: append without ordered_map's scan
+      auto& entries = parent.get_ref<json::object_t&>();
+      entries.emplace_back("k" + std::to_string(entries.size()), std::move(value));
+      return &entries.back().second;
     }
     parent.push_back(std::move(value));
     return &parent.back();
   };
   json last = nullptr;
   for (const unsigned char b : program) {
+    if (values > kMaxValues) break;
     const unsigned arg = b >> 3;
     switch (b & 7) {
       case 0: open.push_back(add(json::array())); break;
@@ -80,7 +85,7 @@ inline nlohmann::ordered_json build_json(std::string_view program) {
         for (unsigned i = 0; i < arg * 8 + 1; ++i) open.push_back(add(json::array()));
         break;
       case 6:
-        for (unsigned i = 0; i < arg * 16 && !last.is_null(); ++i) add(last);
+        for (unsigned i = 0; i < arg * 16 && !last.is_null() && values <= kMaxValues; ++i) add(last);
         break;
       default: last = arg % 2 ? json(true) : json(nullptr); add(last);
     }
@@ -89,8 +94,11 @@ inline nlohmann::ordered_json build_json(std::string_view program) {
 }
 
 // The same program as JSON text (objects' keys generated), for the APIs that take text; open
-// containers are closed at the end, so the text is always valid JSON.
+// containers are closed at the end, so the text is always valid JSON. The program stops once the
+// text passes 1 MiB (pagoda-server's default --max-body): repetition could otherwise make a
+// 64 KiB program into gigabytes, which measures memory, not the code under test.
 inline std::string json_text(std::string_view program) {
+  constexpr size_t kMaxText = size_t(1) << 20;
   std::string out = "[";
   std::vector<std::pair<char, size_t>> open{{']', 0}};  // closing bracket, items so far
   std::string last;
@@ -101,6 +109,7 @@ inline std::string json_text(std::string_view program) {
     out += text;
   };
   for (const unsigned char b : program) {
+    if (out.size() > kMaxText) break;
     const unsigned arg = b >> 3;
     switch (b & 7) {
       case 0:
@@ -132,7 +141,7 @@ inline std::string json_text(std::string_view program) {
         }
         break;
       case 6:
-        for (unsigned i = 0; i < arg * 16 && !last.empty(); ++i) item(last);
+        for (unsigned i = 0; i < arg * 16 && !last.empty() && out.size() <= kMaxText; ++i) item(last);
         break;
       default: last = arg % 2 ? "true" : "null"; item(last);
     }
