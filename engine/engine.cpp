@@ -192,6 +192,10 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
     if (!r.grammar.empty() || !r.json_schema.empty()) refuse("an embedding request has no grammar or json_schema");
     embedding_pooling(r.embedding->pooling);  // throws for a model pooling pagoda cannot give
   } else {
+    if (model.config.is_encoder()) {
+      refuse(std::string("the model is an embedding model (") + architecture_name(model.config.arch) +
+             "): it computes embeddings and scores, not text");
+    }
     const int32_t least = r.prompt_logprobs >= 0 ? 0 : 1;  // scoring a prompt may generate nothing
     if (r.max_new_tokens < least) {
       refuse("max_new_tokens must be at least " + std::to_string(least) + ", got " + std::to_string(r.max_new_tokens));
@@ -230,6 +234,9 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
 }
 
 Pooling Engine::Impl::embedding_pooling(Pooling pooling) const {
+  if (pooling == Pooling::Rank && model.weights.encoder.cls_output.empty()) {
+    throw Error("bad request: rank pooling needs a reranker's rank head (cls.output), which the model has not");
+  }
   if (pooling != Pooling::Model) return pooling;
   const int32_t type = model.config.pooling_type;
   switch (type) {
@@ -241,8 +248,7 @@ Pooling Engine::Impl::embedding_pooling(Pooling pooling) const {
       throw Error(
           "bad request: the model's pooling_type is none (one embedding per token); ask for mean, cls or last "
           "pooling");
-    case 4:
-      throw Error("bad request: the model's pooling_type is rank (a reranker's score), which pagoda does not compute");
+    case 4: return Pooling::Rank;
     default: throw Error("bad request: the model's pooling_type " + std::to_string(type) + " is unknown");
   }
 }
@@ -371,6 +377,43 @@ std::vector<std::vector<float>> Engine::embed(const std::vector<EmbeddingInput>&
   }
   return out;
 }
+
+std::vector<int32_t> Engine::rerank_tokens(const std::string& query, const std::string& document) const {
+  const Tokenizer& t = impl_->model.tokenizer;
+  const int32_t bos = t.bos_id(), eos = t.eos_id(), sep = t.sep_id();
+  std::vector<int32_t> ids;
+  auto add = [&](int32_t id) {
+    if (id >= 0) ids.push_back(id);
+  };
+  auto add_text = [&](const std::string& text) {
+    const std::vector<int32_t> piece = t.encode(text, false, false);
+    ids.insert(ids.end(), piece.begin(), piece.end());
+  };
+  add(bos);
+  add_text(query);
+  add(eos);
+  if (sep != eos) add(sep);
+  add_text(document);
+  add(eos);
+  return ids;
+}
+
+std::vector<float> Engine::rerank(const std::string& query, const std::vector<std::string>& documents) {
+  if (documents.empty()) throw Error("bad request: nothing to rerank (no documents)");
+  if (impl_->embedding_pooling(Pooling::Model) != Pooling::Rank) {
+    throw Error("bad request: the model is not a reranker (its pooling is not rank)");
+  }
+  std::vector<EmbeddingInput> pairs;
+  pairs.reserve(documents.size());
+  for (const std::string& d : documents) pairs.emplace_back(rerank_tokens(query, d));
+  std::vector<std::vector<float>> scores = embed(pairs, {Pooling::Rank, false});
+  std::vector<float> out;
+  out.reserve(scores.size());
+  for (const std::vector<float>& s : scores) out.push_back(s.at(0));
+  return out;
+}
+
+bool Engine::embedding_only() const { return impl_->model.config.is_encoder(); }
 
 Pooling Engine::model_pooling() const {
   try {

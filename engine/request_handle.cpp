@@ -20,6 +20,7 @@ const char* pooling_name(Pooling pooling) {
     case Pooling::Mean: return "mean";
     case Pooling::Cls: return "cls";
     case Pooling::Last: return "last";
+    case Pooling::Rank: return "rank";
   }
   return "unknown";
 }

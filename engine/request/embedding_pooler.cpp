@@ -15,7 +15,8 @@ EmbeddingPooler::Rows EmbeddingPooler::rows_for(int32_t first, int32_t n) const 
     case Pooling::Mean: return {true, false};
     // The whole first chunk rather than a flag for its first row: normed rows cost dim floats
     // each, next to the chunk's forward pass they are nothing.
-    case Pooling::Cls: return {first == 0, false};
+    case Pooling::Cls:
+    case Pooling::Rank: return {first == 0, false};
     case Pooling::Last: return {false, first + n == prompt_len_};
     case Pooling::Model: break;
   }
@@ -24,8 +25,8 @@ EmbeddingPooler::Rows EmbeddingPooler::rows_for(int32_t first, int32_t n) const 
 
 void EmbeddingPooler::add(int32_t position, std::span<const float> row) {
   assert(row.size() == sum_.size());
-  const bool wanted = pooling_ == Pooling::Mean   ? position == pooled_
-                      : pooling_ == Pooling::Cls  ? position == 0 && pooled_ == 0
+  const bool wanted = pooling_ == Pooling::Mean                               ? position == pooled_
+                      : pooling_ == Pooling::Cls || pooling_ == Pooling::Rank ? position == 0 && pooled_ == 0
                       : pooling_ == Pooling::Last ? position == prompt_len_ - 1 && pooled_ == 0
                                                   : false;
   if (!wanted) return;

@@ -14,7 +14,8 @@ namespace pagoda {
 
 class EmbeddingPooler {
  public:
-  // `pooling` is Mean, Cls or Last (Pooling::Model already resolved by the engine).
+  // `pooling` is Mean, Cls, Last or Rank (Pooling::Model already resolved by the engine). Rank
+  // keeps the first position's row, as Cls does; the rank head that scores it is the caller's.
   EmbeddingPooler(Pooling pooling, bool normalize, int32_t prompt_len, int32_t dim);
 
   Pooling pooling() const { return pooling_; }

@@ -77,9 +77,24 @@ class Engine {
   // shut down meanwhile (the others are cancelled). Thread-safe. For cancellation or priority,
   // submit() Requests with Request::embedding yourself.
   std::vector<std::vector<float>> embed(const std::vector<EmbeddingInput>& inputs, const EmbeddingParams& params = {});
-  // The pooling Pooling::Model stands for with this model (Mean, Cls or Last). Throws
-  // pagoda::Error when the model's GGUF names one pagoda cannot give a vector of (none, rank).
+  // Relevance scores of `documents` to `query`, one per document in document order, from a
+  // reranker (a model whose pooling is Pooling::Rank: bge-reranker, jina-reranker). Each pair is
+  // fed as rerank_tokens() lays it out, as one embedding request with Pooling::Rank, so the
+  // pairs batch like embed()'s inputs. Raw scores (logits), not probabilities. Throws
+  // pagoda::Error, computing nothing, for no documents, a model that is not a reranker, or a
+  // pair longer than the context length; and as embed() does when a pair fails. Thread-safe.
+  std::vector<float> rerank(const std::string& query, const std::vector<std::string>& documents);
+  // The ids rerank() feeds for one pair, laid out as llama-server does: BOS, the query, EOS,
+  // SEP, the document, EOS, where the vocabulary has a token of its own for each (a BERT
+  // vocabulary has no EOS: [CLS] query [SEP] document [SEP]; an XLM-R one gives
+  // <s> query </s></s> document </s>). Query and document text never become control tokens.
+  std::vector<int32_t> rerank_tokens(const std::string& query, const std::string& document) const;
+  // The pooling Pooling::Model stands for with this model (Mean, Cls, Last, or Rank for a
+  // reranker). Throws pagoda::Error when the model's GGUF pooling is none (one vector per token).
   Pooling model_pooling() const;
+  // Whether the model computes embeddings or scores only (an encoder such as bert): submit()
+  // refuses a request to generate text from it.
+  bool embedding_only() const;
   // The length of an embedding: the model's hidden size.
   int32_t embedding_size() const;
 

@@ -46,6 +46,7 @@ enum class Pooling {
   Mean,   // the mean over every prompt position
   Cls,    // the first position's (BERT's [CLS]; for a decoder model, what the first token saw alone)
   Last,   // the last position's, which has seen the whole prompt (llama-server and vLLM for decoders)
+  Rank,   // a reranker's relevance score: its rank head (cls.*) on the first position; one float, never normalized
 };
 const char* pooling_name(Pooling pooling);
 
