@@ -10,6 +10,8 @@
 //   DecodeScheduler ──AllocatePages (reply) / RegisterPages / ReleasePages──▶ PagePoolActor
 //   PagePoolActor ──PagesFreed──▶ PrefillScheduler
 //   RequestHandle::cancel ──Wake──▶ Prefill/DecodeScheduler;  Engine::shutdown ──Stop──▶ ...
+//   An encoder model has none of those: Engine::submit ──NewRequest──▶ EncoderScheduler, and
+//   cancel and shutdown post it Wake and Stop.
 
 #include <memory>
 #include <optional>
@@ -86,5 +88,6 @@ using RouterMessage = std::variant<Stop, NewRequest, RegisterAdapter, Unregister
 using PrefillMessage = std::variant<Stop, NewRequest, Requeue, SlotsFreed, PagesFreed, Wake>;
 using DecodeMessage = std::variant<Stop, Admitted, Wake>;
 using PageMessage = std::variant<Stop, AllocatePages, AdmitPages, ReleasePages, RegisterPages>;
+using EncoderMessage = std::variant<Stop, NewRequest, Wake>;
 
 }  // namespace pagoda

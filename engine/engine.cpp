@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "actors/decode_scheduler.h"
+#include "actors/encoder_scheduler.h"
 #include "actors/lora_router.h"
 #include "actors/page_pool_actor.h"
 #include "actors/prefill_scheduler.h"
@@ -21,6 +22,7 @@
 #include "engine/model/model.h"
 #include "engine/sampling/logprobs.h"
 #include "engine/speculation/draft_proposer.h"
+#include "engine/forward/encoder_runner.h"
 #include "engine/forward/model_runner.h"
 #include "pagoda/error.h"
 
@@ -94,15 +96,10 @@ std::string token_spelling(const Tokenizer& tokenizer, int32_t id) {
 
 }  // namespace
 
-struct Engine::Impl {
-  explicit Impl(const EngineConfig& c)
-      : config(c),
-        model(load_model(c.model_path, c.tokenizer_path, c.use_mmap ? MappedFile::Load::Map : MappedFile::Load::Copy)),
-        chat_template(c.chat_template.empty() ? model.chat_template : std::optional<std::string>(c.chat_template)),
-        chat_format(chat_template_of(chat_template, model.tokenizer)),
-        jinja_template(parse_chat_template(chat_template)),
-        specials(special_pieces(model.tokenizer.vocab())),
-        runner(model, c.threads, true),
+// A decoder's machinery: the forward pass over the paged KV cache and the four actors.
+struct DecoderCore {
+  DecoderCore(const EngineConfig& c, const Model& model, MetricsBoard& metrics)
+      : runner(model, c.threads, true),
         pool(KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type),
              kv_page_count(c, KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type)), c.kv_prefault),
         draft(c.draft_model_path.empty() ? nullptr
@@ -121,6 +118,63 @@ struct Engine::Impl {
     router.start();
   }
 
+  // The Stop travels router → prefill → decode → page pool, behind everything already sent;
+  // each actor cancels what it holds on the way. What reached a mailbox after its actor
+  // stopped is cancelled by the drains, in the same order, so every page comes back.
+  void shutdown() {
+    router.post(Stop{});
+    router.join();
+    prefill.join();
+    decode.join();
+    pool_actor.join();
+    router.drain();
+    prefill.drain();
+    decode.drain();
+    pool_actor.drain();
+  }
+
+  ModelRunner runner;
+  PagePool pool;
+  std::unique_ptr<speculation::DraftProposer> draft;  // with EngineConfig::draft_model_path
+  // The schedulers post to each other, so their mailboxes exist before either of them.
+  std::shared_ptr<Mailbox<PrefillMessage>> prefill_mailbox = std::make_shared<Mailbox<PrefillMessage>>();
+  std::shared_ptr<Mailbox<DecodeMessage>> decode_mailbox = std::make_shared<Mailbox<DecodeMessage>>();
+  PagePoolActor pool_actor;
+  PrefillScheduler prefill;
+  DecodeScheduler decode;
+  LoraRouter router;
+};
+
+// An encoder's: whole inputs in one pass each, no KV cache, one actor.
+struct EncoderCore {
+  EncoderCore(const EngineConfig& c, const Model& model, MetricsBoard& metrics)
+      : runner(model, c.threads, true), scheduler(runner, c, metrics) {
+    scheduler.start();
+  }
+
+  void shutdown() {
+    scheduler.post(Stop{});
+    scheduler.join();
+    scheduler.drain();
+  }
+
+  EncoderRunner runner;
+  EncoderScheduler scheduler;
+};
+
+struct Engine::Impl {
+  explicit Impl(const EngineConfig& c)
+      : config(c),
+        model(load_model(c.model_path, c.tokenizer_path, c.use_mmap ? MappedFile::Load::Map : MappedFile::Load::Copy)),
+        chat_template(c.chat_template.empty() ? model.chat_template : std::optional<std::string>(c.chat_template)),
+        chat_format(chat_template_of(chat_template, model.tokenizer)),
+        jinja_template(parse_chat_template(chat_template)),
+        specials(special_pieces(model.tokenizer.vocab())),
+        layout(KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type)) {
+    if (model.config.is_encoder()) encoder = std::make_unique<EncoderCore>(c, model, metrics);
+    else decoder = std::make_unique<DecoderCore>(c, model, metrics);
+  }
+
   std::vector<int32_t> validated_prompt(const Request& r) const;
   // What `pooling` means on this model: Pooling::Model resolved from its GGUF pooling_type.
   // Throws pagoda::Error ("bad request: ...") for a model pooling pagoda cannot give.
@@ -136,17 +190,11 @@ struct Engine::Impl {
   chat::Template chat_format;
   std::shared_ptr<const jinja::Template> jinja_template;
   std::vector<SpecialToken> specials;
-  ModelRunner runner;
-  PagePool pool;
+  KvLayout layout;  // of the KV cache a decoder keeps (a Sequence's block table counts in it)
   MetricsBoard metrics;
-  std::unique_ptr<speculation::DraftProposer> draft;  // with EngineConfig::draft_model_path
-  // The schedulers post to each other, so their mailboxes exist before either of them.
-  std::shared_ptr<Mailbox<PrefillMessage>> prefill_mailbox = std::make_shared<Mailbox<PrefillMessage>>();
-  std::shared_ptr<Mailbox<DecodeMessage>> decode_mailbox = std::make_shared<Mailbox<DecodeMessage>>();
-  PagePoolActor pool_actor;
-  PrefillScheduler prefill;
-  DecodeScheduler decode;
-  LoraRouter router;
+  // One of the two, by the model's kind.
+  std::unique_ptr<DecoderCore> decoder;
+  std::unique_ptr<EncoderCore> encoder;
 
   mutable std::once_flag masks_made;
   mutable std::unique_ptr<grammar::TokenMaskCache> masks;
@@ -190,7 +238,12 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
     // A prefill only: nothing is generated, so only the prompt must fit.
     if (r.logprobs >= 0 || r.prompt_logprobs >= 0) refuse("an embedding request has no logprobs or prompt_logprobs");
     if (!r.grammar.empty() || !r.json_schema.empty()) refuse("an embedding request has no grammar or json_schema");
-    embedding_pooling(r.embedding->pooling);  // throws for a model pooling pagoda cannot give
+    // Throws for a model pooling pagoda cannot give. A reranker's score is asked for by name
+    // (rerank() does): its model pooling gives no vector to embed.
+    if (r.embedding->pooling == Pooling::Model && embedding_pooling(Pooling::Model) == Pooling::Rank) {
+      refuse("the model is a reranker: it scores query-document pairs (rerank), it does not embed");
+    }
+    embedding_pooling(r.embedding->pooling);
   } else {
     if (model.config.is_encoder()) {
       refuse(std::string("the model is an embedding model (") + architecture_name(model.config.arch) +
@@ -211,15 +264,20 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
            ") exceeds the context length " + std::to_string(model.config.context_length));
   }
   // Sliding-window groups hold only their window's pages at a time (kv_layout.h).
-  const int64_t pages = pool.layout().peak_pages(total, config.max_tokens_per_step);
-  if (pages > pool.capacity()) {
-    refuse(std::string(r.embedding ? "the input" : "prompt + max_new_tokens") + " needs " + std::to_string(pages) +
-           " KV pages but the whole cache has " + std::to_string(pool.capacity()) + "; it could never run");
+  if (decoder) {
+    const PagePool& pool = decoder->pool;
+    const int64_t pages = pool.layout().peak_pages(total, config.max_tokens_per_step);
+    if (pages > pool.capacity()) {
+      refuse(std::string(r.embedding ? "the input" : "prompt + max_new_tokens") + " needs " + std::to_string(pages) +
+             " KV pages but the whole cache has " + std::to_string(pool.capacity()) + "; it could never run");
+    }
+  } else if (!r.adapter.empty()) {
+    refuse("unknown adapter '" + r.adapter + "': an encoder model takes no LoRA adapters");
   }
   r.sampling.validate();
   if (r.speculative) {
     r.speculative->validate();
-    if (r.speculative->mode == SpeculativeMode::Draft && !draft) {
+    if (r.speculative->mode == SpeculativeMode::Draft && !(decoder && decoder->draft)) {
       refuse("speculative mode draft needs a draft model, and the engine has none (draft_model_path, --model-draft)");
     }
   }
@@ -248,7 +306,13 @@ Pooling Engine::Impl::embedding_pooling(Pooling pooling) const {
       throw Error(
           "bad request: the model's pooling_type is none (one embedding per token); ask for mean, cls or last "
           "pooling");
-    case 4: return Pooling::Rank;
+    case 4:
+      if (model.weights.encoder.cls_output.empty()) {
+        throw Error(
+            "bad request: the model's pooling_type is rank (a reranker's score), but it has no rank head "
+            "(cls.output)");
+      }
+      return Pooling::Rank;
     default: throw Error("bad request: the model's pooling_type " + std::to_string(type) + " is unknown");
   }
 }
@@ -306,13 +370,20 @@ RequestHandle Engine::submit(Request request) {
   auto state = std::make_shared<detail::RequestState>();
   state->id = m.next_id.fetch_add(1, std::memory_order_relaxed);
   state->streaming = request.stream;
-  state->notify_cancel = [prefill = std::weak_ptr(m.prefill_mailbox), decode = std::weak_ptr(m.decode_mailbox)] {
-    if (auto p = prefill.lock()) p->post(Wake{});
-    if (auto d = decode.lock()) d->post(Wake{});
-  };
+  if (m.decoder) {
+    state->notify_cancel = [prefill = std::weak_ptr(m.decoder->prefill_mailbox),
+                            decode = std::weak_ptr(m.decoder->decode_mailbox)] {
+      if (auto p = prefill.lock()) p->post(Wake{});
+      if (auto d = decode.lock()) d->post(Wake{});
+    };
+  } else {
+    state->notify_cancel = [encoder = std::weak_ptr(m.encoder->scheduler.mailbox())] {
+      if (auto e = encoder.lock()) e->post(Wake{});
+    };
+  }
   std::future<Completion> future = state->promise.get_future();
   if (!request.speculative) request.speculative = m.config.speculative;
-  auto seq = std::make_unique<Sequence>(state, request, std::move(prompt), m.model.tokenizer, m.pool.layout());
+  auto seq = std::make_unique<Sequence>(state, request, std::move(prompt), m.model.tokenizer, m.layout);
   seq->prefix_cache = seq->prefix_cache && m.config.prefix_caching;
   seq->grammar = std::move(constraint);
   if (request.embedding) {
@@ -328,7 +399,8 @@ RequestHandle Engine::submit(Request request) {
     return RequestHandle(std::move(state), std::move(future));
   }
   m.metrics.queued.fetch_add(1, std::memory_order_relaxed);
-  m.router.post(NewRequest{std::move(seq)});
+  if (m.decoder) m.decoder->router.post(NewRequest{std::move(seq)});
+  else m.encoder->scheduler.post(NewRequest{std::move(seq)});
   return RequestHandle(std::move(state), std::move(future));
 }
 
@@ -457,16 +529,18 @@ std::optional<std::string> Engine::model_lost() const { return weights_lost(impl
 
 void Engine::load_adapter(const std::string& name, const std::string& path, float scale) {
   if (name.empty()) throw Error("a LoRA adapter needs a name");
+  if (!impl_->decoder) throw Error("an encoder model takes no LoRA adapters");
   // Parsed and checked on the caller's thread: a bad file never reaches the actors.
   auto adapter = std::make_shared<const LoraAdapter>(load_lora_adapter(path, impl_->model.config, scale));
   auto reply = Reply<std::string>::make();
-  impl_->router.post(RegisterAdapter{name, std::move(adapter), reply});
+  impl_->decoder->router.post(RegisterAdapter{name, std::move(adapter), reply});
   if (std::string error = reply->wait(); !error.empty()) throw Error(error);
 }
 
 void Engine::unload_adapter(const std::string& name) {
+  if (!impl_->decoder) throw Error("no adapter is named '" + name + "'");
   auto reply = Reply<std::string>::make();
-  impl_->router.post(UnregisterAdapter{name, reply});
+  impl_->decoder->router.post(UnregisterAdapter{name, reply});
   if (std::string error = reply->wait(); !error.empty()) throw Error(error);
 }
 
@@ -475,18 +549,8 @@ void Engine::shutdown() {
   if (m.shut_down.exchange(true)) return;
   m.accepting.store(false);
   while (m.submitting.load() > 0) std::this_thread::yield();
-  // The Stop travels router → prefill → decode → page pool, behind everything already sent;
-  // each actor cancels what it holds on the way. What reached a mailbox after its actor
-  // stopped is cancelled by the drains, in the same order, so every page comes back.
-  m.router.post(Stop{});
-  m.router.join();
-  m.prefill.join();
-  m.decode.join();
-  m.pool_actor.join();
-  m.router.drain();
-  m.prefill.drain();
-  m.decode.drain();
-  m.pool_actor.drain();
+  if (m.decoder) m.decoder->shutdown();
+  else m.encoder->shutdown();
 }
 
 std::vector<int32_t> Engine::tokenize(const std::string& text, bool add_bos, bool parse_special) const {

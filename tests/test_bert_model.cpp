@@ -1,7 +1,7 @@
 // The bert encoder as facts: a pagoda-synth file in llama.cpp's layout loads with the right
 // config and weights; the reference encoder (testing/reference_encoder.*) does what an encoder
 // must (attention in both directions, pooling as llama.cpp pools, L2 normalization); the
-// engine refuses to serve it, saying why; and the reference agrees with llama.cpp's
+// decoder's forward pass refuses it, saying why; and the reference agrees with llama.cpp's
 // llama-embedding on the same synthetic files (tests/data/bert_llamacpp.json, recorded offline
 // by scripts/bert_vs_llamacpp.sh).
 
@@ -15,6 +15,7 @@
 #include "engine/model/model.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
+#include "support/bert_models.h"
 #include "support/test_support.h"
 #include "testing/lora_synth.h"
 #include "testing/reference_encoder.h"
@@ -25,22 +26,8 @@ namespace {
 
 using Ids = std::vector<int32_t>;
 
-ModelConfig small_bert(int32_t pooling_type) {
-  ModelConfig c;
-  c.arch = Architecture::Bert;
-  c.dim = 64, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 4, c.ffn_dim = 128;
-  c.vocab_size = 600, c.context_length = 64, c.norm_eps = 1e-12f, c.pooling_type = pooling_type;
-  return c;
-}
-
-std::string write_bert(const std::string& name, const ModelConfig& config, GgmlType type = GgmlType::F32,
-                       uint64_t seed = 3) {
-  SynthSpec spec{config, seed};
-  if (type == GgmlType::Q8_0) spec.quant = parse_quant_preset("q8_0");
-  const std::string path = test::scratch_path(name);
-  write_synth_model(path, spec);
-  return path;
-}
+using test::small_bert;
+using test::write_bert;
 
 const Model& mean_model() {
   static const Model model = load_model(write_bert("bert-mean.gguf", small_bert(1)));
@@ -216,17 +203,13 @@ TEST(ReferenceEncoder, TheRankHeadGivesOneScoreFromTheFirstRow) {
   EXPECT_NEAR(q8_score[0], score[0], 0.05);
 }
 
-TEST(BertEngine, RefusesToServeAnEncoderSayingWhy) {
-  const std::string path = write_bert("bert-engine.gguf", small_bert(1));
+TEST(BertEngine, TheDecodersForwardPassRefusesAnEncoder) {
   try {
-    Engine engine({.model_path = path, .threads = 1});
-    FAIL() << "the engine served a bert model";
+    ModelRunner runner(mean_model(), 1);
+    FAIL() << "ModelRunner took a bert model";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("bert is an encoder: embeddings for encoders are not served yet"),
-              std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("bert is an encoder"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(ModelRunner(mean_model(), 1), Error);
 }
 
 TEST(BertEngine, PagodaSynthWritesNoAdapterForAnEncoder) {
@@ -242,11 +225,12 @@ EncoderPooling pooling_named(const std::string& name) {
 }
 
 // llama.cpp's llama-embedding (2025-02 snapshot) on files pagoda-synth writes from a fixed
-// seed, recorded by scripts/bert_vs_llamacpp.sh: the files are written again here, and the
-// reference must agree with llama.cpp's vectors and scores and tokenize the prompts as it did.
-// Most of the F32 difference is ggml's GELU, read from a table at the input rounded to f16; a
-// rank score, one unnormalized number at the end of the rank head, shows it most.
-TEST(ReferenceEncoder, AgreesWithLlamaCppsEmbeddingsAndScoresOnTheRecordedSyntheticModels) {
+// seed, recorded by scripts/bert_vs_llamacpp.sh: the files are written again here, and both
+// the reference and the engine (EncoderRunner behind Engine) must agree with llama.cpp's
+// vectors and scores and tokenize the prompts as it did. Most of the F32 difference is ggml's
+// GELU, read from a table at the input rounded to f16; a rank score, one unnormalized number
+// at the end of the rank head, shows it most.
+TEST(BertEngine, TheReferenceAndTheEngineAgreeWithLlamaCppsEmbeddingsAndScoresOnTheRecordedModels) {
   const nlohmann::json data =
       nlohmann::json::parse(test::read_file(std::string(PAGODA_SOURCE_DIR) + "/tests/data/bert_llamacpp.json"));
   const nlohmann::json& shape = data.at("model");
@@ -259,10 +243,12 @@ TEST(ReferenceEncoder, AgreesWithLlamaCppsEmbeddingsAndScoresOnTheRecordedSynthe
   for (const std::string type : {"f32", "q8_0"}) {
     const GgmlType storage = type == "f32" ? GgmlType::F32 : GgmlType::Q8_0;
     c.pooling_type = 1;
-    const Model m = load_model(write_bert("bert-llamacpp-" + type + ".gguf", c, storage, shape.at("seed")));
+    const std::string path = write_bert("bert-llamacpp-" + type + ".gguf", c, storage, shape.at("seed"));
     c.pooling_type = 4;
-    const Model ranker = load_model(write_bert("bert-llamacpp-rank-" + type + ".gguf", c, storage, shape.at("seed")));
+    const std::string rank_path = write_bert("bert-llamacpp-rank-" + type + ".gguf", c, storage, shape.at("seed"));
+    const Model m = load_model(path), ranker = load_model(rank_path);
     const ReferenceEncoder enc(m), rank_enc(ranker);
+    Engine engine({.model_path = path, .threads = 2}), rank_engine({.model_path = rank_path, .threads = 2});
     for (const nlohmann::json& k : data.at("cases")) {
       if (k.at("type") != type) continue;
       const std::string prompt = k.at("prompt"), pooling = k.at("pooling");
@@ -271,15 +257,19 @@ TEST(ReferenceEncoder, AgreesWithLlamaCppsEmbeddingsAndScoresOnTheRecordedSynthe
       EXPECT_EQ(m.tokenizer.encode(prompt, true), ids);
       const std::vector<float> want = k.at("embedding");
       if (pooling == "rank") {
-        const std::vector<float> got = rank_enc.embed(ids, EncoderPooling::Rank);
-        EXPECT_NEAR(got.at(0), want.at(0), type == "f32" ? 1e-3 : 3e-2);
+        const double bound = type == "f32" ? 1e-3 : 3e-2;
+        EXPECT_NEAR(rank_enc.embed(ids, EncoderPooling::Rank).at(0), want.at(0), bound);
+        EXPECT_NEAR(rank_engine.embed({ids}, {Pooling::Rank, false}).at(0).at(0), want.at(0), bound);
         continue;
       }
-      const std::vector<float> got = enc.embed(ids, pooling_named(pooling));
-      // The acceptance bound is the cosine; the largest element's difference (about 1e-4 for
-      // F32, from the GELU table) is held too, so a drift shows.
-      EXPECT_GE(cosine(got, want), type == "f32" ? 0.9999 : 0.999);
-      EXPECT_LT(max_abs_diff(got, want), type == "f32" ? 2e-4 : 1e-2);
+      const Pooling by_name = pooling == "mean" ? Pooling::Mean : pooling == "cls" ? Pooling::Cls : Pooling::Last;
+      for (const std::vector<float>& got :
+           {enc.embed(ids, pooling_named(pooling)), engine.embed({ids}, {by_name, true}).at(0)}) {
+        // The acceptance bound is the cosine; the largest element's difference (about 1e-4 for
+        // F32, from the GELU table) is held too, so a drift shows.
+        EXPECT_GE(cosine(got, want), type == "f32" ? 0.9999 : 0.999);
+        EXPECT_LT(max_abs_diff(got, want), type == "f32" ? 2e-4 : 1e-2);
+      }
     }
   }
 }

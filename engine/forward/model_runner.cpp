@@ -11,6 +11,7 @@
 #include <iterator>
 #include <string>
 
+#include "engine/forward/compute_arena.h"
 #include "engine/forward/pack_weights.h"
 #include "engine/gguf/ggml_types.h"
 #include "kernels/attention.h"
@@ -27,20 +28,6 @@ namespace {
 constexpr int32_t kAttentionChunk = 16;
 // Multiply-adds of a layer's attention below which it runs on the calling thread.
 constexpr double kParallelAttentionWork = 64 * 1024;
-
-#if defined(__SANITIZE_THREAD__)
-// Debian's oneTBB is not built with ThreadSanitizer, so TSan cannot see the synchronization
-// inside its scheduler and would flag every hand-off between workers. Under TSan the forward
-// pass stays on the calling thread; what TSan checks is then the actor layer, which is ours.
-constexpr int kMaxComputeThreads = 1;
-#else
-constexpr int kMaxComputeThreads = 0;  // no cap
-#endif
-
-int arena_threads(int requested) {
-  if (kMaxComputeThreads > 0) return kMaxComputeThreads;
-  return requested > 0 ? requested : tbb::task_arena::automatic;
-}
 
 // The rotation of every position in `layer`, from the model's hyperparameters and frequency
 // factors.
@@ -65,13 +52,13 @@ void add_rows(float* x, const float* add, int32_t n, int32_t dim) {
 }  // namespace
 
 ModelRunner::ModelRunner(const Model& model, int threads, bool sole_reader)
-    : model_(model), arena_(arena_threads(threads)), page_pointers_(size_t(arena_.max_concurrency())) {
+    : model_(model), arena_(compute_arena_threads(threads)), page_pointers_(size_t(arena_.max_concurrency())) {
   const ModelConfig& c = model.config;
   if (c.is_encoder()) {
     // The runner's attention is causal over a KV cache; an encoder's is not, so nothing it
-    // computed would be right. Refused here, where every serving path starts.
+    // computed would be right. EncoderRunner runs encoders.
     throw Error(model.path + ": " + architecture_name(c.arch) +
-                " is an encoder: embeddings for encoders are not served yet");
+                " is an encoder, which the decoder's forward pass cannot run (EncoderRunner runs it)");
   }
   // Layers share a table unless their RoPE base or scale differ (Gemma 3's sliding layers).
   for (int32_t l = 0; l < c.n_layers; ++l) {

@@ -32,7 +32,7 @@ class ModelRunner {
   // dropped (they fault in again if read); with `sole_reader`, the caller promises that nothing
   // but this runner reads the model's weights from now on, so a file read into memory
   // (--no-mmap) has those bytes freed as well, and is not resident twice either.
-  // Throws pagoda::Error for an encoder (bert), which it cannot run yet.
+  // Throws pagoda::Error for an encoder (bert): EncoderRunner runs those.
   ModelRunner(const Model& model, int threads = 0, bool sole_reader = false);
 
   // Runs one step: writes the new tokens' keys and values into their pages in `kv` and fills

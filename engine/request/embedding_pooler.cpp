@@ -35,10 +35,19 @@ void EmbeddingPooler::add(int32_t position, std::span<const float> row) {
   ++pooled_;
 }
 
-bool EmbeddingPooler::complete() const { return pooled_ == (pooling_ == Pooling::Mean ? prompt_len_ : 1); }
+void EmbeddingPooler::set_score(float score) {
+  assert(pooling_ == Pooling::Rank && pooled_ == 1);
+  score_ = score;
+}
+
+bool EmbeddingPooler::complete() const {
+  if (pooling_ == Pooling::Rank) return pooled_ == 1 && score_.has_value();
+  return pooled_ == (pooling_ == Pooling::Mean ? prompt_len_ : 1);
+}
 
 std::vector<float> EmbeddingPooler::result() const {
   assert(complete());
+  if (pooling_ == Pooling::Rank) return {*score_};  // a score, never normalized
   std::vector<double> v = sum_;
   if (pooling_ == Pooling::Mean) {
     for (double& x : v) x /= double(prompt_len_);

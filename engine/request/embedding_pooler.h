@@ -5,6 +5,7 @@
 // preemption) is skipped, so the result depends on the prompt alone, never on its chunking.
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -30,7 +31,11 @@ class EmbeddingPooler {
 
   // The final hidden state of `position` (dim floats).
   void add(int32_t position, std::span<const float> row);
-  // Every row the pooling needs was added.
+  // Rank: the first position's row, which the caller's rank head scores, and its score.
+  std::vector<float> kept_row() const { return {sum_.begin(), sum_.end()}; }
+  void set_score(float score);
+
+  // Every row the pooling needs was added (and with Rank, the score set).
   bool complete() const;
   // The pooled vector, L2-normalized when asked (a zero vector stays zero). Only when complete().
   std::vector<float> result() const;
@@ -39,8 +44,9 @@ class EmbeddingPooler {
   Pooling pooling_;
   bool normalize_;
   int32_t prompt_len_;
-  std::vector<double> sum_;  // mean: the sum so far, in position order; cls, last: the row
-  int32_t pooled_ = 0;       // mean: positions added (0 .. pooled_ - 1); cls, last: 1 once added
+  std::vector<double> sum_;     // mean: the sum so far, in position order; cls, last: the row
+  int32_t pooled_ = 0;          // mean: positions added (0 .. pooled_ - 1); cls, last, rank: 1 once added
+  std::optional<float> score_;  // rank
 };
 
 }  // namespace pagoda

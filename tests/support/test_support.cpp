@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pagoda/error.h"
 #include "testing/synth.h"
 
 namespace pagoda::test {
@@ -204,6 +205,15 @@ void expect_same_completions(const std::vector<Completion>& got, const std::vect
         EXPECT_EQ(got[i].logprobs[t].top[k].logprob, want[i].logprobs[t].top[k].logprob);
       }
     }
+  }
+}
+
+void expect_error_containing(const std::function<void()>& fn, const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "no pagoda::Error; expected one saying \"" << needle << "\"";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
   }
 }
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,9 @@ class SelfCancellingRequest {
 
 // A greedy request for `n` new tokens (EOS ignored) on `adapter` ("" for the base model).
 Request greedy_request(const std::vector<int32_t>& prompt, int32_t n = 24, const std::string& adapter = "");
+
+// Expects `fn` to throw pagoda::Error whose message contains `needle`.
+void expect_error_containing(const std::function<void()>& fn, const std::string& needle);
 
 // Waits (with a generous limit) until the engine holds no KV page for any request, then
 // expects its page accounting whole and nothing running or queued.

@@ -1,0 +1,21 @@
+#pragma once
+// Small random-weight bert models for the encoder tests, written by pagoda-synth's code into
+// the scratch directory.
+
+#include <cstdint>
+#include <string>
+
+#include "engine/gguf/ggml_types.h"
+#include "engine/model/model_config.h"
+
+namespace pagoda::test {
+
+// dim 64, 2 layers, 4 heads, ffn 128, 600 tokens, context 64, with `pooling_type` (llama.cpp's
+// numbers: 1 mean, 2 cls, 3 last, 4 rank: the rank head is written too).
+ModelConfig small_bert(int32_t pooling_type);
+
+// Writes `config` with seed `seed`, F32 or quantized as q8_0, as scratch file `name`; its path.
+std::string write_bert(const std::string& name, const ModelConfig& config, GgmlType type = GgmlType::F32,
+                       uint64_t seed = 3);
+
+}  // namespace pagoda::test
