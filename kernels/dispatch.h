@@ -45,6 +45,7 @@ struct OpsKernels {
   void (*rmsnorm)(const float* x, const float* weight, float* out, int n, float eps);
   void (*swiglu)(const float* gate, const float* up, float* out, int n);
   void (*softmax)(float* x, int n);
+  void (*gelu)(const float* x, float* out, int n);
   // Narrowing a row to IEEE half / bfloat16, as kernels/half.h's scalar conversions do, bit
   // for bit (round to nearest even; NaN kept quiet with its upper payload bits).
   void (*to_f16)(const float* x, uint16_t* out, int n);

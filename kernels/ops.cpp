@@ -36,13 +36,7 @@ void geglu(const float* gate, const float* up, float* out, int n) {
   }
 }
 
-void gelu(const float* x, float* out, int n) {
-  constexpr float kSqrt2OverPi = 0.7978845608f;
-  for (int i = 0; i < n; ++i) {
-    const float v = x[i];
-    out[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
-  }
-}
+void gelu(const float* x, float* out, int n) { detail::active_table().ops->gelu(x, out, n); }
 
 void softmax(float* x, int n) { detail::active_table().ops->softmax(x, n); }
 

@@ -18,7 +18,9 @@ void swiglu(const float* gate, const float* up, float* out, int n);
 // 0.044715·x³))) (Gemma). Plain scalar code: the same bits on every ISA. out may alias gate or up.
 void geglu(const float* gate, const float* up, float* out, int n);
 
-// out[i] = gelu(x[i]), the same tanh approximation (bert's FFN). out may be x.
+// out[i] = gelu(x[i]), the same tanh approximation (bert's FFN), computed as x / (1 +
+// exp(-2·√(2/π)·(x + 0.044715·x³))), which equals it; vectorized, so the last bits follow the
+// ISA. out may be x.
 void gelu(const float* x, float* out, int n);
 
 // In place: x[i] = exp(x[i] - max x) / Σ exp(x[j] - max x).

@@ -39,6 +39,7 @@ void to_bf16(const float* x, uint16_t* out, int n) {
 
 }  // namespace
 
-extern const OpsKernels ops_avx2 = {&rmsnorm<Avx2Lanes>, &swiglu<Avx2Lanes>, &softmax<Avx2Lanes>, &to_f16, &to_bf16};
+extern const OpsKernels ops_avx2 = {
+    &rmsnorm<Avx2Lanes>, &swiglu<Avx2Lanes>, &softmax<Avx2Lanes>, &gelu<Avx2Lanes>, &to_f16, &to_bf16};
 
 }  // namespace pagoda::kernels::detail

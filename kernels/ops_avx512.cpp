@@ -32,7 +32,7 @@ void to_bf16(const float* x, uint16_t* out, int n) {
 
 }  // namespace
 
-extern const OpsKernels ops_avx512 = {&rmsnorm<Avx512Lanes>, &swiglu<Avx512Lanes>, &softmax<Avx512Lanes>, &to_f16,
-                                      &to_bf16};
+extern const OpsKernels ops_avx512 = {
+    &rmsnorm<Avx512Lanes>, &swiglu<Avx512Lanes>, &softmax<Avx512Lanes>, &gelu<Avx512Lanes>, &to_f16, &to_bf16};
 
 }  // namespace pagoda::kernels::detail

@@ -20,6 +20,14 @@ void swiglu(const float* gate, const float* up, float* out, int n) {
   for (int i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+void gelu(const float* x, float* out, int n) {
+  constexpr float kMinusTwoSqrt2OverPi = -2.0f * 0.7978845608f;
+  for (int i = 0; i < n; ++i) {
+    const float v = x[i];
+    out[i] = v / (1.0f + std::exp(kMinusTwoSqrt2OverPi * (v + 0.044715f * v * v * v)));
+  }
+}
+
 void softmax(float* x, int n) {
   float max = x[0];
   for (int i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;
@@ -41,6 +49,6 @@ void to_bf16(const float* x, uint16_t* out, int n) {
 
 }  // namespace
 
-extern const OpsKernels ops_portable = {&rmsnorm, &swiglu, &softmax, &to_f16, &to_bf16};
+extern const OpsKernels ops_portable = {&rmsnorm, &swiglu, &softmax, &gelu, &to_f16, &to_bf16};
 
 }  // namespace pagoda::kernels::detail

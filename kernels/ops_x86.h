@@ -39,6 +39,19 @@ void swiglu(const float* gate, const float* up, float* out, int n) {
   });
 }
 
+// gelu(x) = 0.5·x·(1 + tanh(u)) = x / (1 + exp(-2u)), u = √(2/π)·(x + 0.044715·x³).
+template <class V>
+void gelu(const float* x, float* out, int n) {
+  using F = typename V::F;
+  const F one = V::set1(1.0f), scale = V::set1(-2.0f * 0.7978845608f), cubic = V::set1(0.044715f);
+  for_chunks<V>(n, [&]<bool kMasked>(int i, typename V::Mask m) {
+    const F v = V::template load<kMasked>(x + i, m);
+    const F inner = V::fmadd(cubic, V::mul(V::mul(v, v), v), v);
+    const F e = exp_ps<V>(V::mul(scale, inner));
+    V::template store<kMasked>(out + i, m, V::div(v, V::add(one, e)));
+  });
+}
+
 template <class V>
 void softmax(float* x, int n) {
   using F = typename V::F;

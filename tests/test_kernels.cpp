@@ -254,6 +254,29 @@ TEST_P(KernelTest, SwigluMatchesPortableAlmostEverywhere) {
   EXPECT_LT(differ, n / 1000);
 }
 
+TEST_P(KernelTest, GeluMatchesTheTanhFormulaInPlaceOrNot) {
+  for (int n : {1, 5, 16, 17, 3072}) {
+    auto x = random_uniform(n, 20 + n, -12.0f, 12.0f);
+    if (n > 4) x[0] = -100.0f, x[1] = 100.0f, x[2] = 0.0f, x[3] = -3e-8f;
+    std::vector<float> out(n), in_place = x;
+    gelu(x.data(), out.data(), n);
+    gelu(in_place.data(), in_place.data(), n);
+    ASSERT_TRUE(bitwise_equal(out.data(), in_place.data(), n));
+    for (int i = 0; i < n; ++i) {
+      const double v = x[i];
+      const double u = 0.7978845608 * (v + 0.044715 * v * v * v);
+      // 0.5·v·(1 + tanh(u)), written without its cancellation for very negative v.
+      const double ref = v / (1.0 + std::exp(-2.0 * u));
+      if (v > -5.0) {
+        ASSERT_NEAR(ref, 0.5 * v * (1.0 + std::tanh(u)), 1e-12);
+      }
+      // exp's argument, 2u, is a float: its rounding moves the result by |2u| ulps relative, which
+      // matters in the negative tail (the tanh form in float would lose those values entirely).
+      ASSERT_NEAR(out[i], ref, 3e-7 * (1.0 + std::fabs(2.0 * u)) * std::fabs(ref) + 1e-30) << "n=" << n << " x=" << v;
+    }
+  }
+}
+
 TEST_P(KernelTest, SoftmaxMatchesReference) {
   for (int n : {1, 3, 16, 31, 1000, 32000}) {
     auto x = random_uniform(n, 14 + n, -10.0f, 10.0f);
