@@ -215,6 +215,10 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
   if (ids.empty()) {
     if (r.prompt.empty()) refuse("the prompt is empty");
     ids = model.tokenizer.encode(r.prompt, model.tokenizer.add_bos(), r.parse_special);
+    // An embedding input ends with EOS when the vocabulary says so (tokenizer.ggml.add_eos_token:
+    // Qwen3-Embedding pools the last position, which must be its EOS), as llama.cpp adds it.
+    const int32_t eos = model.tokenizer.eos_id();
+    if (r.embedding && model.tokenizer.add_eos() && eos >= 0 && (ids.empty() || ids.back() != eos)) ids.push_back(eos);
   }
   const int32_t vocab = model.config.vocab_size;
   for (int32_t id : ids) {

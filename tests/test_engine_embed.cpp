@@ -14,6 +14,7 @@
 #include "engine/model/model.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
+#include "support/gguf_edit.h"
 #include "support/test_support.h"
 #include "testing/reference_model.h"
 
@@ -269,6 +270,28 @@ TEST(EngineEmbedSynthetic, ThePoolingTypeInTheGgufIsWhatPoolingModelMeans) {
     // An explicit pooling still works.
     EXPECT_EQ(engine.embed({std::vector<int32_t>{1, 2, 3}}, {Pooling::Mean}).at(0).size(), size_t(config.dim));
   }
+}
+
+// Qwen3-Embedding's files say tokenizer.ggml.add_eos_token: it pools its last position, which
+// must be the EOS llama.cpp appends to the text.
+TEST(EngineEmbedSynthetic, ATextInputEndsWithEosWhenTheVocabularySaysSo) {
+  const std::string path = test::edited_model("embed-add-eos.gguf", test::tiny_gqa_model(), [](GgufWriter& w) {
+    w.set_bool("tokenizer.ggml.add_eos_token", true);
+    w.set_i32("llama.pooling_type", 3);
+  });
+  Engine engine({.model_path = path, .threads = 1});
+  const std::vector<int32_t> ids = engine.tokenize("once upon a time", engine.add_bos());
+  ASSERT_NE(ids.back(), engine.eos_id());
+  std::vector<int32_t> with_eos = ids;
+  with_eos.push_back(engine.eos_id());
+  const std::vector<float> text = engine.embed({"once upon a time"}).at(0);
+  EXPECT_EQ(text, engine.embed({with_eos}).at(0));
+  EXPECT_NE(text, engine.embed({ids}).at(0));  // ids are used as given
+  // Generation prompts are left alone.
+  Request r = test::greedy_request(ids, 2);
+  r.prompt_ids.clear();
+  r.prompt = "once upon a time";
+  EXPECT_EQ(engine.submit(std::move(r)).get().prompt_tokens, int32_t(ids.size()));
 }
 
 TEST(EngineEmbedSynthetic, BadInputIsRefusedWithAClearError) {

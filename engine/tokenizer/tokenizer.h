@@ -69,6 +69,8 @@ struct TokenizerVocab {
   // middle pad, repository and file-separator tokens; -1 when the vocabulary names none.
   int32_t eot_id = -1, eom_id = -1, fim_pad_id = -1, fim_rep_id = -1, fim_sep_id = -1;
   bool add_bos = true, add_space_prefix = true;
+  // tokenizer.ggml.add_eos_token: an embedding input ends with EOS (Qwen3-Embedding pools it).
+  bool add_eos = false;
   SpaceMarker space_marker = SpaceMarker::Auto;  // resolved (never Auto) in Tokenizer::vocab()
   // GGUF general.name and general.architecture: llama.cpp makes some special tokens eat the
   // whitespace around them by these names (phi-3's, see SpecialTokenSplitter).
@@ -91,7 +93,7 @@ class Tokenizer {
   // GGUF tokenizer.ggml.*: model "llama" (SPM) or "gpt2" (byte-level BPE); tokens; scores
   // (optional → 0); token_type (optional → Normal); eot/eom/fim_*_token_id (optional).
   // SPM: bos/eos/unknown_token_id (optional → 1/2/0, llama.cpp's defaults); add_bos_token,
-  // add_space_prefix (optional → true); spaces as "▁".
+  // add_space_prefix (optional → true); spaces as "▁". Every model: add_eos_token (optional → false).
   // BPE: pre (optional → "default"); merges (required); bos/eos_token_id (optional → 11, as
   // llama.cpp), unknown_token_id (optional → none); add_bos_token (optional → llama.cpp's
   // default for the pre-tokenizer); no space prefix.
@@ -131,6 +133,7 @@ class Tokenizer {
   const std::vector<int32_t>& eog_ids() const { return eog_ids_; }
   bool is_eog(int32_t id) const { return std::binary_search(eog_ids_.begin(), eog_ids_.end(), id); }
   bool add_bos() const { return vocab_.add_bos; }
+  bool add_eos() const { return vocab_.add_eos; }
   bool add_space_prefix() const { return vocab_.add_space_prefix; }
   TokenizerModel model() const { return vocab_.model; }
   const TokenizerVocab& vocab() const { return vocab_; }

@@ -200,6 +200,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
   v.fim_sep_id = id("tokenizer.ggml.fim_sep_token_id", -1);
   v.add_bos =
       gguf.get_bool_opt("tokenizer.ggml.add_bos_token").value_or(bpe ? PreTokenizer::adds_bos_by_default(v.pre) : true);
+  v.add_eos = gguf.get_bool_opt("tokenizer.ggml.add_eos_token").value_or(false);
   v.add_space_prefix = !bpe && gguf.get_bool_opt("tokenizer.ggml.add_space_prefix").value_or(!wpm);
   v.space_marker = SpaceMarker::Escaped;
   // Names only steer llama.cpp's whitespace rules; a name that is not a string is no name.

@@ -5,6 +5,7 @@
 
 #include "engine/gguf/gguf.h"
 #include "engine/gguf/gguf_writer.h"
+#include "support/gguf_edit.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "support/test_support.h"
 
@@ -15,11 +16,10 @@ const char* const kChatmlJinja =
     "'\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
 std::string tiny_model_with_template(const std::string& name, const std::string& jinja, bool chatml_tokens) {
-  const GgufFile in = GgufFile::open(tiny_gqa_model());
-  GgufWriter w;
-  for (const std::string& key : in.keys()) w.set(key, *in.find(key));
-  w.set_string("tokenizer.chat_template", jinja);
-  if (chatml_tokens) {
+  return edited_model(name, tiny_gqa_model(), [&](GgufWriter& w) {
+    w.set_string("tokenizer.chat_template", jinja);
+    if (!chatml_tokens) return;
+    const GgufFile in = GgufFile::open(tiny_gqa_model());
     std::vector<std::string> tokens = in.get_string_array("tokenizer.ggml.tokens");
     std::vector<int32_t> types = in.get_int32_array("tokenizer.ggml.token_type");
     const size_t n = tokens.size();
@@ -27,11 +27,7 @@ std::string tiny_model_with_template(const std::string& name, const std::string&
     types[n - 2] = types[n - 1] = int32_t(TokenType::Control);
     w.set_string_array("tokenizer.ggml.tokens", tokens);
     w.set_i32_array("tokenizer.ggml.token_type", types);
-  }
-  for (const GgufTensorInfo& t : in.tensors()) w.add_tensor(t.name, t.shape, t.type, in.tensor_bytes(t));
-  const std::string path = scratch_path(name);
-  w.write(path);
-  return path;
+  });
 }
 
 }  // namespace pagoda::test
