@@ -258,6 +258,11 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
       refuse("max_new_tokens must be at least " + std::to_string(least) + ", got " + std::to_string(r.max_new_tokens));
     }
   }
+  const size_t context = size_t(model.config.context_length);
+  if (r.embedding && r.embedding->truncate && ids.size() > context) {
+    const bool keep_last = model.tokenizer.vocab().types[size_t(ids.back())] == TokenType::Control;
+    ids.erase(ids.begin() + ptrdiff_t(context - keep_last), ids.end() - keep_last);
+  }
   const int32_t new_tokens = r.embedding ? 0 : r.max_new_tokens;
   const int64_t total = int64_t(ids.size()) + new_tokens;
   if (r.embedding && total > model.config.context_length) {

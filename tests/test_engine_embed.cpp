@@ -14,6 +14,7 @@
 #include "engine/model/model.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
+#include "support/bert_models.h"
 #include "support/gguf_edit.h"
 #include "support/test_support.h"
 #include "testing/reference_model.h"
@@ -292,6 +293,26 @@ TEST(EngineEmbedSynthetic, ATextInputEndsWithEosWhenTheVocabularySaysSo) {
   r.prompt_ids.clear();
   r.prompt = "once upon a time";
   EXPECT_EQ(engine.submit(std::move(r)).get().prompt_tokens, int32_t(ids.size()));
+}
+
+TEST(EngineEmbedSynthetic, TruncateCutsALongInputToTheContextKeepingAClosingControlToken) {
+  Engine decoder({.model_path = test::tiny_gqa_model(), .threads = 1});  // context 256
+  std::vector<int32_t> long_ids(300);
+  for (size_t i = 0; i < long_ids.size(); ++i) long_ids[i] = int32_t(3 + i % 200);
+  const std::vector<int32_t> first(long_ids.begin(), long_ids.begin() + 256);
+  EXPECT_EQ(decoder.embed({long_ids}, {.truncate = true}).at(0), decoder.embed({first}).at(0));
+  EXPECT_THROW(decoder.embed({long_ids}), Error);
+
+  // A BERT input ends with [SEP]: it stays, after the first context - 1 tokens.
+  const std::string bert = test::write_bert("embed-truncate-bert.gguf", test::small_bert(1));  // context 64
+  Engine encoder({.model_path = bert, .threads = 1});
+  const std::string text(200, 'a');
+  std::vector<int32_t> ids = encoder.tokenize(std::string(100, 'b') + " " + text, true);
+  ASSERT_GT(ids.size(), 64u);
+  std::vector<int32_t> cut(ids.begin(), ids.begin() + 63);
+  cut.push_back(ids.back());
+  const std::vector<float> got = encoder.embed({std::string(100, 'b') + " " + text}, {.truncate = true}).at(0);
+  EXPECT_EQ(got, encoder.embed({cut}).at(0));
 }
 
 TEST(EngineEmbedSynthetic, BadInputIsRefusedWithAClearError) {

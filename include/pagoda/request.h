@@ -54,6 +54,10 @@ const char* pooling_name(Pooling pooling);
 struct EmbeddingParams {
   Pooling pooling = Pooling::Model;
   bool normalize = true;  // scale to unit L2 length, as OpenAI's embeddings are
+  // An input longer than the context length is cut to fit instead of refused (TEI's
+  // `truncate`): its first tokens are kept, and its last one too when that is a control token
+  // (BERT's [SEP], an EOS the vocabulary appends), so the input still ends as the model expects.
+  bool truncate = false;
 };
 
 struct Request {
