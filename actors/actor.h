@@ -40,6 +40,21 @@ class Actor {
 
   virtual void handle(Message message) = 0;
 
+  // The loop of an actor that works in steps (the decode and encoder schedulers): while it has
+  // no work (`idle()`) it blocks for a message; then it handles everything waiting, and steps.
+  template <class Idle, class Step>
+  void step_loop(Idle&& idle, Step&& step) {
+    while (!stopped_) {
+      if (idle()) handle(mailbox_->receive());
+      while (!stopped_) {
+        auto message = mailbox_->try_receive();
+        if (!message) break;
+        handle(std::move(*message));
+      }
+      if (!stopped_) step();
+    }
+  }
+
   void stop() { stopped_ = true; }
   bool stopped() const { return stopped_; }
 

@@ -27,15 +27,7 @@ DecodeScheduler::DecodeScheduler(std::shared_ptr<Mailbox<DecodeMessage>> mailbox
       planner_(config) {}
 
 void DecodeScheduler::run() {
-  while (!stopped()) {
-    if (running_.empty()) handle(mailbox_->receive());  // idle: block
-    while (!stopped()) {
-      auto message = mailbox_->try_receive();
-      if (!message) break;
-      handle(std::move(*message));
-    }
-    if (!stopped()) step();
-  }
+  step_loop([&] { return running_.empty(); }, [&] { step(); });
 }
 
 void DecodeScheduler::handle(DecodeMessage message) {

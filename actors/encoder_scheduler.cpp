@@ -13,15 +13,7 @@ EncoderScheduler::EncoderScheduler(EncoderRunner& runner, const EngineConfig& co
       metrics_(metrics) {}
 
 void EncoderScheduler::run() {
-  while (!stopped()) {
-    if (waiting_.empty()) handle(mailbox_->receive());  // idle: block
-    while (!stopped()) {
-      auto message = mailbox_->try_receive();
-      if (!message) break;
-      handle(std::move(*message));
-    }
-    if (!stopped()) step();
-  }
+  step_loop([&] { return waiting_.empty(); }, [&] { step(); });
 }
 
 void EncoderScheduler::handle(EncoderMessage message) {
