@@ -1,8 +1,8 @@
 // pagoda-embedding as people run it: the built binary on a small random-weight decoder, its
 // vectors read back in every output format and checked against Engine::embed in this process,
 // each --embd-normalize as llama.cpp's common_embd_normalize scales, prompts split from -p and
-// -f, and the refusals; then on a random-weight bert reranker (skipped, saying so, while the
-// engine cannot run encoders), one score per QUERY<TAB>DOCUMENT prompt equal to Engine::rerank's.
+// -f, and the refusals; then on random-weight berts, an embedder's vectors and a reranker's one
+// score per QUERY<TAB>DOCUMENT prompt, each equal to the Engine's.
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -216,32 +215,40 @@ TEST(PagodaEmbedding, BadFlagsAreRefusedByName) {
   }
 }
 
-// A random-weight bert reranker written once, and an engine on it; nullptr (with `why`) while
-// the engine cannot run encoders.
-std::unique_ptr<Engine> reranker(std::string& path, std::string& why) {
+// A random-weight bert of `pooling_type` (llama.cpp's numbers: 1 mean, 4 rank), written once.
+const std::string& bert(const std::string& name, int32_t pooling_type) {
   ModelConfig c;
   c.arch = Architecture::Bert;
   c.dim = 64, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 4, c.ffn_dim = 128;
-  c.vocab_size = 600, c.context_length = 64, c.norm_eps = 1e-12f, c.pooling_type = 4;  // rank
-  path = test::synth_model_once("bert-rank.gguf", c, 5);
+  c.vocab_size = 600, c.context_length = 64, c.norm_eps = 1e-12f, c.pooling_type = pooling_type;
+  return test::synth_model_once(name, c, 5);
+}
+
+Engine engine_on(const std::string& path) {
   EngineConfig config;
   config.model_path = path;
   config.threads = 1;
-  try {
-    return std::make_unique<Engine>(config);
-  } catch (const Error& e) {
-    if (std::string(e.what()).find("not served yet") == std::string::npos) throw;
-    why = std::string("the engine cannot run a bert reranker yet: ") + e.what();
-    return nullptr;
+  return Engine(config);
+}
+
+TEST(PagodaEmbedding, AnEncodersVectorsAreTheEngines) {
+  const std::string& path = bert("bert-mean.gguf", 1);
+  std::vector<std::vector<float>> want;
+  {
+    Engine engine = engine_on(path);
+    want = engine.embed({"the cat sat on the mat", "a dog ran"});
   }
+  const std::vector<std::vector<float>> got =
+      json_vectors("-m " + path + " -p " + word("the cat sat on the mat\na dog ran"));
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t j = 0; j < got.size(); ++j) expect_near(got[j], want[j], 1e-6);
 }
 
 TEST(PagodaEmbedding, ARerankerPrintsOneScorePerQueryDocumentPair) {
-  std::string path, why;
-  const std::unique_ptr<Engine> engine = reranker(path, why);
-  if (!engine) GTEST_SKIP() << why;
+  const std::string& path = bert("bert-rank.gguf", 4);
+  Engine engine = engine_on(path);
   const std::vector<std::string> documents = {"the cat sat on the mat", "a dog ran", "zebra"};
-  const std::vector<float> want = engine->rerank("where did the cat sit", documents);
+  const std::vector<float> want = engine.rerank("where did the cat sit", documents);
   const std::string prompts = "-m " + path + " -p " +
                               word(
                                   "where did the cat sit\tthe cat sat on the mat\nwhere did the cat sit\ta dog ran\n"

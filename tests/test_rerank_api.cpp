@@ -3,8 +3,7 @@
 // 400 naming its fault — all without a model; then the route on an engine: a model that is not
 // a reranker is refused by name, and on a random-weight bert reranker the scores are
 // Engine::rerank's and the reference encoder's, a pair too long is a 400, a client that hangs up
-// cancels the work and /v1/embeddings refuses the reranker. The bert tests skip, saying so, while
-// the engine cannot run encoders.
+// cancels the work, shutdown is a 503 and /v1/embeddings refuses the reranker.
 
 #include <gtest/gtest.h>
 
@@ -228,31 +227,19 @@ ModelConfig bert_reranker_config() {
   return c;
 }
 
-// An engine on a random-weight bert reranker, or nullptr while the engine cannot run encoders
-// (ModelRunner refuses them until the encoder path lands); `why` then says so.
-std::unique_ptr<Engine> reranker_engine(std::string& why) {
+// An engine on a random-weight bert reranker.
+std::unique_ptr<Engine> reranker_engine() {
   EngineConfig config;
   config.model_path = test::synth_model_once("bert-rank.gguf", bert_reranker_config(), 11);
   config.threads = 1;
-  try {
-    return std::make_unique<Engine>(config);
-  } catch (const Error& e) {
-    if (std::string(e.what()).find("not served yet") == std::string::npos) throw;  // a failure, not the wait
-    why = std::string("the engine cannot run this bert reranker yet: ") + e.what();
-    return nullptr;
-  }
+  return std::make_unique<Engine>(config);
 }
-
-#define RERANKER_OR_SKIP(var)                               \
-  std::string why_##var;                                    \
-  std::unique_ptr<Engine> var = reranker_engine(why_##var); \
-  if (!var) GTEST_SKIP() << why_##var
 
 const std::vector<std::string> kDocuments = {"the cat sat on the mat", "a dog ran", "", "cats and dogs and mats",
                                              "zebra"};
 
 TEST(RerankRoute, ScoresAreEngineReranksAndTheReferenceEncodersSortedBestFirst) {
-  RERANKER_OR_SKIP(engine);
+  const std::unique_ptr<Engine> engine = reranker_engine();
   const std::string query = "where did the cat sit";
   const std::vector<float> want = engine->rerank(query, kDocuments);
   const Call c = post_rerank(*engine, {{"query", query}, {"documents", kDocuments}, {"return_documents", true}});
@@ -288,7 +275,7 @@ TEST(RerankRoute, ScoresAreEngineReranksAndTheReferenceEncodersSortedBestFirst) 
 }
 
 TEST(RerankRoute, APairLongerThanTheContextIsA400NamingTheDocument) {
-  RERANKER_OR_SKIP(engine);
+  const std::unique_ptr<Engine> engine = reranker_engine();
   std::string long_document;
   for (int i = 0; i < 200; ++i) long_document += "word ";
   const Call c = post_rerank(*engine, {{"query", "q"}, {"documents", {"short", long_document}}});
@@ -299,7 +286,7 @@ TEST(RerankRoute, APairLongerThanTheContextIsA400NamingTheDocument) {
 }
 
 TEST(RerankRoute, AClientThatHangsUpCancelsTheScoring) {
-  RERANKER_OR_SKIP(engine);
+  const std::unique_ptr<Engine> engine = reranker_engine();
   // Enough pairs that scoring outlasts the route's first look at the client (100 ms), each
   // within the context.
   std::string document;
@@ -312,7 +299,7 @@ TEST(RerankRoute, AClientThatHangsUpCancelsTheScoring) {
 }
 
 TEST(RerankRoute, EmbeddingsOnARerankerIsA400PointingToRerank) {
-  RERANKER_OR_SKIP(engine);
+  const std::unique_ptr<Engine> engine = reranker_engine();
   const Call c = call([](const HttpRequest& req, Engine& e, const ModelNames& names, const std::atomic<bool>& down,
                          const std::string&) { return embeddings(req, e, names, down); },
                       *engine, R"({"input": "hello"})");
@@ -322,7 +309,7 @@ TEST(RerankRoute, EmbeddingsOnARerankerIsA400PointingToRerank) {
 }
 
 TEST(RerankRoute, AShutDownEngineIsA503) {
-  RERANKER_OR_SKIP(engine);
+  const std::unique_ptr<Engine> engine = reranker_engine();
   engine->shutdown();
   const ModelNames names("test-model");
   const std::atomic<bool> shutting_down{true};

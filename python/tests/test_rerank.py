@@ -1,7 +1,7 @@
 """Engine.rerank: a reranker's scores, one per document in order, equal to embedding each pair as
 rerank_tokens lays it out with pooling "rank"; the same awaited on AsyncEngine; a model that is
 not a reranker, and bad arguments, refused clearly; embedding_only. The reranker is a bert written
-by pagoda-synth: those tests skip, saying why, while the engine cannot run encoders."""
+by pagoda-synth."""
 
 import asyncio
 import pathlib
@@ -28,13 +28,8 @@ def reranker_path(tmp_path_factory) -> str:
     return str(path)
 
 
-def open_reranker(path: str, **config) -> pagoda.Engine:
-    try:
-        return pagoda.Engine(path, threads=1, **config)
-    except pagoda.Error as e:
-        if "not served yet" in str(e):
-            pytest.skip(f"the engine cannot run encoders yet: {e}")
-        raise
+def open_reranker(path: str) -> pagoda.Engine:
+    return pagoda.Engine(path, threads=1)
 
 
 def test_a_decoder_is_not_a_reranker_and_says_so(engine):

@@ -3,7 +3,7 @@
 // pagoda-embedding computes for the same pairs (Engine::rerank), the same on every path, top_n,
 // return_documents, TEI's shape, a hang-up cancelling the work; /v1/embeddings refusing the
 // reranker and generation refusing embedding models, each with a 400 naming why; and every bad
-// body a 400, on any model. The bert suites skip, saying why, while the engine cannot run encoders.
+// body a 400, on any model.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -31,19 +31,13 @@ function cliScores(model, query, documents) {
   return { scores: JSON.parse(r.stdout).data.map((d) => d.embedding[0]) };
 }
 
-// Why a suite on `model` cannot run yet (the engine refuses encoders), or false.
-function encoderSkip(model) {
-  const r = cliScores(model, 'probe', ['probe']);
-  return r.error && /not served yet/.test(r.error) ? `the engine cannot run encoders yet: ${r.error.trim()}` : false;
-}
-
 const post = (url, route, body) =>
   fetch(`${url}${route}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
 
 const QUERY = 'where did the cat sit';
 const DOCUMENTS = ['the cat sat on the mat', 'a dog ran in the park', 'zebra', 'cats sit on mats', 'the weather is fine'];
 
-describe('pagoda-server rerank on a bert reranker', { skip: encoderSkip(RANK_MODEL) }, () => {
+describe('pagoda-server rerank on a bert reranker', () => {
   let server;
   before(async () => {
     server = await startServer([], { model: RANK_MODEL });
@@ -148,7 +142,7 @@ describe('pagoda-server rerank on a bert reranker', { skip: encoderSkip(RANK_MOD
   });
 });
 
-describe('pagoda-server on a bert embedding model', { skip: encoderSkip(MEAN_MODEL) }, () => {
+describe('pagoda-server on a bert embedding model', () => {
   let server;
   before(async () => {
     server = await startServer([], { model: MEAN_MODEL });
