@@ -160,12 +160,15 @@ TEST(RerankBody, EveryBadBodyIsA400NamingItsFault) {
       {R"({"query": "q", "documents": ["a"], "return_documents": "yes"})", "'return_documents' must be true or false"},
       {R"({"query": "q", "texts": ["a"], "return_text": 1})", "'return_text' must be true or false"},
       {R"({"query": "q", "texts": ["a"], "raw_scores": "no"})", "'raw_scores' must be true or false"},
+      {R"({"query": "q", "texts": ["a"], "truncate": 1})", "'truncate' must be true or false"},
+      {R"({"query": "q", "texts": ["a"], "truncation_direction": "Left"})", "'truncation_direction' may only be"},
   };
   for (const auto& [body, message] : cases) {
     const std::string why = refusal(body);
     EXPECT_NE(why.find(message), std::string::npos) << body.substr(0, 80) << " gave: " << why;
   }
   EXPECT_EQ(refusal(R"({"query": "q", "documents": ["a"], "top_n": 1, "return_documents": false})"), "");
+  EXPECT_EQ(refusal(R"({"query": "q", "texts": ["a"], "truncate": true, "truncation_direction": "Right"})"), "");
 }
 
 // --- The route on an engine ---------------------------------------------------------------
@@ -282,6 +285,19 @@ TEST(RerankRoute, APairLongerThanTheContextIsA400NamingTheDocument) {
   EXPECT_EQ(c.status, 400);
   EXPECT_NE(message(c).find("'documents' item 1"), std::string::npos) << message(c);
   EXPECT_NE(message(c).find("context length"), std::string::npos) << message(c);
+  expect_idle_soon(*engine);
+}
+
+TEST(RerankRoute, TruncateCutsALongPairToTheContextInsteadOfRefusingIt) {
+  const std::unique_ptr<Engine> engine = reranker_engine();
+  std::string long_document;
+  for (int i = 0; i < 200; ++i) long_document += "word ";
+  const Call c = post_rerank(*engine, {{"query", "q"}, {"documents", {"short", long_document}}, {"truncate", true}});
+  ASSERT_EQ(c.status, 200) << c.body.dump();
+  EXPECT_EQ(c.body["results"].size(), 2u);
+  // The long pair counts the context's tokens, no more.
+  const int64_t short_pair = int64_t(engine->rerank_tokens("q", "short").size());
+  EXPECT_EQ(c.body["usage"]["prompt_tokens"], short_pair + engine->context_length());
   expect_idle_soon(*engine);
 }
 

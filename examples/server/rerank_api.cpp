@@ -107,6 +107,14 @@ RerankQuery parse_rerank_query(const ordered_json& body) {
   q.top_n = std::min<uint64_t>(top_n_of(body).value_or(q.documents.size()), q.documents.size());
   q.return_documents = flag(body, q.tei ? "return_text" : "return_documents");
   q.sigmoid = q.tei && !flag(body, "raw_scores");
+  q.truncate = flag(body, "truncate");
+  if (const ordered_json* d = member(body, "truncation_direction")) {
+    // The engine keeps an input's first tokens: the query, and the document's start.
+    const bool right = d->is_string() && (*d == "right" || *d == "Right");
+    if (!right)
+      throw bad_request(
+          "'truncation_direction' may only be \"right\" (a pair keeps its query and its document's start)");
+  }
   return q;
 }
 
@@ -149,7 +157,7 @@ HttpResponse rerank(const HttpRequest& req, Engine& engine, const ModelNames& na
   handles.reserve(q.documents.size());
   for (size_t i = 0; i < q.documents.size(); ++i) {
     Request r;
-    r.embedding = EmbeddingParams{Pooling::Rank, false};
+    r.embedding = EmbeddingParams{.pooling = Pooling::Rank, .normalize = false, .truncate = q.truncate};
     r.adapter = served.adapter;
     r.prompt_ids = engine.rerank_tokens(q.query, q.documents[i]);
     try {

@@ -11,6 +11,9 @@
 // Hugging Face TEI's shape is accepted too, as llama-server accepts it: `texts` instead of
 // `documents` (strings only), `return_text`, and `raw_scores` (false by default, so scores go
 // through a sigmoid as TEI's do); the answer is then a bare array of {"index", "score"[, "text"]}.
+// TEI's `truncate` works in either shape: a pair longer than the context is cut to fit
+// (EmbeddingParams::truncate: the document's end goes, the closing [SEP] stays) instead of
+// refused; `truncation_direction` may only be "right".
 //
 // Each document is one embedding request on the engine (Engine::rerank_tokens' pair, Pooling::Rank),
 // batched with the other traffic; a client that hangs up cancels them.
@@ -41,12 +44,14 @@ struct RerankQuery {
   bool return_documents = false;  // TEI: return_text
   bool tei = false;               // TEI's shape: `texts` in, a bare array out
   bool sigmoid = false;           // TEI without raw_scores: scores mapped to (0, 1)
+  bool truncate = false;          // cut a pair longer than the context instead of refusing it
 };
 
 // `body` read as a rerank request. Throws ApiError 400 naming what is wrong: not an object, a
 // missing, non-string or empty query, no documents, both `documents` and `texts`, a document
 // that is neither a string nor {"text": string}, more than kMaxRerankDocuments, a top_n that is
-// not a positive integer, a return_documents / return_text / raw_scores that is not a bool.
+// not a positive integer, a return_documents / return_text / raw_scores / truncate that is not a
+// bool, a truncation_direction other than "right".
 RerankQuery parse_rerank_query(const nlohmann::ordered_json& body);
 
 // The answer to `q` given each document's score (in document order) and the tokens fed in

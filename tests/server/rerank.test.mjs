@@ -106,12 +106,16 @@ describe('pagoda-server rerank on a bert reranker', () => {
     }
   });
 
-  test('a pair longer than the context is a 400 naming the document', async () => {
+  test('a pair longer than the context is a 400 naming the document, unless truncate', async () => {
     const res = await post(server.url, '/v1/rerank', { query: QUERY, documents: ['short', 'word '.repeat(400)] });
     assert.equal(res.status, 400);
     const message = (await res.json()).error.message;
     assert.match(message, /'documents' item 1/);
     assert.match(message, /context length/);
+    // TEI's truncate cuts it to fit instead.
+    const cut = await post(server.url, '/rerank', { query: QUERY, texts: ['short', 'word '.repeat(400)], truncate: true });
+    assert.equal(cut.status, 200);
+    assert.equal((await cut.json()).length, 2);
   });
 
   test('/v1/embeddings refuses the reranker, and generation is refused, each naming why', async () => {
