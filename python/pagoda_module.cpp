@@ -379,11 +379,11 @@ pagoda::PreemptionMode preemption_mode(const std::string& name) {
 }
 
 pagoda::Pooling pooling_of(const std::string& name) {
-  for (pagoda::Pooling p :
-       {pagoda::Pooling::Model, pagoda::Pooling::Mean, pagoda::Pooling::Cls, pagoda::Pooling::Last}) {
+  for (pagoda::Pooling p : {pagoda::Pooling::Model, pagoda::Pooling::Mean, pagoda::Pooling::Cls, pagoda::Pooling::Last,
+                            pagoda::Pooling::Rank}) {
     if (name == pagoda::pooling_name(p)) return p;
   }
-  throw pagoda::Error("pooling must be 'model', 'mean', 'cls' or 'last', got '" + name + "'");
+  throw pagoda::Error("pooling must be 'model', 'mean', 'cls', 'last' or 'rank', got '" + name + "'");
 }
 
 }  // namespace
@@ -563,6 +563,21 @@ PYBIND11_MODULE(_core, m) {
             return self.call([&](pagoda::Engine& e) { return e.embed(in, params); });
           },
           py::arg("inputs"), py::arg("pooling"), py::arg("normalize"))
+      .def(
+          "rerank",
+          // Converted while the GIL is held; scored (and waited for) without it.
+          [](PyEngine& self, const std::string& query, const std::vector<std::string>& documents) {
+            return self.call([&](pagoda::Engine& e) { return e.rerank(query, documents); });
+          },
+          py::arg("query"), py::arg("documents"))
+      .def(
+          "rerank_tokens",
+          [](PyEngine& self, const std::string& query, const std::string& document) {
+            return self.call([&](pagoda::Engine& e) { return e.rerank_tokens(query, document); });
+          },
+          py::arg("query"), py::arg("document"))
+      .def("embedding_only",
+           [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.embedding_only(); }); })
       .def("model_pooling",
            [](PyEngine& self) {
              return std::string(pagoda::pooling_name(self.call([](pagoda::Engine& e) { return e.model_pooling(); })));

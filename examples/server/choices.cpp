@@ -78,13 +78,23 @@ std::vector<RequestHandle> submit_prompts(Engine& engine, const ApiRequest& a) {
 
 std::optional<std::vector<Completion>> await_completions(std::vector<RequestHandle>& handles,
                                                          const std::function<bool()>& client_gone) {
+  using Clock = std::chrono::steady_clock;
   std::vector<Completion> done;
   bool cancelled = false;
+  // The client is looked at every kHangupPoll of the whole wait, not per handle: a long run of
+  // requests that each finish within the poll (2,048 short embeddings) is watched too.
+  Clock::time_point next_look = Clock::now() + kHangupPoll;
   for (RequestHandle& h : handles) {
-    while (h.future().wait_for(kHangupPoll) != std::future_status::ready) {
-      if (cancelled || !client_gone || !client_gone()) continue;
-      for (RequestHandle& each : handles) each.cancel();
-      cancelled = true;
+    while (!cancelled && client_gone) {
+      const bool ready = h.future().wait_until(next_look) == std::future_status::ready;
+      if (Clock::now() >= next_look) {
+        next_look = Clock::now() + kHangupPoll;
+        if (client_gone()) {
+          for (RequestHandle& each : handles) each.cancel();
+          cancelled = true;
+        }
+      }
+      if (ready) break;
     }
     done.push_back(h.get());
   }

@@ -15,6 +15,7 @@
 #include "examples/server/json_body.h"
 #include "examples/server/openai_request.h"
 #include "examples/server/openai_response.h"
+#include "examples/server/rerank_api.h"
 #include "pagoda/error.h"
 
 namespace pagoda::server {
@@ -110,6 +111,12 @@ HttpResponse embeddings(const HttpRequest& req, Engine& engine, const ModelNames
   }
   const ServedModel served = served_model(body, names);
   const std::vector<EmbeddingInput> inputs = inputs_of(body);
+  if (is_reranker(engine)) {
+    // Its pooling gives one score per input, not a vector to compare (llama-server refuses too).
+    throw bad_request(
+        "the model is a reranker (pooling rank): it scores a query against documents at /v1/rerank, "
+        "and gives no embedding vectors");
+  }
 
   std::vector<RequestHandle> handles;
   auto cancel_all = [&] {

@@ -5,7 +5,8 @@
 // float32 bytes, as OpenAI sends them). `dimensions` is refused: it asks for Matryoshka
 // truncation, which a model must be trained for. Each input is one embedding request on the
 // engine (Request::embedding, the model's pooling, unit length), batched with the other traffic;
-// a client that hangs up cancels them.
+// a client that hangs up cancels them. A reranker's model is refused (400): its pooling gives a score,
+// not a vector (POST /v1/rerank).
 
 #include <atomic>
 #include <cstddef>

@@ -19,6 +19,7 @@
 #include "examples/server/openai_request.h"
 #include "examples/server/openai_response.h"
 #include "examples/server/reply_text.h"
+#include "examples/server/rerank_api.h"
 #include "examples/server/sse_stream.h"
 #include "examples/server/tokenize_api.h"
 #include "examples/server/webui.h"
@@ -131,6 +132,10 @@ HttpResponse Routes::route(const HttpRequest& req) {
   if (post && req.path == "/v1/messages/count_tokens") return count_tokens(req);
   if (get && req.path == "/v1/models") return models();
   if (post && req.path == "/v1/embeddings") return embeddings(req, ready_engine(), names_, shutting_down_);
+  if (post &&
+      (req.path == "/v1/rerank" || req.path == "/rerank" || req.path == "/v1/reranking" || req.path == "/reranking")) {
+    return rerank(req, ready_engine(), names_, shutting_down_, "rerank-" + std::to_string(serial_.fetch_add(1)));
+  }
   if (post && req.path == "/apply-template")
     return json_response(200, apply_template(req.body, ready_engine(), options_.special_in_content));
   if (post && req.path == "/tokenize") return ordered_json_response(200, tokenize_json(req.body, ready_engine()));
@@ -166,6 +171,12 @@ HttpResponse Routes::generate(int endpoint, const HttpRequest& req) {
   try {
     Engine& engine = ready_engine();
     if (shutting_down_.load()) throw shutting_down_error();
+    if (engine.embedding_only()) {
+      // Said before the body is read: a chat template or sampling field would fail first, less clearly.
+      throw bad_request(is_reranker(engine)
+                            ? "the model is a reranker: it scores documents at /v1/rerank, it does not generate text"
+                            : "the model is an embedding model: it serves /v1/embeddings, it does not generate text");
+    }
     ApiRequest a = parse_request(Endpoint(endpoint), req.body, engine, names_, options_.special_in_content);
     a.request.stream = a.stream || a.reply;  // a reply to split is read token by token
     const bool wants_logprobs = a.request.logprobs >= 0;

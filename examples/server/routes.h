@@ -1,8 +1,8 @@
 #pragma once
-// The HTTP API: the OpenAI endpoints, Anthropic's Messages, vLLM's adapter endpoints,
-// /apply-template, /health and /metrics, the chat page at /; the API key (Authorization: Bearer
-// or x-api-key) in front of everything but an explicit open list; errors in the called API's
-// JSON (Anthropic's for /v1/messages, else OpenAI's). Answers 503 while the model loads and once shutdown begins.
+// The HTTP API: the OpenAI endpoints, the rerank endpoints (llama-server, Jina, Cohere), Anthropic's Messages, vLLM's
+// adapter endpoints, /apply-template, /health and /metrics, the chat page at /; the API key (Authorization: Bearer or
+// x-api-key) in front of everything but an explicit open list; errors in the called API's JSON (Anthropic's for
+// /v1/messages, else OpenAI's). Answers 503 while the model loads and once shutdown begins.
 
 #include <atomic>
 #include <cstdint>

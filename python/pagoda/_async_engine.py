@@ -155,6 +155,13 @@ class AsyncEngine:
         return await asyncio.get_running_loop().run_in_executor(
             None, lambda: self.engine.embed(inputs, pooling=pooling, normalize=normalize))
 
+    async def rerank(self, query: str, documents: Iterable[str]) -> list[float]:
+        """:meth:`Engine.rerank` on a worker thread, so the loop keeps running while the pairs are
+        scored. Cancelling the awaiting task does not stop requests already submitted: they are
+        short, and finish."""
+        docs = list(documents) if not isinstance(documents, str) else documents
+        return await asyncio.get_running_loop().run_in_executor(None, lambda: self.engine.rerank(query, docs))
+
     def apply_chat_template(self, messages: Sequence[Message], add_generation_prompt: bool = True, *,
                             tools: Optional[Sequence[object]] = None,
                             chat_template_kwargs: Optional[Mapping[str, object]] = None,

@@ -142,7 +142,9 @@ class Engine:
 
         Args:
             pooling: "model" (the GGUF's pooling_type; "last" when it has none, as llama-server
-                and vLLM do for decoder models), "mean", "cls" (the first position) or "last".
+                and vLLM do for decoder models), "mean", "cls" (the first position), "last", or
+                "rank" (a reranker's score of an input laid out as :meth:`rerank_tokens` lays a
+                pair out: a list of one float, never normalized).
             normalize: scale each vector to unit length (OpenAI's embeddings are).
 
         Raises:
@@ -165,6 +167,39 @@ class Engine:
             raise Error(f"pooling must be a str, got {type(pooling).__name__}")
         return self._core.embed(items, pooling, bool(normalize))
 
+    def rerank(self, query: str, documents: Iterable[str]) -> list[float]:
+        """Relevance scores of ``documents`` to ``query`` from a reranker (a model whose pooling is
+        "rank": bge-reranker, jina-reranker), one per document in document order; higher is more
+        relevant. They are the model's raw outputs (logits), not probabilities: apply a sigmoid
+        for a value in (0, 1). Each pair is one prompt-only request, laid out as
+        :meth:`rerank_tokens` lays it out, batched with the engine's other work (the GIL is
+        released while it runs).
+
+        Raises:
+            pagoda.Error: no documents, a model that is not a reranker, a pair longer than the
+                context length (nothing is computed then), or a closed engine.
+        """
+        if not isinstance(query, str):
+            raise Error(f"the query to rerank against is a str, got {type(query).__name__}")
+        if isinstance(documents, str):
+            raise Error("documents is a list of str, not one str")
+        docs = list(documents)
+        for i, d in enumerate(docs):
+            if not isinstance(d, str):
+                raise Error(f"document {i} is a str, got {type(d).__name__}")
+        return self._core.rerank(query, docs)
+
+    def rerank_tokens(self, query: str, document: str) -> list[int]:
+        """The token ids :meth:`rerank` feeds for one pair, laid out as llama-server does (BERT:
+        [CLS] query [SEP] document [SEP]); their count is the pair's share of usage."""
+        return self._core.rerank_tokens(query, document)
+
+    @property
+    def embedding_only(self) -> bool:
+        """Whether the model computes embeddings or scores only (an encoder such as bert): a
+        request to generate text from it raises :class:`pagoda.Error`."""
+        return self._core.embedding_only()
+
     @property
     def embedding_size(self) -> int:
         """The length of an embedding: the model's hidden size."""
@@ -172,8 +207,8 @@ class Engine:
 
     @property
     def model_pooling(self) -> str:
-        """What ``pooling="model"`` means for this model: "mean", "cls" or "last" (raises
-        :class:`pagoda.Error` when the GGUF names a pooling pagoda cannot give)."""
+        """What ``pooling="model"`` means for this model: "mean", "cls", "last", or "rank" for a
+        reranker (raises :class:`pagoda.Error` when the GGUF names a pooling pagoda cannot give)."""
         return self._core.model_pooling()
 
     def stream(self, prompt: Prompt, params: Optional[SamplingParams] = None, *, adapter: Optional[str] = None,
