@@ -45,8 +45,8 @@ every attention and FFN projection of every block of BASE.
                       fused QKV, NEOX RoPE of base 1000 unless given, SwiGLU, no biases);
                       jina-bert-v2 (bert's with ALiBi, GEGLU and the Q/K LayerNorms and
                       attn_norm_2, unless --no-jina-norms)
-  --pooling P         ARCH.pooling_type: mean, cls, last, or rank (bert: adds the rank head
-                      cls.*); the encoders' default is mean
+  --pooling P         ARCH.pooling_type: mean, cls, last, or rank (bert, jina-bert-v2: adds
+                      the rank head cls.*); the encoders' default is mean
   --rope-dim N        rotate only the first N values of each head (partial rotary)
   --sliding-window N  the window of the sliding layers (gemma2, gemma3, phi3)
   --attn-softcap X  --final-softcap X

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Offline, never in CI: llama.cpp's llama-embedding on random-weight nomic-bert and
 # jina-bert-v2 models that pagoda-synth writes from a fixed seed (F32 and Q8_0; mean, cls and
-# last pooling; a few prompts), recorded as tests/data/encoders_llamacpp.json, which
+# last pooling, and for jina-bert-v2 the score of jina-reranker's one-row rank head on a
+# --pooling rank file of the same seed; a few prompts), recorded as tests/data/encoders_llamacpp.json, which
 # test_encoder_architectures checks the reference encoder and the Engine against (it writes the
 # same files again from the seed). bert's are scripts/bert_vs_llamacpp.sh's.
 #   scripts/encoders_vs_llamacpp.sh [LLAMA_CPP_DIR (/tmp/llama.cpp)] [BUILD_DIR (build/release)]
@@ -29,11 +30,20 @@ for arch in nomic-bert jina-bert-v2; do
   for type in f32 q8_0; do
     # shellcheck disable=SC2086  # the shape is a list of flags
     "$synth" --arch "$arch" --pooling mean ${shapes[$arch]} --type "$type" -o "$work/$arch-$type.gguf" 2>/dev/null
-    for pooling in mean cls last; do
+    poolings=(mean cls last)
+    if [[ $arch == jina-bert-v2 ]]; then
+      # shellcheck disable=SC2086
+      "$synth" --arch "$arch" --pooling rank ${shapes[$arch]} --type "$type" -o "$work/$arch-rank-$type.gguf" 2>/dev/null
+      poolings+=(rank)
+    fi
+    for pooling in "${poolings[@]}"; do
+      file="$work/$arch-$type.gguf" normalize=2
+      # A score is not normalized (this snapshot would normalize dim floats of a 1-float vector).
+      [[ $pooling == rank ]] && file="$work/$arch-rank-$type.gguf" normalize=-1
       for i in "${!prompts[@]}"; do
         # Token ids (--verbose-prompt, "  id -> 'piece'") then the JSON, both on stdout.
-        "$embedding" -m "$work/$arch-$type.gguf" -p "${prompts[$i]}" -c 128 --pooling "$pooling" -t 2 \
-          --verbose-prompt --embd-normalize 2 --embd-output-format json 2>/dev/null \
+        "$embedding" -m "$file" -p "${prompts[$i]}" -c 128 --pooling "$pooling" -t 2 \
+          --verbose-prompt --embd-normalize "$normalize" --embd-output-format json 2>/dev/null \
           >"$work/$arch-$type-$pooling-$i.out"
       done
     done
@@ -52,15 +62,18 @@ models = {
 cases = []
 for arch in models:
     for t in ["f32", "q8_0"]:
-        for pooling in ["mean", "cls", "last"]:
+        for pooling in ["mean", "cls", "last"] + (["rank"] if arch == "jina-bert-v2" else []):
             for i, prompt in enumerate(prompts):
                 out = open(f"{work}/{arch}-{t}-{pooling}-{i}.out").read()
                 start = out.index("{")
                 tokens = [int(m) for m in re.findall(r"^\s*(\d+) -> '", out[:start], re.M)]
-                embedding = json.loads(out[start:])["data"][0]["embedding"]
+                if pooling == "rank":  # the score; the rest of the array is whatever followed it in memory
+                    embedding = [float(re.search(r'"embedding": \[([-0-9.e]+)', out).group(1))]
+                else:
+                    embedding = json.loads(out[start:])["data"][0]["embedding"]
                 cases.append({"arch": arch, "type": t, "pooling": pooling, "prompt": prompt, "tokens": tokens,
                               "embedding": embedding})
-doc = {"llama_cpp": f"llama-embedding {commit}, --embd-normalize 2", "models": models, "cases": cases}
+doc = {"llama_cpp": f"llama-embedding {commit}, --embd-normalize 2 (-1 for rank)", "models": models, "cases": cases}
 print(json.dumps(doc, separators=(",", ":")))
 PY
 echo "wrote tests/data/encoders_llamacpp.json"

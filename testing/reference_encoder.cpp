@@ -117,10 +117,8 @@ ReferenceEncoder::ReferenceEncoder(const Model& model) : model_(model) {
   const EncoderWeights& e = model.weights.encoder;
   token_types_ = e.token_types.to_f32();
   if (!e.position_embd.empty()) position_embd_ = e.position_embd.to_f32();
-  if (!e.cls.empty()) {
-    cls_ = e.cls.to_f32();
-    cls_output_ = e.cls_output.to_f32();
-  }
+  if (!e.cls.empty()) cls_ = e.cls.to_f32();
+  if (!e.cls_output.empty()) cls_output_ = e.cls_output.to_f32();
   for (const LayerWeights& w : model.weights.layers) {
     layers_.push_back({w.attn_q.to_f32(), w.attn_k.to_f32(), w.attn_v.to_f32(), w.attn_output.to_f32(),
                        w.ffn_up.to_f32(), w.ffn_down.to_f32(),
@@ -202,13 +200,16 @@ std::vector<float> ReferenceEncoder::pool(std::span<const float> hidden, Encoder
     case EncoderPooling::Cls: return {row(0).begin(), row(0).end()};
     case EncoderPooling::Last: return {row(n - 1).begin(), row(n - 1).end()};
     case EncoderPooling::Rank: {
-      // RoBERTa's classification head, as llama.cpp's: tanh(cls · x + b), then one score.
+      // RoBERTa's classification head, as llama.cpp's: tanh(cls · x + b), then one score
+      // (jina-reranker's cls gives the one score itself).
       if (cls_.empty())
         throw Error("ReferenceEncoder: rank pooling needs the rank head (cls.*), which the model lacks");
       const EncoderWeights& e = model_.weights.encoder;
+      const int width = int(e.cls.rows);
       const Rows first(row(0).begin(), row(0).end());
-      Rows h = linear(first, 1, cls_, e.cls_bias, dim, dim);
+      Rows h = linear(first, 1, cls_, e.cls_bias, width, dim);
       for (double& x : h) x = std::tanh(x);
+      if (cls_output_.empty()) return {float(h[0])};
       return {float(linear(h, 1, cls_output_, e.cls_output_bias, 1, dim)[0])};
     }
   }

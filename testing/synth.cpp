@@ -198,7 +198,8 @@ ModelConfig shape(Architecture arch, int32_t dim, int32_t layers, int32_t heads,
 // wrote in bounded memory, kept so every seed still gives the same weights).
 // An encoder's tensors in the order convert_hf_to_gguf.py writes them (the Hugging Face
 // checkpoint's), by llama.cpp's names. bert: learned positions, biased Q/K/V, a biased GELU
-// FFN, and the rank head (cls.*) when the pooling is rank. nomic-bert: fused attn_qkv, no
+// FFN, and the rank head (cls.*) when the pooling is rank (jina-bert-v2 too, with one score's
+// cls alone). nomic-bert: fused attn_qkv, no
 // biases, ffn_gate. jina-bert-v2: biased Q/K/V, ffn_gate and a biased ffn_down, and with
 // `jina_norms` its optional LayerNorms (attn_q_norm, attn_k_norm, attn_norm_2).
 std::vector<SynthTensor> encoder_tensors(const ModelConfig& c, bool jina_norms) {
@@ -247,6 +248,10 @@ std::vector<SynthTensor> encoder_tensors(const ModelConfig& c, bool jina_norms) 
     t.push_back({"cls.bias", {dim}, Kind::Bias});
     t.push_back({"cls.output.weight", {dim, 1}, Kind::Matrix});
     t.push_back({"cls.output.bias", {1}, Kind::Bias});
+  }
+  if (jina && c.pooling_type == kRankPooling) {  // jina-reranker-v1's: one score, no cls.output
+    t.push_back({"cls.weight", {dim, 1}, Kind::Matrix});
+    t.push_back({"cls.bias", {1}, Kind::Bias});
   }
   return t;
 }

@@ -20,8 +20,8 @@ struct SynthSpec {
   // The shape and hyperparameters; arch picks the layout (qwen2: Q/K/V biases; qwen3: Q/K
   // norms, and key_length when set; gemma2/gemma3: post-norms, tied embeddings; phi3: fused
   // attn_qkv and gate|up ffn_up; n_experts > 0: router and 3-D expert tensors, qwen2moe's
-  // shared expert; bert, nomic-bert, jina-bert-v2: llama.cpp's encoder layouts, bert's with
-  // the rank head cls.* when pooling_type is 4, rank, and n_token_types 2 when 0) and the
+  // shared expert; bert, nomic-bert, jina-bert-v2: llama.cpp's encoder layouts, bert's and
+  // jina's with the rank head cls.* when pooling_type is 4, rank, and n_token_types 2 when 0) and the
   // metadata prefix. rope_freq_scale != 1 is written as linear RoPE scaling (factor
   // 1/rope_freq_scale); rope_dim, the window, the soft-caps and the expert counts as their keys.
   ModelConfig config;

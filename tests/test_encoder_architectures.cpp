@@ -3,7 +3,8 @@
 // jina's optional norms), bad files are refused naming what is wrong, ALiBi's slopes are
 // ggml's, positions matter (RoPE, ALiBi) where bert would need learned ones; EncoderRunner
 // computes what the reference encoder computes, with the same bits alone or batched on any
-// thread count; and both agree with llama.cpp's llama-embedding on the same synthetic files
+// thread count; jina-reranker's one-row rank head scores; pagoda-quantize writes what
+// pagoda-synth does; and both agree with llama.cpp's llama-embedding on the same synthetic files
 // (tests/data/encoders_llamacpp.json, recorded offline by scripts/encoders_vs_llamacpp.sh).
 
 #include <gtest/gtest.h>
@@ -14,10 +15,12 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "engine/forward/encoder_runner.h"
 #include "engine/gguf/gguf_writer.h"
+#include "engine/gguf/quantize_gguf.h"
 #include "engine/model/model.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
@@ -255,6 +258,55 @@ TEST(EncoderArchitectures, EachSequenceGetsTheSameBitsAloneOrInAnyBatchOnAnyThre
   }
 }
 
+TEST(EncoderArchitectures, PagodaQuantizeWritesTheBytesPagodaSynthWritesForQ8_0) {
+  // Both are llama-quantize's bytes for these files too (checked offline against the 2025-02
+  // snapshot's llama-quantize).
+  for (const Architecture arch : {kNomic, kJina}) {
+    const ModelConfig c = small_encoder(arch, 4);
+    const std::string f32 = write_encoder(file_name(arch, "quantize-src"), c);
+    const std::string quantized = test::scratch_path(file_name(arch, "quantized", GgmlType::Q8_0));
+    quantize_gguf(f32, quantized, parse_quant_preset("q8_0"));
+    EXPECT_EQ(test::read_file(quantized),
+              test::read_file(write_encoder(file_name(arch, "synth", GgmlType::Q8_0), c, GgmlType::Q8_0)))
+        << architecture_name(arch);
+  }
+}
+
+TEST(EncoderArchitectures, AJinaRerankerScoresWithItsOneRowHeadAsTheReferenceDoes) {
+  for (const GgmlType type : {GgmlType::F32, GgmlType::Q8_0}) {
+    const std::string path = write_encoder(file_name(kJina, "rank", type), small_encoder(kJina, 4), type);
+    const Model model = load_model(path);
+    const EncoderWeights& e = model.weights.encoder;
+    ASSERT_EQ(e.cls.rows, 1);
+    EXPECT_EQ(e.cls.type, GgmlType::F32);  // one row is a vector to llama-quantize
+    EXPECT_TRUE(e.cls_output.empty());
+    const ReferenceEncoder reference(model);
+    EncoderRunner runner(model, 2);
+    ASSERT_TRUE(runner.has_rank_head());
+    // Q8_0: the runner quantizes the activations too, as ggml does; one unnormalized score shows
+    // that most (the bound of bert's Q8_0 scores against llama.cpp).
+    const double bound = type == GgmlType::F32 ? 1e-5 : 3e-2;
+    std::mt19937 rng(2);
+    for (const int32_t n : {2, 9, 40}) {
+      const Ids ids = random_ids(rng, n, model.config.vocab_size);
+      const std::vector<float> hidden = run_alone(runner, ids);
+      float score = 0;
+      runner.rank_scores(hidden.data(), 1, &score);
+      const float want = reference.embed(ids, EncoderPooling::Rank).at(0);
+      EXPECT_NEAR(score, want, bound) << n << " tokens";
+      EXPECT_LT(std::abs(score), 1.0f);  // a tanh
+    }
+    Engine engine({.model_path = path, .threads = 2});
+    const std::vector<std::string> documents = {"a fox is an animal", "the weather is nice", "foxes run"};
+    const std::vector<float> scores = engine.rerank("what is a fox", documents);
+    ASSERT_EQ(scores.size(), documents.size());
+    for (size_t i = 0; i < documents.size(); ++i) {
+      const float want = reference.embed(engine.rerank_tokens("what is a fox", documents[i]), EncoderPooling::Rank)[0];
+      EXPECT_NEAR(scores[i], want, bound) << "document " << i;
+    }
+  }
+}
+
 // llama.cpp's llama-embedding (2025-02 snapshot) on files pagoda-synth writes from fixed seeds:
 // the files are written again here, and both the reference and the Engine must agree with
 // llama.cpp's vectors and tokenize the prompts as it did. The F32 difference is mostly ggml's
@@ -262,7 +314,7 @@ TEST(EncoderArchitectures, EachSequenceGetsTheSameBitsAloneOrInAnyBatchOnAnyThre
 TEST(EncoderArchitectures, TheReferenceAndTheEngineAgreeWithLlamaCppsEmbeddingsOnTheRecordedModels) {
   const nlohmann::json data =
       nlohmann::json::parse(test::read_file(std::string(PAGODA_SOURCE_DIR) + "/tests/data/encoders_llamacpp.json"));
-  ASSERT_EQ(data.at("cases").size(), 60u);
+  ASSERT_EQ(data.at("cases").size(), 70u);
   for (const Architecture arch : {kNomic, kJina}) {
     const nlohmann::json& shape = data.at("models").at(architecture_name(arch));
     ModelConfig c = small_encoder(arch, 1);
@@ -277,6 +329,17 @@ TEST(EncoderArchitectures, TheReferenceAndTheEngineAgreeWithLlamaCppsEmbeddingsO
       const Model m = load_model(path);
       const ReferenceEncoder enc(m);
       Engine engine({.model_path = path, .threads = 2});
+      // jina-reranker's head, on a file of the same seed with pooling rank.
+      std::optional<Model> ranker;
+      std::optional<Engine> rank_engine;
+      if (arch == kJina) {
+        ModelConfig rank = c;
+        rank.pooling_type = 4;
+        const std::string rank_path =
+            write_encoder(file_name(arch, "llamacpp-rank", storage), rank, storage, uint64_t(shape.at("seed")));
+        ranker.emplace(load_model(rank_path));
+        rank_engine.emplace(EngineConfig{.model_path = rank_path, .threads = 2});
+      }
       int checked = 0;
       for (const nlohmann::json& k : data.at("cases")) {
         if (k.at("arch") != architecture_name(arch) || k.at("type") != type) continue;
@@ -285,6 +348,13 @@ TEST(EncoderArchitectures, TheReferenceAndTheEngineAgreeWithLlamaCppsEmbeddingsO
         const Ids ids = k.at("tokens");
         EXPECT_EQ(m.tokenizer.encode(prompt, true), ids);
         const std::vector<float> want = k.at("embedding");
+        ++checked;
+        if (pooling == "rank") {
+          const double bound = type == "f32" ? 1e-3 : 3e-2;
+          EXPECT_NEAR(ReferenceEncoder(*ranker).embed(ids, EncoderPooling::Rank).at(0), want.at(0), bound);
+          EXPECT_NEAR(rank_engine->embed({ids}, {Pooling::Rank, false}).at(0).at(0), want.at(0), bound);
+          continue;
+        }
         const EncoderPooling by_number = pooling == "mean"  ? EncoderPooling::Mean
                                          : pooling == "cls" ? EncoderPooling::Cls
                                                             : EncoderPooling::Last;
@@ -293,9 +363,8 @@ TEST(EncoderArchitectures, TheReferenceAndTheEngineAgreeWithLlamaCppsEmbeddingsO
           EXPECT_GE(cosine(got, want), type == "f32" ? 0.9999 : 0.999);
           EXPECT_LT(max_abs_diff(got, want), type == "f32" ? 2e-4 : 1e-2);
         }
-        ++checked;
       }
-      EXPECT_EQ(checked, 15);
+      EXPECT_EQ(checked, arch == kJina ? 20 : 15);
     }
   }
 }

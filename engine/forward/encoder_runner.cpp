@@ -125,10 +125,8 @@ EncoderRunner::EncoderRunner(const Model& model, int threads, bool sole_reader)
                                 : pack_weights({&w.ffn_gate, &w.ffn_up}, sole_reader);
       p.down = pack_weights({&w.ffn_down}, sole_reader);
     });
-    if (has_rank_head()) {
-      cls_ = pack_weights({&e.cls}, sole_reader);
-      cls_output_ = pack_weights({&e.cls_output}, sole_reader);
-    }
+    if (has_rank_head()) cls_ = pack_weights({&e.cls}, sole_reader);
+    if (!e.cls_output.empty()) cls_output_ = pack_weights({&e.cls_output}, sole_reader);
   });
 }
 
@@ -327,17 +325,22 @@ void EncoderRunner::forward(std::span<const std::span<const int32_t>> sequences,
 }
 
 void EncoderRunner::rank_scores(const float* rows, int32_t n, float* scores) {
-  if (!has_rank_head()) throw Error("encoder: the model has no rank head (cls.output): it is not a reranker");
+  if (!has_rank_head()) throw Error("encoder: the model has no rank head (cls): it is not a reranker");
   const int32_t dim = model_.config.dim;
   const EncoderWeights& e = model_.weights.encoder;
-  std::vector<float> dense(size_t(n) * dim);
+  const int32_t width = int32_t(e.cls.rows);  // dim, or 1 when the tanh is the score
+  std::vector<float> dense(size_t(n) * width);
   arena_.execute([&] {
-    kernels::matmul(rows, n, dim, cls_, dense.data(), dim);
+    kernels::matmul(rows, n, dim, cls_, dense.data(), width);
     for (int32_t r = 0; r < n; ++r) {
-      float* row = dense.data() + size_t(r) * dim;
-      for (int32_t j = 0; j < dim; ++j) row[j] = std::tanh(row[j] + e.cls_bias[size_t(j)]);
+      float* row = dense.data() + size_t(r) * width;
+      for (int32_t j = 0; j < width; ++j) row[j] = std::tanh(row[j] + e.cls_bias[size_t(j)]);
     }
-    kernels::matmul(dense.data(), n, dim, cls_output_, scores, 1);
+    if (e.cls_output.empty()) {
+      std::copy_n(dense.data(), n, scores);
+    } else {
+      kernels::matmul(dense.data(), n, dim, cls_output_, scores, 1);
+    }
   });
   const float bias = e.cls_output_bias.empty() ? 0.0f : e.cls_output_bias[0];
   for (int32_t r = 0; r < n; ++r) scores[r] += bias;

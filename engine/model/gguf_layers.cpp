@@ -155,12 +155,15 @@ EncoderWeights read_encoder_weights(const GgufFile& f, const ModelConfig& c) {
     e.position_embd = view_matrix(f, "position_embd.weight", uint64_t(c.context_length), dim);
   e.token_embd_norm = read_vector(f, "token_embd_norm.weight", dim);
   e.token_embd_norm_bias = read_vector(f, "token_embd_norm.bias", dim);
-  // The rank head is bert's (jina-reranker's one-score cls.weight is not read).
   if (c.arch == Architecture::Bert && (f.find_tensor("cls.weight") || f.find_tensor("cls.output.weight"))) {
     e.cls = view_matrix(f, "cls.weight", dim, dim);
     e.cls_bias = read_vector(f, "cls.bias", dim);
     e.cls_output = view_matrix(f, "cls.output.weight", 1, dim);
     e.cls_output_bias = read_vector(f, "cls.output.bias", 1);
+  } else if (c.arch == Architecture::JinaBertV2 && (f.find_tensor("cls.weight") || f.find_tensor("cls.bias"))) {
+    // jina-reranker-v1: the score is tanh(cls · x + b) itself, with no cls.output.
+    e.cls = view_matrix(f, "cls.weight", 1, dim);
+    e.cls_bias = read_vector(f, "cls.bias", 1);
   }
   return e;
 }

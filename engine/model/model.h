@@ -62,16 +62,16 @@ struct LayerWeights {
   std::vector<float> attn_norm_2, attn_norm_2_bias;              // [dim], or empty
 };
 
-// An encoder's embedding side and bert's rank head: what is added to the token's embedding
-// (token type 0's row; bert's position's row, empty for nomic-bert and jina-bert-v2), their
-// LayerNorm, and the classifier a reranker scores with (cls: dense + tanh, cls_output: one
-// score), which embedding models do not have.
+// An encoder's embedding side and rank head: what is added to the token's embedding (token
+// type 0's row; bert's position's row, empty for nomic-bert and jina-bert-v2), their LayerNorm,
+// and the classifier a reranker scores with (cls: dense + tanh, then cls_output: one score;
+// jina-reranker's cls has one row, whose tanh is the score), which embedding models do not have.
 struct EncoderWeights {
   WeightTensor token_types;                                  // [n_token_types][dim]
   WeightTensor position_embd;                                // [context_length][dim]
   std::vector<float> token_embd_norm, token_embd_norm_bias;  // [dim]
-  WeightTensor cls;                                          // [dim][dim], or empty
-  std::vector<float> cls_bias;                               // [dim]
+  WeightTensor cls;                                          // [dim][dim] (jina: [1][dim]), or empty
+  std::vector<float> cls_bias;                               // [dim] (jina: [1])
   WeightTensor cls_output;                                   // [1][dim], or empty
   std::vector<float> cls_output_bias;                        // [1]
 };
