@@ -258,6 +258,27 @@ TEST(EncoderArchitectures, EachSequenceGetsTheSameBitsAloneOrInAnyBatchOnAnyThre
   }
 }
 
+TEST(EncoderArchitectures, TheEngineEmbedsTextWithTheModelsPoolingAsTheReferenceDoes) {
+  const std::vector<std::string> texts = {"hello world", "the quick brown fox jumps over the lazy dog", "a"};
+  for (const Architecture arch : {kNomic, kJina}) {
+    for (const int32_t pooling_type : {1, 2, 3}) {
+      const std::string path =
+          write_encoder(file_name(arch, "engine-" + std::to_string(pooling_type)), small_encoder(arch, pooling_type));
+      const Model model = load_model(path);
+      const ReferenceEncoder reference(model);
+      Engine engine({.model_path = path, .threads = 2});
+      EXPECT_TRUE(engine.embedding_only());
+      const std::vector<std::vector<float>> got = engine.embed({texts[0], texts[1], texts[2]});
+      for (size_t i = 0; i < texts.size(); ++i) {
+        const std::vector<float> want =
+            reference.embed(engine.tokenize(texts[i], engine.add_bos()), EncoderPooling(pooling_type));
+        EXPECT_LT(max_abs_diff(got[i], want), 1e-5)
+            << architecture_name(arch) << ", pooling " << pooling_type << ", input " << i;
+      }
+    }
+  }
+}
+
 TEST(EncoderArchitectures, PagodaQuantizeWritesTheBytesPagodaSynthWritesForQ8_0) {
   // Both are llama-quantize's bytes for these files too (checked offline against the 2025-02
   // snapshot's llama-quantize).
