@@ -7,6 +7,7 @@
 //   pagoda-synth --arch qwen2 --vocab ../shared/vocab/ggml-vocab-qwen2.gguf --dim 64 -o q.gguf
 //   pagoda-synth --arch qwen3moe --experts 8 --experts-used 2 --expert-ffn 64 --dim 64 -o moe.gguf
 //   pagoda-synth --arch bert --pooling cls --dim 64 --heads 4 --ffn 128 --layers 2 -o bert.gguf
+//   pagoda-synth --arch jina-bert-v2 --dim 96 --heads 6 --ffn 256 --layers 2 --type q8_0 -o jina.gguf
 //   pagoda-synth --lora-for s15m.gguf --rank 16 -o s15m-lora.gguf
 
 #include <cstdio>
@@ -43,8 +44,8 @@ every attention and FFN projection of every block of BASE.
                       and token types, post-LayerNorm, GELU, a WordPiece vocabulary, context
                       512 and LayerNorm epsilon 1e-12 unless given); nomic-bert (bert's with
                       fused QKV, NEOX RoPE of base 1000 unless given, SwiGLU, no biases);
-                      jina-bert-v2 (bert's with ALiBi, GEGLU and the Q/K LayerNorms and
-                      attn_norm_2, unless --no-jina-norms)
+                      jina-bert-v2 (bert's with ALiBi, GEGLU, and the optional Q/K
+                      LayerNorms and attn_norm_2 unless --no-jina-norms)
   --pooling P         ARCH.pooling_type: mean, cls, last, or rank (bert, jina-bert-v2: adds
                       the rank head cls.*); the encoders' default is mean
   --rope-dim N        rotate only the first N values of each head (partial rotary)
