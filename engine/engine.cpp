@@ -301,8 +301,8 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
 }
 
 Pooling Engine::Impl::embedding_pooling(Pooling pooling) const {
-  if (pooling == Pooling::Rank && model.weights.encoder.cls_output.empty()) {
-    throw Error("bad request: rank pooling needs a reranker's rank head (cls.output), which the model has not");
+  if (pooling == Pooling::Rank && model.weights.encoder.cls.empty()) {
+    throw Error("bad request: rank pooling needs a reranker's rank head (cls), which the model has not");
   }
   if (pooling != Pooling::Model) return pooling;
   const int32_t type = model.config.pooling_type;
@@ -316,10 +316,10 @@ Pooling Engine::Impl::embedding_pooling(Pooling pooling) const {
           "bad request: the model's pooling_type is none (one embedding per token); ask for mean, cls or last "
           "pooling");
     case 4:
-      if (model.weights.encoder.cls_output.empty()) {
+      if (model.weights.encoder.cls.empty()) {
         throw Error(
             "bad request: the model's pooling_type is rank (a reranker's score), but it has no rank head "
-            "(cls.output)");
+            "(cls)");
       }
       return Pooling::Rank;
     default: throw Error("bad request: the model's pooling_type " + std::to_string(type) + " is unknown");

@@ -1,12 +1,13 @@
 // pagoda-synth: writes a random-weight model (llama, qwen2, qwen3, gemma2, gemma3, phi3,
-// qwen2moe, qwen3moe, or llama with experts; the bert encoder), or a random LoRA adapter for
-// one, as GGUF, deterministic from a seed.
+// qwen2moe, qwen3moe, or llama with experts; the bert, nomic-bert and jina-bert-v2 encoders),
+// or a random LoRA adapter for one, as GGUF, deterministic from a seed.
 //   pagoda-synth --preset s15m -o s15m.gguf
 //   pagoda-synth --preset llama-3.2-1b --type q4_k_m -o llama-3.2-1b-q4_k_m.gguf
 //   pagoda-synth --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 160 --vocab 1000 -o tiny.gguf
 //   pagoda-synth --arch qwen2 --vocab ../shared/vocab/ggml-vocab-qwen2.gguf --dim 64 -o q.gguf
 //   pagoda-synth --arch qwen3moe --experts 8 --experts-used 2 --expert-ffn 64 --dim 64 -o moe.gguf
 //   pagoda-synth --arch bert --pooling cls --dim 64 --heads 4 --ffn 128 --layers 2 -o bert.gguf
+//   pagoda-synth --arch jina-bert-v2 --dim 96 --heads 6 --ffn 256 --layers 2 --type q8_0 -o jina.gguf
 //   pagoda-synth --lora-for s15m.gguf --rank 16 -o s15m-lora.gguf
 
 #include <cstdio>
@@ -41,9 +42,12 @@ every attention and FFN projection of every block of BASE.
                       QKV and gate|up), qwen2moe (experts and a shared expert), qwen3moe; llama
                       with --experts is Mixtral-style; bert (an encoder: learned positions
                       and token types, post-LayerNorm, GELU, a WordPiece vocabulary, context
-                      512 and LayerNorm epsilon 1e-12 unless given)
-  --pooling P         ARCH.pooling_type: mean, cls, last, or rank (bert: adds the rank head
-                      cls.*); bert's default is mean
+                      512 and LayerNorm epsilon 1e-12 unless given); nomic-bert (bert's with
+                      fused QKV, NEOX RoPE of base 1000 unless given, SwiGLU, no biases);
+                      jina-bert-v2 (bert's with ALiBi, GEGLU, and the optional Q/K
+                      LayerNorms and attn_norm_2 unless --no-jina-norms)
+  --pooling P         ARCH.pooling_type: mean, cls, last, or rank (bert, jina-bert-v2: adds
+                      the rank head cls.*); the encoders' default is mean
   --rope-dim N        rotate only the first N values of each head (partial rotary)
   --sliding-window N  the window of the sliding layers (gemma2, gemma3, phi3)
   --attn-softcap X  --final-softcap X
@@ -104,7 +108,8 @@ constexpr const char* kModelOnly[] = {"--preset",
                                       "--expert-ffn",
                                       "--shared-ffn",
                                       "--attn-output-scale",
-                                      "--pooling"};
+                                      "--pooling",
+                                      "--no-jina-norms"};
 constexpr const char* kAdapterOnly[] = {"--rank", "--alpha"};
 
 // llama.cpp's llama_pooling_type number of a --pooling name.
@@ -152,10 +157,12 @@ void write_model(const pagoda::cli::Args& args, const std::string& output) {
         (args.has("--vocab") ? "" : " (preset " + preset.name + "; give --vocab-dir DIR or --vocab FILE)"));
   }
   c.key_length = args.number("--head-dim", c.key_length);
-  if (c.arch == pagoda::Architecture::Bert && !args.has("--preset")) {
-    // BERT's own values, where the decoder presets' would not fit.
+  if (c.is_encoder() && !args.has("--preset")) {
+    // BERT's own values, where the decoder presets' would not fit; nomic-embed-text's RoPE base.
     c.context_length = 512, c.norm_eps = 1e-12f, c.pooling_type = 1;
+    if (c.arch == pagoda::Architecture::NomicBert) c.rope_theta = 1000.0f;
   }
+  spec.jina_norms = !args.has("--no-jina-norms");
   if (args.has("--pooling")) c.pooling_type = parse_pooling(*args.get("--pooling"));
   c.context_length = args.number("--context", c.context_length);
   c.rope_theta = args.number("--rope-theta", c.rope_theta);
@@ -221,7 +228,7 @@ int main(int argc, char** argv) {
                      "--sliding-window", "--attn-softcap", "--final-softcap", "--longrope",   "--rope-attn-factor",
                      "--experts",        "--experts-used", "--expert-ffn",    "--shared-ffn", "--attn-output-scale",
                      "--pooling"},
-        {"--tied", "--rope-freqs", "--help"}, {{"-o", "--output"}});
+        {"--tied", "--rope-freqs", "--no-jina-norms", "--help"}, {{"-o", "--output"}});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;

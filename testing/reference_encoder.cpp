@@ -37,7 +37,29 @@ void layer_norm(Rows& x, int n, int dim, const std::vector<float>& weight, const
     double var = 0.0;
     for (int j = 0; j < dim; ++j) var += (xi[j] - mean) * (xi[j] - mean);
     const double scale = 1.0 / std::sqrt(var / dim + eps);
-    for (int j = 0; j < dim; ++j) xi[j] = (xi[j] - mean) * scale * double(weight[size_t(j)]) + double(bias[size_t(j)]);
+    for (int j = 0; j < dim; ++j) {
+      xi[j] = (xi[j] - mean) * scale * double(weight[size_t(j)]) + (bias.empty() ? 0.0 : double(bias[size_t(j)]));
+    }
+  }
+}
+
+// ggml_silu: x·sigmoid(x).
+double silu(double x) { return x / (1.0 + std::exp(-x)); }
+
+// NEOX RoPE of every head of each of the n rows (position = row): pair i of the first `rot`
+// values of a head, (v[i], v[i + rot/2]), turns by pos · freq_scale · theta^(-2i/rot).
+void rope_neox(Rows& x, int n, int n_heads, int head_dim, const ModelConfig& c) {
+  const int rot = c.rotated_dims(), half = rot / 2;
+  for (int pos = 0; pos < n; ++pos) {
+    for (int h = 0; h < n_heads; ++h) {
+      double* v = x.data() + (size_t(pos) * n_heads + h) * head_dim;
+      for (int i = 0; i < half; ++i) {
+        const double angle = pos * double(c.rope_freq_scale) / std::pow(double(c.rope_theta), double(2 * i) / rot);
+        const double a = v[i], b = v[i + half];
+        v[i] = a * std::cos(angle) - b * std::sin(angle);
+        v[i + half] = a * std::sin(angle) + b * std::cos(angle);
+      }
+    }
   }
 }
 
@@ -49,13 +71,16 @@ double gelu(double x) {
   return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * x * (1.0 + 0.044715 * x * x)));
 }
 
-// Every token attends to every token (no causal mask): softmax(q·k / √head_dim) · v per head.
-Rows attention(const Rows& q, const Rows& k, const Rows& v, int n, int n_heads, int head_dim) {
-  const int width = n_heads * head_dim;
+// Every token attends to every token (no causal mask): softmax(q·k / √head_dim + bias) · v per
+// head, where jina-bert-v2's ALiBi bias is -slope(h)·|i - j| (llama.cpp's mask of -|i - j|
+// times ggml's slope) and 0 otherwise.
+Rows attention(const Rows& q, const Rows& k, const Rows& v, int n, const ModelConfig& c) {
+  const int n_heads = c.n_heads, head_dim = c.head_dim(), width = n_heads * head_dim;
   const double scale = 1.0 / std::sqrt(double(head_dim));
   Rows out(size_t(n) * width, 0.0);
   std::vector<double> p(static_cast<size_t>(n));
   for (int h = 0; h < n_heads; ++h) {
+    const double slope = c.alibi_max_bias > 0.0f ? double(c.alibi_slope(h)) : 0.0;
     for (int i = 0; i < n; ++i) {
       const double* qi = q.data() + size_t(i) * width + h * head_dim;
       double max = -INFINITY;
@@ -63,7 +88,7 @@ Rows attention(const Rows& q, const Rows& k, const Rows& v, int n, int n_heads, 
         const double* kj = k.data() + size_t(j) * width + h * head_dim;
         double dot = 0.0;
         for (int d = 0; d < head_dim; ++d) dot += qi[d] * kj[d];
-        p[size_t(j)] = dot * scale;
+        p[size_t(j)] = dot * scale - slope * std::abs(i - j);
         max = std::max(max, p[size_t(j)]);
       }
       double sum = 0.0;
@@ -91,14 +116,13 @@ ReferenceEncoder::ReferenceEncoder(const Model& model) : model_(model) {
   }
   const EncoderWeights& e = model.weights.encoder;
   token_types_ = e.token_types.to_f32();
-  position_embd_ = e.position_embd.to_f32();
-  if (!e.cls.empty()) {
-    cls_ = e.cls.to_f32();
-    cls_output_ = e.cls_output.to_f32();
-  }
+  if (!e.position_embd.empty()) position_embd_ = e.position_embd.to_f32();
+  if (!e.cls.empty()) cls_ = e.cls.to_f32();
+  if (!e.cls_output.empty()) cls_output_ = e.cls_output.to_f32();
   for (const LayerWeights& w : model.weights.layers) {
     layers_.push_back({w.attn_q.to_f32(), w.attn_k.to_f32(), w.attn_v.to_f32(), w.attn_output.to_f32(),
-                       w.ffn_up.to_f32(), w.ffn_down.to_f32()});
+                       w.ffn_up.to_f32(), w.ffn_down.to_f32(),
+                       w.ffn_gate.empty() ? std::vector<float>{} : w.ffn_gate.to_f32()});
   }
 }
 
@@ -117,8 +141,8 @@ std::vector<float> ReferenceEncoder::hidden_states(std::span<const int32_t> toke
       throw Error("ReferenceEncoder: token id " + std::to_string(tokens[size_t(i)]) + " out of range");
     w.token_embd.dequantize_row(tokens[size_t(i)], row.data());
     for (int j = 0; j < dim; ++j) {
-      x[size_t(i) * dim + j] =
-          double(row[size_t(j)]) + double(token_types_[size_t(j)]) + double(position_embd_[size_t(i) * dim + j]);
+      x[size_t(i) * dim + j] = double(row[size_t(j)]) + double(token_types_[size_t(j)]) +
+                               (position_embd_.empty() ? 0.0 : double(position_embd_[size_t(i) * dim + j]));
     }
   }
   layer_norm(x, n, dim, e.token_embd_norm, e.token_embd_norm_bias, c.norm_eps);
@@ -126,15 +150,32 @@ std::vector<float> ReferenceEncoder::hidden_states(std::span<const int32_t> toke
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& lw = w.layers[size_t(l)];
     const DenseLayer& d = layers_[size_t(l)];
-    const Rows q = linear(x, n, d.attn_q, lw.attn_q_bias, c.q_dim(), dim);
-    const Rows k = linear(x, n, d.attn_k, lw.attn_k_bias, kv_dim, dim);
+    Rows q = linear(x, n, d.attn_q, lw.attn_q_bias, c.q_dim(), dim);
+    Rows k = linear(x, n, d.attn_k, lw.attn_k_bias, kv_dim, dim);
     const Rows v = linear(x, n, d.attn_v, lw.attn_v_bias, kv_dim, dim);
-    Rows attn =
-        linear(attention(q, k, v, n, c.n_heads, c.head_dim()), n, d.attn_output, lw.attn_output_bias, dim, c.q_dim());
+    if (!lw.attn_q_norm.empty()) layer_norm(q, n, c.q_dim(), lw.attn_q_norm, lw.attn_q_norm_bias, c.norm_eps);
+    if (!lw.attn_k_norm.empty()) layer_norm(k, n, kv_dim, lw.attn_k_norm, lw.attn_k_norm_bias, c.norm_eps);
+    if (c.has_rope()) {
+      rope_neox(q, n, c.n_heads, c.head_dim(), c);
+      rope_neox(k, n, c.n_kv_heads, c.head_dim(), c);
+    }
+    Rows attn = linear(attention(q, k, v, n, c), n, d.attn_output, lw.attn_output_bias, dim, c.q_dim());
     add_rows(attn, x);
     layer_norm(attn, n, dim, lw.attn_output_norm, lw.attn_output_norm_bias, c.norm_eps);
+    if (!lw.attn_norm_2.empty()) {
+      // jina-bert-v2's second norm re-adds the block's input first, as llama.cpp does.
+      add_rows(attn, x);
+      layer_norm(attn, n, dim, lw.attn_norm_2, lw.attn_norm_2_bias, c.norm_eps);
+    }
     Rows up = linear(attn, n, d.ffn_up, lw.ffn_up_bias, ffn, dim);
-    for (double& u : up) u = gelu(u);
+    if (d.ffn_gate.empty()) {
+      for (double& u : up) u = gelu(u);
+    } else {
+      // act(gate·x) · (up·x): SiLU for nomic-bert, GELU for jina-bert-v2.
+      const Rows gate = linear(attn, n, d.ffn_gate, {}, ffn, dim);
+      const bool silu_gate = c.arch == Architecture::NomicBert;
+      for (size_t i = 0; i < up.size(); ++i) up[i] *= silu_gate ? silu(gate[i]) : gelu(gate[i]);
+    }
     x = linear(up, n, d.ffn_down, lw.ffn_down_bias, dim, ffn);
     add_rows(x, attn);
     layer_norm(x, n, dim, lw.layer_output_norm, lw.layer_output_norm_bias, c.norm_eps);
@@ -159,13 +200,16 @@ std::vector<float> ReferenceEncoder::pool(std::span<const float> hidden, Encoder
     case EncoderPooling::Cls: return {row(0).begin(), row(0).end()};
     case EncoderPooling::Last: return {row(n - 1).begin(), row(n - 1).end()};
     case EncoderPooling::Rank: {
-      // RoBERTa's classification head, as llama.cpp's: tanh(cls · x + b), then one score.
+      // RoBERTa's classification head, as llama.cpp's: tanh(cls · x + b), then one score
+      // (jina-reranker's cls gives the one score itself).
       if (cls_.empty())
         throw Error("ReferenceEncoder: rank pooling needs the rank head (cls.*), which the model lacks");
       const EncoderWeights& e = model_.weights.encoder;
+      const int width = int(e.cls.rows);
       const Rows first(row(0).begin(), row(0).end());
-      Rows h = linear(first, 1, cls_, e.cls_bias, dim, dim);
+      Rows h = linear(first, 1, cls_, e.cls_bias, width, dim);
       for (double& x : h) x = std::tanh(x);
+      if (cls_output_.empty()) return {float(h[0])};
       return {float(linear(h, 1, cls_output_, e.cls_output_bias, 1, dim)[0])};
     }
   }

@@ -1,10 +1,13 @@
 #pragma once
-// The oracle for encoders (bert): a deliberately plain forward pass over one whole sequence,
-// scalar loops in double over matrices dequantized to f32 once, as llama.cpp's build_bert
-// computes it (src/llama.cpp, 2025-02): token + token type 0 + position embeddings and their
-// LayerNorm; per block, non-causal attention with biases, residual, LayerNorm, a GELU FFN with
-// biases, residual, LayerNorm. Then pooling as llama.cpp's append_pooling, and L2 normalization
-// as llama-embedding's --embd-normalize 2. The optimized encoder path is tested against it.
+// The oracle for encoders (bert, nomic-bert, jina-bert-v2): a deliberately plain forward pass
+// over one whole sequence, scalar loops in double over matrices dequantized to f32 once, as
+// llama.cpp's build_bert computes it (src/llama.cpp, 2025-02): token + token type 0 (+ bert's
+// position) embeddings and their LayerNorm; per block, non-causal attention (bert and jina:
+// with biases; jina: optional LayerNorms of Q and K and ALiBi; nomic: NEOX RoPE), residual,
+// LayerNorm (jina: optionally a second one after re-adding the input), the FFN (bert: GELU with
+// biases; nomic: SwiGLU; jina: GEGLU, ffn_down biased), residual, LayerNorm. Then pooling as
+// llama.cpp's append_pooling, and L2 normalization as llama-embedding's --embd-normalize 2. The
+// optimized encoder path is tested against it.
 
 #include <cstdint>
 #include <span>
@@ -44,7 +47,7 @@ class ReferenceEncoder {
 
  private:
   struct DenseLayer {
-    std::vector<float> attn_q, attn_k, attn_v, attn_output, ffn_up, ffn_down;  // [out][in]
+    std::vector<float> attn_q, attn_k, attn_v, attn_output, ffn_up, ffn_down, ffn_gate;  // [out][in]
   };
 
   const Model& model_;

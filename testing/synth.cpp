@@ -196,47 +196,69 @@ ModelConfig shape(Architecture arch, int32_t dim, int32_t layers, int32_t heads,
 
 // The tensors in the order their values are drawn (the writer's order before pagoda-synth
 // wrote in bounded memory, kept so every seed still gives the same weights).
-// bert's tensors in the order convert_hf_to_gguf.py writes them (the Hugging Face checkpoint's);
-// the rank head (cls.*) when the pooling is rank.
-std::vector<SynthTensor> bert_tensors(const ModelConfig& c) {
+// An encoder's tensors in the order convert_hf_to_gguf.py writes them (the Hugging Face
+// checkpoint's), by llama.cpp's names. bert: learned positions, biased Q/K/V, a biased GELU
+// FFN, and the rank head (cls.*) when the pooling is rank (jina-bert-v2 too, with one score's
+// cls alone). nomic-bert: fused attn_qkv, no
+// biases, ffn_gate. jina-bert-v2: biased Q/K/V, ffn_gate and a biased ffn_down, and with
+// `jina_norms` its optional LayerNorms (attn_q_norm, attn_k_norm, attn_norm_2).
+std::vector<SynthTensor> encoder_tensors(const ModelConfig& c, bool jina_norms) {
   using Kind = SynthTensor::Kind;
-  const uint64_t dim = c.dim, kv_dim = c.kv_dim(), ffn = c.ffn_dim;
+  const uint64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), ffn = c.ffn_dim;
+  const bool bert = c.arch == Architecture::Bert, nomic = c.arch == Architecture::NomicBert;
+  const bool jina = c.arch == Architecture::JinaBertV2;
   std::vector<SynthTensor> t;
   t.push_back({"token_embd.weight", {dim, uint64_t(c.vocab_size)}, Kind::Matrix});
-  t.push_back({"position_embd.weight", {dim, uint64_t(c.context_length)}, Kind::Table});
+  if (bert) t.push_back({"position_embd.weight", {dim, uint64_t(c.context_length)}, Kind::Table});
   t.push_back({"token_types.weight", {dim, uint64_t(c.n_token_types)}, Kind::Table});
   t.push_back({"token_embd_norm.weight", {dim}, Kind::Norm});
   t.push_back({"token_embd_norm.bias", {dim}, Kind::Bias});
   for (int32_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    for (const auto& [name, rows] :
-         {std::pair{"attn_q", uint64_t(c.q_dim())}, {"attn_k", kv_dim}, {"attn_v", kv_dim}}) {
-      t.push_back({p + name + ".weight", {dim, rows}, Kind::Matrix});
-      t.push_back({p + name + ".bias", {rows}, Kind::Bias});
+    if (nomic) {
+      t.push_back({p + "attn_qkv.weight", {dim, q_dim + 2 * kv_dim}, Kind::Matrix});
+    } else {
+      for (const auto& [name, rows] : {std::pair{"attn_q", q_dim}, {"attn_k", kv_dim}, {"attn_v", kv_dim}}) {
+        t.push_back({p + name + ".weight", {dim, rows}, Kind::Matrix});
+        t.push_back({p + name + ".bias", {rows}, Kind::Bias});
+        if (jina && jina_norms && name != std::string("attn_v")) {
+          t.push_back({p + name + "_norm.weight", {dim}, Kind::Norm});
+          t.push_back({p + name + "_norm.bias", {dim}, Kind::Bias});
+        }
+      }
     }
-    t.push_back({p + "attn_output.weight", {uint64_t(c.q_dim()), dim}, Kind::Matrix});
-    t.push_back({p + "attn_output.bias", {dim}, Kind::Bias});
+    t.push_back({p + "attn_output.weight", {q_dim, dim}, Kind::Matrix});
+    if (!nomic) t.push_back({p + "attn_output.bias", {dim}, Kind::Bias});
     t.push_back({p + "attn_output_norm.weight", {dim}, Kind::Norm});
     t.push_back({p + "attn_output_norm.bias", {dim}, Kind::Bias});
+    if (jina && jina_norms) {
+      t.push_back({p + "attn_norm_2.weight", {dim}, Kind::Norm});
+      t.push_back({p + "attn_norm_2.bias", {dim}, Kind::Bias});
+    }
     t.push_back({p + "ffn_up.weight", {dim, ffn}, Kind::Matrix});
-    t.push_back({p + "ffn_up.bias", {ffn}, Kind::Bias});
+    if (bert) t.push_back({p + "ffn_up.bias", {ffn}, Kind::Bias});
+    if (!bert) t.push_back({p + "ffn_gate.weight", {dim, ffn}, Kind::Matrix});
     t.push_back({p + "ffn_down.weight", {ffn, dim}, Kind::Matrix});
-    t.push_back({p + "ffn_down.bias", {dim}, Kind::Bias});
+    if (!nomic) t.push_back({p + "ffn_down.bias", {dim}, Kind::Bias});
     t.push_back({p + "layer_output_norm.weight", {dim}, Kind::Norm});
     t.push_back({p + "layer_output_norm.bias", {dim}, Kind::Bias});
   }
-  if (c.pooling_type == kRankPooling) {
+  if (bert && c.pooling_type == kRankPooling) {
     t.push_back({"cls.weight", {dim, dim}, Kind::Matrix});
     t.push_back({"cls.bias", {dim}, Kind::Bias});
     t.push_back({"cls.output.weight", {dim, 1}, Kind::Matrix});
     t.push_back({"cls.output.bias", {1}, Kind::Bias});
+  }
+  if (jina && c.pooling_type == kRankPooling) {  // jina-reranker-v1's: one score, no cls.output
+    t.push_back({"cls.weight", {dim, 1}, Kind::Matrix});
+    t.push_back({"cls.bias", {1}, Kind::Bias});
   }
   return t;
 }
 
 std::vector<SynthTensor> synth_tensors(const ModelConfig& c, const SynthSpec& spec) {
   using Kind = SynthTensor::Kind;
-  if (c.is_encoder()) return bert_tensors(c);
+  if (c.is_encoder()) return encoder_tensors(c, spec.jina_norms);
   const uint64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), head_dim = c.head_dim();
   const uint64_t vocab = c.vocab_size, ffn = c.ffn_dim;
   const uint64_t pairs = uint64_t(c.rotated_dims()) / 2;
@@ -375,10 +397,11 @@ void write_decoder_keys(GgufWriter& w, const ModelConfig& c, const SynthSpec& sp
   if (c.pooling_type >= 0) w.set_u32(key("pooling_type"), uint32_t(c.pooling_type));
 }
 
-// bert's keys, those convert_hf_to_gguf.py writes: no RoPE, a LayerNorm epsilon, attention
-// marked non-causal, and the pooling (written only when set, as the decoders').
-void write_bert_keys(GgufWriter& w, const ModelConfig& c) {
-  auto key = [](const char* name) { return std::string("bert.") + name; };
+// An encoder's keys, those convert_hf_to_gguf.py writes: a LayerNorm epsilon, attention marked
+// non-causal, the pooling (written only when set, as the decoders'), and nomic-bert's RoPE base.
+void write_encoder_keys(GgufWriter& w, const ModelConfig& c) {
+  const std::string arch = architecture_name(c.arch);
+  auto key = [&](const char* name) { return arch + "." + name; };
   w.set_u32(key("context_length"), uint32_t(c.context_length));
   w.set_u32(key("embedding_length"), uint32_t(c.dim));
   w.set_u32(key("feed_forward_length"), uint32_t(c.ffn_dim));
@@ -387,6 +410,7 @@ void write_bert_keys(GgufWriter& w, const ModelConfig& c) {
   w.set_f32(key("attention.layer_norm_epsilon"), c.norm_eps);
   w.set_bool(key("attention.causal"), false);
   if (c.pooling_type >= 0) w.set_u32(key("pooling_type"), uint32_t(c.pooling_type));
+  if (c.has_rope()) w.set_f32(key("rope.freq_base"), c.rope_theta);
   // Replaces a copied vocabulary's count: llama.cpp sizes token_types.weight by it.
   w.set_u32("tokenizer.ggml.token_type_count", uint32_t(c.n_token_types));
 }
@@ -448,7 +472,7 @@ ModelConfig write_synth_model(const std::string& path, const SynthSpec& given) {
   w.set_string("general.architecture", architecture_name(c.arch));
   w.set_string("general.name", "pagoda-synth (random weights, seed " + std::to_string(spec.seed) + ")");
   if (c.is_encoder()) {
-    write_bert_keys(w, c);
+    write_encoder_keys(w, c);
   } else {
     write_decoder_keys(w, c, spec);
   }

@@ -1,8 +1,9 @@
 #pragma once
 // Random-weight models written as GGUF, for tests and benchmarks: deterministic from a seed,
-// of any supported architecture, with a SentencePiece-style vocabulary (WordPiece for bert) made
-// up inside or a real one copied from another GGUF, so the tokenizer works on them too. Written tensor by tensor
-// straight to the file, so memory holds one tensor at a time (an 8B model on a 24 GB machine).
+// of any supported architecture, with a SentencePiece-style vocabulary (WordPiece for the
+// encoders) made up inside or a real one copied from another GGUF, so the tokenizer works on
+// them too. Written tensor by tensor straight to the file, so memory holds one tensor at a time
+// (an 8B model on a 24 GB machine).
 
 #include <cstdint>
 #include <optional>
@@ -19,10 +20,10 @@ struct SynthSpec {
   // The shape and hyperparameters; arch picks the layout (qwen2: Q/K/V biases; qwen3: Q/K
   // norms, and key_length when set; gemma2/gemma3: post-norms, tied embeddings; phi3: fused
   // attn_qkv and gate|up ffn_up; n_experts > 0: router and 3-D expert tensors, qwen2moe's
-  // shared expert; bert: llama.cpp's encoder layout, with the rank head cls.* when
-  // pooling_type is 4, rank, and n_token_types 2 when 0) and the metadata prefix. rope_freq_scale != 1 is written as
-  // linear RoPE scaling (factor 1/rope_freq_scale); rope_dim, the window, the soft-caps and the expert counts as their
-  // keys.
+  // shared expert; bert, nomic-bert, jina-bert-v2: llama.cpp's encoder layouts, bert's and
+  // jina's with the rank head cls.* when pooling_type is 4, rank, and n_token_types 2 when 0) and the
+  // metadata prefix. rope_freq_scale != 1 is written as linear RoPE scaling (factor
+  // 1/rope_freq_scale); rope_dim, the window, the soft-caps and the expert counts as their keys.
   ModelConfig config;
   uint64_t seed = 1;
   GgmlType type = GgmlType::F32;  // storage type of the matrices (norms and biases stay F32)
@@ -39,6 +40,9 @@ struct SynthSpec {
   // for word; every matrix is still read and multiplied. An instrument for measuring speculative
   // decoding at high acceptance on a model of real size (bench/bench_speculative).
   float attn_output_scale = 1.0f;
+  // jina-bert-v2: write the optional LayerNorms llama.cpp reads (attn_q_norm, attn_k_norm,
+  // attn_norm_2 in every block).
+  bool jina_norms = true;
   // A GGUF (vocab-only is enough) whose tokenizer.* keys are copied; the vocabulary size is
   // then its token count. Empty: a synthetic SentencePiece vocabulary of config.vocab_size.
   std::string vocab_path;

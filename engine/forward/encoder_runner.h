@@ -1,15 +1,18 @@
 #pragma once
-// The forward pass of an encoder (bert): whole sequences in, final hidden states out, with no
-// KV cache. Every token of a sequence attends to every token of it (non-causal), so a
-// sequence is always computed whole in one pass; one call runs many sequences together, their
-// tokens stacked into the rows of each GEMM.
+// The forward pass of an encoder (bert, nomic-bert, jina-bert-v2): whole sequences in, final
+// hidden states out, with no KV cache. Every token of a sequence attends to every token of it
+// (non-causal), so a sequence is always computed whole in one pass; one call runs many
+// sequences together, their tokens stacked into the rows of each GEMM.
 //
 // Batch invariance: a sequence's hidden states are bit-for-bit the same whatever else is in
 // the call and whatever the thread count: each GEMM output depends only on its row (kernels/
-// gemm.h, kernels/quant/weight_matrix.h), LayerNorm reduces each row alone in order, and each
-// token's attention reads its own sequence's keys and values in position order.
+// gemm.h, kernels/quant/weight_matrix.h), LayerNorm reduces each row alone in order, RoPE turns
+// a row by its position in its sequence from one table, and each token's attention reads its
+// own sequence's keys and values in position order (the paged kernel; for ALiBi, which that
+// kernel does not add, a plain loop here with the same property).
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -17,6 +20,7 @@
 
 #include "engine/model/model.h"
 #include "kernels/quant/weight_matrix.h"
+#include "kernels/rope.h"
 
 namespace pagoda {
 
@@ -34,9 +38,10 @@ class EncoderRunner {
   void forward(std::span<const std::span<const int32_t>> sequences, std::vector<float>& hidden);
 
   // A reranker's score of each of `n` rows of dim floats (each a sequence's first row): the
-  // rank head tanh(cls·x + b) then cls_output. Throws pagoda::Error without a rank head.
+  // rank head tanh(cls·x + b), then cls_output (jina-reranker has none: the one tanh is the
+  // score). Throws pagoda::Error without a rank head.
   void rank_scores(const float* rows, int32_t n, float* scores);
-  bool has_rank_head() const { return !model_.weights.encoder.cls_output.empty(); }
+  bool has_rank_head() const { return !model_.weights.encoder.cls.empty(); }
 
   const ModelConfig& config() const { return model_.config; }
   int threads() const { return arena_.max_concurrency(); }
@@ -44,25 +49,31 @@ class EncoderRunner {
  private:
   struct PackedLayer {
     kernels::WeightMatrix qkv;    // [q_dim + 2 kv_dim][dim]
-    std::vector<float> qkv_bias;  // [q_dim + 2 kv_dim]
-    kernels::WeightMatrix output, up, down;
+    std::vector<float> qkv_bias;  // [q_dim + 2 kv_dim], or empty (nomic-bert)
+    kernels::WeightMatrix output;
+    kernels::WeightMatrix up;  // [ffn][dim]; a gated FFN's gate and up: [2 ffn][dim]
+    kernels::WeightMatrix down;
   };
 
   void validate(std::span<const std::span<const int32_t>> sequences) const;
   void embed_tokens(std::span<const std::span<const int32_t>> sequences);
+  void project_qk(const LayerWeights& w, int32_t rows);
   void attention(int32_t rows);
+  void feed_forward(const PackedLayer& p, const LayerWeights& w, int32_t rows);
 
   const Model& model_;
   tbb::task_arena arena_;
   std::vector<PackedLayer> layers_;
-  std::vector<float> token_type0_;  // [dim]: token type 0's row, added to every token
-  std::vector<float> positions_;    // [context_length][dim]
+  std::vector<float> token_type0_;          // [dim]: token type 0's row, added to every token
+  std::vector<float> positions_;            // bert: [context_length][dim]; else empty
+  std::optional<kernels::RopeTable> rope_;  // nomic-bert
+  std::vector<float> alibi_slopes_;         // jina-bert-v2: per head; else zeros
   kernels::WeightMatrix cls_, cls_output_;
 
   // Per-call scratch, grown on demand and reused.
   std::vector<int32_t> sequence_start_;  // first row of each sequence, and the total at the end
   std::vector<int32_t> row_sequence_;    // each row's sequence
-  std::vector<float> x_, qkv_, keys_, values_, att_, sublayer_, ffn_;
+  std::vector<float> x_, qkv_, keys_, values_, att_, sublayer_, ffn_, gate_up_;
 };
 
 }  // namespace pagoda

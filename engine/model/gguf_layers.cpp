@@ -1,7 +1,8 @@
 // One transformer block from a GGUF file, by llama.cpp's tensor names: attention (separate
 // Q/K/V or phi3's fused attn_qkv, qwen2's biases, Q/K norms), Gemma's post-norms, and a dense
 // gated FFN (phi3's gate|up fused in ffn_up) or a mixture of experts (3-D expert tensors, one
-// view per expert, and qwen2moe's shared expert).
+// view per expert, and qwen2moe's shared expert); or an encoder's block (bert, nomic-bert,
+// jina-bert-v2).
 
 #include "engine/model/gguf_layers.h"
 
@@ -96,19 +97,49 @@ void read_experts(const GgufFile& f, const ModelConfig& c, const std::string& p,
   }
 }
 
-// bert's block: biased Q/K/V and output projections, LayerNorm (weight and bias) after the
-// attention's residual, a biased GELU FFN without a gate, LayerNorm after the FFN's residual.
-LayerWeights read_bert_layer(const GgufFile& f, const ModelConfig& c, const std::string& p) {
+// An optional LayerNorm: its weight and bias when the file has the weight (a bias alone is
+// ignored, as llama.cpp builds the norm only on the weight; a missing bias is zero).
+void read_optional_norm(const GgufFile& f, const std::string& name, uint64_t n, std::vector<float>& weight,
+                        std::vector<float>& bias) {
+  if (!f.find_tensor(name + ".weight")) return;
+  weight = read_vector(f, name + ".weight", n);
+  if (f.find_tensor(name + ".bias")) bias = read_vector(f, name + ".bias", n);
+}
+
+// An encoder's block, as llama.cpp's build_bert reads it. bert: biased Q/K/V and output, a
+// biased GELU ffn_up/ffn_down. nomic-bert: fused attn_qkv (seen as row views), no biases, a
+// gated ffn_gate/ffn_up/ffn_down. jina-bert-v2: biased Q/K/V and output, optional LayerNorms
+// of Q and K (over all heads) and a second one after attention (attn_norm_2), a gated FFN whose
+// ffn_down alone is biased. All: LayerNorm (weight and bias) after the attention's residual and
+// after the FFN's.
+LayerWeights read_encoder_layer(const GgufFile& f, const ModelConfig& c, const std::string& p) {
   const uint64_t dim = c.dim, ffn = c.ffn_dim;
   LayerWeights lw;
-  read_attention(f, c, p, lw);
-  lw.attn_output_bias = read_vector(f, p + "attn_output.bias", dim);
+  if (c.arch == Architecture::NomicBert) {
+    const WeightTensor qkv = view_matrix(f, p + "attn_qkv.weight", uint64_t(c.q_dim() + 2 * c.kv_dim()), dim);
+    lw.attn_q = row_range(qkv, 0, c.q_dim());
+    lw.attn_k = row_range(qkv, c.q_dim(), c.kv_dim());
+    lw.attn_v = row_range(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
+    lw.attn_output = view_matrix(f, p + "attn_output.weight", dim, uint64_t(c.q_dim()));
+  } else {
+    read_attention(f, c, p, lw);
+    lw.attn_output_bias = read_vector(f, p + "attn_output.bias", dim);
+  }
+  if (c.arch == Architecture::JinaBertV2) {
+    read_optional_norm(f, p + "attn_q_norm", dim, lw.attn_q_norm, lw.attn_q_norm_bias);
+    read_optional_norm(f, p + "attn_k_norm", dim, lw.attn_k_norm, lw.attn_k_norm_bias);
+    read_optional_norm(f, p + "attn_norm_2", dim, lw.attn_norm_2, lw.attn_norm_2_bias);
+  }
   lw.attn_output_norm = read_vector(f, p + "attn_output_norm.weight", dim);
   lw.attn_output_norm_bias = read_vector(f, p + "attn_output_norm.bias", dim);
   lw.ffn_up = view_matrix(f, p + "ffn_up.weight", ffn, dim);
-  lw.ffn_up_bias = read_vector(f, p + "ffn_up.bias", ffn);
+  if (c.has_gated_encoder_ffn()) {
+    lw.ffn_gate = view_matrix(f, p + "ffn_gate.weight", ffn, dim);
+  } else {
+    lw.ffn_up_bias = read_vector(f, p + "ffn_up.bias", ffn);
+  }
   lw.ffn_down = view_matrix(f, p + "ffn_down.weight", dim, ffn);
-  lw.ffn_down_bias = read_vector(f, p + "ffn_down.bias", dim);
+  if (c.arch != Architecture::NomicBert) lw.ffn_down_bias = read_vector(f, p + "ffn_down.bias", dim);
   lw.layer_output_norm = read_vector(f, p + "layer_output_norm.weight", dim);
   lw.layer_output_norm_bias = read_vector(f, p + "layer_output_norm.bias", dim);
   return lw;
@@ -120,14 +151,19 @@ EncoderWeights read_encoder_weights(const GgufFile& f, const ModelConfig& c) {
   const uint64_t dim = c.dim;
   EncoderWeights e;
   e.token_types = view_matrix(f, "token_types.weight", uint64_t(c.n_token_types), dim);
-  e.position_embd = view_matrix(f, "position_embd.weight", uint64_t(c.context_length), dim);
+  if (c.has_learned_positions())
+    e.position_embd = view_matrix(f, "position_embd.weight", uint64_t(c.context_length), dim);
   e.token_embd_norm = read_vector(f, "token_embd_norm.weight", dim);
   e.token_embd_norm_bias = read_vector(f, "token_embd_norm.bias", dim);
-  if (f.find_tensor("cls.weight") || f.find_tensor("cls.output.weight")) {
+  if (c.arch == Architecture::Bert && (f.find_tensor("cls.weight") || f.find_tensor("cls.output.weight"))) {
     e.cls = view_matrix(f, "cls.weight", dim, dim);
     e.cls_bias = read_vector(f, "cls.bias", dim);
     e.cls_output = view_matrix(f, "cls.output.weight", 1, dim);
     e.cls_output_bias = read_vector(f, "cls.output.bias", 1);
+  } else if (c.arch == Architecture::JinaBertV2 && (f.find_tensor("cls.weight") || f.find_tensor("cls.bias"))) {
+    // jina-reranker-v1: the score is tanh(cls · x + b) itself, with no cls.output.
+    e.cls = view_matrix(f, "cls.weight", 1, dim);
+    e.cls_bias = read_vector(f, "cls.bias", 1);
   }
   return e;
 }
@@ -156,7 +192,7 @@ WeightTensor view_matrix(const GgufFile& f, const std::string& name, uint64_t ro
 
 LayerWeights read_layer(const GgufFile& f, const ModelConfig& c, int32_t layer) {
   const std::string p = "blk." + std::to_string(layer) + ".";
-  if (c.is_encoder()) return read_bert_layer(f, c, p);
+  if (c.is_encoder()) return read_encoder_layer(f, c, p);
   const uint64_t dim = c.dim;
   LayerWeights lw;
   lw.attn_norm = read_vector(f, p + "attn_norm.weight", dim);

@@ -1,6 +1,6 @@
 #pragma once
 // Internal to the GGUF loader: reading tensors by llama.cpp's names with their shapes checked,
-// and one transformer block of any supported architecture (bert's embeddings too).
+// and one transformer block of any supported architecture (an encoder's embeddings too).
 
 #include <cstdint>
 #include <string>
@@ -22,7 +22,8 @@ std::vector<float> read_vector(const GgufFile& f, const std::string& name, uint6
 // lie inside the file). One row may also be stored as a vector of cols.
 WeightTensor view_matrix(const GgufFile& f, const std::string& name, uint64_t rows, uint64_t cols);
 
-// bert's embedding tensors and, when the file has it, its rank head (cls.*; both or neither).
+// An encoder's embedding tensors and, when the file has it, its rank head (bert: cls and
+// cls.output, both or neither; jina-bert-v2: cls alone, one score).
 EncoderWeights read_encoder_weights(const GgufFile& f, const ModelConfig& c);
 
 // Block `layer`'s weights as `c` describes them.

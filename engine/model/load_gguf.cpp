@@ -1,6 +1,7 @@
 // GGUF models of llama.cpp's `llama`, `qwen2`, `qwen3`, `gemma2`, `gemma3`, `phi3`, `qwen2moe`
-// and `qwen3moe` architectures, and of its `bert` encoder: hyperparameters from the `ARCH.*`
-// metadata (ARCH = general.architecture); the tensors, by llama.cpp's names, in gguf_layers.cpp.
+// and `qwen3moe` architectures, and of its `bert`, `nomic-bert` and `jina-bert-v2` encoders:
+// hyperparameters from the `ARCH.*` metadata (ARCH = general.architecture); the tensors, by
+// llama.cpp's names, in gguf_layers.cpp.
 
 #include <cmath>
 #include <memory>
@@ -77,7 +78,7 @@ void read_family_keys(const GgufFile& f, const std::string& arch, ModelConfig& c
   c.pooling_type = opt_int("pooling_type", -1);
 }
 
-// bert: attention must be non-causal (ARCH.attention.causal, which llama.cpp requires), and
+// Encoders: attention must be non-causal (ARCH.attention.causal, which llama.cpp requires), and
 // the token types are the rows of token_types.weight, which tokenizer.ggml.token_type_count
 // names when present.
 void read_encoder_keys(const GgufFile& f, const std::string& arch, ModelConfig& c) {
@@ -86,6 +87,10 @@ void read_encoder_keys(const GgufFile& f, const std::string& arch, ModelConfig& 
   if (f.get_bool_opt(causal).value_or(true)) {
     throw Error(f.path() + ": " + causal + " is not false; a causal " + arch + " is not supported");
   }
+  // llama.cpp requires nomic-bert's pooling type; jina-bert-v2's ALiBi bias is fixed there.
+  if (c.arch == Architecture::NomicBert && c.pooling_type < 0)
+    throw Error(f.path() + ": " + arch + ".pooling_type is missing; nomic-bert requires it");
+  if (c.arch == Architecture::JinaBertV2) c.alibi_max_bias = 8.0f;
   const GgufTensorInfo* types = f.find_tensor("token_types.weight");
   if (!types) throw Error(f.path() + ": tensor 'token_types.weight' is missing");
   // One token type is a vector once llama-quantize has written it as ggml holds it.

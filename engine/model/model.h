@@ -49,24 +49,29 @@ struct LayerWeights {
   std::vector<ExpertWeights> experts;     // n_experts
   ExpertWeights shared_expert;            // [shared_ffn][dim] ...
   std::vector<float> shared_expert_gate;  // [dim]
-  // bert: the biases of the output projection and of the GELU FFN (ffn_up, ffn_down; no gate),
-  // and the LayerNorms (weight, bias) after attention and after the FFN, in place of attn_norm
-  // and ffn_norm before them.
+  // Encoders: the biases of the output projection and of the FFN (bert: ffn_up and ffn_down,
+  // GELU, no gate; jina-bert-v2: ffn_down's; nomic-bert: none), and the LayerNorms (weight,
+  // bias) after attention and after the FFN, in place of attn_norm and ffn_norm before them.
+  // jina-bert-v2's optional LayerNorms are in attn_q_norm/attn_k_norm ([dim], over all heads)
+  // with their biases, and attn_norm_2 after attn_output_norm; empty when the file has none.
   std::vector<float> attn_output_bias;                           // [dim]
   std::vector<float> ffn_up_bias, ffn_down_bias;                 // [ffn_dim], [dim]
   std::vector<float> attn_output_norm, attn_output_norm_bias;    // [dim]
   std::vector<float> layer_output_norm, layer_output_norm_bias;  // [dim]
+  std::vector<float> attn_q_norm_bias, attn_k_norm_bias;         // [dim], or empty
+  std::vector<float> attn_norm_2, attn_norm_2_bias;              // [dim], or empty
 };
 
-// bert's embedding side and rank head: what is added to the token's embedding (token type 0's
-// row, the position's row), their LayerNorm, and the classifier a reranker scores with
-// (cls: dense + tanh, cls_output: one score), which embedding models do not have.
+// An encoder's embedding side and rank head: what is added to the token's embedding (token
+// type 0's row; bert's position's row, empty for nomic-bert and jina-bert-v2), their LayerNorm,
+// and the classifier a reranker scores with (cls: dense + tanh, then cls_output: one score;
+// jina-reranker's cls has one row, whose tanh is the score), which embedding models do not have.
 struct EncoderWeights {
   WeightTensor token_types;                                  // [n_token_types][dim]
   WeightTensor position_embd;                                // [context_length][dim]
   std::vector<float> token_embd_norm, token_embd_norm_bias;  // [dim]
-  WeightTensor cls;                                          // [dim][dim], or empty
-  std::vector<float> cls_bias;                               // [dim]
+  WeightTensor cls;                                          // [dim][dim] (jina: [1][dim]), or empty
+  std::vector<float> cls_bias;                               // [dim] (jina: [1])
   WeightTensor cls_output;                                   // [1][dim], or empty
   std::vector<float> cls_output_bias;                        // [1]
 };

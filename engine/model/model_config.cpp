@@ -25,19 +25,30 @@ const char* architecture_name(Architecture arch) {
     case Architecture::Qwen2Moe: return "qwen2moe";
     case Architecture::Qwen3Moe: return "qwen3moe";
     case Architecture::Bert: return "bert";
+    case Architecture::NomicBert: return "nomic-bert";
+    case Architecture::JinaBertV2: return "jina-bert-v2";
   }
   return "?";
 }
 
 Architecture parse_architecture(const std::string& name, const std::string& source) {
   std::string known;
-  for (Architecture a :
-       {Architecture::Llama, Architecture::Qwen2, Architecture::Qwen3, Architecture::Gemma2, Architecture::Gemma3,
-        Architecture::Phi3, Architecture::Qwen2Moe, Architecture::Qwen3Moe, Architecture::Bert}) {
+  for (Architecture a : {Architecture::Llama, Architecture::Qwen2, Architecture::Qwen3, Architecture::Gemma2,
+                         Architecture::Gemma3, Architecture::Phi3, Architecture::Qwen2Moe, Architecture::Qwen3Moe,
+                         Architecture::Bert, Architecture::NomicBert, Architecture::JinaBertV2}) {
     if (name == architecture_name(a)) return a;
     known += (known.empty() ? "" : ", ") + std::string(architecture_name(a));
   }
   throw Error(source + ": general.architecture '" + name + "' is not supported (supported: " + known + ")");
+}
+
+float ModelConfig::alibi_slope(int32_t head) const {
+  if (alibi_max_bias <= 0.0f) return 1.0f;
+  const uint32_t n = 1u << uint32_t(std::floor(std::log2(double(n_heads))));
+  const float m0 = std::pow(2.0f, -alibi_max_bias / float(n));
+  const float m1 = std::pow(2.0f, -(alibi_max_bias / 2.0f) / float(n));
+  const uint32_t h = uint32_t(head);
+  return h < n ? std::pow(m0, float(h + 1)) : std::pow(m1, float(2 * (h - n) + 1));
 }
 
 void ModelConfig::validate(const std::string& source) const {
@@ -53,7 +64,7 @@ void ModelConfig::validate(const std::string& source) const {
     require(key_length > 0 && key_length <= 1024, source,
             "key length " + std::to_string(key_length) + " is out of range");
   }
-  require(is_encoder() || head_dim() % 2 == 0, source,
+  require(!has_rope() || head_dim() % 2 == 0, source,
           "head dimension " + std::to_string(head_dim()) + " is odd; RoPE rotates pairs");
   require(n_kv_heads > 0 && n_kv_heads <= n_heads && n_heads % n_kv_heads == 0, source,
           "KV head count " + std::to_string(n_kv_heads) + " does not divide the head count " + std::to_string(n_heads));
@@ -93,6 +104,7 @@ void ModelConfig::validate(const std::string& source) const {
           std::string(architecture_name(arch)) + " has as many KV heads as heads, of dim / heads, and no experts");
   require(!is_encoder() || (n_token_types > 0 && n_token_types <= 1024), source,
           "token type count " + std::to_string(n_token_types) + " is out of range");
+  require(alibi_max_bias >= 0.0f && std::isfinite(alibi_max_bias), source, "ALiBi maximum bias must be positive");
   require(shared_ffn_dim >= 0 && shared_ffn_dim <= 1 << 20, source,
           "shared expert feed-forward length " + std::to_string(shared_ffn_dim) + " is out of range");
   require(!has_shared_expert() || shared_ffn_dim > 0, source,

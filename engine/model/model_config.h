@@ -1,7 +1,7 @@
 #pragma once
 // Hyperparameters of a transformer of one of the supported architectures — decoders, and the
-// `bert` encoder — named after llama.cpp's GGUF metadata keys (ARCH.* where ARCH is
-// general.architecture).
+// `bert`, `nomic-bert` and `jina-bert-v2` encoders — named after llama.cpp's GGUF metadata keys
+// (ARCH.* where ARCH is general.architecture).
 
 #include <cmath>
 #include <cstdint>
@@ -13,18 +13,22 @@ namespace pagoda {
 
 // The architectures pagoda runs, by their general.architecture names.
 enum class Architecture {
-  Llama,     // "llama" (Llama 1–3.x, Mistral, Mixtral with experts, SmolLM2): adjacent-pair RoPE
-  Qwen2,     // "qwen2": Q/K/V biases, NEOX RoPE
-  Qwen3,     // "qwen3": per-head RMSNorm of Q and K before RoPE, NEOX RoPE, head_dim from key_length
-  Gemma2,    // "gemma2": embedding ×√dim, post-attention/FFN norms, GeGLU, soft-capping, sliding
-             // window on even layers
-  Gemma3,    // "gemma3": Gemma 2 without soft-capping, with Q/K norms; every 6th layer global,
-             // the others sliding with their own RoPE base
-  Phi3,      // "phi3": fused Q/K/V and gate|up, LongRoPE factors
-  Qwen2Moe,  // "qwen2moe": qwen2 attention, experts plus a gated shared expert
-  Qwen3Moe,  // "qwen3moe": qwen3 attention, experts with normalised top-k weights
-  Bert,      // "bert": an encoder (BGE, E5, MiniLM): learned positions and token types,
-             // non-causal attention with biases, post-LayerNorms, a GELU FFN with biases
+  Llama,       // "llama" (Llama 1–3.x, Mistral, Mixtral with experts, SmolLM2): adjacent-pair RoPE
+  Qwen2,       // "qwen2": Q/K/V biases, NEOX RoPE
+  Qwen3,       // "qwen3": per-head RMSNorm of Q and K before RoPE, NEOX RoPE, head_dim from key_length
+  Gemma2,      // "gemma2": embedding ×√dim, post-attention/FFN norms, GeGLU, soft-capping, sliding
+               // window on even layers
+  Gemma3,      // "gemma3": Gemma 2 without soft-capping, with Q/K norms; every 6th layer global,
+               // the others sliding with their own RoPE base
+  Phi3,        // "phi3": fused Q/K/V and gate|up, LongRoPE factors
+  Qwen2Moe,    // "qwen2moe": qwen2 attention, experts plus a gated shared expert
+  Qwen3Moe,    // "qwen3moe": qwen3 attention, experts with normalised top-k weights
+  Bert,        // "bert": an encoder (BGE, E5, MiniLM): learned positions and token types,
+               // non-causal attention with biases, post-LayerNorms, a GELU FFN with biases
+  NomicBert,   // "nomic-bert" (nomic-embed-text): bert with fused Q/K/V and NEOX RoPE instead of
+               // learned positions, no biases, a SwiGLU FFN
+  JinaBertV2,  // "jina-bert-v2" (jina-embeddings-v2): bert with ALiBi instead of positions,
+               // optional LayerNorms of Q, K and after attention, a GEGLU FFN
 };
 const char* architecture_name(Architecture arch);
 // The architecture named `name`; throws pagoda::Error naming `source` and `name` when pagoda
@@ -64,6 +68,9 @@ struct ModelConfig {
   // bert: the rows of token_types.weight (tokenizer.ggml.token_type_count), of which llama.cpp
   // adds row 0 to every token; 0 for decoders.
   int32_t n_token_types = 0;
+  // jina-bert-v2: ALiBi's maximum bias (llama.cpp's f_max_alibi_bias, fixed at 8 there: GGUF
+  // has no key for it); head h's slope follows from it. 0: no ALiBi.
+  float alibi_max_bias = 0.0f;
 
   int32_t head_dim() const { return key_length > 0 ? key_length : dim / n_heads; }
   int32_t rotated_dims() const { return rope_dim > 0 ? rope_dim : head_dim(); }
@@ -76,7 +83,8 @@ struct ModelConfig {
     return arch == Architecture::Llama ? kernels::RopeStyle::Adjacent : kernels::RopeStyle::Neox;
   }
   bool has_qkv_bias() const {
-    return arch == Architecture::Qwen2 || arch == Architecture::Qwen2Moe || arch == Architecture::Bert;
+    return arch == Architecture::Qwen2 || arch == Architecture::Qwen2Moe || arch == Architecture::Bert ||
+           arch == Architecture::JinaBertV2;
   }
   bool has_qk_norm() const {
     return arch == Architecture::Qwen3 || arch == Architecture::Qwen3Moe || arch == Architecture::Gemma3;
@@ -114,10 +122,23 @@ struct ModelConfig {
         (arch == Architecture::Gemma2 && n_layers == 46) || (arch == Architecture::Gemma3 && n_layers == 62);
     return 1.0f / std::sqrt(float(gemma_27b ? dim / n_heads : head_dim()));
   }
+  // ALiBi's slope for `head`, as ggml's soft_max computes it, in float: with n the largest power
+  // of two not above n_heads, head h < n has 2^(-max/n)^(h+1); the others fall between those,
+  // 2^(-max/2n)^(2(h-n)+1). 1 without ALiBi.
+  float alibi_slope(int32_t head) const;
   int32_t moe_ffn_dim() const { return expert_ffn_dim > 0 ? expert_ffn_dim : ffn_dim; }
   // An encoder: every token attends to every other (ARCH.attention.causal false), its output is
-  // pooled hidden states rather than logits, and it has no RoPE, no KV cache and no generation.
-  bool is_encoder() const { return arch == Architecture::Bert; }
+  // pooled hidden states rather than logits, and it has no KV cache and no generation.
+  bool is_encoder() const {
+    return arch == Architecture::Bert || arch == Architecture::NomicBert || arch == Architecture::JinaBertV2;
+  }
+  // Whether positions enter by RoPE on Q and K: every decoder, and nomic-bert among encoders
+  // (bert learns position embeddings, jina-bert-v2 biases its scores by ALiBi).
+  bool has_rope() const { return !is_encoder() || arch == Architecture::NomicBert; }
+  bool has_learned_positions() const { return arch == Architecture::Bert; }
+  // The encoders' FFN: bert's GELU of ffn_up (biased), or a gated one — act(ffn_gate·x) ·
+  // (ffn_up·x) — with SiLU (nomic-bert) or GELU (jina-bert-v2).
+  bool has_gated_encoder_ffn() const { return arch == Architecture::NomicBert || arch == Architecture::JinaBertV2; }
 
   // Throws pagoda::Error, prefixed with `source`, when the shape is impossible or absurd.
   void validate(const std::string& source) const;

@@ -14,7 +14,21 @@ ModelConfig small_bert(int32_t pooling_type) {
 }
 
 std::string write_bert(const std::string& name, const ModelConfig& config, GgmlType type, uint64_t seed) {
+  return write_encoder(name, config, type, seed);
+}
+
+ModelConfig small_encoder(Architecture arch, int32_t pooling_type) {
+  ModelConfig c = small_bert(pooling_type);
+  c.arch = arch;
+  if (arch == Architecture::NomicBert) c.rope_theta = 1000.0f;
+  if (arch == Architecture::JinaBertV2) c.dim = 96, c.n_heads = 6, c.n_kv_heads = 6;
+  return c;
+}
+
+std::string write_encoder(const std::string& name, const ModelConfig& config, GgmlType type, uint64_t seed,
+                          bool jina_norms) {
   SynthSpec spec{config, seed};
+  spec.jina_norms = jina_norms;
   if (type == GgmlType::Q8_0) spec.quant = parse_quant_preset("q8_0");
   const std::string path = scratch_path(name);
   write_synth_model(path, spec);

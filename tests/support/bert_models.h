@@ -1,6 +1,6 @@
 #pragma once
-// Small random-weight bert models for the encoder tests, written by pagoda-synth's code into
-// the scratch directory.
+// Small random-weight encoder models (bert, nomic-bert, jina-bert-v2) for the encoder tests,
+// written by pagoda-synth's code into the scratch directory.
 
 #include <cstdint>
 #include <string>
@@ -17,5 +17,14 @@ ModelConfig small_bert(int32_t pooling_type);
 // Writes `config` with seed `seed`, F32 or quantized as q8_0, as scratch file `name`; its path.
 std::string write_bert(const std::string& name, const ModelConfig& config, GgmlType type = GgmlType::F32,
                        uint64_t seed = 3);
+
+// A small model of another encoder architecture with `pooling_type`: nomic-bert as
+// small_bert's shape with RoPE base 1000; jina-bert-v2 with dim 96 and 6 heads (not a power of
+// two, so ALiBi's interleaved slopes are used).
+ModelConfig small_encoder(Architecture arch, int32_t pooling_type);
+
+// write_bert for any encoder; `jina_norms`: jina-bert-v2's optional LayerNorms are written.
+std::string write_encoder(const std::string& name, const ModelConfig& config, GgmlType type = GgmlType::F32,
+                          uint64_t seed = 3, bool jina_norms = true);
 
 }  // namespace pagoda::test
