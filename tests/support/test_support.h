@@ -75,8 +75,8 @@ Request greedy_request(const std::vector<int32_t>& prompt, int32_t n = 24, const
 // Expects `fn` to throw pagoda::Error whose message contains `needle`.
 void expect_error_containing(const std::function<void()>& fn, const std::string& needle);
 
-// Waits (with a generous limit) until the engine holds no KV page for any request, then
-// expects its page accounting whole and nothing running or queued.
+// Waits (with a generous limit) until the engine holds no KV page and runs or queues no
+// request, then expects its page accounting whole and nothing running or queued.
 void expect_engine_idle(const Engine& engine);
 
 // Runs a built example program (PAGODA_BINARY_DIR/examples/<name>) with `args` through the
