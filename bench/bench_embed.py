@@ -69,7 +69,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("-t", "--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--llama-batch", default="512,2048", help="llama.cpp -b/-ub settings to try")
+    parser.add_argument("--llama-batch", default="128,512,2048", help="llama.cpp -b/-ub settings to try")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 

@@ -289,3 +289,31 @@ TEST(WeightMatrix, RefusesBadShapesAndTypes) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace pagoda::kernels::quant;
+
+TEST(ActivationQuantizer, TheAvx512CodeWritesThePortableBytes) {
+  if (!cpu_supports(Isa::Avx512)) GTEST_SKIP() << "this CPU has no AVX-512";
+  const int cols = 32 * 40;
+  std::vector<float> x = random_normal(std::size_t(cols), 17);
+  // Block 1: exact ties (max 127, so d = 1 and every value is its own quotient), both signs.
+  const float ties[] = {127.0f, 0.5f, -0.5f, 1.5f, -1.5f, 2.5f, -2.5f, 126.5f, -126.5f, 0.49999997f, -0.49999997f};
+  for (int j = 0; j < 32; ++j) x[32 + j] = ties[j % 11];
+  for (int j = 0; j < 32; ++j) x[64 + j] = 0.0f;                         // block 2: all zero (d = 0)
+  for (int j = 0; j < 32; ++j) x[96 + j] = j % 2 ? -1e-40f : 3e-39f;     // block 3: subnormals
+  for (int j = 0; j < 32; ++j) x[128 + j] = j == 5 ? -3e38f : 1e30f;     // block 4: huge
+  for (int j = 0; j < 32; ++j) x[160 + j] = j % 4 == 0 ? -0.0f : 1e-3f;  // block 5: negative zeros
+  for (int b = 6; b < 40; ++b)                                           // the rest: blocks of every scale
+    for (int j = 0; j < 32; ++j) x[32 * b + j] *= std::ldexp(1.0f, (b * 7) % 60 - 30);
+  const std::size_t bytes = act_row_bytes(ActFormat::Q8_32, cols);
+  std::vector<uint8_t> portable(bytes), avx512(bytes);
+  quantize_act_row(ActFormat::Q8_32, x.data(), cols, portable.data(), Isa::Portable);
+  quantize_act_row(ActFormat::Q8_32, x.data(), cols, avx512.data(), Isa::Avx512);
+  for (std::size_t b = 0; b < bytes / sizeof(ActBlock32); ++b)
+    ASSERT_EQ(std::memcmp(&portable[b * sizeof(ActBlock32)], &avx512[b * sizeof(ActBlock32)], sizeof(ActBlock32)), 0)
+        << "block " << b;
+}
+
+}  // namespace

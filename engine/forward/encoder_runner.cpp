@@ -19,9 +19,24 @@ namespace {
 // Rows per task of the row-wise loops.
 constexpr int32_t kRowGrain = 8;
 
+// Σ f(v[j]) over n floats as 16 lane sums (lane l takes j ≡ l mod 16), folded in a fixed order:
+// the compiler vectorizes it, and the result is a function of the row alone.
+template <class F>
+float lane_sum(const float* v, int32_t n, F&& f) {
+  constexpr int32_t kLanes = 16;
+  float lanes[kLanes] = {};
+  int32_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int32_t l = 0; l < kLanes; ++l) lanes[l] += f(v[j + l]);
+  for (; j < n; ++j) lanes[j % kLanes] += f(v[j]);
+  for (int32_t width = kLanes / 2; width > 0; width /= 2)
+    for (int32_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+  return lanes[0];
+}
+
 // out[r] = LayerNorm(in[r]) · weight + bias for each of `rows` rows of `dim` (`stride` floats
-// apart; 0: dim), as ggml_norm computes it (the mean and the variance summed in double), then
-// ggml_mul and ggml_add. No bias adds nothing.
+// apart; 0: dim), as ggml_norm computes it (the mean, then the variance of the centred row),
+// then ggml_mul and ggml_add. No bias adds nothing.
 void layer_norm_rows(const float* in, float* out, int32_t rows, int32_t dim, const std::vector<float>& weight,
                      const std::vector<float>& bias, float eps, int32_t stride = 0) {
   const size_t step = size_t(stride > 0 ? stride : dim);
@@ -29,15 +44,10 @@ void layer_norm_rows(const float* in, float* out, int32_t rows, int32_t dim, con
     for (int32_t r = range.begin(); r < range.end(); ++r) {
       const float* x = in + size_t(r) * step;
       float* y = out + size_t(r) * step;
-      double sum = 0.0;
-      for (int32_t j = 0; j < dim; ++j) sum += x[j];
-      const float mean = float(sum / dim);
-      double squares = 0.0;
-      for (int32_t j = 0; j < dim; ++j) {
-        y[j] = x[j] - mean;
-        squares += double(y[j]) * y[j];
-      }
-      const float scale = 1.0f / std::sqrt(float(squares / dim) + eps);
+      const float mean = lane_sum(x, dim, [](float v) { return v; }) / float(dim);
+      for (int32_t j = 0; j < dim; ++j) y[j] = x[j] - mean;
+      const float variance = lane_sum(y, dim, [](float v) { return v * v; }) / float(dim);
+      const float scale = 1.0f / std::sqrt(variance + eps);
       if (bias.empty()) {
         for (int32_t j = 0; j < dim; ++j) y[j] = y[j] * scale * weight[size_t(j)];
       } else {

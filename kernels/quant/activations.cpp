@@ -87,8 +87,9 @@ std::size_t act_row_bytes(ActFormat format, int cols) {
   return 0;
 }
 
-void quantize_act_row(ActFormat format, const float* x, int cols, void* out) {
-  if (format == ActFormat::Q8_32) quantize_q8_32(x, cols, static_cast<ActBlock32*>(out));
+void quantize_act_row(ActFormat format, const float* x, int cols, void* out, Isa isa) {
+  if (format == ActFormat::Q8_32 && isa == Isa::Avx512) quantize_q8_32_avx512(x, cols, static_cast<ActBlock32*>(out));
+  else if (format == ActFormat::Q8_32) quantize_q8_32(x, cols, static_cast<ActBlock32*>(out));
   if (format == ActFormat::Q8_K) quantize_q8_k(x, cols, static_cast<BlockQ8_K*>(out));
 }
 

@@ -55,13 +55,13 @@ std::string type_name(QuantType type) {
 // Each activation row quantized once, by itself, in the encoding `format` takes (none for F32).
 class Activations {
  public:
-  Activations(quant::ActFormat format, const float* A, int M, int lda, int K)
+  Activations(quant::ActFormat format, const float* A, int M, int lda, int K, Isa isa = Isa::Portable)
       : bytes_(quant::act_row_bytes(format, K)), A_(A), lda_(lda) {
     if (bytes_ == 0) return;
     data_.reset(new std::byte[bytes_ * M]);
     auto quantize = [&](int m0, int m1) {
       for (int m = m0; m < m1; ++m)
-        quant::quantize_act_row(format, A + std::size_t(m) * lda, K, data_.get() + bytes_ * m);
+        quant::quantize_act_row(format, A + std::size_t(m) * lda, K, data_.get() + bytes_ * m, isa);
     };
     if (double(M) * K < kParallelWork) quantize(0, M);
     else tbb::parallel_for(tbb::blocked_range<int>(0, M, 8), [&](const auto& r) { quantize(r.begin(), r.end()); });
@@ -107,7 +107,7 @@ void run_interleaved(const float* A, int M, int lda, const WeightMatrix& W, cons
   const int K = W.cols();
   const quant::GroupKernels& kernels = quant::group_kernels(W.isa());
   const quant::GroupFn group = quant::group_for(kernels, part.type);
-  const Activations act(quant::act_format(part.type), A, M, lda, K);
+  const Activations act(quant::act_format(part.type), A, M, lda, K, W.isa());
   const int blocks = K / block_shape(part.type).elements;
   const std::size_t group_bytes = quant::tile_bytes(part.type) * std::size_t(blocks);
   const int N = part.rows, groups = (N + quant::kGroupRows - 1) / quant::kGroupRows;
