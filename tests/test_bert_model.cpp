@@ -34,17 +34,8 @@ const Model& mean_model() {
   return model;
 }
 
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0.0, aa = 0.0, bb = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
-  return ab / std::sqrt(aa * bb);
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(double(a[i]) - b[i]));
-  return d;
-}
+using test::cosine;
+using test::max_abs_diff;
 
 TEST(BertModel, ASynthFileLoadsWithItsConfigAndWeightsInTheirTypes) {
   const Model& m = mean_model();

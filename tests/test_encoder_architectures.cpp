@@ -41,31 +41,10 @@ std::string file_name(Architecture arch, const std::string& what, GgmlType type 
   return std::string(architecture_name(arch)) + "-" + what + (type == GgmlType::F32 ? "" : "-q8") + ".gguf";
 }
 
-Ids random_ids(std::mt19937& rng, int32_t n, int32_t vocab) {
-  std::uniform_int_distribution<int32_t> id(0, vocab - 1);
-  Ids ids(static_cast<size_t>(n));
-  for (int32_t& t : ids) t = id(rng);
-  return ids;
-}
-
-double cosine(std::span<const float> a, std::span<const float> b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
-  return ab / std::sqrt(aa * bb);
-}
-
-double max_abs_diff(std::span<const float> a, std::span<const float> b) {
-  double d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(double(a[i]) - b[i]));
-  return d;
-}
-
-std::vector<float> run_alone(EncoderRunner& runner, const Ids& ids) {
-  std::vector<float> hidden;
-  const std::span<const int32_t> one[] = {ids};
-  runner.forward(one, hidden);
-  return hidden;
-}
+using test::cosine;
+using test::max_abs_diff;
+using test::random_ids;
+using test::run_alone;
 
 // What rewritten() changes in a file.
 struct Edit {

@@ -24,27 +24,9 @@ namespace {
 
 using nlohmann::json;
 
-struct BenchRun {
-  int status = -1;
-  std::string out;  // stdout: the results
-  std::string err;  // stderr: rooflines, load averages, errors
-};
+using BenchRun = test::ProgramStreams;
 
-BenchRun run_bench(const std::string& args) {
-  static int runs = 0;
-  const std::string err_path = test::scratch_path("bench-stderr-" + std::to_string(runs++));
-  BenchRun r;
-  FILE* p = popen((test::program_path("pagoda-bench") + " " + args + " 2>" + err_path).c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.status = status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::stringstream err;
-  err << std::ifstream(err_path).rdbuf();
-  r.err = err.str();
-  return r;
-}
+BenchRun run_bench(const std::string& args) { return test::run_program_streams("pagoda-bench", args); }
 
 // The run's JSON array, after checking the program succeeded.
 json run_json(const std::string& args) {

@@ -25,28 +25,10 @@ namespace {
 
 using nlohmann::json;
 
-struct ProgramOutput {
-  int status = -1;
-  std::string out;  // stdout: the results
-  std::string err;  // stderr: the load line, errors
-};
+using ProgramOutput = test::ProgramStreams;
 
-// The program with `args` (a shell command line's words), stdout and stderr apart.
-ProgramOutput run(const std::string& args) {
-  static int runs = 0;
-  const std::string err_path = test::scratch_path("embedding-stderr-" + std::to_string(runs++));
-  ProgramOutput r;
-  FILE* p = popen((test::program_path("pagoda-embedding") + " -t 1 " + args + " 2>" + err_path).c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.status = status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::stringstream err;
-  err << std::ifstream(err_path).rdbuf();
-  r.err = err.str();
-  return r;
-}
+// The program with `args` (a shell command line's words), on one thread.
+ProgramOutput run(const std::string& args) { return test::run_program_streams("pagoda-embedding", "-t 1 " + args); }
 
 // The vectors of a run with --embd-output-format json.
 std::vector<std::vector<float>> json_vectors(const std::string& args) {

@@ -1,5 +1,8 @@
 #include "support/bert_models.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "support/test_support.h"
 #include "testing/synth.h"
 
@@ -33,6 +36,32 @@ std::string write_encoder(const std::string& name, const ModelConfig& config, Gg
   const std::string path = scratch_path(name);
   write_synth_model(path, spec);
   return path;
+}
+
+std::vector<int32_t> random_ids(std::mt19937& rng, int32_t n, int32_t vocab) {
+  std::uniform_int_distribution<int32_t> id(0, vocab - 1);
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int32_t& t : ids) t = id(rng);
+  return ids;
+}
+
+double cosine(std::span<const float> a, std::span<const float> b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
+  return ab / std::sqrt(aa * bb);
+}
+
+double max_abs_diff(std::span<const float> a, std::span<const float> b) {
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(double(a[i]) - b[i]));
+  return d;
+}
+
+std::vector<float> run_alone(EncoderRunner& runner, const std::vector<int32_t>& ids) {
+  std::vector<float> hidden;
+  const std::span<const int32_t> one[] = {ids};
+  runner.forward(one, hidden);
+  return hidden;
 }
 
 }  // namespace pagoda::test

@@ -1,10 +1,15 @@
 #pragma once
 // Small random-weight encoder models (bert, nomic-bert, jina-bert-v2) for the encoder tests,
-// written by pagoda-synth's code into the scratch directory.
+// written by pagoda-synth's code into the scratch directory, and what those tests compare
+// vectors with.
 
 #include <cstdint>
+#include <random>
+#include <span>
 #include <string>
+#include <vector>
 
+#include "engine/forward/encoder_runner.h"
 #include "engine/gguf/ggml_types.h"
 #include "engine/model/model_config.h"
 
@@ -26,5 +31,15 @@ ModelConfig small_encoder(Architecture arch, int32_t pooling_type);
 // write_bert for any encoder; `jina_norms`: jina-bert-v2's optional LayerNorms are written.
 std::string write_encoder(const std::string& name, const ModelConfig& config, GgmlType type = GgmlType::F32,
                           uint64_t seed = 3, bool jina_norms = true);
+
+// `n` ids drawn uniformly from [0, vocab).
+std::vector<int32_t> random_ids(std::mt19937& rng, int32_t n, int32_t vocab);
+
+// The cosine of two vectors of equal length, and their largest elementwise difference (in double).
+double cosine(std::span<const float> a, std::span<const float> b);
+double max_abs_diff(std::span<const float> a, std::span<const float> b);
+
+// `runner`'s final hidden states of `ids`, computed as the only sequence of its call.
+std::vector<float> run_alone(EncoderRunner& runner, const std::vector<int32_t>& ids);
 
 }  // namespace pagoda::test

@@ -59,15 +59,34 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 
 std::string program_path(const std::string& name) { return std::string(PAGODA_BINARY_DIR) + "/examples/" + name; }
 
+namespace {
+
+// Runs `command` through the shell into `out`; the exit status, or -1.
+int run_shell(const std::string& command, std::string& out) {
+  FILE* p = popen(command.c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int status = pclose(p);
+  return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
 ProgramRun run_program(const std::string& name, const std::string& args) {
   ProgramRun r;
-  FILE* p = popen((program_path(name) + " " + args + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.status = status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.status = run_shell(program_path(name) + " " + args + " 2>&1", r.output);
+  return r;
+}
+
+ProgramStreams run_program_streams(const std::string& name, const std::string& args) {
+  static std::atomic<int> runs{0};
+  const std::string err_path = scratch_path(name + "-stderr-" + std::to_string(runs++));
+  ProgramStreams r;
+  r.status = run_shell(program_path(name) + " " + args + " 2>" + err_path, r.out);
+  std::stringstream err;
+  err << std::ifstream(err_path).rdbuf();
+  r.err = err.str();
   return r;
 }
 

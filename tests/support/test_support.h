@@ -89,6 +89,14 @@ struct ProgramRun {
 std::string program_path(const std::string& name);
 ProgramRun run_program(const std::string& name, const std::string& args);
 
+// The same with stdout (the program's results) and stderr (its log, its errors) apart.
+struct ProgramStreams {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+ProgramStreams run_program_streams(const std::string& name, const std::string& args);
+
 // A fresh path in this test program's scratch folder (removed at exit).
 std::string scratch_path(const std::string& name);
 
