@@ -60,29 +60,7 @@ TEST(EncoderRunner, GivesEachSequenceTheSameBitsAloneOrInAnyBatchOnAnyThreadCoun
   for (const GgmlType type : {GgmlType::F32, GgmlType::Q8_0}) {
     const Model model =
         load_model(write_bert(type == GgmlType::F32 ? "enc-inv-f32.gguf" : "enc-inv-q8.gguf", small_bert(1), type));
-    EncoderRunner one_thread(model, 1), two_threads(model, 2);
-    std::mt19937 rng(11);
-    std::vector<Ids> inputs;
-    for (const int32_t n : {3, 64, 1, 20, 7, 33}) inputs.push_back(random_ids(rng, n, model.config.vocab_size));
-    std::vector<std::vector<float>> alone;
-    for (const Ids& ids : inputs) alone.push_back(run_alone(one_thread, ids));
-
-    const size_t dim = size_t(model.config.dim);
-    for (const bool reversed : {false, true}) {
-      std::vector<size_t> order(inputs.size());
-      std::iota(order.begin(), order.end(), 0);
-      if (reversed) std::reverse(order.begin(), order.end());
-      std::vector<std::span<const int32_t>> batch;
-      for (size_t i : order) batch.emplace_back(inputs[i]);
-      std::vector<float> hidden;
-      two_threads.forward(batch, hidden);
-      size_t row = 0;
-      for (size_t i : order) {
-        ASSERT_EQ(std::memcmp(hidden.data() + row * dim, alone[i].data(), alone[i].size() * sizeof(float)), 0)
-            << "input " << i << (reversed ? " in the reversed batch" : " in the batch");
-        row += inputs[i].size();
-      }
-    }
+    test::expect_batch_invariant(model, "bert");
   }
 }
 

@@ -1,7 +1,11 @@
 #include "support/bert_models.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <numeric>
 
 #include "support/test_support.h"
 #include "testing/synth.h"
@@ -62,6 +66,31 @@ std::vector<float> run_alone(EncoderRunner& runner, const std::vector<int32_t>& 
   const std::span<const int32_t> one[] = {ids};
   runner.forward(one, hidden);
   return hidden;
+}
+
+void expect_batch_invariant(const Model& model, const std::string& what) {
+  EncoderRunner one_thread(model, 1), two_threads(model, 2);
+  std::mt19937 rng(11);
+  std::vector<std::vector<int32_t>> inputs;
+  for (const int32_t n : {3, 64, 1, 20, 7, 33}) inputs.push_back(random_ids(rng, n, model.config.vocab_size));
+  std::vector<std::vector<float>> alone;
+  for (const std::vector<int32_t>& ids : inputs) alone.push_back(run_alone(one_thread, ids));
+  const size_t dim = size_t(model.config.dim);
+  for (const bool reversed : {false, true}) {
+    std::vector<size_t> order(inputs.size());
+    std::iota(order.begin(), order.end(), 0);
+    if (reversed) std::reverse(order.begin(), order.end());
+    std::vector<std::span<const int32_t>> batch;
+    for (size_t i : order) batch.emplace_back(inputs[i]);
+    std::vector<float> hidden;
+    two_threads.forward(batch, hidden);
+    size_t row = 0;
+    for (size_t i : order) {
+      ASSERT_EQ(std::memcmp(hidden.data() + row * dim, alone[i].data(), alone[i].size() * sizeof(float)), 0)
+          << what << " input " << i << (reversed ? " in the reversed batch" : " in the batch");
+      row += inputs[i].size();
+    }
+  }
 }
 
 }  // namespace pagoda::test

@@ -11,6 +11,7 @@
 
 #include "engine/forward/encoder_runner.h"
 #include "engine/gguf/ggml_types.h"
+#include "engine/model/model.h"
 #include "engine/model/model_config.h"
 
 namespace pagoda::test {
@@ -41,5 +42,10 @@ double max_abs_diff(std::span<const float> a, std::span<const float> b);
 
 // `runner`'s final hidden states of `ids`, computed as the only sequence of its call.
 std::vector<float> run_alone(EncoderRunner& runner, const std::vector<int32_t>& ids);
+
+// Expects each of a few inputs (1 to 64 tokens) to get the same hidden-state bits alone on one
+// thread as batched with the others, in order and reversed, on two threads (`what` names the
+// model in failures).
+void expect_batch_invariant(const Model& model, const std::string& what);
 
 }  // namespace pagoda::test
