@@ -305,7 +305,10 @@ TEST(ActivationQuantizer, TheAvx512CodeWritesThePortableBytes) {
   for (int j = 0; j < 32; ++j) x[96 + j] = j % 2 ? -1e-40f : 3e-39f;     // block 3: subnormals
   for (int j = 0; j < 32; ++j) x[128 + j] = j == 5 ? -3e38f : 1e30f;     // block 4: huge
   for (int j = 0; j < 32; ++j) x[160 + j] = j % 4 == 0 ? -0.0f : 1e-3f;  // block 5: negative zeros
-  for (int b = 6; b < 40; ++b)                                           // the rest: blocks of every scale
+  for (int j = 0; j < 32; ++j) x[192 + j] = j % 3 ? 2e-38f : -1e-38f;    // block 6: 1/d overflows
+  for (int j = 0; j < 32; ++j)  // block 7: NaN and infinities among ordinary values
+    x[224 + j] = j == 3 ? NAN : j == 9 ? INFINITY : j == 10 ? -INFINITY : float(j) - 16.0f;
+  for (int b = 8; b < 40; ++b)  // the rest: blocks of every scale
     for (int j = 0; j < 32; ++j) x[32 * b + j] *= std::ldexp(1.0f, (b * 7) % 60 - 30);
   const std::size_t bytes = act_row_bytes(ActFormat::Q8_32, cols);
   std::vector<uint8_t> portable(bytes), avx512(bytes);

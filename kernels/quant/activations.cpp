@@ -30,9 +30,13 @@ void quantize_q8_32(const float* x, int cols, ActBlock32* out) {
     float amax = 0.0f;
     for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::abs(x[j]));
     const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    // A block whose values all lie below about 4e-37 has a subnormal d, whose inverse overflows:
+    // it divides instead. A NaN or infinite activation quantizes to 0.
+    const bool divide = std::isinf(id);
     int32_t sum = 0;
     for (int j = 0; j < kQK; ++j) {
-      out[b].qs[j] = int8_t(round_half_away(x[j] * id));
+      const float v = divide ? x[j] / d : x[j] * id;
+      out[b].qs[j] = int8_t(std::isfinite(v) ? round_half_away(v) : 0);
       sum += out[b].qs[j];
     }
     out[b].d = d;

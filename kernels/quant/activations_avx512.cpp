@@ -3,6 +3,8 @@
 // std::max skips it), the same float product x·(1/d), and round-half-away-from-zero written as
 // truncation plus the remainder's comparison with ±0.5, as the portable code writes it.
 
+#include <cmath>
+
 #include "kernels/quant/activations.h"
 #include "kernels/simd.h"
 
@@ -19,14 +21,17 @@ void quantize_q8_32_avx512(const float* x, int cols, ActBlock32* out) {
     acc = _mm512_max_ps(_mm512_and_ps(hi, magnitude), acc);
     const float amax = _mm512_reduce_max_ps(acc);
     const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-    const __m512 scale = _mm512_set1_ps(id);
+    const bool divide = std::isinf(id);  // a subnormal d, as the portable code handles it
+    const __m512 scale = _mm512_set1_ps(divide ? d : id);
     int32_t sum = 0;
     for (int h = 0; h < 2; ++h) {
-      const __m512 v = _mm512_mul_ps(h ? hi : lo, scale);
+      const __m512 v = divide ? _mm512_div_ps(h ? hi : lo, scale) : _mm512_mul_ps(h ? hi : lo, scale);
       const __m512i t = _mm512_cvttps_epi32(v);
       const __m512 rest = _mm512_sub_ps(v, _mm512_cvtepi32_ps(t));
       __m512i q = _mm512_mask_add_epi32(t, _mm512_cmp_ps_mask(rest, half, _CMP_GE_OQ), t, one);
       q = _mm512_mask_sub_epi32(q, _mm512_cmp_ps_mask(rest, minus_half, _CMP_LE_OQ), q, one);
+      // NaN and ±infinity (fpclass QNaN | +Inf | −Inf | SNaN) quantize to 0.
+      q = _mm512_maskz_mov_epi32(~_mm512_fpclass_ps_mask(v, 0x99), q);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out[b].qs + 16 * h), _mm512_cvtepi32_epi8(q));
       sum += _mm512_reduce_add_epi32(q);
     }
