@@ -15,6 +15,7 @@
 #include "actors/prefill_scheduler.h"
 #include "engine/chat/chat_renderer.h"
 #include "engine/chat/chat_template.h"
+#include "engine/chat/rerank_prompt.h"
 #include "engine/grammar/grammar_constraint.h"
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/token_mask_cache.h"
@@ -179,6 +180,10 @@ struct Engine::Impl {
   // What `pooling` means on this model: Pooling::Model resolved from its GGUF pooling_type.
   // Throws pagoda::Error ("bad request: ...") for a model pooling pagoda cannot give.
   Pooling embedding_pooling(Pooling pooling) const;
+  // The tokens a truncated input keeps at its end: a decoder reranker's prompt after the
+  // document (the turn's end and the assistant's opening, whose last position is scored), or
+  // else a closing control token ([SEP], an appended EOS).
+  size_t kept_tail(const Request& r, const std::vector<int32_t>& ids) const;
   // The request's grammar, compiled; null without one. Throws pagoda::Error for a bad one.
   std::unique_ptr<grammar::GrammarConstraint> constraint_of(const Request& r) const;
   // The masks of recent grammars over the vocabulary, made for the first constrained request.
@@ -260,8 +265,8 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
   }
   const size_t context = size_t(model.config.context_length);
   if (r.embedding && r.embedding->truncate && ids.size() > context) {
-    const bool keep_last = model.tokenizer.vocab().types[size_t(ids.back())] == TokenType::Control;
-    ids.erase(ids.begin() + ptrdiff_t(context - keep_last), ids.end() - keep_last);
+    const auto keep = ptrdiff_t(std::min(kept_tail(r, ids), context / 2));
+    ids.erase(ids.begin() + (ptrdiff_t(context) - keep), ids.end() - keep);
   }
   const int32_t new_tokens = r.embedding ? 0 : r.max_new_tokens;
   const int64_t total = int64_t(ids.size()) + new_tokens;
@@ -300,8 +305,20 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
   return ids;
 }
 
+size_t Engine::Impl::kept_tail(const Request& r, const std::vector<int32_t>& ids) const {
+  if (r.embedding->pooling == Pooling::Rank && model.rerank_template) {
+    const std::string_view tmpl = *model.rerank_template;
+    const size_t document = tmpl.rfind("{document}");
+    if (document != std::string_view::npos) {
+      return model.tokenizer.encode(tmpl.substr(document + std::string_view("{document}").size()), false, true).size();
+    }
+  }
+  return model.tokenizer.vocab().types[size_t(ids.back())] == TokenType::Control ? 1 : 0;
+}
+
 Pooling Engine::Impl::embedding_pooling(Pooling pooling) const {
-  if (pooling == Pooling::Rank && model.weights.encoder.cls.empty()) {
+  const bool rank_head = !model.weights.encoder.cls.empty() || !model.weights.rank_output.empty();
+  if (pooling == Pooling::Rank && !rank_head) {
     throw Error("bad request: rank pooling needs a reranker's rank head (cls), which the model has not");
   }
   if (pooling != Pooling::Model) return pooling;
@@ -316,7 +333,7 @@ Pooling Engine::Impl::embedding_pooling(Pooling pooling) const {
           "bad request: the model's pooling_type is none (one embedding per token); ask for mean, cls or last "
           "pooling");
     case 4:
-      if (model.weights.encoder.cls.empty()) {
+      if (!rank_head) {
         throw Error(
             "bad request: the model's pooling_type is rank (a reranker's score), but it has no rank head "
             "(cls)");
@@ -397,9 +414,13 @@ RequestHandle Engine::submit(Request request) {
   seq->grammar = std::move(constraint);
   if (request.embedding) {
     const Pooling pooling = m.embedding_pooling(request.embedding->pooling);
-    seq->embedding.emplace(pooling, request.embedding->normalize, seq->prompt_len, m.model.config.dim);
-    // Mean and cls need rows of positions a cache hit would skip.
-    if (pooling != Pooling::Last) seq->prefix_cache = false;
+    // An encoder's rank head reads [CLS]; a decoder's, the last position, which read the pair.
+    const auto rank_row =
+        m.model.config.is_encoder() ? EmbeddingPooler::RankRow::First : EmbeddingPooler::RankRow::Last;
+    seq->embedding.emplace(pooling, request.embedding->normalize, seq->prompt_len, m.model.config.dim, rank_row);
+    // Mean, cls and an encoder's rank need rows of positions a cache hit would skip.
+    if (pooling != Pooling::Last && !(pooling == Pooling::Rank && rank_row == EmbeddingPooler::RankRow::Last))
+      seq->prefix_cache = false;
   }
   if (auto lost = weights_lost(m.model)) {
     // The model is gone for good: fail at once instead of queuing for a step that would fail.
@@ -461,6 +482,12 @@ std::vector<std::vector<float>> Engine::embed(const std::vector<EmbeddingInput>&
 
 std::vector<int32_t> Engine::rerank_tokens(const std::string& query, const std::string& document) const {
   const Tokenizer& t = impl_->model.tokenizer;
+  if (const auto& tmpl = impl_->model.rerank_template) {
+    // A decoder reranker's own prompt, without BOS or EOS (llama-server tokenizes it without
+    // special tokens added); the query and the document are plain text in it.
+    const ChatPrompt prompt = render_rerank_prompt(*tmpl, query, document);
+    return t.encode(prompt.text, false, prompt.data_spans);
+  }
   const int32_t bos = t.bos_id(), eos = t.eos_id(), sep = t.sep_id();
   std::vector<int32_t> ids;
   auto add = [&](int32_t id) {
@@ -492,6 +519,11 @@ std::vector<float> Engine::rerank(const std::string& query, const std::vector<st
   out.reserve(scores.size());
   for (const std::vector<float>& s : scores) out.push_back(s.at(0));
   return out;
+}
+
+bool Engine::rerank_probabilities() const {
+  const WeightTensor& head = impl_->model.weights.rank_output;
+  return !head.empty() && head.rows >= 2;
 }
 
 bool Engine::embedding_only() const { return impl_->model.config.is_encoder(); }

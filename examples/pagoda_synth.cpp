@@ -8,6 +8,7 @@
 //   pagoda-synth --arch qwen3moe --experts 8 --experts-used 2 --expert-ffn 64 --dim 64 -o moe.gguf
 //   pagoda-synth --arch bert --pooling cls --dim 64 --heads 4 --ffn 128 --layers 2 -o bert.gguf
 //   pagoda-synth --arch jina-bert-v2 --dim 96 --heads 6 --ffn 256 --layers 2 --type q8_0 -o jina.gguf
+//   pagoda-synth --arch qwen3 --pooling rank --vocab ../shared/vocab/ggml-vocab-qwen2.gguf --dim 64 -o rr.gguf
 //   pagoda-synth --lora-for s15m.gguf --rank 16 -o s15m-lora.gguf
 
 #include <cstdio>
@@ -47,7 +48,9 @@ every attention and FFN projection of every block of BASE.
                       jina-bert-v2 (bert's with ALiBi, GEGLU, and the optional Q/K
                       LayerNorms and attn_norm_2 unless --no-jina-norms)
   --pooling P         ARCH.pooling_type: mean, cls, last, or rank (bert, jina-bert-v2: adds
-                      the rank head cls.*); the encoders' default is mean
+                      the rank head cls.*; qwen3: Qwen3-Reranker's cls.output, the classifier's
+                      rows of "yes" and "no" from --vocab, its labels and rerank prompt); the
+                      encoders' default is mean
   --rope-dim N        rotate only the first N values of each head (partial rotary)
   --sliding-window N  the window of the sliding layers (gemma2, gemma3, phi3)
   --attn-softcap X  --final-softcap X

@@ -66,8 +66,9 @@ TokenizerVocab synth_vocab(int32_t size, Random& rng) {
 // One tensor of the model: its name and shape, and how its values are drawn.
 struct SynthTensor {
   // Table: a matrix drawn like one that a row is looked up in (bert's positions and token
-  // types), kept F32 as llama-quantize keeps it.
-  enum class Kind { Matrix, Table, Norm, Bias, RopeFreqs, RopeFactorsShort, GateVector };
+  // types), kept F32 as llama-quantize keeps it. LabelRows: a decoder reranker's head, the
+  // classifier's rows of its labels' tokens (convert_hf_to_gguf.py copies the lm_head's).
+  enum class Kind { Matrix, Table, Norm, Bias, RopeFreqs, RopeFactorsShort, GateVector, LabelRows };
   std::string name;
   std::vector<uint64_t> shape;  // GGUF order
   Kind kind;
@@ -184,6 +185,32 @@ void write_synth_vocab(GgufWriter& w, int32_t size, Random& rng) {
 namespace {
 
 constexpr int32_t kRankPooling = 4;  // llama.cpp's LLAMA_POOLING_TYPE_RANK
+
+// A qwen3 reranker's labels (ARCH.classifier.output_labels) and its prompt
+// (tokenizer.chat_template.rerank), as convert_hf_to_gguf.py writes Qwen3-Reranker's.
+const std::vector<std::string> kRankLabels = {"yes", "no"};
+constexpr const char* kQwen3RerankTemplate =
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
+    "provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Instruct>: Given a "
+    "web search query, retrieve relevant passages that answer the query\n<Query>: {query}\n<Document>: "
+    "{document}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+
+// The token ids of the labels in the copied vocabulary `path`, which must hold each as a token.
+std::vector<int32_t> label_ids(const std::string& path) {
+  if (path.empty()) {
+    throw Error(
+        "synthetic model: a qwen3 reranker needs a vocabulary holding the tokens \"yes\" and \"no\" "
+        "(--vocab FILE, e.g. ggml-vocab-qwen2.gguf)");
+  }
+  const std::vector<std::string> tokens = GgufFile::open(path).get_string_array("tokenizer.ggml.tokens");
+  std::vector<int32_t> ids;
+  for (const std::string& label : kRankLabels) {
+    const auto it = std::find(tokens.begin(), tokens.end(), label);
+    if (it == tokens.end()) throw Error(path + ": no token \"" + label + "\" for a reranker's label");
+    ids.push_back(int32_t(it - tokens.begin()));
+  }
+  return ids;
+}
 
 ModelConfig shape(Architecture arch, int32_t dim, int32_t layers, int32_t heads, int32_t kv_heads, int32_t ffn,
                   int32_t context, float rope_theta, float norm_eps, int32_t key_length = 0) {
@@ -317,6 +344,8 @@ std::vector<SynthTensor> synth_tensors(const ModelConfig& c, const SynthSpec& sp
     }
     if (c.has_post_norms()) t.push_back({p + "post_ffw_norm.weight", {dim}, Kind::Norm});
   }
+  if (c.arch == Architecture::Qwen3 && c.pooling_type == kRankPooling)
+    t.push_back({"cls.output.weight", {dim, kRankLabels.size()}, Kind::LabelRows});
   return t;
 }
 
@@ -333,6 +362,7 @@ std::vector<float> tensor_values(const SynthTensor& t, Random& rng) {
     case SynthTensor::Kind::Norm: return norm_values(rng, t.shape[0]);
     case SynthTensor::Kind::Bias: return bias_values(rng, t.shape[0]);
     case SynthTensor::Kind::RopeFreqs: return synth_rope_freqs(int32_t(t.shape[0]));
+    case SynthTensor::Kind::LabelRows: break;  // copied from the classifier as it is written
   }
   throw Error("synthetic model: unknown tensor kind");
 }
@@ -468,6 +498,9 @@ ModelConfig write_synth_model(const std::string& path, const SynthSpec& given) {
     }
   }
   c.validate("synthetic model");
+  // Another decoder with rank pooling gets the key alone: a file that claims a head it lacks.
+  const bool decoder_reranker = c.arch == Architecture::Qwen3 && c.pooling_type == kRankPooling;
+  const std::vector<int32_t> labels = decoder_reranker ? label_ids(spec.vocab_path) : std::vector<int32_t>{};
 
   w.set_string("general.architecture", architecture_name(c.arch));
   w.set_string("general.name", "pagoda-synth (random weights, seed " + std::to_string(spec.seed) + ")");
@@ -475,6 +508,10 @@ ModelConfig write_synth_model(const std::string& path, const SynthSpec& given) {
     write_encoder_keys(w, c);
   } else {
     write_decoder_keys(w, c, spec);
+  }
+  if (decoder_reranker) {
+    w.set_string_array(std::string(architecture_name(c.arch)) + ".classifier.output_labels", kRankLabels);
+    w.set_string("tokenizer.chat_template.rerank", kQwen3RerankTemplate);
   }
   if (spec.quant) {
     w.set_u32("general.quantization_version", kGgmlQuantizationVersion);
@@ -488,8 +525,17 @@ ModelConfig write_synth_model(const std::string& path, const SynthSpec& given) {
     w.declare_tensor(tensors[i].name, spec.quant ? ggml_shape(tensors[i].shape) : tensors[i].shape, types[i]);
   }
   GgufTensorStream stream = w.open_stream(path);
+  const std::string classifier = spec.tied_output ? "token_embd.weight" : "output.weight";
+  std::vector<float> label_rows;  // the classifier's rows of the labels, once it is drawn
   for (size_t i = 0; i < tensors.size(); ++i) {
-    std::vector<float> values = tensor_values(tensors[i], rng);
+    std::vector<float> values =
+        tensors[i].kind == SynthTensor::Kind::LabelRows ? label_rows : tensor_values(tensors[i], rng);
+    if (decoder_reranker && tensors[i].name == classifier) {
+      for (int32_t id : labels) {
+        const auto row = values.begin() + ptrdiff_t(id) * ptrdiff_t(c.dim);
+        label_rows.insert(label_rows.end(), row, row + c.dim);
+      }
+    }
     if (spec.attn_output_scale != 1.0f && tensors[i].name.ends_with("attn_output.weight"))
       for (float& x : values) x *= spec.attn_output_scale;
     if (types[i] == GgmlType::F32) {

@@ -21,9 +21,11 @@ struct SynthSpec {
   // norms, and key_length when set; gemma2/gemma3: post-norms, tied embeddings; phi3: fused
   // attn_qkv and gate|up ffn_up; n_experts > 0: router and 3-D expert tensors, qwen2moe's
   // shared expert; bert, nomic-bert, jina-bert-v2: llama.cpp's encoder layouts, bert's and
-  // jina's with the rank head cls.* when pooling_type is 4, rank, and n_token_types 2 when 0) and the
-  // metadata prefix. rope_freq_scale != 1 is written as linear RoPE scaling (factor
-  // 1/rope_freq_scale); rope_dim, the window, the soft-caps and the expert counts as their keys.
+  // jina's with the rank head cls.* when pooling_type is 4, rank, and n_token_types 2 when 0;
+  // qwen3 with rank pooling: Qwen3-Reranker's cls.output, labels and rerank prompt, which need a
+  // vocab_path holding "yes" and "no") and the metadata prefix. rope_freq_scale != 1 is written
+  // as linear RoPE scaling (factor 1/rope_freq_scale); rope_dim, the window, the soft-caps and
+  // the expert counts as their keys.
   ModelConfig config;
   uint64_t seed = 1;
   GgmlType type = GgmlType::F32;  // storage type of the matrices (norms and biases stay F32)

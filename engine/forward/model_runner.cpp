@@ -94,10 +94,30 @@ ModelRunner::ModelRunner(const Model& model, int threads, bool sole_reader)
     // A tied classifier's bytes are the token embedding's, which embed() reads on.
     classifier_ = pack_weights({&model.weights.output},
                                sole_reader && model.weights.output.data != model.weights.token_embd.data);
+    if (!model.weights.rank_output.empty()) rank_head_ = pack_weights({&model.weights.rank_output}, sole_reader);
   });
   const WeightTensor& embd = model.weights.token_embd;
   read_embedding_rows_ = embd.mapped && model.file && model.file->maps_file() &&
                          (embd.data != model.weights.output.data || kernels::copied_at_make(embd.type));
+}
+
+void ModelRunner::rank_scores(const float* rows, int32_t n, float* scores) {
+  const WeightTensor& head = model_.weights.rank_output;
+  if (head.empty()) throw Error(model_.path + ": the model has no rank head (cls.output): it is not a reranker");
+  const auto labels = int32_t(head.rows);
+  rank_logits_.resize(size_t(n) * size_t(labels));
+  arena_.execute([&] { kernels::matmul(rows, n, model_.config.dim, rank_head_, rank_logits_.data(), labels); });
+  for (int32_t r = 0; r < n; ++r) {
+    const float* logits = rank_logits_.data() + size_t(r) * size_t(labels);
+    if (labels == 1) {
+      scores[r] = logits[0];
+      continue;
+    }
+    const float top = *std::max_element(logits, logits + labels);
+    double sum = 0.0;
+    for (int32_t j = 0; j < labels; ++j) sum += std::exp(double(logits[j]) - double(top));
+    scores[r] = float(std::exp(double(logits[0]) - double(top)) / sum);
+  }
 }
 
 void ModelRunner::embed(int32_t token, float* out) {

@@ -46,6 +46,12 @@ class ModelRunner {
   // rows are left out of `logits`. Each row is normed on its own, so it is batch invariant too.
   void forward(const Batch& batch, const KvView& kv, std::vector<float>& logits, std::vector<float>& hidden);
 
+  // A decoder reranker's scores (Qwen3-Reranker, weights.rank_output): for each of `n` rows of
+  // `hidden` (dim floats each, a prompt's last position), the softmax over the rank head's
+  // outputs, element 0 (P("yes")), as llama.cpp scores qwen3; a one-label head gives its output
+  // itself. Each row on its own, so batch invariant. Throws pagoda::Error without a rank head.
+  void rank_scores(const float* rows, int32_t n, float* scores);
+
   const ModelConfig& config() const { return model_.config; }
   const Model& model() const { return model_; }
   int threads() const { return arena_.max_concurrency(); }
@@ -87,6 +93,8 @@ class ModelRunner {
   tbb::task_arena arena_;
   std::vector<PackedLayer> layers_;
   kernels::WeightMatrix classifier_;  // output.weight, or token_embd when tied
+  kernels::WeightMatrix rank_head_;   // weights.rank_output, or empty
+  std::vector<float> rank_logits_;    // rank_scores' scratch
   // Whether token_embd's rows are read from the file (MappedFile::read) rather than through
   // the mapping: a lookup through the mapping costs a page fault and maps the fault-around
   // window (64 KiB) around its row, so over a long generation the whole table would become

@@ -172,6 +172,23 @@ std::vector<float> read_rope_freqs(const GgufFile& f, const ModelConfig& c) {
   return factors;
 }
 
+// Qwen3-Reranker's head: cls.output.weight, one row per label of ARCH.classifier.output_labels
+// (one when the key is absent), as llama.cpp reads it, which it does for qwen3 alone.
+WeightTensor read_rank_output(const GgufFile& f, const ModelConfig& c) {
+  if (!f.find_tensor("cls.output.weight")) return {};
+  const std::string arch = architecture_name(c.arch);
+  if (c.arch != Architecture::Qwen3) {
+    throw Error(f.path() + ": tensor 'cls.output.weight' is a reranker's head, which pagoda (as llama.cpp) reads " +
+                "for qwen3 decoders only, not " + arch);
+  }
+  const std::string labels_key = arch + ".classifier.output_labels";
+  const size_t labels = f.find(labels_key) ? f.get_string_array(labels_key).size() : 1;
+  if (labels == 0 || labels > 64) {
+    throw Error(f.path() + ": " + labels_key + " has " + std::to_string(labels) + " labels; a rank head has 1 to 64");
+  }
+  return view_matrix(f, "cls.output.weight", labels, uint64_t(c.dim));
+}
+
 }  // namespace
 
 Model load_gguf_model(const std::string& path, MappedFile::Load load) {
@@ -188,6 +205,7 @@ Model load_gguf_model(const std::string& path, MappedFile::Load load) {
     w.output_norm = read_vector(f, "output_norm.weight", dim);
     w.output = f.find_tensor("output.weight") ? view_matrix(f, "output.weight", vocab, dim) : w.token_embd;
     w.rope_freqs = read_rope_freqs(f, c);
+    w.rank_output = read_rank_output(f, c);
   }
   w.layers.resize(c.n_layers);
   for (int32_t l = 0; l < c.n_layers; ++l) w.layers[l] = read_layer(f, c, l);
@@ -199,7 +217,15 @@ Model load_gguf_model(const std::string& path, MappedFile::Load load) {
   f.check_intact();  // the norms and the vocabulary above were read from the file
   const MappedFile* mapping = &f.file();
   std::optional<std::string> chat_template = f.get_string_opt("tokenizer.chat_template");
-  return Model{path, c, std::move(w), std::move(tokenizer), std::move(file), mapping, std::move(chat_template)};
+  std::optional<std::string> rerank_template = f.get_string_opt("tokenizer.chat_template.rerank");
+  return Model{path,
+               c,
+               std::move(w),
+               std::move(tokenizer),
+               std::move(file),
+               mapping,
+               std::move(chat_template),
+               std::move(rerank_template)};
 }
 
 }  // namespace pagoda

@@ -85,6 +85,10 @@ struct ModelWeights {
   // chosen by the context length), or empty
   std::vector<float> rope_freqs;
   EncoderWeights encoder;  // bert; empty for decoders, which have output_norm and output instead
+  // A decoder reranker's head (Qwen3-Reranker: ARCH.pooling_type 4, cls.output.weight): one row
+  // per label of ARCH.classifier.output_labels (the lm_head's rows of "yes" and "no"), read from
+  // the last position's normed hidden state; the score is the softmax over them, element 0.
+  WeightTensor rank_output;  // [n_labels][dim], or empty
 };
 
 struct Model {
@@ -98,6 +102,9 @@ struct Model {
   const MappedFile* file = nullptr;
   // The GGUF's tokenizer.chat_template (a llama2.c checkpoint has none).
   std::optional<std::string> chat_template = std::nullopt;
+  // tokenizer.chat_template.rerank: a decoder reranker's prompt, with {query} and {document}
+  // where the pair goes (Qwen3-Reranker's); absent for other models.
+  std::optional<std::string> rerank_template = std::nullopt;
 };
 
 // Nothing while the weights are the file's; once the mapped file was truncated under them

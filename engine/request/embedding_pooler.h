@@ -15,9 +15,12 @@ namespace pagoda {
 
 class EmbeddingPooler {
  public:
+  // Which position a rank head scores: an encoder's first ([CLS], as Cls pools), a decoder's last
+  // (Qwen3-Reranker's, whose last position has read the whole pair, as Last pools).
+  enum class RankRow { First, Last };
   // `pooling` is Mean, Cls, Last or Rank (Pooling::Model already resolved by the engine). Rank
-  // keeps the first position's row, as Cls does; the rank head that scores it is the caller's.
-  EmbeddingPooler(Pooling pooling, bool normalize, int32_t prompt_len, int32_t dim);
+  // keeps the row of `rank_row`; the rank head that scores it is the caller's.
+  EmbeddingPooler(Pooling pooling, bool normalize, int32_t prompt_len, int32_t dim, RankRow rank_row = RankRow::First);
 
   Pooling pooling() const { return pooling_; }
   // The rows a chunk of positions [first, first + n) returns: all of them (`all`, for mean
@@ -31,7 +34,7 @@ class EmbeddingPooler {
 
   // The final hidden state of `position` (dim floats).
   void add(int32_t position, std::span<const float> row);
-  // Rank: the first position's row, which the caller's rank head scores, and its score.
+  // Rank: the kept row (of rank_row's position), which the caller's rank head scores, and its score.
   std::vector<float> kept_row() const { return {sum_.begin(), sum_.end()}; }
   void set_score(float score);
 
@@ -41,7 +44,11 @@ class EmbeddingPooler {
   std::vector<float> result() const;
 
  private:
+  // The position whose row cls, last and rank keep (-1 for mean).
+  int32_t kept_position() const;
+
   Pooling pooling_;
+  RankRow rank_row_;
   bool normalize_;
   int32_t prompt_len_;
   std::vector<double> sum_;     // mean: the sum so far, in position order; cls, last: the row

@@ -149,7 +149,9 @@ HttpResponse rerank(const HttpRequest& req, Engine& engine, const ModelNames& na
                     const std::atomic<bool>& shutting_down, const std::string& id) {
   const ApiError shutting_down_error(503, "the server is shutting down", "server_error", "service_unavailable");
   const ordered_json body = parse_request_body(req.body);
-  const RerankQuery q = parse_rerank_query(body);
+  RerankQuery q = parse_rerank_query(body);
+  // A decoder reranker's scores are probabilities already: TEI's sigmoid is for logits.
+  if (engine.rerank_probabilities()) q.sigmoid = false;
   const ServedModel served = served_model(body, names);
   if (std::optional<std::string> why = not_a_reranker(engine)) throw bad_request(*why);
 

@@ -5,13 +5,13 @@
 // accept; at most kMaxRerankDocuments), optional `top_n` (only the best n) and
 // `return_documents`, and `model` as /v1/embeddings reads it. The answer is {"id", "model",
 // "object": "list", "usage", "results": [{"index", "relevance_score"[, "document": {"text"}]}]},
-// best first, ties in document order. Scores are the model's raw outputs (logits), as
-// llama-server gives them.
+// best first, ties in document order. Scores are the model's raw outputs (logits), or a decoder
+// reranker's P("yes") (Qwen3-Reranker), as llama-server gives them.
 //
 // Hugging Face TEI's shape is accepted too, as llama-server accepts it: `texts` instead of
 // `documents` (strings only), `return_text`, and `raw_scores` (false by default, so scores go
-// through a sigmoid as TEI's do); the answer is then a bare array of {"index", "score"[, "text"]}.
-// TEI's `truncate` works in either shape: a pair longer than the context is cut to fit
+// through a sigmoid as TEI's do, except a decoder reranker's probabilities); the answer is then a bare array of
+// {"index", "score"[, "text"]}. TEI's `truncate` works in either shape: a pair longer than the context is cut to fit
 // (EmbeddingParams::truncate: the document's end goes, the closing [SEP] stays) instead of
 // refused; `truncation_direction` may only be "right".
 //

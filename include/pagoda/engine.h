@@ -78,17 +78,24 @@ class Engine {
   // submit() Requests with Request::embedding yourself.
   std::vector<std::vector<float>> embed(const std::vector<EmbeddingInput>& inputs, const EmbeddingParams& params = {});
   // Relevance scores of `documents` to `query`, one per document in document order, from a
-  // reranker (a model whose pooling is Pooling::Rank: bge-reranker, jina-reranker). Each pair is
-  // fed as rerank_tokens() lays it out, as one embedding request with Pooling::Rank, so the
-  // pairs batch like embed()'s inputs. Raw scores (logits), not probabilities. Throws
+  // reranker (a model whose pooling is Pooling::Rank: bge-reranker, jina-reranker, Qwen3-Reranker).
+  // Each pair is fed as rerank_tokens() lays it out, as one embedding request with Pooling::Rank,
+  // so the pairs batch like embed()'s inputs. An encoder's scores are raw (logits); a decoder
+  // reranker's are P("yes"), the softmax over its head's labels, as llama.cpp gives. Throws
   // pagoda::Error, computing nothing, for no documents, a model that is not a reranker, or a
   // pair longer than the context length; and as embed() does when a pair fails. Thread-safe.
   std::vector<float> rerank(const std::string& query, const std::vector<std::string>& documents);
   // The ids rerank() feeds for one pair, laid out as llama-server does: BOS, the query, EOS,
   // SEP, the document, EOS, where the vocabulary has a token of its own for each (a BERT
   // vocabulary has no EOS: [CLS] query [SEP] document [SEP]; an XLM-R one gives
-  // <s> query </s></s> document </s>). Query and document text never become control tokens.
+  // <s> query </s></s> document </s>); or, when the model has a rerank prompt
+  // (tokenizer.chat_template.rerank, Qwen3-Reranker's), that prompt with the query and the
+  // document in place of {query} and {document}, no BOS or EOS added. Query and document text
+  // never become control tokens.
   std::vector<int32_t> rerank_tokens(const std::string& query, const std::string& document) const;
+  // Whether rerank()'s scores are probabilities (a decoder reranker's P("yes"), in [0, 1]) rather
+  // than raw logits (an encoder reranker's, which TEI's clients pass through a sigmoid).
+  bool rerank_probabilities() const;
   // The pooling Pooling::Model stands for with this model (Mean, Cls, Last, or Rank for a
   // reranker). Throws pagoda::Error when the model's GGUF pooling is none (one vector per token).
   Pooling model_pooling() const;
