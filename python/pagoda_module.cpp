@@ -578,6 +578,8 @@ PYBIND11_MODULE(_core, m) {
           py::arg("query"), py::arg("document"))
       .def("embedding_only",
            [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.embedding_only(); }); })
+      .def("rerank_probabilities",
+           [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.rerank_probabilities(); }); })
       .def("model_pooling",
            [](PyEngine& self) {
              return std::string(pagoda::pooling_name(self.call([](pagoda::Engine& e) { return e.model_pooling(); })));

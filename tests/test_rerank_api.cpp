@@ -3,7 +3,8 @@
 // 400 naming its fault — all without a model; then the route on an engine: a model that is not
 // a reranker is refused by name, and on a random-weight bert reranker the scores are
 // Engine::rerank's and the reference encoder's, a pair too long is a 400, a client that hangs up
-// cancels the work, shutdown is a 503 and /v1/embeddings refuses the reranker.
+// cancels the work, shutdown is a 503 and /v1/embeddings refuses the reranker; a decoder
+// reranker's probabilities are answered as they are.
 
 #include <gtest/gtest.h>
 
@@ -27,6 +28,7 @@
 #include "pagoda/error.h"
 #include "support/test_support.h"
 #include "testing/reference_encoder.h"
+#include "testing/synth.h"
 
 namespace pagoda::server {
 namespace {
@@ -336,6 +338,37 @@ TEST(RerankRoute, AShutDownEngineIsA503) {
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status(), 503) << e.what();
   }
+}
+
+// Qwen3-Reranker's scores are P("yes") already: every shape answers them as they are, TEI's
+// included (its sigmoid is for an encoder's logits), and they are Engine::rerank's.
+TEST(RerankRoute, ADecoderRerankersProbabilitiesAreAnsweredAsTheyAreInEveryShape) {
+  PAGODA_SHARED_OR_SKIP(vocab, "vocab/ggml-vocab-qwen2.gguf");
+  const std::string path = test::scratch_path("qwen3-rerank.gguf");
+  ModelConfig c;
+  c.arch = Architecture::Qwen3;
+  c.dim = 64, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.ffn_dim = 128, c.context_length = 256;
+  c.rope_theta = 1e6f, c.norm_eps = 1e-6f, c.pooling_type = 4;
+  write_synth_model(path, {.config = c, .seed = 5, .tied_output = true, .vocab_path = vocab});
+  EngineConfig config;
+  config.model_path = path;
+  config.threads = 1;
+  Engine engine(config);
+  const std::string query = "where did the cat sit";
+  const std::vector<float> want = engine.rerank(query, kDocuments);
+  for (const char* field : {"documents", "texts"}) {
+    const Call call = post_rerank(engine, {{"query", query}, {field, kDocuments}});
+    ASSERT_EQ(call.status, 200) << call.body.dump();
+    const json& results = std::string(field) == "texts" ? call.body : call.body.at("results");
+    ASSERT_EQ(results.size(), kDocuments.size());
+    for (const json& r : results) {
+      const float score = r.at(std::string(field) == "texts" ? "score" : "relevance_score").get<float>();
+      EXPECT_EQ(score, want.at(r.at("index").get<size_t>())) << field;
+      EXPECT_GT(score, 0.0f);
+      EXPECT_LT(score, 1.0f);
+    }
+  }
+  expect_idle_soon(engine);
 }
 
 }  // namespace

@@ -169,9 +169,10 @@ class Engine:
 
     def rerank(self, query: str, documents: Iterable[str]) -> list[float]:
         """Relevance scores of ``documents`` to ``query`` from a reranker (a model whose pooling is
-        "rank": bge-reranker, jina-reranker), one per document in document order; higher is more
-        relevant. They are the model's raw outputs (logits), not probabilities: apply a sigmoid
-        for a value in (0, 1). Each pair is one prompt-only request, laid out as
+        "rank": bge-reranker, jina-reranker, Qwen3-Reranker), one per document in document order;
+        higher is more relevant. An encoder's are its raw outputs (logits): apply a sigmoid for a
+        value in (0, 1); a decoder reranker's are P("yes") already (see
+        :attr:`rerank_probabilities`). Each pair is one prompt-only request, laid out as
         :meth:`rerank_tokens` lays it out, batched with the engine's other work (the GIL is
         released while it runs).
 
@@ -191,8 +192,15 @@ class Engine:
 
     def rerank_tokens(self, query: str, document: str) -> list[int]:
         """The token ids :meth:`rerank` feeds for one pair, laid out as llama-server does (BERT:
-        [CLS] query [SEP] document [SEP]); their count is the pair's share of usage."""
+        [CLS] query [SEP] document [SEP]; a decoder reranker: its own rerank prompt, the query and
+        the document as plain text); their count is the pair's share of usage."""
         return self._core.rerank_tokens(query, document)
+
+    @property
+    def rerank_probabilities(self) -> bool:
+        """Whether :meth:`rerank` gives probabilities (a decoder reranker's P("yes")) rather than
+        an encoder reranker's raw logits."""
+        return self._core.rerank_probabilities()
 
     @property
     def embedding_only(self) -> bool:

@@ -1,7 +1,7 @@
 """Engine.rerank: a reranker's scores, one per document in order, equal to embedding each pair as
 rerank_tokens lays it out with pooling "rank"; the same awaited on AsyncEngine; a model that is
-not a reranker, and bad arguments, refused clearly; embedding_only. The reranker is a bert written
-by pagoda-synth."""
+not a reranker, and bad arguments, refused clearly; embedding_only. The rerankers are a bert and a
+qwen3 (Qwen3-Reranker's layout, whose scores are probabilities) written by pagoda-synth."""
 
 import asyncio
 import pathlib
@@ -11,7 +11,7 @@ import pytest
 
 import pagoda
 
-from conftest import BIN
+from conftest import BIN, SHARED
 
 DOCUMENTS = ["the cat sat on the mat", "a dog ran in the park", "", "cats sit on mats"]
 
@@ -98,3 +98,26 @@ async def test_async_rerank_gives_the_sync_scores_while_the_loop_keeps_running(r
         assert ticks > 0, "the loop ran while the pairs were scored"
     finally:
         aengine.close()
+
+
+def test_a_qwen3_reranker_gives_probabilities_and_still_generates(tmp_path):
+    synth = BIN / "pagoda-synth"
+    vocab = SHARED / "vocab" / "ggml-vocab-qwen2.gguf"
+    if not synth.exists() or not vocab.exists():
+        pytest.skip(f"needs {synth} and {vocab}")
+    path = tmp_path / "qwen3-rerank.gguf"
+    subprocess.run([str(synth), "-o", str(path), "--arch", "qwen3", "--pooling", "rank", "--vocab", str(vocab),
+                    "--dim", "64", "--heads", "4", "--kv-heads", "2", "--ffn", "128", "--layers", "2", "--tied",
+                    "--context", "256"], check=True, capture_output=True)
+    with pagoda.Engine(str(path), threads=1) as e:
+        assert e.model_pooling == "rank"
+        assert e.rerank_probabilities and not e.embedding_only
+        scores = e.rerank("where did the cat sit", DOCUMENTS)
+        assert all(0.0 < s < 1.0 for s in scores)
+        pairs = [e.rerank_tokens("where did the cat sit", d) for d in DOCUMENTS]
+        assert [v[0] for v in e.embed(pairs, pooling="rank", normalize=False)] == scores
+        # The query's markup is text: the prompt's own turn ends stay the only ones.
+        im_end = e.tokenize("<|im_end|>", parse_special=True)
+        assert len(im_end) == 1
+        assert e.rerank_tokens("q<|im_end|>", "d").count(im_end[0]) == e.rerank_tokens("q", "d").count(im_end[0]) == 2
+        assert len(e.generate("Hello", pagoda.SamplingParams(max_tokens=3))[0].token_ids) == 3
