@@ -328,10 +328,7 @@ Pooling Engine::Impl::embedding_pooling(Pooling pooling) const {
     case 3: return Pooling::Last;
     case 1: return Pooling::Mean;
     case 2: return Pooling::Cls;
-    case 0:
-      throw Error(
-          "bad request: the model's pooling_type is none (one embedding per token); ask for mean, cls or last "
-          "pooling");
+    case 0: return Pooling::None;
     case 4:
       if (!rank_head) {
         throw Error(

@@ -21,6 +21,7 @@ const char* pooling_name(Pooling pooling) {
     case Pooling::Cls: return "cls";
     case Pooling::Last: return "last";
     case Pooling::Rank: return "rank";
+    case Pooling::None: return "none";
   }
   return "unknown";
 }

@@ -29,7 +29,7 @@ using pagoda::Error;
 
 constexpr const char* kUsage = R"(usage: pagoda-embedding -m MODEL (-p PROMPT | -f FILE) [options]
 
-Prints the embedding of every prompt, or with a reranker (pooling rank) the relevance score of
+Prints the embedding of every prompt (of every token, with pooling none), or with a reranker (pooling rank) the relevance score of
 every QUERY<TAB>DOCUMENT prompt, as llama.cpp's llama-embedding does.
 
   -m, --model PATH            GGUF file
@@ -39,8 +39,8 @@ every QUERY<TAB>DOCUMENT prompt, as llama.cpp's llama-embedding does.
   --embd-separator S          what separates prompts (default: a newline)
   --cls-separator S           what separates a reranker's query from its document within a
                               prompt (default: a tab)
-  --pooling P                 mean, cls, last or rank (default: the model's); none is refused:
-                              pagoda gives one vector per prompt, not one per token
+  --pooling P                 none, mean, cls, last or rank (default: the model's); none
+                              gives one vector per token, of every prompt in turn
   --embd-normalize N          -1 none, 0 max-absolute to the int16 range, 1 taxicab,
                               2 euclidean (default), N > 2 the p-norm; a reranker's scores are
                               printed raw whatever N is
@@ -78,16 +78,11 @@ std::vector<std::string> split(const std::string& text, const std::string& separ
 pagoda::Pooling pooling_flag(const pagoda::cli::Args& args) {
   const auto name = args.get("--pooling");
   if (!name) return pagoda::Pooling::Model;
-  for (pagoda::Pooling p :
-       {pagoda::Pooling::Mean, pagoda::Pooling::Cls, pagoda::Pooling::Last, pagoda::Pooling::Rank}) {
+  for (pagoda::Pooling p : {pagoda::Pooling::None, pagoda::Pooling::Mean, pagoda::Pooling::Cls, pagoda::Pooling::Last,
+                            pagoda::Pooling::Rank}) {
     if (*name == pagoda::pooling_name(p)) return p;
   }
-  if (*name == "none") {
-    throw Error(
-        "--pooling none (one vector per token) is not supported: pagoda gives one vector per prompt; use "
-        "mean, cls, last or rank");
-  }
-  throw Error("--pooling must be mean, cls, last or rank, got '" + *name + "'");
+  throw Error("--pooling must be none, mean, cls, last or rank, got '" + *name + "'");
 }
 
 // Whether the model's own pooling is rank, as Engine::rerank requires (false for a pooling pagoda
@@ -134,10 +129,11 @@ float cosine(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 struct Output {
-  std::vector<std::vector<float>> rows;  // one per prompt: a vector, or a reranker's [score]
+  std::vector<std::vector<float>> rows;  // one per prompt: a vector, or a reranker's [score]; per token with none
   std::vector<std::string> prompts;
   bool rank = false;
-  bool integers = false;  // --embd-normalize 0: whole numbers, printed without decimals
+  bool per_token = false;  // pooling none
+  bool integers = false;   // --embd-normalize 0: whole numbers, printed without decimals
 };
 
 void print_text(const Output& o) {
@@ -146,10 +142,23 @@ void print_text(const Output& o) {
     for (size_t j = 0; j < n; ++j) std::printf("rerank score %zu: %8.3f\n", j, double(o.rows[j][0]));
     return;
   }
+  const char* value = o.integers ? "%6.0f " : "%9.6f ";
+  if (o.per_token) {  // each token's first and last three values
+    for (size_t j = 0; j < n; ++j) {
+      const std::vector<float>& row = o.rows[j];
+      std::printf("embedding %zu: ", j);
+      for (size_t i = 0; i < std::min<size_t>(3, row.size()); ++i) std::printf(value, double(row[i]));
+      std::printf(" ... ");
+      for (size_t i = row.size() - std::min<size_t>(3, row.size()); i < row.size(); ++i)
+        std::printf(value, double(row[i]));
+      std::printf("\n");
+    }
+    return;
+  }
   for (size_t j = 0; j < n; ++j) {
     std::printf("embedding %zu: ", j);
     const size_t shown = n > 1 ? std::min<size_t>(16, o.rows[j].size()) : o.rows[j].size();
-    for (size_t i = 0; i < shown; ++i) std::printf(o.integers ? "%6.0f " : "%9.6f ", double(o.rows[j][i]));
+    for (size_t i = 0; i < shown; ++i) std::printf(value, double(o.rows[j][i]));
     std::printf("\n");
   }
   if (n < 2) return;
@@ -182,7 +191,7 @@ void print_json(const Output& o, const std::string& format) {
     if (j + 1 < n) std::printf(array ? "," : ",\n");
   }
   std::printf(array ? "]\n" : "\n  ]");
-  if (format == "json+" && n > 1) {
+  if (format == "json+" && o.prompts.size() > 1) {  // over every row, as llama-embedding's
     std::printf(",\n  \"cosineSimilarity\": [\n");
     for (size_t i = 0; i < n; ++i) {
       std::printf("    [");
@@ -267,9 +276,19 @@ int main(int argc, char** argv) {
       inputs.emplace_back(engine.rerank_tokens(p.substr(0, cut), p.substr(cut + cls_separator.size())));
     }
     const pagoda::EmbeddingParams params{out.rank ? pagoda::Pooling::Rank : pooling, false};
+    out.per_token =
+        !out.rank && (pooling == pagoda::Pooling::None ||
+                      (pooling == pagoda::Pooling::Model && engine.model_pooling() == pagoda::Pooling::None));
+    const auto dim = size_t(engine.embedding_size());
     for (std::vector<float>& v : engine.embed(inputs, params)) {
-      if (out.rank) out.rows.push_back({v.at(0)});  // scores are never normalized
-      else out.rows.push_back(normalized(v, norm));
+      if (out.rank) {
+        out.rows.push_back({v.at(0)});  // scores are never normalized
+      } else if (out.per_token) {
+        for (size_t r = 0; r < v.size(); r += dim)
+          out.rows.push_back(normalized({v.begin() + ptrdiff_t(r), v.begin() + ptrdiff_t(r + dim)}, norm));
+      } else {
+        out.rows.push_back(normalized(v, norm));
+      }
     }
     out.integers = out.integers && !out.rank;
 

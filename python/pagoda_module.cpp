@@ -7,6 +7,7 @@
 // objects that C++ threads hold are shared through SharedObject, so copying a callback never
 // touches a reference count without the GIL, and the last owner drops it with the GIL.
 
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -380,10 +381,17 @@ pagoda::PreemptionMode preemption_mode(const std::string& name) {
 
 pagoda::Pooling pooling_of(const std::string& name) {
   for (pagoda::Pooling p : {pagoda::Pooling::Model, pagoda::Pooling::Mean, pagoda::Pooling::Cls, pagoda::Pooling::Last,
-                            pagoda::Pooling::Rank}) {
+                            pagoda::Pooling::Rank, pagoda::Pooling::None}) {
     if (name == pagoda::pooling_name(p)) return p;
   }
-  throw pagoda::Error("pooling must be 'model', 'mean', 'cls', 'last' or 'rank', got '" + name + "'");
+  throw pagoda::Error("pooling must be 'model', 'mean', 'cls', 'last', 'rank' or 'none', got '" + name + "'");
+}
+
+// A (rows, cols) float32 numpy array holding a copy of `values` (rows * cols of them).
+py::array_t<float> float_matrix(const std::vector<float>& values, int64_t rows, int64_t cols) {
+  py::array_t<float> out({rows, cols});
+  std::copy(values.begin(), values.end(), out.mutable_data());
+  return out;
 }
 
 }  // namespace
@@ -555,12 +563,31 @@ PYBIND11_MODULE(_core, m) {
           "embed",
           // Converted while the GIL is held; embedded (and waited for) without it.
           [](PyEngine& self, const std::vector<std::variant<std::string, std::vector<int32_t>>>& inputs,
-             const std::string& pooling, bool normalize) {
+             const std::string& pooling, bool normalize) -> py::object {
             std::vector<pagoda::EmbeddingInput> in;
             in.reserve(inputs.size());
             for (const auto& input : inputs) std::visit([&](const auto& v) { in.emplace_back(v); }, input);
             const pagoda::EmbeddingParams params{pooling_of(pooling), normalize};
-            return self.call([&](pagoda::Engine& e) { return e.embed(in, params); });
+            bool per_token = false;
+            int64_t dim = 0;
+            const std::vector<std::vector<float>> vectors = self.call([&](pagoda::Engine& e) {
+              std::vector<std::vector<float>> out = e.embed(in, params);
+              per_token = params.pooling == pagoda::Pooling::None ||
+                          (params.pooling == pagoda::Pooling::Model && e.model_pooling() == pagoda::Pooling::None);
+              dim = e.embedding_size();
+              return out;
+            });
+            if (per_token) {  // one (tokens, dim) array per input
+              py::list arrays;
+              for (const std::vector<float>& v : vectors) arrays.append(float_matrix(v, int64_t(v.size()) / dim, dim));
+              return arrays;
+            }
+            // One (inputs, width) array: width is dim, or 1 for a reranker's scores.
+            const auto width = int64_t(vectors.at(0).size());
+            std::vector<float> flat;
+            flat.reserve(vectors.size() * size_t(width));
+            for (const std::vector<float>& v : vectors) flat.insert(flat.end(), v.begin(), v.end());
+            return float_matrix(flat, int64_t(vectors.size()), width);
           },
           py::arg("inputs"), py::arg("pooling"), py::arg("normalize"))
       .def(

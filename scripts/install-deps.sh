@@ -9,5 +9,5 @@ apt-get install -y --no-install-recommends \
   libgtest-dev libgmock-dev libbenchmark-dev libpcre2-dev \
   libcpp-httplib-dev libboost-dev curl haproxy \
   chromium chromium-driver \
-  python3-dev pybind11-dev python3-pybind11 python3-pytest python3-pytest-asyncio python3-jinja2 python3-jsonschema \
+  python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-pytest-asyncio python3-jinja2 python3-jsonschema \
   clang libclang-rt-dev clang-format

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numeric>
+#include <span>
 #include <nlohmann/json.hpp>
 
 #include "engine/forward/model_runner.h"
@@ -230,7 +232,7 @@ TEST(BertEngine, TheReferenceAndTheEngineAgreeWithLlamaCppsEmbeddingsAndScoresOn
   c.dim = shape.at("dim"), c.n_layers = shape.at("layers"), c.n_heads = shape.at("heads");
   c.n_kv_heads = c.n_heads, c.ffn_dim = shape.at("ffn"), c.vocab_size = shape.at("vocab");
   c.context_length = shape.at("context"), c.norm_eps = 1e-12f;
-  ASSERT_EQ(data.at("cases").size(), 32u);
+  ASSERT_EQ(data.at("cases").size(), 40u);
   for (const std::string type : {"f32", "q8_0"}) {
     const GgmlType storage = type == "f32" ? GgmlType::F32 : GgmlType::Q8_0;
     c.pooling_type = 1;
@@ -251,6 +253,25 @@ TEST(BertEngine, TheReferenceAndTheEngineAgreeWithLlamaCppsEmbeddingsAndScoresOn
         const double bound = type == "f32" ? 1e-3 : 3e-2;
         EXPECT_NEAR(rank_enc.embed(ids, EncoderPooling::Rank).at(0), want.at(0), bound);
         EXPECT_NEAR(rank_engine.embed({ids}, {Pooling::Rank, false}).at(0).at(0), want.at(0), bound);
+        continue;
+      }
+      if (pooling == "none") {  // every token's row, each normalized alone
+        const size_t dim = size_t(c.dim);
+        ASSERT_EQ(want.size(), ids.size() * dim);
+        const std::vector<float> hidden = enc.hidden_states(ids), rows = engine.embed({ids}, {Pooling::None}).at(0);
+        ASSERT_EQ(rows.size(), want.size());
+        for (size_t r = 0; r < ids.size(); ++r) {
+          const std::span<const float> wanted(want.data() + r * dim, dim);
+          std::vector<float> reference(hidden.begin() + ptrdiff_t(r * dim), hidden.begin() + ptrdiff_t((r + 1) * dim));
+          const double length =
+              std::sqrt(std::inner_product(reference.begin(), reference.end(), reference.begin(), 0.0));
+          for (float& x : reference) x = float(x / length);
+          for (std::span<const float> got :
+               {std::span<const float>(reference), std::span(rows.data() + r * dim, dim)}) {
+            EXPECT_GE(cosine(got, wanted), type == "f32" ? 0.9999 : 0.999) << "token " << r;
+            EXPECT_LT(max_abs_diff(got, wanted), type == "f32" ? 2e-4 : 1e-2) << "token " << r;
+          }
+        }
         continue;
       }
       const Pooling by_name = pooling == "mean" ? Pooling::Mean : pooling == "cls" ? Pooling::Cls : Pooling::Last;

@@ -93,6 +93,32 @@ TEST_F(EngineEmbed, EachPoolingEqualsTheOraclesNormedHiddenStatesPooledByItsDefi
   test::expect_engine_idle(engine);
 }
 
+TEST_F(EngineEmbed, PoolingNoneGivesEveryPositionsRowAsTheOracleDoesWhateverTheChunking) {
+  const std::vector<int32_t> ids = long_prompt(cases_, 40);
+  const Model model = load_model(model_);
+  const auto dim = size_t(model.config.dim);
+  std::vector<float> want;  // the oracle's rows, each normalized alone
+  ReferenceModel ref(model);
+  for (int32_t pos = 0; pos < int32_t(ids.size()); ++pos) {
+    ref.forward(ids[size_t(pos)], pos);
+    double norm = 0.0;
+    for (float x : ref.hidden()) norm += double(x) * x;
+    for (float x : ref.hidden()) want.push_back(float(x / std::sqrt(norm)));
+  }
+  std::vector<float> first;
+  for (int32_t chunk : {1, 7, 64}) {
+    Engine engine({.model_path = model_, .threads = 2, .kv_cache_type = KvCacheType::F32, .prefill_chunk = chunk});
+    const std::vector<float> rows = engine.embed({ids}, {Pooling::None}).at(0);
+    ASSERT_EQ(rows.size(), ids.size() * dim);
+    EXPECT_LT(test::relative_error(rows, want), 1e-5) << "chunk " << chunk;
+    if (first.empty()) first = rows;
+    EXPECT_EQ(rows, first) << "chunk " << chunk << ": the same bits whatever the chunking";
+    // The last row is last pooling's vector.
+    EXPECT_EQ(std::vector<float>(rows.end() - ptrdiff_t(dim), rows.end()), engine.embed({ids}, {Pooling::Last}).at(0));
+    test::expect_engine_idle(engine);
+  }
+}
+
 TEST_F(EngineEmbed, MeanAndLastPoolingGiveDifferentVectors) {
   Engine engine({.model_path = model_, .threads = 2});
   const std::vector<int32_t> ids = cases_[0].prompt_ids;
@@ -249,7 +275,8 @@ TEST(EngineEmbedSynthetic, EmbeddingsMatchTheOracleOnARandomGqaModel) {
 
 TEST(EngineEmbedSynthetic, ThePoolingTypeInTheGgufIsWhatPoolingModelMeans) {
   ModelConfig config = test::tiny_gqa_config();
-  for (auto [type, pooling] : {std::pair{1, Pooling::Mean}, std::pair{2, Pooling::Cls}, std::pair{3, Pooling::Last}}) {
+  for (auto [type, pooling] : {std::pair{0, Pooling::None}, std::pair{1, Pooling::Mean}, std::pair{2, Pooling::Cls},
+                               std::pair{3, Pooling::Last}}) {
     config.pooling_type = type;
     const std::string& path = test::synth_model_once("pooling-" + std::to_string(type) + ".gguf", config, 7);
     Engine engine({.model_path = path, .threads = 1});
@@ -257,7 +284,7 @@ TEST(EngineEmbedSynthetic, ThePoolingTypeInTheGgufIsWhatPoolingModelMeans) {
     const std::vector<int32_t> ids = {1, 50, 60, 70, 80};
     EXPECT_EQ(engine.embed({ids}).at(0), engine.embed({ids}, {pooling}).at(0)) << "pooling_type " << type;
   }
-  for (auto [type, phrase] : {std::pair{0, "none"}, std::pair{4, "rank"}}) {
+  for (auto [type, phrase] : {std::pair{4, "rank"}, std::pair{9, "unknown"}}) {
     config.pooling_type = type;
     const std::string& path = test::synth_model_once("pooling-" + std::to_string(type) + ".gguf", config, 7);
     Engine engine({.model_path = path, .threads = 1});

@@ -117,6 +117,28 @@ TEST(PagodaEmbedding, ThePoolingFlagPicksThePooling) {
   expect_near(mean, engine_vectors({"Tom and Sue went to the sea."}, Pooling::Mean)[0], 1e-6);
 }
 
+// llama-embedding's --pooling none: one vector per token, of every prompt in turn.
+TEST(PagodaEmbedding, PoolingNonePrintsEveryTokensVector) {
+  const std::vector<std::string> texts = {"Tom and Sue", "went to the sea."};
+  const std::vector<std::vector<float>> got =
+      json_vectors(model_flag() + " -p " + word(texts[0] + "\n" + texts[1]) + " --pooling none --embd-normalize -1");
+  const std::vector<std::vector<float>> rows = engine_vectors(texts, Pooling::None);
+  const size_t dim = size_t(test::tiny_gqa_config().dim);
+  ASSERT_EQ(got.size(), (rows[0].size() + rows[1].size()) / dim);
+  size_t j = 0;
+  for (const std::vector<float>& input : rows) {
+    for (size_t r = 0; r < input.size(); r += dim, ++j) {
+      expect_near(got[j], {input.begin() + ptrdiff_t(r), input.begin() + ptrdiff_t(r + dim)}, 1e-6);
+    }
+  }
+  // The readable format: "embedding N:" for each token, its first and last three values.
+  const ProgramOutput text = run(model_flag() + " -p " + word(texts[0]) + " --pooling none");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("embedding " + std::to_string(rows[0].size() / dim - 1) + ": "), std::string::npos);
+  EXPECT_NE(text.out.find(" ... "), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("cosine"), std::string::npos) << text.out;
+}
+
 TEST(PagodaEmbedding, ArrayRawAndJsonPlusHoldTheSameNumbersAsJson) {
   const std::string prompts = model_flag() + " -p hello -p world";  // two -p: two prompts
   const std::vector<std::vector<float>> want = json_vectors(prompts);
@@ -179,7 +201,6 @@ TEST(PagodaEmbedding, PromptsComeFromAFileSplitAtTheSeparator) {
 
 TEST(PagodaEmbedding, BadFlagsAreRefusedByName) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {model_flag() + " -p a --pooling none", "--pooling none"},
       {model_flag() + " -p a --pooling max", "--pooling must be"},
       {model_flag() + " -p a --pooling rank", "--pooling rank needs a reranker"},
       {model_flag() + " -p a --embd-normalize -2", "--embd-normalize must be"},

@@ -3,8 +3,8 @@
 // 400 naming its fault — all without a model; then the route on an engine: a model that is not
 // a reranker is refused by name, and on a random-weight bert reranker the scores are
 // Engine::rerank's and the reference encoder's, a pair too long is a 400, a client that hangs up
-// cancels the work, shutdown is a 503 and /v1/embeddings refuses the reranker; a decoder
-// reranker's probabilities are answered as they are.
+// cancels the work, shutdown is a 503 and /v1/embeddings refuses the reranker (and a model
+// without pooling); a decoder reranker's probabilities are answered as they are.
 
 #include <gtest/gtest.h>
 
@@ -324,6 +324,22 @@ TEST(RerankRoute, EmbeddingsOnARerankerIsA400PointingToRerank) {
   EXPECT_EQ(c.status, 400);
   EXPECT_NE(message(c).find("reranker"), std::string::npos) << message(c);
   EXPECT_NE(message(c).find("/v1/rerank"), std::string::npos) << message(c);
+}
+
+// llama-server's answer too: OpenAI's embeddings have no place for one vector per token.
+TEST(RerankRoute, EmbeddingsOnAModelWhosePoolingIsNoneIsA400SayingSo) {
+  ModelConfig config = test::tiny_gqa_config();
+  config.pooling_type = 0;
+  EngineConfig engine_config;
+  engine_config.model_path = test::synth_model_once("pooling-none.gguf", config, 7);
+  engine_config.threads = 1;
+  Engine engine(engine_config);
+  const Call c = call([](const HttpRequest& req, Engine& e, const ModelNames& names, const std::atomic<bool>& down,
+                         const std::string&) { return embeddings(req, e, names, down); },
+                      engine, R"({"input": "hello"})");
+  EXPECT_EQ(c.status, 400);
+  EXPECT_NE(message(c).find("pooling is none"), std::string::npos) << message(c);
+  test::expect_engine_idle(engine);
 }
 
 TEST(RerankRoute, AShutDownEngineIsA503) {

@@ -18,8 +18,9 @@ class EmbeddingPooler {
   // Which position a rank head scores: an encoder's first ([CLS], as Cls pools), a decoder's last
   // (Qwen3-Reranker's, whose last position has read the whole pair, as Last pools).
   enum class RankRow { First, Last };
-  // `pooling` is Mean, Cls, Last or Rank (Pooling::Model already resolved by the engine). Rank
-  // keeps the row of `rank_row`; the rank head that scores it is the caller's.
+  // `pooling` is Mean, Cls, Last, Rank or None (Pooling::Model already resolved by the engine).
+  // Rank keeps the row of `rank_row`; the rank head that scores it is the caller's. None keeps
+  // every row.
   EmbeddingPooler(Pooling pooling, bool normalize, int32_t prompt_len, int32_t dim, RankRow rank_row = RankRow::First);
 
   Pooling pooling() const { return pooling_; }
@@ -40,7 +41,8 @@ class EmbeddingPooler {
 
   // Every row the pooling needs was added (and with Rank, the score set).
   bool complete() const;
-  // The pooled vector, L2-normalized when asked (a zero vector stays zero). Only when complete().
+  // The pooled vector, L2-normalized when asked (a zero vector stays zero); with None, every
+  // row in position order, each normalized alone. Only when complete().
   std::vector<float> result() const;
 
  private:
@@ -51,8 +53,10 @@ class EmbeddingPooler {
   RankRow rank_row_;
   bool normalize_;
   int32_t prompt_len_;
-  std::vector<double> sum_;     // mean: the sum so far, in position order; cls, last: the row
-  int32_t pooled_ = 0;          // mean: positions added (0 .. pooled_ - 1); cls, last, rank: 1 once added
+  int32_t dim_;
+  std::vector<double> sum_;     // mean: the sum so far, in position order; cls, last, rank: the row
+  std::vector<float> rows_;     // none: every row so far, in position order
+  int32_t pooled_ = 0;          // mean, none: positions added (0 .. pooled_ - 1); cls, last, rank: 1 once added
   std::optional<float> score_;  // rank
 };
 

@@ -79,6 +79,15 @@ json encoded(const std::vector<float>& v, bool as_base64) {
   return base64(bytes);
 }
 
+// Whether the model's own pooling is none (a GGUF pooling_type of 0).
+bool per_token(const Engine& engine) {
+  try {
+    return engine.model_pooling() == Pooling::None;
+  } catch (const Error&) {
+    return false;  // a pooling pagoda cannot give: the request names it when submitted
+  }
+}
+
 }  // namespace
 
 std::string base64(std::string_view bytes) {
@@ -116,6 +125,12 @@ HttpResponse embeddings(const HttpRequest& req, Engine& engine, const ModelNames
     throw bad_request(
         "the model is a reranker (pooling rank): it scores a query against documents at /v1/rerank, "
         "and gives no embedding vectors");
+  }
+  if (per_token(engine)) {
+    // One vector per token has no place in OpenAI's answer (llama-server refuses it too).
+    throw bad_request(
+        "the model's pooling is none (one vector per token), which /v1/embeddings cannot answer: OpenAI's "
+        "embeddings are one vector per input");
   }
 
   std::vector<RequestHandle> handles;

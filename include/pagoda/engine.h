@@ -69,7 +69,8 @@ class Engine {
   // the whole KV cache, bad sampling parameters, or an engine that is shut down. Thread-safe.
   RequestHandle submit(Request request);
 
-  // Embeddings of `inputs`, one vector of the model's dim floats each, in order: each input is
+  // Embeddings of `inputs`, one vector of the model's dim floats each (with Pooling::None, each
+  // input's rows of dim floats, one per token, end to end), in order: each input is
   // submitted as a Request with `params` as its Request::embedding, so they are batched with
   // whatever else runs, and this waits for all of them. Throws pagoda::Error, computing
   // nothing, for no inputs or an input submit() would refuse (empty, ids outside the
@@ -96,8 +97,9 @@ class Engine {
   // Whether rerank()'s scores are probabilities (a decoder reranker's P("yes"), in [0, 1]) rather
   // than raw logits (an encoder reranker's, which TEI's clients pass through a sigmoid).
   bool rerank_probabilities() const;
-  // The pooling Pooling::Model stands for with this model (Mean, Cls, Last, or Rank for a
-  // reranker). Throws pagoda::Error when the model's GGUF pooling is none (one vector per token).
+  // The pooling Pooling::Model stands for with this model (Mean, Cls, Last, None when its GGUF
+  // says so, or Rank for a reranker). Throws pagoda::Error for a GGUF pooling_type pagoda does
+  // not know, or rank without a rank head.
   Pooling model_pooling() const;
   // Whether the model computes embeddings or scores only (an encoder such as bert): submit()
   // refuses a request to generate text from it.

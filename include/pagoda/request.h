@@ -40,13 +40,15 @@ struct StreamEvent {
 };
 
 // How an embedding request makes one vector of its prompt's final hidden states (each the
-// model's last hidden state after the output norm: llama.cpp's `result_norm`).
+// model's last hidden state after the output norm: llama.cpp's `result_norm`), or keeps them all.
 enum class Pooling {
-  Model,  // the model's GGUF ARCH.pooling_type (mean, cls or last); last when it has none
+  Model,  // the model's GGUF ARCH.pooling_type (none, mean, cls, last or rank); last when it has none
   Mean,   // the mean over every prompt position
   Cls,    // the first position's (BERT's [CLS]; for a decoder model, what the first token saw alone)
   Last,   // the last position's, which has seen the whole prompt (llama-server and vLLM for decoders)
-  Rank,   // a reranker's relevance score: its rank head (cls.*) on the first position; one float, never normalized
+  Rank,   // a reranker's relevance score: its rank head on the first position (an encoder's) or the last
+          // (a decoder's); one float, never normalized
+  None,   // no pooling: every position's row, in order (prompt length × dim floats), each normalized alone
 };
 const char* pooling_name(Pooling pooling);
 
@@ -108,8 +110,8 @@ struct Request {
   // Embed the prompt instead of generating: a prefill-only request, scheduled, batched, chunked
   // and preempted like any other, whose Completion::embedding is its pooled final hidden state.
   // Sampling, stops and max_new_tokens are ignored; the prompt alone must fit the context.
-  // logprobs, prompt_logprobs and a grammar are refused. Mean and cls pooling need every
-  // position's row, so they do not read the prefix cache; last pooling does.
+  // logprobs, prompt_logprobs and a grammar are refused. Mean, cls and none pooling need every
+  // position's row, so they do not read the prefix cache; last pooling (a decoder's rank too) does.
   std::optional<EmbeddingParams> embedding;
 };
 
@@ -122,7 +124,8 @@ struct Completion {
   std::vector<TokenLogprobs> logprobs;  // one per token_ids entry, with Request::logprobs >= 0
   // Entry i is prompt token i + 1's, with Request::prompt_logprobs >= 0.
   std::vector<TokenLogprobs> prompt_logprobs;
-  // With Request::embedding: the model's dim floats (empty if the request did not finish).
+  // With Request::embedding: the model's dim floats, or with Pooling::None prompt length × dim
+  // (one row per position, in order), or a reranker's one score (empty if it did not finish).
   std::vector<float> embedding;
   FinishReason finish_reason = FinishReason::Length;  // an embedding that was made: Length
   std::string error;                                  // for FinishReason::Error

@@ -7,6 +7,8 @@ import functools
 import os
 from typing import Any, AsyncIterator, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
+import numpy
+
 from ._chat import ChatCompletion, Message, chat_completion, prepare_chat, reply_text
 from ._core import Completion, Delta, Handle, Metrics
 from ._engine import Engine, Prompt, _is_one_prompt
@@ -148,7 +150,7 @@ class AsyncEngine:
             handle.cancel()
 
     async def embed(self, inputs: Union[Prompt, Iterable[Prompt]], *, pooling: str = "model",
-                    normalize: bool = True) -> list[list[float]]:
+                    normalize: bool = True) -> Union[numpy.ndarray, list[numpy.ndarray]]:
         """:meth:`Engine.embed` on a worker thread, so the loop keeps running while the inputs are
         computed (as prompt-only requests batched with the engine's other work). Cancelling the
         awaiting task does not stop requests already submitted: they are short, and finish."""

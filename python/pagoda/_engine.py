@@ -6,6 +6,8 @@ import os
 import weakref
 from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
+import numpy
+
 from . import _core
 from ._chat import ChatCompletion, Message, chat_completion, prepare_chat, reply_text
 from ._core import Completion, Delta, Error, Handle, Metrics
@@ -134,18 +136,20 @@ class Engine:
                 h.cancel()
 
     def embed(self, inputs: Union[Prompt, Iterable[Prompt]], *, pooling: str = "model",
-              normalize: bool = True) -> list[list[float]]:
-        """Embeddings of every input (a str, or a list of token ids used as given), one list of
-        :attr:`embedding_size` floats each, in order; one input gives a list of one. Each is the
-        model's final hidden state after its output norm, pooled, computed as a prompt-only request
-        batched with the engine's other work (the GIL is released while it runs).
+              normalize: bool = True) -> Union[numpy.ndarray, list[numpy.ndarray]]:
+        """Embeddings of every input (a str, or a list of token ids used as given), in order, as a
+        float32 numpy array of shape (inputs, :attr:`embedding_size`); one input gives one row.
+        Each is the model's final hidden state after its output norm, pooled, computed as a
+        prompt-only request batched with the engine's other work (the GIL is released while it
+        runs). With pooling "none", a list of one (tokens, embedding_size) array per input instead.
 
         Args:
             pooling: "model" (the GGUF's pooling_type; "last" when it has none, as llama-server
-                and vLLM do for decoder models), "mean", "cls" (the first position), "last", or
-                "rank" (a reranker's score of an input laid out as :meth:`rerank_tokens` lays a
-                pair out: a list of one float, never normalized).
-            normalize: scale each vector to unit length (OpenAI's embeddings are).
+                and vLLM do for decoder models), "mean", "cls" (the first position), "last",
+                "none" (every position's row), or "rank" (a reranker's score of an input laid out
+                as :meth:`rerank_tokens` lays a pair out: one column, never normalized).
+            normalize: scale each vector (with "none", each row) to unit length (OpenAI's
+                embeddings are).
 
         Raises:
             pagoda.Error: no inputs, an empty one, ids outside the vocabulary, an input longer
