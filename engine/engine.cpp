@@ -317,7 +317,8 @@ size_t Engine::Impl::kept_tail(const Request& r, const std::vector<int32_t>& ids
 }
 
 Pooling Engine::Impl::embedding_pooling(Pooling pooling) const {
-  const bool rank_head = !model.weights.encoder.cls.empty() || !model.weights.rank_output.empty();
+  const EncoderWeights& e = model.weights.encoder;
+  const bool rank_head = !e.cls.empty() || !e.cls_output.empty() || !model.weights.rank_output.empty();
   if (pooling == Pooling::Rank && !rank_head) {
     throw Error("bad request: rank pooling needs a reranker's rank head (cls), which the model has not");
   }

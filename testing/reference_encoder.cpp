@@ -200,17 +200,21 @@ std::vector<float> ReferenceEncoder::pool(std::span<const float> hidden, Encoder
     case EncoderPooling::Cls: return {row(0).begin(), row(0).end()};
     case EncoderPooling::Last: return {row(n - 1).begin(), row(n - 1).end()};
     case EncoderPooling::Rank: {
-      // RoBERTa's classification head, as llama.cpp's: tanh(cls · x + b), then one score
-      // (jina-reranker's cls gives the one score itself).
-      if (cls_.empty())
+      // RoBERTa's classification head, as llama.cpp's: tanh(cls · x + b) when there is cls,
+      // then cls.output's first output (jina-reranker's cls gives the one score itself).
+      if (cls_.empty() && cls_output_.empty())
         throw Error("ReferenceEncoder: rank pooling needs the rank head (cls.*), which the model lacks");
       const EncoderWeights& e = model_.weights.encoder;
-      const int width = int(e.cls.rows);
-      const Rows first(row(0).begin(), row(0).end());
-      Rows h = linear(first, 1, cls_, e.cls_bias, width, dim);
-      for (double& x : h) x = std::tanh(x);
+      Rows h(row(0).begin(), row(0).end());
+      int width = dim;
+      if (!cls_.empty()) {
+        width = int(e.cls.rows);
+        h = linear(h, 1, cls_, e.cls_bias, width, dim);
+        for (double& x : h) x = std::tanh(x);
+      }
       if (cls_output_.empty()) return {float(h[0])};
-      return {float(linear(h, 1, cls_output_, e.cls_output_bias, 1, dim)[0])};
+      const int labels = int(e.cls_output.rows);
+      return {float(linear(h, 1, cls_output_, e.cls_output_bias, labels, width)[0])};
     }
   }
   throw Error("ReferenceEncoder: unknown pooling");

@@ -18,6 +18,7 @@
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
 #include "support/bert_models.h"
+#include "support/gguf_edit.h"
 #include "support/test_support.h"
 #include "testing/lora_synth.h"
 #include "testing/reference_encoder.h"
@@ -194,6 +195,43 @@ TEST(ReferenceEncoder, TheRankHeadGivesOneScoreFromTheFirstRow) {
   const std::vector<float> q8_score =
       ReferenceEncoder(q8).embed(Ids{101, 150, 102, 160, 170, 102}, EncoderPooling::Rank);
   EXPECT_NEAR(q8_score[0], score[0], 0.05);
+}
+
+// BertForSequenceClassification without a pooler: cls.output alone, as llama.cpp reads it, and
+// several labels of which the first is the score.
+TEST(BertEngine, ARankHeadOfClsOutputAloneScoresItsFirstLabelOnTheClsRow) {
+  const std::string base = write_bert("bert-rank-head.gguf", small_bert(4));
+  const std::string alone = test::edited_model(
+      "bert-cls-output-alone.gguf", base, [](GgufWriter&) {},
+      [](const std::string& tensor) { return tensor != "cls.weight" && tensor != "cls.bias"; });
+  const Model m = load_model(alone);
+  ASSERT_TRUE(m.weights.encoder.cls.empty());
+  ASSERT_EQ(m.weights.encoder.cls_output.rows, 1);
+  const Ids ids{101, 150, 102, 160, 170, 102};
+  const ReferenceEncoder enc(m);
+  const std::vector<float> hidden = enc.hidden_states(ids);
+  const std::vector<float> head = m.weights.encoder.cls_output.to_f32();
+  double want = m.weights.encoder.cls_output_bias.at(0);
+  for (size_t j = 0; j < head.size(); ++j) want += double(head[j]) * hidden[j];
+  EXPECT_NEAR(enc.embed(ids, EncoderPooling::Rank).at(0), want, 1e-5);
+  Engine engine({.model_path = alone, .threads = 2});
+  EXPECT_EQ(engine.model_pooling(), Pooling::Rank);
+  EXPECT_NEAR(engine.embed({ids}, {Pooling::Rank, false}).at(0).at(0), want, 1e-4);
+
+  // Three labels (cls.output [3][dim], its bias [3]): the first row's output is the score.
+  const std::vector<float> rows(size_t(3 * 64), 0.25f), bias = {0.5f, -1.0f, 2.0f};
+  const std::string three = test::edited_model(
+      "bert-three-labels.gguf", alone,
+      [&](GgufWriter& w) {
+        w.set_string_array("bert.classifier.output_labels", {"a", "b", "c"});
+        w.add_tensor("cls.output.weight", {64, 3}, rows);
+        w.add_tensor("cls.output.bias", {3}, bias);
+      },
+      [](const std::string& tensor) { return !tensor.starts_with("cls.output"); });
+  double sum = 0.0;
+  for (size_t j = 0; j < 64; ++j) sum += hidden[j];
+  Engine three_engine({.model_path = three, .threads = 1});
+  EXPECT_NEAR(three_engine.embed({ids}, {Pooling::Rank, false}).at(0).at(0), 0.25 * sum + 0.5, 1e-4);
 }
 
 TEST(BertEngine, TheDecodersForwardPassRefusesAnEncoder) {

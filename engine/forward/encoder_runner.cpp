@@ -135,7 +135,7 @@ EncoderRunner::EncoderRunner(const Model& model, int threads, bool sole_reader)
                                 : pack_weights({&w.ffn_gate, &w.ffn_up}, sole_reader);
       p.down = pack_weights({&w.ffn_down}, sole_reader);
     });
-    if (has_rank_head()) cls_ = pack_weights({&e.cls}, sole_reader);
+    if (!e.cls.empty()) cls_ = pack_weights({&e.cls}, sole_reader);
     if (!e.cls_output.empty()) cls_output_ = pack_weights({&e.cls_output}, sole_reader);
   });
 }
@@ -338,22 +338,31 @@ void EncoderRunner::rank_scores(const float* rows, int32_t n, float* scores) {
   if (!has_rank_head()) throw Error("encoder: the model has no rank head (cls): it is not a reranker");
   const int32_t dim = model_.config.dim;
   const EncoderWeights& e = model_.weights.encoder;
-  const int32_t width = int32_t(e.cls.rows);  // dim, or 1 when the tanh is the score
-  std::vector<float> dense(size_t(n) * width);
+  const float* x = rows;
+  int32_t width = dim;
+  std::vector<float> dense, out;
   arena_.execute([&] {
-    kernels::matmul(rows, n, dim, cls_, dense.data(), width);
-    for (int32_t r = 0; r < n; ++r) {
-      float* row = dense.data() + size_t(r) * width;
-      for (int32_t j = 0; j < width; ++j) row[j] = std::tanh(row[j] + e.cls_bias[size_t(j)]);
+    if (!e.cls.empty()) {
+      width = int32_t(e.cls.rows);  // dim, or 1 when the tanh is the score
+      dense.resize(size_t(n) * size_t(width));
+      kernels::matmul(rows, n, dim, cls_, dense.data(), width);
+      for (int32_t r = 0; r < n; ++r) {
+        float* row = dense.data() + size_t(r) * size_t(width);
+        for (int32_t j = 0; j < width; ++j) row[j] = std::tanh(row[j] + e.cls_bias[size_t(j)]);
+      }
+      x = dense.data();
     }
     if (e.cls_output.empty()) {
-      std::copy_n(dense.data(), n, scores);
-    } else {
-      kernels::matmul(dense.data(), n, dim, cls_output_, scores, 1);
+      for (int32_t r = 0; r < n; ++r) scores[r] = x[size_t(r) * size_t(width)];
+      return;
     }
+    // The first label's output is the score, as llama-server reads it.
+    const auto labels = int32_t(e.cls_output.rows);
+    out.resize(size_t(n) * size_t(labels));
+    kernels::matmul(x, n, width, cls_output_, out.data(), labels);
+    const float bias = e.cls_output_bias.empty() ? 0.0f : e.cls_output_bias[0];
+    for (int32_t r = 0; r < n; ++r) scores[r] = out[size_t(r) * size_t(labels)] + bias;
   });
-  const float bias = e.cls_output_bias.empty() ? 0.0f : e.cls_output_bias[0];
-  for (int32_t r = 0; r < n; ++r) scores[r] += bias;
 }
 
 }  // namespace pagoda

@@ -38,10 +38,12 @@ class EncoderRunner {
   void forward(std::span<const std::span<const int32_t>> sequences, std::vector<float>& hidden);
 
   // A reranker's score of each of `n` rows of dim floats (each a sequence's first row): the
-  // rank head tanh(cls·x + b), then cls_output (jina-reranker has none: the one tanh is the
-  // score). Throws pagoda::Error without a rank head.
+  // rank head tanh(cls·x + b) when it has cls, then cls_output's first output (jina-reranker has
+  // no cls_output: the one tanh is the score). Throws pagoda::Error without a rank head.
   void rank_scores(const float* rows, int32_t n, float* scores);
-  bool has_rank_head() const { return !model_.weights.encoder.cls.empty(); }
+  bool has_rank_head() const {
+    return !model_.weights.encoder.cls.empty() || !model_.weights.encoder.cls_output.empty();
+  }
 
   const ModelConfig& config() const { return model_.config; }
   int threads() const { return arena_.max_concurrency(); }

@@ -147,6 +147,15 @@ LayerWeights read_encoder_layer(const GgufFile& f, const ModelConfig& c, const s
 
 }  // namespace
 
+uint64_t rank_labels(const GgufFile& f, const ModelConfig& c) {
+  const std::string key = std::string(architecture_name(c.arch)) + ".classifier.output_labels";
+  const size_t labels = f.find(key) ? f.get_string_array(key).size() : 1;
+  if (labels == 0 || labels > 64) {
+    throw Error(f.path() + ": " + key + " has " + std::to_string(labels) + " labels; a rank head has 1 to 64");
+  }
+  return labels;
+}
+
 EncoderWeights read_encoder_weights(const GgufFile& f, const ModelConfig& c) {
   const uint64_t dim = c.dim;
   EncoderWeights e;
@@ -155,11 +164,18 @@ EncoderWeights read_encoder_weights(const GgufFile& f, const ModelConfig& c) {
     e.position_embd = view_matrix(f, "position_embd.weight", uint64_t(c.context_length), dim);
   e.token_embd_norm = read_vector(f, "token_embd_norm.weight", dim);
   e.token_embd_norm_bias = read_vector(f, "token_embd_norm.bias", dim);
-  if (c.arch == Architecture::Bert && (f.find_tensor("cls.weight") || f.find_tensor("cls.output.weight"))) {
-    e.cls = view_matrix(f, "cls.weight", dim, dim);
-    e.cls_bias = read_vector(f, "cls.bias", dim);
-    e.cls_output = view_matrix(f, "cls.output.weight", 1, dim);
-    e.cls_output_bias = read_vector(f, "cls.output.bias", 1);
+  if (c.arch == Architecture::Bert) {
+    // Either part may be absent, as llama.cpp reads them: a classifier with no pooler dense
+    // scores cls.output · x + b on [CLS] itself.
+    if (f.find_tensor("cls.weight")) {
+      e.cls = view_matrix(f, "cls.weight", dim, dim);
+      e.cls_bias = read_vector(f, "cls.bias", dim);
+    }
+    if (f.find_tensor("cls.output.weight")) {
+      const uint64_t labels = rank_labels(f, c);
+      e.cls_output = view_matrix(f, "cls.output.weight", labels, dim);
+      e.cls_output_bias = read_vector(f, "cls.output.bias", labels);
+    }
   } else if (c.arch == Architecture::JinaBertV2 && (f.find_tensor("cls.weight") || f.find_tensor("cls.bias"))) {
     // jina-reranker-v1: the score is tanh(cls · x + b) itself, with no cls.output.
     e.cls = view_matrix(f, "cls.weight", 1, dim);

@@ -22,8 +22,12 @@ std::vector<float> read_vector(const GgufFile& f, const std::string& name, uint6
 // lie inside the file). One row may also be stored as a vector of cols.
 WeightTensor view_matrix(const GgufFile& f, const std::string& name, uint64_t rows, uint64_t cols);
 
-// An encoder's embedding tensors and, when the file has it, its rank head (bert: cls and
-// cls.output, both or neither; jina-bert-v2: cls alone, one score).
+// The rows of a rank head's cls.output: the count of ARCH.classifier.output_labels, or 1 when
+// the file has none. Throws pagoda::Error for none or more than 64.
+uint64_t rank_labels(const GgufFile& f, const ModelConfig& c);
+
+// An encoder's embedding tensors and, when the file has it, its rank head (bert: cls, cls.output
+// or both; jina-bert-v2: cls alone, one score).
 EncoderWeights read_encoder_weights(const GgufFile& f, const ModelConfig& c);
 
 // Block `layer`'s weights as `c` describes them.

@@ -181,12 +181,7 @@ WeightTensor read_rank_output(const GgufFile& f, const ModelConfig& c) {
     throw Error(f.path() + ": tensor 'cls.output.weight' is a reranker's head, which pagoda (as llama.cpp) reads " +
                 "for qwen3 decoders only, not " + arch);
   }
-  const std::string labels_key = arch + ".classifier.output_labels";
-  const size_t labels = f.find(labels_key) ? f.get_string_array(labels_key).size() : 1;
-  if (labels == 0 || labels > 64) {
-    throw Error(f.path() + ": " + labels_key + " has " + std::to_string(labels) + " labels; a rank head has 1 to 64");
-  }
-  return view_matrix(f, "cls.output.weight", labels, uint64_t(c.dim));
+  return view_matrix(f, "cls.output.weight", rank_labels(f, c), uint64_t(c.dim));
 }
 
 }  // namespace

@@ -64,16 +64,17 @@ struct LayerWeights {
 
 // An encoder's embedding side and rank head: what is added to the token's embedding (token
 // type 0's row; bert's position's row, empty for nomic-bert and jina-bert-v2), their LayerNorm,
-// and the classifier a reranker scores with (cls: dense + tanh, then cls_output: one score;
-// jina-reranker's cls has one row, whose tanh is the score), which embedding models do not have.
+// and the classifier a reranker scores with (cls: dense + tanh, then cls_output, whose first
+// output is the score; either may be absent; jina-reranker's cls has one row, whose tanh is the
+// score), which embedding models do not have.
 struct EncoderWeights {
   WeightTensor token_types;                                  // [n_token_types][dim]
   WeightTensor position_embd;                                // [context_length][dim]
   std::vector<float> token_embd_norm, token_embd_norm_bias;  // [dim]
   WeightTensor cls;                                          // [dim][dim] (jina: [1][dim]), or empty
   std::vector<float> cls_bias;                               // [dim] (jina: [1])
-  WeightTensor cls_output;                                   // [1][dim], or empty
-  std::vector<float> cls_output_bias;                        // [1]
+  WeightTensor cls_output;                                   // [n_labels][dim], or empty
+  std::vector<float> cls_output_bias;                        // [n_labels]
 };
 
 struct ModelWeights {
