@@ -195,8 +195,33 @@ void EncoderRunner::attention(int32_t rows) {
     }
   });
   const float scale = 1.0f / std::sqrt(float(head_dim));
-  const int32_t tasks = kv_heads * rows;
   const bool alibi = model_.config.alibi_max_bias > 0.0f;
+  if (!alibi && group == 1) {
+    // Each (head, sequence) as two GEMMs: scores = Q·Kᵀ, softmaxed row by row, then P·V. Every
+    // output is one multiply-add chain in a fixed order (kernels/gemm.h), over the sequence's
+    // own rows only, so it does not depend on the other sequences of the batch.
+    const auto sequences = int32_t(sequence_start_.size()) - 1;
+    tbb::parallel_for(0, kv_heads * sequences, [&](int32_t t) {
+      const int32_t h = t / sequences, s = t % sequences;
+      const int32_t first = sequence_start_[size_t(s)], n = sequence_start_[size_t(s) + 1] - first;
+      const size_t at = (size_t(h) * rows + first) * head_dim;
+      std::vector<float> scores(size_t(n) * size_t(n)), values_t(size_t(head_dim) * size_t(n));
+      const kernels::PackedMatrix keys = kernels::PackedMatrix::pack(keys_.data() + at, n, head_dim);
+      kernels::matmul(qkv_.data() + size_t(first) * qkv_dim + size_t(h) * head_dim, n, qkv_dim, keys, scores.data(), n);
+      for (int32_t i = 0; i < n; ++i) {
+        float* row = scores.data() + size_t(i) * size_t(n);
+        for (int32_t j = 0; j < n; ++j) row[j] *= scale;
+        kernels::softmax(row, n);
+      }
+      for (int32_t j = 0; j < n; ++j)
+        for (int32_t d = 0; d < head_dim; ++d)
+          values_t[size_t(d) * size_t(n) + size_t(j)] = values_[at + size_t(j) * head_dim + size_t(d)];
+      const kernels::PackedMatrix values = kernels::PackedMatrix::pack(values_t.data(), head_dim, n);
+      kernels::matmul(scores.data(), n, n, values, att_.data() + size_t(first) * q_dim + size_t(h) * head_dim, q_dim);
+    });
+    return;
+  }
+  const int32_t tasks = kv_heads * rows;
   tbb::parallel_for(tbb::blocked_range<int32_t>(0, tasks, 4), [&](const tbb::blocked_range<int32_t>& range) {
     std::vector<float> scores;
     for (int32_t t = range.begin(); t < range.end(); ++t) {
