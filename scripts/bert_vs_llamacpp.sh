@@ -6,14 +6,7 @@
 # against (it writes the same files again from the seed).
 #   scripts/bert_vs_llamacpp.sh [LLAMA_CPP_DIR (/tmp/llama.cpp)] [BUILD_DIR (build/release)]
 # llama-embedding must be built there: cmake --build build --target llama-embedding.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-llama_dir=${1:-/tmp/llama.cpp}
-build=${2:-build/release}
-embedding="$llama_dir/build/bin/llama-embedding"
-synth="$build/examples/pagoda-synth"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/llamacpp_embedding_env.sh" "$@"
 
 # The model's shape and seed: the test reads them from the JSON.
 shape=(--dim 128 --layers 3 --heads 4 --ffn 256 --vocab 1000 --context 128 --seed 11)

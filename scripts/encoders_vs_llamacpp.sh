@@ -7,14 +7,7 @@
 # same files again from the seed). bert's are scripts/bert_vs_llamacpp.sh's.
 #   scripts/encoders_vs_llamacpp.sh [LLAMA_CPP_DIR (/tmp/llama.cpp)] [BUILD_DIR (build/release)]
 # llama-embedding must be built there: cmake --build build --target llama-embedding.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-llama_dir=${1:-/tmp/llama.cpp}
-build=${2:-build/release}
-embedding="$llama_dir/build/bin/llama-embedding"
-synth="$build/examples/pagoda-synth"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/llamacpp_embedding_env.sh" "$@"
 
 # Each architecture's shape and seed (the test reads them from the JSON). jina-bert-v2 has 6
 # heads, not a power of two, so ALiBi's interleaved slopes are covered; its optional norms are

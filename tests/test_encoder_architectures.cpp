@@ -184,25 +184,10 @@ TEST(EncoderArchitectures, TheRunnerComputesWhatTheReferenceComputesRowForRow) {
     for (const GgmlType type : {GgmlType::F32, GgmlType::Q8_0}) {
       const Model model = load_model(write_encoder(file_name(k.arch, k.jina_norms ? "rows" : "rows-plain", type),
                                                    small_encoder(k.arch, 1), type, 3, k.jina_norms));
-      const ReferenceEncoder reference(model);
-      EncoderRunner runner(model, 2);
-      std::mt19937 rng(5);
-      for (const int32_t n : {1, 5, 17, 64}) {
-        const Ids ids = random_ids(rng, n, model.config.vocab_size);
-        const std::vector<float> ours = run_alone(runner, ids), want = reference.hidden_states(ids);
-        ASSERT_EQ(ours.size(), want.size());
-        const size_t dim = size_t(model.config.dim);
-        for (size_t r = 0; r < ours.size() / dim; ++r) {
-          const std::span<const float> a(ours.data() + r * dim, dim), b(want.data() + r * dim, dim);
-          SCOPED_TRACE(std::string(architecture_name(k.arch)) + (k.jina_norms ? "" : " without norms") + ", " +
-                       std::to_string(n) + " tokens, row " + std::to_string(r));
-          // Q8_0 quantizes the activations too (as ggml does), the reference only the weights.
-          // The gated FFNs multiply two quantized-activation products, so a Q8_0 row moves a
-          // little more than bert's.
-          if (type == GgmlType::F32) EXPECT_LT(max_abs_diff(a, b), 2e-5);
-          else EXPECT_GT(cosine(a, b), 0.9995);
-        }
-      }
+      // The gated FFNs multiply two quantized-activation products, so a Q8_0 row moves a little
+      // more than bert's.
+      test::expect_rows_match_reference(
+          model, std::string(architecture_name(k.arch)) + (k.jina_norms ? "" : " without norms"), 2e-5, 0.9995);
     }
   }
 }

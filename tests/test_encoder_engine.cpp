@@ -38,21 +38,7 @@ TEST(EncoderRunner, ComputesWhatTheReferenceEncoderComputesRowForRow) {
   for (const GgmlType type : {GgmlType::F32, GgmlType::Q8_0}) {
     const Model model =
         load_model(write_bert(type == GgmlType::F32 ? "enc-f32.gguf" : "enc-q8.gguf", small_bert(1), type));
-    const ReferenceEncoder reference(model);
-    EncoderRunner runner(model, 2);
-    std::mt19937 rng(5);
-    for (const int32_t n : {1, 5, 17, 64}) {
-      const Ids ids = random_ids(rng, n, model.config.vocab_size);
-      const std::vector<float> ours = run_alone(runner, ids), want = reference.hidden_states(ids);
-      ASSERT_EQ(ours.size(), want.size());
-      const size_t dim = size_t(model.config.dim);
-      for (size_t r = 0; r < ours.size() / dim; ++r) {
-        const std::span<const float> a(ours.data() + r * dim, dim), b(want.data() + r * dim, dim);
-        // Q8_0 quantizes the activations too (as ggml does), the reference only the weights.
-        if (type == GgmlType::F32) EXPECT_LT(max_abs_diff(a, b), 2e-5) << n << " tokens, row " << r;
-        else EXPECT_GT(cosine(a, b), 0.9999) << n << " tokens, row " << r;
-      }
-    }
+    test::expect_rows_match_reference(model, "bert", 2e-5, 0.9999);
   }
 }
 

@@ -1,6 +1,7 @@
 """Fixtures: stories260K from ../shared (the tests skip, saying why, without it), engines on it, and
 the C++ programs (PAGODA_BIN) the tests compare against."""
 
+import asyncio
 import json
 import os
 import pathlib
@@ -77,3 +78,21 @@ def every_page_back(engine) -> None:
     m = wait_until(lambda: (m := engine.metrics()).kv_pages_used == 0 and m.running == 0 and m.queued == 0 and m,
                    "every request is done and its pages are back")
     assert m.kv_pages_free + m.kv_pages_cached == m.kv_pages_total
+
+
+async def ticks_while(awaitable):
+    """Awaits `awaitable` beside a task that counts the event loop's turns; returns its result and
+    the count (more than 0 when the loop kept running while it waited)."""
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    try:
+        return await awaitable, ticks
+    finally:
+        task.cancel()

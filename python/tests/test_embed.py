@@ -2,13 +2,14 @@
 unless asked otherwise, the same for the same input however it is batched; pooling "none" as one
 array of rows per input; and clear errors for bad input."""
 
-import asyncio
 import math
 
 import numpy
 import pytest
 
 import pagoda
+
+from conftest import ticks_while
 
 
 def norm(v):
@@ -84,18 +85,8 @@ def test_bad_input_is_refused_with_a_clear_error(engine):
 async def test_async_embed_gives_the_sync_vectors_while_the_loop_keeps_running(model, engine):
     aengine = pagoda.AsyncEngine(model, threads=1)
     try:
-        ticks = 0
-
-        async def ticker():
-            nonlocal ticks
-            while True:
-                ticks += 1
-                await asyncio.sleep(0)
-
-        task = asyncio.create_task(ticker())
         texts = ["Once upon a time", "Lily wanted to play.", "The little dog ran to the park."] * 8
-        vectors = await aengine.embed(texts, pooling="mean")
-        task.cancel()
+        vectors, ticks = await ticks_while(aengine.embed(texts, pooling="mean"))
         assert numpy.array_equal(vectors, engine.embed(texts, pooling="mean"))
         assert ticks > 0, "the loop ran while the inputs were computed"
     finally:

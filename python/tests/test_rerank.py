@@ -3,7 +3,6 @@ rerank_tokens lays it out with pooling "rank"; the same awaited on AsyncEngine; 
 not a reranker, and bad arguments, refused clearly; embedding_only. The rerankers are a bert and a
 qwen3 (Qwen3-Reranker's layout, whose scores are probabilities) written by pagoda-synth."""
 
-import asyncio
 import pathlib
 import subprocess
 
@@ -11,7 +10,7 @@ import pytest
 
 import pagoda
 
-from conftest import BIN, SHARED
+from conftest import BIN, SHARED, ticks_while
 
 DOCUMENTS = ["the cat sat on the mat", "a dog ran in the park", "", "cats sit on mats"]
 
@@ -83,17 +82,7 @@ async def test_async_rerank_gives_the_sync_scores_while_the_loop_keeps_running(r
         want = e.rerank("where did the cat sit", DOCUMENTS * 8)
     aengine = pagoda.AsyncEngine(reranker_path, threads=1)
     try:
-        ticks = 0
-
-        async def ticker():
-            nonlocal ticks
-            while True:
-                ticks += 1
-                await asyncio.sleep(0)
-
-        task = asyncio.create_task(ticker())
-        scores = await aengine.rerank("where did the cat sit", DOCUMENTS * 8)
-        task.cancel()
+        scores, ticks = await ticks_while(aengine.rerank("where did the cat sit", DOCUMENTS * 8))
         assert scores == want
         assert ticks > 0, "the loop ran while the pairs were scored"
     finally:

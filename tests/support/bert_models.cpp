@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "support/test_support.h"
+#include "testing/reference_encoder.h"
 #include "testing/synth.h"
 
 namespace pagoda::test {
@@ -66,6 +67,25 @@ std::vector<float> run_alone(EncoderRunner& runner, const std::vector<int32_t>& 
   const std::span<const int32_t> one[] = {ids};
   runner.forward(one, hidden);
   return hidden;
+}
+
+void expect_rows_match_reference(const Model& model, const std::string& what, double f32_bound,
+                                 double quantized_cosine) {
+  const ReferenceEncoder reference(model);
+  EncoderRunner runner(model, 2);
+  std::mt19937 rng(5);
+  const bool f32 = model.weights.layers.at(0).attn_output.type == GgmlType::F32;
+  const size_t dim = size_t(model.config.dim);
+  for (const int32_t n : {1, 5, 17, 64}) {
+    const std::vector<int32_t> ids = random_ids(rng, n, model.config.vocab_size);
+    const std::vector<float> ours = run_alone(runner, ids), want = reference.hidden_states(ids);
+    ASSERT_EQ(ours.size(), want.size()) << what;
+    for (size_t r = 0; r < ours.size() / dim; ++r) {
+      const std::span<const float> a(ours.data() + r * dim, dim), b(want.data() + r * dim, dim);
+      if (f32) EXPECT_LT(max_abs_diff(a, b), f32_bound) << what << ", " << n << " tokens, row " << r;
+      else EXPECT_GT(cosine(a, b), quantized_cosine) << what << ", " << n << " tokens, row " << r;
+    }
+  }
 }
 
 void expect_batch_invariant(const Model& model, const std::string& what) {

@@ -43,6 +43,13 @@ double max_abs_diff(std::span<const float> a, std::span<const float> b);
 // `runner`'s final hidden states of `ids`, computed as the only sequence of its call.
 std::vector<float> run_alone(EncoderRunner& runner, const std::vector<int32_t>& ids);
 
+// Expects the runner's final hidden states of random inputs of 1, 5, 17 and 64 tokens to be the
+// reference encoder's row for row: each F32 row within `f32_bound` (largest difference), each
+// quantized row with a cosine above `quantized_cosine` (Q8_0 quantizes the activations too, as
+// ggml does; the reference only the weights). `what` names the model in failures.
+void expect_rows_match_reference(const Model& model, const std::string& what, double f32_bound,
+                                 double quantized_cosine);
+
 // Expects each of a few inputs (1 to 64 tokens) to get the same hidden-state bits alone on one
 // thread as batched with the others, in order and reversed, on two threads (`what` names the
 // model in failures).
