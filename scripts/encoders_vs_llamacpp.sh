@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Offline, never in CI: llama.cpp's llama-embedding on random-weight nomic-bert and
-# jina-bert-v2 models that pagoda-synth writes from a fixed seed (F32 and Q8_0; mean, cls and
-# last pooling, and for jina-bert-v2 the score of jina-reranker's one-row rank head on a
+# jina-bert-v2 models that pagoda-synth writes from a fixed seed (F32 and Q8_0; mean, cls, last
+# and none pooling, and for jina-bert-v2 the score of jina-reranker's one-row rank head on a
 # --pooling rank file of the same seed; a few prompts), recorded as tests/data/encoders_llamacpp.json, which
 # test_encoder_architectures checks the reference encoder and the Engine against (it writes the
 # same files again from the seed). bert's are scripts/bert_vs_llamacpp.sh's.
@@ -23,7 +23,7 @@ for arch in nomic-bert jina-bert-v2; do
   for type in f32 q8_0; do
     # shellcheck disable=SC2086  # the shape is a list of flags
     "$synth" --arch "$arch" --pooling mean ${shapes[$arch]} --type "$type" -o "$work/$arch-$type.gguf" 2>/dev/null
-    poolings=(mean cls last)
+    poolings=(mean cls last none)
     if [[ $arch == jina-bert-v2 ]]; then
       # shellcheck disable=SC2086
       "$synth" --arch "$arch" --pooling rank ${shapes[$arch]} --type "$type" -o "$work/$arch-rank-$type.gguf" 2>/dev/null
@@ -55,15 +55,15 @@ models = {
 cases = []
 for arch in models:
     for t in ["f32", "q8_0"]:
-        for pooling in ["mean", "cls", "last"] + (["rank"] if arch == "jina-bert-v2" else []):
+        for pooling in ["mean", "cls", "last", "none"] + (["rank"] if arch == "jina-bert-v2" else []):
             for i, prompt in enumerate(prompts):
                 out = open(f"{work}/{arch}-{t}-{pooling}-{i}.out").read()
                 start = out.index("{")
                 tokens = [int(m) for m in re.findall(r"^\s*(\d+) -> '", out[:start], re.M)]
                 if pooling == "rank":  # the score; the rest of the array is whatever followed it in memory
                     embedding = [float(re.search(r'"embedding": \[([-0-9.e]+)', out).group(1))]
-                else:
-                    embedding = json.loads(out[start:])["data"][0]["embedding"]
+                else:  # with none, every token's row, end to end
+                    embedding = [x for d in json.loads(out[start:])["data"] for x in d["embedding"]]
                 cases.append({"arch": arch, "type": t, "pooling": pooling, "prompt": prompt, "tokens": tokens,
                               "embedding": embedding})
 doc = {"llama_cpp": f"llama-embedding {commit}, --embd-normalize 2 (-1 for rank)", "models": models, "cases": cases}

@@ -88,6 +88,25 @@ void expect_rows_match_reference(const Model& model, const std::string& what, do
   }
 }
 
+void expect_token_rows_match(const ReferenceEncoder& reference, Engine& engine, const std::vector<int32_t>& ids,
+                             const std::vector<float>& want, bool f32) {
+  const size_t dim = want.size() / ids.size();
+  ASSERT_EQ(want.size(), ids.size() * dim);
+  const std::vector<float> hidden = reference.hidden_states(ids), rows = engine.embed({ids}, {Pooling::None}).at(0);
+  ASSERT_EQ(hidden.size(), want.size());
+  ASSERT_EQ(rows.size(), want.size());
+  for (size_t r = 0; r < ids.size(); ++r) {
+    const std::span<const float> wanted(want.data() + r * dim, dim);
+    std::vector<float> ours(hidden.begin() + ptrdiff_t(r * dim), hidden.begin() + ptrdiff_t((r + 1) * dim));
+    const double length = std::sqrt(std::inner_product(ours.begin(), ours.end(), ours.begin(), 0.0));
+    for (float& x : ours) x = float(x / length);
+    for (const std::span<const float> got : {std::span<const float>(ours), std::span(rows.data() + r * dim, dim)}) {
+      EXPECT_GE(cosine(got, wanted), f32 ? 0.9999 : 0.999) << "token " << r;
+      EXPECT_LT(max_abs_diff(got, wanted), f32 ? 2e-4 : 1e-2) << "token " << r;
+    }
+  }
+}
+
 void expect_batch_invariant(const Model& model, const std::string& what) {
   EncoderRunner one_thread(model, 1), two_threads(model, 2);
   std::mt19937 rng(11);

@@ -13,6 +13,8 @@
 #include "engine/gguf/ggml_types.h"
 #include "engine/model/model.h"
 #include "engine/model/model_config.h"
+#include "pagoda/engine.h"
+#include "testing/reference_encoder.h"
 
 namespace pagoda::test {
 
@@ -49,6 +51,12 @@ std::vector<float> run_alone(EncoderRunner& runner, const std::vector<int32_t>& 
 // ggml does; the reference only the weights). `what` names the model in failures.
 void expect_rows_match_reference(const Model& model, const std::string& what, double f32_bound,
                                  double quantized_cosine);
+
+// Pooling none against llama-embedding's recorded rows (`want`: one normalized row per token of
+// `ids`): the reference's rows and the engine's Pooling::None rows, each normalized alone, within
+// llama.cpp's bounds (cosine 0.9999 and largest difference 2e-4 for F32; 0.999 and 1e-2 else).
+void expect_token_rows_match(const ReferenceEncoder& reference, Engine& engine, const std::vector<int32_t>& ids,
+                             const std::vector<float>& want, bool f32);
 
 // Expects each of a few inputs (1 to 64 tokens) to get the same hidden-state bits alone on one
 // thread as batched with the others, in order and reversed, on two threads (`what` names the
