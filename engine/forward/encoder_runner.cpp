@@ -178,8 +178,9 @@ void EncoderRunner::embed_tokens(std::span<const std::span<const int32_t>> seque
 }
 
 // Every row's attention over the rows of its own sequence. Keys and values are first laid out
-// head-major, so that one head's keys of one sequence are contiguous: one f32 "page" for the
-// paged kernel, whose per-token result depends only on the query and those rows in order.
+// head-major, so that one head's keys (and values) of one sequence are one contiguous matrix: the
+// GEMMs' operand, ALiBi's rows read in position order, or (with grouped query heads) one f32
+// page for the paged kernel.
 void EncoderRunner::attention(int32_t rows) {
   const ModelConfig& c = model_.config;
   const int32_t head_dim = c.head_dim(), q_dim = c.q_dim(), kv_dim = c.kv_dim();

@@ -1,7 +1,7 @@
 #include "engine/request/embedding_pooler.h"
 
-#include <cassert>
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 namespace pagoda {
