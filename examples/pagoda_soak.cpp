@@ -367,13 +367,9 @@ int main(int argc, char** argv) {
     std::string model_path = args.get("--model", "");
     if (model_path.empty()) {
       pagoda::SynthSpec spec;
-      spec.config = {.dim = 64,
-                     .n_layers = 2,
-                     .n_heads = 4,
-                     .n_kv_heads = 2,
-                     .ffn_dim = 128,
-                     .vocab_size = 512,
-                     .context_length = 512};
+      pagoda::ModelConfig& c = spec.config;
+      c.dim = 64, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.ffn_dim = 128;
+      c.vocab_size = 512, c.context_length = 512;
       spec.seed = seed;
       model_path = (dir / "soak-model.gguf").string();
       pagoda::write_synth_model(model_path, spec);

@@ -244,22 +244,12 @@ TEST(EncoderArchitectures, AJinaRerankerScoresWithItsOneRowHeadAsTheReferenceDoe
     ASSERT_EQ(e.cls.rows, 1);
     EXPECT_EQ(e.cls.type, GgmlType::F32);  // one row is a vector to llama-quantize
     EXPECT_TRUE(e.cls_output.empty());
-    const ReferenceEncoder reference(model);
-    EncoderRunner runner(model, 2);
-    ASSERT_TRUE(runner.has_rank_head());
     // Q8_0: the runner quantizes the activations too, as ggml does; one unnormalized score shows
     // that most (the bound of bert's Q8_0 scores against llama.cpp).
     const double bound = type == GgmlType::F32 ? 1e-5 : 3e-2;
-    std::mt19937 rng(2);
-    for (const int32_t n : {2, 9, 40}) {
-      const Ids ids = random_ids(rng, n, model.config.vocab_size);
-      const std::vector<float> hidden = run_alone(runner, ids);
-      float score = 0;
-      runner.rank_scores(hidden.data(), 1, &score);
-      const float want = reference.embed(ids, EncoderPooling::Rank).at(0);
-      EXPECT_NEAR(score, want, bound) << n << " tokens";
+    for (const float score : test::expect_rank_scores_match_reference(model, bound))
       EXPECT_LT(std::abs(score), 1.0f);  // a tanh
-    }
+    const ReferenceEncoder reference(model);
     Engine engine({.model_path = path, .threads = 2});
     const std::vector<std::string> documents = {"a fox is an animal", "the weather is nice", "foxes run"};
     const std::vector<float> scores = engine.rerank("what is a fox", documents);

@@ -52,17 +52,7 @@ TEST(EncoderRunner, GivesEachSequenceTheSameBitsAloneOrInAnyBatchOnAnyThreadCoun
 
 TEST(EncoderRunner, ScoresWithTheRankHeadAsTheReferenceDoes) {
   const Model model = load_model(write_bert("enc-rank.gguf", small_bert(4)));
-  const ReferenceEncoder reference(model);
-  EncoderRunner runner(model, 2);
-  ASSERT_TRUE(runner.has_rank_head());
-  std::mt19937 rng(2);
-  for (const int32_t n : {2, 9, 40}) {
-    const Ids ids = random_ids(rng, n, model.config.vocab_size);
-    const std::vector<float> hidden = run_alone(runner, ids);
-    float score = 0;
-    runner.rank_scores(hidden.data(), 1, &score);
-    EXPECT_NEAR(score, reference.embed(ids, EncoderPooling::Rank)[0], 1e-4) << n << " tokens";
-  }
+  test::expect_rank_scores_match_reference(model, 1e-4);
   const Model mean = load_model(write_bert("enc-no-rank.gguf", small_bert(1)));
   EncoderRunner no_head(mean, 1);
   const std::vector<float> row(size_t(mean.config.dim), 0.5f);

@@ -45,13 +45,10 @@ std::vector<float> round_trip(KvCacheType type, const std::vector<float>& x) {
 
 // A small random Llama whose head_dim (32) fits every type, q8_0 included.
 ModelConfig q8_friendly_config() {
-  return {.dim = 128,
-          .n_layers = 2,
-          .n_heads = 4,
-          .n_kv_heads = 2,
-          .ffn_dim = 256,
-          .vocab_size = 1000,
-          .context_length = 256};
+  ModelConfig c;
+  c.dim = 128, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.ffn_dim = 256;
+  c.vocab_size = 1000, c.context_length = 256;
+  return c;
 }
 
 const std::string& q8_friendly_model() {

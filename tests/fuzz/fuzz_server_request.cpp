@@ -29,13 +29,9 @@ pagoda::Engine& engine() {
   static const std::unique_ptr<pagoda::Engine> e = [] {
     const std::string path = "/tmp/pagoda-fuzz-server-" + std::to_string(getpid()) + ".gguf";
     pagoda::SynthSpec spec;
-    spec.config = {.dim = 32,
-                   .n_layers = 1,
-                   .n_heads = 2,
-                   .n_kv_heads = 1,
-                   .ffn_dim = 32,
-                   .vocab_size = 512,
-                   .context_length = 64};
+    pagoda::ModelConfig& c = spec.config;
+    c.dim = 32, c.n_layers = 1, c.n_heads = 2, c.n_kv_heads = 1, c.ffn_dim = 32;
+    c.vocab_size = 512, c.context_length = 64;
     pagoda::write_synth_model(path, spec);
     auto made = std::make_unique<pagoda::Engine>(pagoda::EngineConfig{.model_path = path, .threads = 1});
     std::filesystem::remove(path);

@@ -88,6 +88,23 @@ void expect_rows_match_reference(const Model& model, const std::string& what, do
   }
 }
 
+std::vector<float> expect_rank_scores_match_reference(const Model& model, double bound) {
+  const ReferenceEncoder reference(model);
+  EncoderRunner runner(model, 2);
+  EXPECT_TRUE(runner.has_rank_head());
+  std::mt19937 rng(2);
+  std::vector<float> scores;
+  for (const int32_t n : {2, 9, 40}) {
+    const std::vector<int32_t> ids = random_ids(rng, n, model.config.vocab_size);
+    const std::vector<float> hidden = run_alone(runner, ids);
+    float score = 0;
+    runner.rank_scores(hidden.data(), 1, &score);
+    EXPECT_NEAR(score, reference.embed(ids, EncoderPooling::Rank).at(0), bound) << n << " tokens";
+    scores.push_back(score);
+  }
+  return scores;
+}
+
 void expect_token_rows_match(const ReferenceEncoder& reference, Engine& engine, const std::vector<int32_t>& ids,
                              const std::vector<float>& want, bool f32) {
   const size_t dim = want.size() / ids.size();

@@ -52,6 +52,10 @@ std::vector<float> run_alone(EncoderRunner& runner, const std::vector<int32_t>& 
 void expect_rows_match_reference(const Model& model, const std::string& what, double f32_bound,
                                  double quantized_cosine);
 
+// Expects the runner's rank scores of random inputs of 2, 9 and 40 tokens (each alone) to be the
+// reference encoder's within `bound`; returns them.
+std::vector<float> expect_rank_scores_match_reference(const Model& model, double bound);
+
 // Pooling none against llama-embedding's recorded rows (`want`: one normalized row per token of
 // `ids`): the reference's rows and the engine's Pooling::None rows, each normalized alone, within
 // llama.cpp's bounds (cosine 0.9999 and largest difference 2e-4 for F32; 0.999 and 1e-2 else).

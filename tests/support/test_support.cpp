@@ -166,13 +166,10 @@ const std::string& synth_model_once(const std::string& name, const ModelConfig& 
 }
 
 ModelConfig tiny_gqa_config() {
-  return {.dim = 64,
-          .n_layers = 2,
-          .n_heads = 8,
-          .n_kv_heads = 2,
-          .ffn_dim = 160,
-          .vocab_size = 1000,
-          .context_length = 256};
+  ModelConfig c;
+  c.dim = 64, c.n_layers = 2, c.n_heads = 8, c.n_kv_heads = 2, c.ffn_dim = 160;
+  c.vocab_size = 1000, c.context_length = 256;
+  return c;
 }
 
 const std::string& tiny_gqa_model() { return synth_model_once("tiny-gqa.gguf", tiny_gqa_config(), 7); }
