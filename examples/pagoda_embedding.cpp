@@ -29,8 +29,9 @@ using pagoda::Error;
 
 constexpr const char* kUsage = R"(usage: pagoda-embedding -m MODEL (-p PROMPT | -f FILE) [options]
 
-Prints the embedding of every prompt (of every token, with pooling none), or with a reranker (pooling rank) the relevance score of
-every QUERY<TAB>DOCUMENT prompt, as llama.cpp's llama-embedding does.
+Prints the embedding of every prompt (of every token, with pooling none), or with a reranker
+(pooling rank) the relevance score of every QUERY<TAB>DOCUMENT prompt, as llama.cpp's
+llama-embedding does.
 
   -m, --model PATH            GGUF file
   -p, --prompt TEXT           the prompts, split at --embd-separator (given more than once,
