@@ -584,10 +584,13 @@ PYBIND11_MODULE(_core, m) {
             }
             // One (inputs, width) array: width is dim, or 1 for a reranker's scores.
             const auto width = int64_t(vectors.at(0).size());
-            std::vector<float> flat;
-            flat.reserve(vectors.size() * size_t(width));
-            for (const std::vector<float>& v : vectors) flat.insert(flat.end(), v.begin(), v.end());
-            return float_matrix(flat, int64_t(vectors.size()), width);
+            py::array_t<float> out({int64_t(vectors.size()), width});
+            float* row = out.mutable_data();
+            for (const std::vector<float>& v : vectors) {
+              if (int64_t(v.size()) != width) throw pagoda::Error("embed: the inputs' vectors differ in length");
+              row = std::copy(v.begin(), v.end(), row);
+            }
+            return out;
           },
           py::arg("inputs"), py::arg("pooling"), py::arg("normalize"))
       .def(
