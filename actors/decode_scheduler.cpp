@@ -7,6 +7,7 @@
 
 #include <tbb/parallel_for.h>
 
+#include "engine/request/rank_scoring.h"
 #include "engine/sampling/logprobs.h"
 #include "engine/speculation/proposer.h"
 
@@ -237,7 +238,10 @@ void DecodeScheduler::process_outputs(const std::vector<Planned>& planned, const
   // Named before any of these sequences can finish and release its pages.
   pool_.register_pages(std::exchange(filled_, {}));
   // Their prompt is in: the future resolves with the embedding (Sequence::finish).
-  score_ranks();
+  score_rank_pairs(
+      embedded_, size_t(runner_.config().dim),
+      [&](const float* rows, int32_t n, float* scores) { runner_.rank_scores(rows, n, scores); }, rank_rows_,
+      rank_scores_);
   for (Sequence* seq : embedded_) retire(*seq, FinishReason::Length);
   for (const Sampled& s : sampling_) {
     Sequence& seq = *s.seq;
@@ -284,22 +288,6 @@ size_t DecodeScheduler::pool_rows(Sequence& seq, const BatchEntry& entry, size_t
   }
   collect_filled(seq);
   return hidden_row;
-}
-
-void DecodeScheduler::score_ranks() {
-  rank_rows_.clear();
-  for (const Sequence* seq : embedded_) {
-    if (seq->embedding->pooling() != Pooling::Rank) continue;
-    const std::vector<float> row = seq->embedding->kept_row();
-    rank_rows_.insert(rank_rows_.end(), row.begin(), row.end());
-  }
-  if (rank_rows_.empty()) return;
-  rank_scores_.resize(rank_rows_.size() / size_t(runner_.config().dim));
-  runner_.rank_scores(rank_rows_.data(), int32_t(rank_scores_.size()), rank_scores_.data());
-  size_t next = 0;
-  for (Sequence* seq : embedded_) {
-    if (seq->embedding->pooling() == Pooling::Rank) seq->embedding->set_score(rank_scores_[next++]);
-  }
 }
 
 void DecodeScheduler::keep_accepted(Sequence& seq) {

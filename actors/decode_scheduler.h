@@ -51,8 +51,6 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   // An embedding's chunk is in: n_cached past it, its rows of hidden_ (from `hidden_row` on)
   // given to its pooler, its filled pages collected. Returns the next entry's first hidden row.
   size_t pool_rows(Sequence& seq, const BatchEntry& entry, size_t hidden_row);
-  // The rerank pairs among embedded_ get their scores: their kept rows through the rank head.
-  void score_ranks();
   // After a decode's rows were verified: n_cached past the accepted guesses, the pages beyond
   // given back, the draft length and the counters told.
   void keep_accepted(Sequence& seq);
@@ -99,7 +97,7 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   std::vector<float> logits_;
   std::vector<float> hidden_;        // the embedding entries' rows of final hidden states
   std::vector<Sequence*> embedded_;  // embeddings whose prompt this step completed
-  std::vector<float> rank_rows_;     // score_ranks' rows, and their scores
+  std::vector<float> rank_rows_;     // score_rank_pairs' rows of embedded_, and their scores
   std::vector<float> rank_scores_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "engine/request/rank_scoring.h"
 #include "pagoda/error.h"
 
 namespace pagoda {
@@ -66,24 +67,15 @@ void EncoderScheduler::step() {
 
 void EncoderScheduler::pool() {
   const size_t dim = size_t(runner_.config().dim);
-  first_rows_.clear();
   size_t row = 0;
   for (const SequencePtr& seq : step_) {
     // The pooler keeps the rows its pooling needs and skips the others.
     for (int32_t p = 0; p < seq->prompt_len; ++p, ++row)
       seq->embedding->add(p, std::span<const float>(hidden_.data() + row * dim, dim));
-    if (seq->embedding->pooling() == Pooling::Rank) {
-      const std::vector<float> first = seq->embedding->kept_row();
-      first_rows_.insert(first_rows_.end(), first.begin(), first.end());
-    }
   }
-  if (first_rows_.empty()) return;
-  scores_.resize(first_rows_.size() / dim);
-  runner_.rank_scores(first_rows_.data(), int32_t(scores_.size()), scores_.data());
-  size_t next = 0;
-  for (const SequencePtr& seq : step_) {
-    if (seq->embedding->pooling() == Pooling::Rank) seq->embedding->set_score(scores_[next++]);
-  }
+  score_rank_pairs(
+      step_, dim, [&](const float* rows, int32_t n, float* scores) { runner_.rank_scores(rows, n, scores); },
+      rank_rows_, rank_scores_);
 }
 
 void EncoderScheduler::retire(Sequence& seq, FinishReason reason, std::string error) {

@@ -42,7 +42,7 @@ class EncoderScheduler : public Actor<EncoderMessage> {
   // This step's sequences and scratch, reused so steps do not allocate.
   std::vector<SequencePtr> step_;
   std::vector<std::span<const int32_t>> inputs_;
-  std::vector<float> hidden_, first_rows_, scores_;
+  std::vector<float> hidden_, rank_rows_, rank_scores_;
 };
 
 }  // namespace pagoda

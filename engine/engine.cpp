@@ -95,6 +95,15 @@ std::string token_spelling(const Tokenizer& tokenizer, int32_t id) {
   return id >= 0 && size_t(id) < tokens.size() ? tokens[size_t(id)] : std::string();
 }
 
+// How many tokens a decoder reranker's prompt has after its last {document}; 0 without one.
+size_t rerank_tail_of(const Model& model) {
+  if (!model.rerank_template) return 0;
+  const std::string_view tmpl = *model.rerank_template, placeholder = "{document}";
+  const size_t at = tmpl.rfind(placeholder);
+  if (at == std::string_view::npos) return 0;
+  return model.tokenizer.encode(tmpl.substr(at + placeholder.size()), false, true).size();
+}
+
 }  // namespace
 
 // A decoder's machinery: the forward pass over the paged KV cache and the four actors.
@@ -171,7 +180,8 @@ struct Engine::Impl {
         chat_format(chat_template_of(chat_template, model.tokenizer)),
         jinja_template(parse_chat_template(chat_template)),
         specials(special_pieces(model.tokenizer.vocab())),
-        layout(KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type)) {
+        layout(KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type)),
+        rerank_tail(rerank_tail_of(model)) {
     if (model.config.is_encoder()) encoder = std::make_unique<EncoderCore>(c, model, metrics);
     else decoder = std::make_unique<DecoderCore>(c, model, metrics);
   }
@@ -180,10 +190,6 @@ struct Engine::Impl {
   // What `pooling` means on this model: Pooling::Model resolved from its GGUF pooling_type.
   // Throws pagoda::Error ("bad request: ...") for a model pooling pagoda cannot give.
   Pooling embedding_pooling(Pooling pooling) const;
-  // The tokens a truncated input keeps at its end: a decoder reranker's prompt after the
-  // document (the turn's end and the assistant's opening, whose last position is scored), or
-  // else a closing control token ([SEP], an appended EOS).
-  size_t kept_tail(const Request& r, const std::vector<int32_t>& ids) const;
   // The request's grammar, compiled; null without one. Throws pagoda::Error for a bad one.
   std::unique_ptr<grammar::GrammarConstraint> constraint_of(const Request& r) const;
   // The masks of recent grammars over the vocabulary, made for the first constrained request.
@@ -196,6 +202,9 @@ struct Engine::Impl {
   std::shared_ptr<const jinja::Template> jinja_template;
   std::vector<SpecialToken> specials;
   KvLayout layout;  // of the KV cache a decoder keeps (a Sequence's block table counts in it)
+  // The tokens of a decoder reranker's prompt after {document} (0 without a rerank prompt),
+  // which a truncated pair keeps at its end: the turn's end and the assistant's opening.
+  size_t rerank_tail;
   MetricsBoard metrics;
   // One of the two, by the model's kind.
   std::unique_ptr<DecoderCore> decoder;
@@ -265,7 +274,11 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
   }
   const size_t context = size_t(model.config.context_length);
   if (r.embedding && r.embedding->truncate && ids.size() > context) {
-    const auto keep = ptrdiff_t(std::min(kept_tail(r, ids), context / 2));
+    // Kept at the end: a decoder reranker's prompt after the document, whose last position is
+    // scored, or else a closing control token ([SEP], an appended EOS).
+    const bool control_last = model.tokenizer.vocab().types[size_t(ids.back())] == TokenType::Control;
+    const size_t tail = r.embedding->pooling == Pooling::Rank && rerank_tail > 0 ? rerank_tail : size_t(control_last);
+    const auto keep = ptrdiff_t(std::min(tail, context / 2));
     ids.erase(ids.begin() + (ptrdiff_t(context) - keep), ids.end() - keep);
   }
   const int32_t new_tokens = r.embedding ? 0 : r.max_new_tokens;
@@ -303,17 +316,6 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
     if (t.empty()) refuse("a grammar trigger is empty");
   }
   return ids;
-}
-
-size_t Engine::Impl::kept_tail(const Request& r, const std::vector<int32_t>& ids) const {
-  if (r.embedding->pooling == Pooling::Rank && model.rerank_template) {
-    const std::string_view tmpl = *model.rerank_template;
-    const size_t document = tmpl.rfind("{document}");
-    if (document != std::string_view::npos) {
-      return model.tokenizer.encode(tmpl.substr(document + std::string_view("{document}").size()), false, true).size();
-    }
-  }
-  return model.tokenizer.vocab().types[size_t(ids.back())] == TokenType::Control ? 1 : 0;
 }
 
 Pooling Engine::Impl::embedding_pooling(Pooling pooling) const {
