@@ -45,6 +45,18 @@ struct EngineMetrics {
   double speculative_acceptance = 0.0;  // accepted / proposed; 0 before any guess
   int64_t draft_kv_pages_used = 0;      // the draft model's own KV pool; 0 and 0 without a draft model
   int64_t draft_kv_pages_total = 0;
+  // The prefix cache's tiers (EngineConfig::kv_disk_path). prefix_hit_tokens counts hits in
+  // either; kv_disk_hit_tokens the part read back from disk.
+  int64_t kv_ram_evictions = 0;        // cached pages the RAM pool gave to new work
+  int64_t kv_disk_hit_tokens = 0;      // prompt tokens read back from disk instead of computed
+  int64_t kv_disk_pages = 0;           // page files in the disk tier now
+  int64_t kv_disk_bytes = 0;           // their size
+  int64_t kv_disk_read_bytes = 0;      // read back so far
+  int64_t kv_disk_written_bytes = 0;   // written so far
+  int64_t kv_disk_write_backlog = 0;   // pages waiting to be written
+  int64_t kv_disk_writes_skipped = 0;  // pages not written because the backlog was full
+  int64_t kv_disk_evictions = 0;       // files removed to stay within kv_disk_bytes
+  int64_t kv_disk_damaged = 0;         // torn, truncated or corrupted files found, dropped and recomputed
 };
 
 // One input of Engine::embed: a text (tokenized as Request::prompt is) or token ids used as given.

@@ -53,6 +53,27 @@ struct EngineConfig {
   // load), and its resident size does not creep up while the prefix cache, which keeps freed
   // pages and takes never-used ones first, spreads over the arena. Off: engines start at once.
   bool kv_prefault = false;
+  // A second tier of the prefix cache on disk (llama.cpp's slot files and LMCache's disk
+  // backend, automatic): every full KV page the prefix cache names is also written, off the
+  // step loop, to a file in this directory, and an admission whose prefix left the RAM pool
+  // (evicted, or the process restarted) reads its pages back instead of computing them again.
+  // Files are named by the model file's contents, the KV type, the kernels' ISA and the prefix
+  // hash chain, so another model, type or tokenizer never matches; each carries a checksum, and
+  // a torn or corrupted one is dropped and its pages recomputed. Empty: no disk tier. Pages of
+  // requests on a LoRA adapter stay in RAM only.
+  std::string kv_disk_path;
+  // The files' total size (least recently used dropped first); the directory's files of other
+  // models count too.
+  size_t kv_disk_bytes = size_t(8) << 30;
+  // Publishes the prefix cache's page events (vLLM's BlockStored / BlockRemoved /
+  // AllBlocksCleared, msgpack over a ZeroMQ PUB socket) at this endpoint, e.g. "tcp://*:5557",
+  // so a KV-aware router (llm-d, Dynamo) can send requests where their prefix is. Empty: none.
+  std::string kv_events_endpoint;
+  // A ZeroMQ ROUTER endpoint that replays recent event batches from a sequence number (vLLM's
+  // replay socket), e.g. "tcp://*:5558"; empty: no replay.
+  std::string kv_events_replay_endpoint;
+  // The topic every event message is sent under (vLLM's default: empty).
+  std::string kv_events_topic;
   // Speculative decoding for requests that do not choose (Request::speculative). Outputs are
   // bit-identical with and without it.
   SpeculativeParams speculative;
