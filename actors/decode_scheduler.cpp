@@ -309,7 +309,7 @@ void DecodeScheduler::keep_accepted(Sequence& seq) {
 
 void DecodeScheduler::collect_filled(Sequence& seq) {
   if (seq.prefix_cache) {
-    seq.prefix.collect_full(seq.tokens, seq.n_cached, seq.table, filled_);
+    seq.prefix.collect_full(seq.tokens, seq.n_cached, seq.table, filled_, seq.adapter.empty());
   }
 }
 

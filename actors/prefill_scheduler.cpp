@@ -53,16 +53,22 @@ void PrefillScheduler::admit() {
   while (credits_ > 0 && !waiting_.empty()) {
     Sequence& seq = *waiting_.front();
     const auto len = int32_t(seq.tokens.size());
-    auto grant = pool_.admit(prefix_keys(seq), seq.n_cached, len, seq.requeued ? 0 : keep_free_);
+    const bool disk_tier = disk_ && seq.disk_reads;
+    auto grant = pool_.admit(prefix_keys(seq), seq.n_cached, len, seq.requeued ? 0 : keep_free_, disk_tier);
     if (!grant) return;  // the pool says PagesFreed when some come back
-    if (seq.prefix_cache) took_prefix(seq, grant->cached_blocks);
+    if (seq.prefix_cache) took_prefix(seq, *grant);
     seq.table.grow(seq.n_cached, len, grant->pages, BlockTable::Reach::Admission);
     seq.status = SequenceStatus::Prefilling;
     seq.requeued = false;
     seq.admit_order = next_admit_order_++;
     --credits_;
     metrics_.queued.fetch_sub(1, std::memory_order_relaxed);
-    decode_->post(Admitted{std::move(waiting_.front())});
+    if (grant->loads.empty()) {
+      decode_->post(Admitted{std::move(waiting_.front())});
+    } else {
+      const int32_t disk_tokens = (grant->cached_blocks - grant->pooled_blocks) * seq.table.tokens_per_page();
+      disk_->post(LoadPages{std::move(waiting_.front()), std::move(grant->loads), disk_tokens});
+    }
     waiting_.erase(waiting_.begin());
   }
 }
@@ -76,13 +82,15 @@ std::vector<PageHash> PrefillScheduler::prefix_keys(Sequence& seq) {
   return {keys.begin(), keys.end()};
 }
 
-void PrefillScheduler::took_prefix(Sequence& seq, int32_t cached_blocks) {
-  // The cached pages are already named; the pages after them are offered as they fill (a
-  // swapped-in sequence's fresh copies too, which the pool names unless their hash is taken).
-  seq.prefix.set_offered(cached_blocks);
+void PrefillScheduler::took_prefix(Sequence& seq, const PageGrant& grant) {
+  // The pool's pages of the hit are already named; the pages after them are offered as they
+  // fill (a swapped-in sequence's fresh copies too, which the pool names unless their hash is
+  // taken), and so are the pages read from disk.
+  seq.prefix.set_offered(grant.pooled_blocks);
   if (!seq.swapped_kv.empty()) return;
-  seq.n_cached = cached_blocks * seq.table.tokens_per_page();
-  metrics_.prefix_hit_tokens.fetch_add(seq.n_cached, std::memory_order_relaxed);
+  seq.n_cached = grant.cached_blocks * seq.table.tokens_per_page();
+  // A hit read from disk counts once its pages are read (the disk-tier actor counts it).
+  if (grant.loads.empty()) metrics_.prefix_hit_tokens.fetch_add(seq.n_cached, std::memory_order_relaxed);
   metrics_.prefix_queried_tokens.fetch_add(int64_t(seq.tokens.size()), std::memory_order_relaxed);
 }
 

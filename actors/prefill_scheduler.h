@@ -5,7 +5,9 @@
 // as old pages go back) and the decode scheduler has room (slot credits), then hands them
 // to the decode scheduler, which cuts their prompts into prefill chunks. An admission takes
 // the longest cached run of its prompt's full token blocks from the prefix cache and feeds
-// only the rest (always the last token, so its step has logits).
+// only the rest (always the last token, so its step has logits). With a disk tier the hit may
+// reach into blocks on disk: such an admission goes to the disk-tier actor, which reads them
+// into its fresh pages and then hands it to the decode scheduler.
 
 #include <vector>
 
@@ -29,6 +31,9 @@ class PrefillScheduler : public Actor<PrefillMessage> {
         keep_free_(keep_free),
         metrics_(metrics) {}
 
+  // Where admissions whose hit lies partly on disk go (set before start(); none: no disk tier).
+  void set_disk_mailbox(std::shared_ptr<Mailbox<DiskMessage>> disk) { disk_ = std::move(disk); }
+
   // Cancels what is left in the mailbox after the actor stopped (shutdown).
   void drain();
 
@@ -40,11 +45,12 @@ class PrefillScheduler : public Actor<PrefillMessage> {
   // The prefix-cache hashes an admission looks up (none when the sequence does not use the
   // cache or is swapped out), and what it does with the cached pages it got.
   std::vector<PageHash> prefix_keys(Sequence& seq);
-  void took_prefix(Sequence& seq, int32_t cached_blocks);
+  void took_prefix(Sequence& seq, const PageGrant& grant);
   void cancel(Sequence& seq);
 
   PagePoolActor& pool_;
   std::shared_ptr<Mailbox<DecodeMessage>> decode_;
+  std::shared_ptr<Mailbox<DiskMessage>> disk_;
   std::vector<SequencePtr> waiting_;  // in admission order
   int32_t credits_;                   // sequences the decode scheduler can take now
   int32_t keep_free_;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "actors/decode_scheduler.h"
+#include "actors/disk_tier_actor.h"
 #include "actors/encoder_scheduler.h"
 #include "actors/lora_router.h"
 #include "actors/page_pool_actor.h"
@@ -16,6 +17,7 @@
 #include "engine/chat/chat_renderer.h"
 #include "engine/chat/chat_template.h"
 #include "engine/chat/rerank_prompt.h"
+#include "engine/disk_tier_setup.h"
 #include "engine/grammar/grammar_constraint.h"
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/token_mask_cache.h"
@@ -122,6 +124,14 @@ struct DecoderCore {
         decode(decode_mailbox, runner, pool.view(), pool_actor, prefill_mailbox, c, metrics, draft.get()),
         router(prefill_mailbox, c.max_resident_adapters, c.adapter_run_cap, metrics) {
     pool_actor.set_prefill_mailbox(prefill_mailbox);
+    if (!c.kv_disk_path.empty()) {
+      auto disk_mailbox = std::make_shared<Mailbox<DiskMessage>>();
+      pool_actor.set_disk_tier(open_disk_tier(c, model, pool.layout(), pool.capacity(), disk_mailbox, metrics));
+      prefill.set_disk_mailbox(disk_mailbox);
+      disk = std::make_unique<DiskTierActor>(disk_mailbox, c.kv_disk_path, pool_actor.disk_fingerprint(), pool.view(),
+                                             pool_actor.mailbox(), prefill_mailbox, decode_mailbox, metrics);
+      disk->start();
+    }
     pool_actor.start();
     decode.start();
     prefill.start();
@@ -129,16 +139,23 @@ struct DecoderCore {
   }
 
   // The Stop travels router → prefill → decode → page pool, behind everything already sent;
-  // each actor cancels what it holds on the way. What reached a mailbox after its actor
-  // stopped is cancelled by the drains, in the same order, so every page comes back.
+  // each actor cancels what it holds on the way. The disk-tier actor stops last, after its
+  // queued writes (they persist) and loads (their sequences go to the decode scheduler's
+  // drain). What reached a mailbox after its actor stopped is cancelled by the drains, in the
+  // same order, so every page comes back.
   void shutdown() {
     router.post(Stop{});
     router.join();
     prefill.join();
     decode.join();
     pool_actor.join();
+    if (disk) {
+      disk->post(Stop{});
+      disk->join();
+    }
     router.drain();
     prefill.drain();
+    if (disk) disk->drain();
     decode.drain();
     pool_actor.drain();
   }
@@ -153,6 +170,7 @@ struct DecoderCore {
   PrefillScheduler prefill;
   DecodeScheduler decode;
   LoraRouter router;
+  std::unique_ptr<DiskTierActor> disk;  // with EngineConfig::kv_disk_path
 };
 
 // An encoder's: whole inputs in one pass each, no KV cache, one actor.
@@ -563,6 +581,16 @@ EngineMetrics Engine::metrics() const {
       e.speculative_proposed > 0 ? double(e.speculative_accepted) / double(e.speculative_proposed) : 0.0;
   e.draft_kv_pages_used = b.draft_pages_used.load(std::memory_order_relaxed);
   e.draft_kv_pages_total = b.draft_pages_total.load(std::memory_order_relaxed);
+  e.kv_ram_evictions = b.ram_evictions.load(std::memory_order_relaxed);
+  e.kv_disk_hit_tokens = b.disk_hit_tokens.load(std::memory_order_relaxed);
+  e.kv_disk_pages = b.disk_pages.load(std::memory_order_relaxed);
+  e.kv_disk_bytes = b.disk_bytes.load(std::memory_order_relaxed);
+  e.kv_disk_read_bytes = b.disk_read_bytes.load(std::memory_order_relaxed);
+  e.kv_disk_written_bytes = b.disk_written_bytes.load(std::memory_order_relaxed);
+  e.kv_disk_write_backlog = b.disk_write_backlog.load(std::memory_order_relaxed);
+  e.kv_disk_writes_skipped = b.disk_writes_skipped.load(std::memory_order_relaxed);
+  e.kv_disk_evictions = b.disk_evictions.load(std::memory_order_relaxed);
+  e.kv_disk_damaged = b.disk_damaged.load(std::memory_order_relaxed);
   return e;
 }
 

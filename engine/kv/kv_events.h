@@ -21,11 +21,11 @@ enum class KvTier { Ram, Disk };
 
 // Consecutive token blocks of one sequence became cached in `tier`.
 struct KvBlockStored {
-  std::vector<PageHash> hashes;     // one per block, in sequence order
-  std::optional<PageHash> parent;   // the hash of the block before the first; none at a sequence's start
-  std::vector<int32_t> token_ids;   // the blocks' tokens: hashes.size() × block_size
-  int32_t block_size = 0;           // tokens a block holds (tokens_per_page)
-  int32_t group = 0;                // the KV group (kv_groups.h) whose pages these are
+  std::vector<PageHash> hashes;    // one per block, in sequence order
+  std::optional<PageHash> parent;  // the hash of the block before the first; none at a sequence's start
+  std::vector<int32_t> token_ids;  // the blocks' tokens: hashes.size() × block_size
+  int32_t block_size = 0;          // tokens a block holds (tokens_per_page)
+  int32_t group = 0;               // the KV group (kv_groups.h) whose pages these are
   KvTier tier = KvTier::Ram;
 };
 

@@ -65,6 +65,13 @@ void PagePool::retain(int32_t page) {
   ++ref_counts_[page];
 }
 
+void PagePool::hold_named(int32_t page) {
+  if (page < 0 || page >= capacity_ || !named_[size_t(page)]) {
+    throw Error("KV cache: holding page " + std::to_string(page) + ", which has no name");
+  }
+  if (ref_counts_[page]++ == 0) lru_remove(page);
+}
+
 void PagePool::release(int32_t page) {
   check_page(page, "release");
   if (--ref_counts_[page] > 0) return;
@@ -84,21 +91,22 @@ int32_t PagePool::named_page(const PageHash& hash, int32_t group) const {
   return it == index_.end() ? -1 : it->second;
 }
 
-PagePool::PrefixMatch PagePool::match(std::span<const PageHash> hashes) const {
+PagePool::PrefixMatch PagePool::match(std::span<const PageHash> hashes, const LowerTier& lower) const {
   const int32_t groups = layout_.n_groups(), tpp = layout_.tokens_per_page;
   // Full-attention groups bound the hit by their named leading run; for a sliding group,
   // run[b] counts the named blocks ending at block b, so a hit of k blocks has all it needs
   // when run[k - 1] reaches back to the group's first live page.
+  auto held = [&](size_t b, int32_t g) { return named_page(hashes[b], g) >= 0 || (lower && lower(hashes[b], g)); };
   int32_t limit = int32_t(hashes.size());
   std::vector<std::vector<int32_t>> runs;
   for (int32_t g = 0; g < groups; ++g) {
     if (layout_.window(g) == 0) {
       int32_t n = 0;
-      while (n < limit && named_page(hashes[size_t(n)], g) >= 0) ++n;
+      while (n < limit && held(size_t(n), g)) ++n;
       limit = n;
     } else {
       std::vector<int32_t>& run = runs.emplace_back(hashes.size());
-      for (size_t b = 0; b < hashes.size(); ++b) run[b] = named_page(hashes[b], g) >= 0 ? (b ? run[b - 1] : 0) + 1 : 0;
+      for (size_t b = 0; b < hashes.size(); ++b) run[b] = held(b, g) ? (b ? run[b - 1] : 0) + 1 : 0;
     }
   }
   auto hit = [&](int32_t k) {
@@ -114,7 +122,9 @@ PagePool::PrefixMatch PagePool::match(std::span<const PageHash> hashes) const {
   for (int32_t g = 0; g < groups; ++g) {
     for (int32_t b = layout_.first_live_page(g, m.blocks * tpp); b < m.blocks; ++b) {
       ++m.pages;
-      m.idle += ref_counts_[named_page(hashes[size_t(b)], g)] == 0;
+      const int32_t page = named_page(hashes[size_t(b)], g);
+      if (page < 0) ++m.loads;
+      else m.idle += ref_counts_[page] == 0;
     }
   }
   return m;
@@ -125,20 +135,20 @@ int32_t PagePool::take_prefix(int32_t group, std::span<const PageHash> hashes, i
   int32_t taken = 0;
   for (int32_t b = layout_.first_live_page(group, blocks * layout_.tokens_per_page); b < blocks; ++b) {
     const int32_t page = named_page(hashes[size_t(b)], group);
-    if (page < 0) throw Error("KV cache: a prefix hit takes a block that is not cached");
-    if (ref_counts_[page]++ == 0) lru_remove(page);
+    if (page >= 0 && ref_counts_[page]++ == 0) lru_remove(page);
     out.push_back(page);
     ++taken;
   }
   return taken;
 }
 
-void PagePool::register_page(int32_t page, const PageHash& hash, int32_t group) {
+bool PagePool::register_page(int32_t page, const PageHash& hash, int32_t group) {
   check_page(page, "naming");
-  if (named_[size_t(page)]) return;
-  if (!index_.try_emplace({hash, group}, page).second) return;
+  if (named_[size_t(page)]) return false;
+  if (!index_.try_emplace({hash, group}, page).second) return false;
   names_[size_t(page)] = {hash, group};
   named_[size_t(page)] = true;
+  return true;
 }
 
 void PagePool::lru_push_back(int32_t page) {
@@ -165,6 +175,8 @@ int32_t PagePool::evict_oldest() {
   lru_remove(page);
   index_.erase(names_[size_t(page)]);
   named_[size_t(page)] = false;
+  ++evictions_;
+  if (log_evictions_) evicted_.push_back(names_[size_t(page)]);
   return page;
 }
 

@@ -21,10 +21,12 @@
 // Kernels read and write page memory directly through block tables.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/kv/kv_layout.h"
@@ -49,6 +51,8 @@ class PagePool {
   bool allocate(int32_t count, std::vector<int32_t>& out);
   // Adds a holder to a page in use.
   void retain(int32_t page);
+  // Adds a holder to a named page, in use or cached (which it takes out of the LRU).
+  void hold_named(int32_t page);
   // Drops a holder; when the last one lets go the page is cached if it is named, else free.
   void release(int32_t page);
   // Releases a block table's pages, last first (so a prefix's leaves are evicted first).
@@ -59,20 +63,42 @@ class PagePool {
   // tokens_per_page on: it needs, in each full-attention group, every one of those blocks
   // named, and in each sliding group those the window of that position sees (the earlier ones
   // stay holes). `pages` is how many pages the hit takes, `idle` how many of them have no
-  // holder (taking them uses up as many available pages).
+  // holder (taking them uses up as many available pages). With a lower tier (the disk), a
+  // block it holds counts as cached too: `loads` of the hit's pages are not in the pool and
+  // need fresh pages to be read into.
   struct PrefixMatch {
     int32_t blocks = 0;
     int32_t pages = 0;
     int32_t idle = 0;
+    int32_t loads = 0;
   };
-  // The longest hit.
-  PrefixMatch match(std::span<const PageHash> hashes) const;
+  // Whether a lower tier holds group g's page of the block hashed `hash`.
+  using LowerTier = std::function<bool(const PageHash& hash, int32_t group)>;
+  // The longest hit, in the pool or, where it has not the block, in `lower` (none: the pool only).
+  PrefixMatch match(std::span<const PageHash> hashes, const LowerTier& lower = {}) const;
   // Appends group g's pages of a hit of the first `blocks` of `hashes` (from the group's first
-  // live page on) to `out`, each with one more holder; returns how many.
+  // live page on) to `out`, each with one more holder, and -1 for each block the pool has not
+  // (match found it in the lower tier); returns how many entries.
   int32_t take_prefix(int32_t group, std::span<const PageHash> hashes, int32_t blocks, std::vector<int32_t>& out);
-  // Names a full page of `group` in use. Ignored when the name is taken already (a duplicate
-  // computed side by side stays unnamed and is freed as usual) or the page is named already.
-  void register_page(int32_t page, const PageHash& hash, int32_t group = 0);
+  // Names a full page of `group` in use; whether it did. Ignored when the name is taken already
+  // (a duplicate computed side by side stays unnamed and is freed as usual) or the page is
+  // named already.
+  bool register_page(int32_t page, const PageHash& hash, int32_t group = 0);
+
+  // The page named (hash, group), -1 when none is.
+  int32_t named_page(const PageHash& hash, int32_t group) const;
+
+  // A page's name: its block's prefix hash and its KV group.
+  struct PageName {
+    PageHash hash;
+    int32_t group = 0;
+    friend bool operator==(const PageName&, const PageName&) = default;
+  };
+  // Cached pages given to new work so far (their names forgotten).
+  int64_t evictions() const { return evictions_; }
+  // With `on`, the names evicted pages had are kept until take_evicted() (for the KV events).
+  void log_evictions(bool on) { log_evictions_ = on; }
+  std::vector<PageName> take_evicted() { return std::exchange(evicted_, {}); }
 
   int32_t capacity() const { return capacity_; }
   int32_t free_pages() const { return int32_t(free_list_.size()); }
@@ -102,23 +128,19 @@ class PagePool {
   kernels::HugePageMemory arena_;
   std::vector<int32_t> free_list_;  // a stack: the most recently freed page is reused first
   std::vector<int32_t> ref_counts_;
-  struct Name {
-    PageHash hash;
-    int32_t group = 0;
-    friend bool operator==(const Name&, const Name&) = default;
-  };
+  using Name = PageName;
   struct NameHasher {
     size_t operator()(const Name& n) const { return size_t(n.hash.low) ^ (size_t(n.group) * 0x9e3779b97f4a7c15ull); }
   };
-  // The page named (hash, group), -1 when none is.
-  int32_t named_page(const PageHash& hash, int32_t group) const;
-
   std::unordered_map<Name, int32_t, NameHasher> index_;  // (hash, group) → page
   std::vector<Name> names_;                              // names_[page] is its name while named_[page]
   std::vector<bool> named_;
   std::vector<int32_t> lru_prev_, lru_next_;
   int32_t lru_head_ = -1, lru_tail_ = -1;
   int32_t n_cached_ = 0;
+  int64_t evictions_ = 0;
+  bool log_evictions_ = false;
+  std::vector<PageName> evicted_;
 };
 
 }  // namespace pagoda

@@ -64,7 +64,7 @@ std::span<const PageHash> PrefixHashes::lookup_keys(std::span<const int32_t> tok
 }
 
 void PrefixHashes::collect_full(std::span<const int32_t> tokens, int32_t n_cached, const BlockTable& table,
-                                std::vector<NamedPage>& out) {
+                                std::vector<NamedPage>& out, bool persist) {
   const int32_t tokens_per_page = table.tokens_per_page();
   const int32_t n_full = n_cached / tokens_per_page;
   if (n_full <= offered_) return;
@@ -72,7 +72,15 @@ void PrefixHashes::collect_full(std::span<const int32_t> tokens, int32_t n_cache
   for (int32_t g = 0; g < table.groups(); ++g) {
     for (int32_t i = offered_; i < n_full; ++i) {
       const int32_t page = table.pages(g)[size_t(i)];
-      if (page != BlockTable::kHole) out.push_back({page, hashes_[size_t(i)], g});
+      if (page == BlockTable::kHole) continue;
+      const auto block_tokens = tokens.subspan(size_t(i) * size_t(tokens_per_page), size_t(tokens_per_page));
+      out.push_back({page,
+                     hashes_[size_t(i)],
+                     g,
+                     i,
+                     i == 0 ? seed_ : hashes_[size_t(i) - 1],
+                     {block_tokens.begin(), block_tokens.end()},
+                     persist});
     }
   }
   offered_ = n_full;

@@ -37,11 +37,16 @@ PageHash prefix_seed(const KvLayout& layout, std::string_view adapter, uint64_t 
 // (the seed for a sequence's first page).
 PageHash chain_page_hash(const PageHash& previous, std::span<const int32_t> page_tokens);
 
-// A full page ready to be named in the pool's index.
+// A full page ready to be named in the pool's index, with what a lower tier keeps of it (its
+// tokens, and the hash it was chained from, for the disk tier's checks and the KV events).
 struct NamedPage {
   int32_t page;
   PageHash hash;
-  int32_t group = 0;  // its KV group
+  int32_t group = 0;            // its KV group
+  int32_t block = 0;            // its token block's index in the sequence
+  PageHash previous;            // the previous block's hash; the chain's seed for block 0
+  std::vector<int32_t> tokens;  // the block's tokens
+  bool persist = true;          // may go to disk: false for pages of a LoRA adapter's requests
 };
 
 class BlockTable;
@@ -61,11 +66,17 @@ class PrefixHashes {
   // The pool holds the first `n_blocks` of them already (taken from the cache at admission).
   void set_offered(int32_t n_blocks) { offered_ = n_blocks; }
 
+  // Token block b's hash, and the hash it was chained from (the seed for block 0); b must be
+  // below what lookup_keys or collect_full covered.
+  const PageHash& hash(int32_t block) const { return hashes_[size_t(block)]; }
+  const PageHash& previous(int32_t block) const { return block == 0 ? seed_ : hashes_[size_t(block) - 1]; }
+
   // Appends the pages of every group of `table` that became full since the last call —
   // positions below `n_cached` are written — with their hashes, for the pool to index (holes,
   // whose pages went back unwritten by this sequence, are skipped).
+  // `persist`: whether the pages may go to the disk tier (NamedPage::persist).
   void collect_full(std::span<const int32_t> tokens, int32_t n_cached, const BlockTable& table,
-                    std::vector<NamedPage>& out);
+                    std::vector<NamedPage>& out, bool persist = true);
 
  private:
   // Extends the chain to cover the first `n_pages` full pages of `tokens`.

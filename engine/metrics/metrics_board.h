@@ -26,6 +26,19 @@ struct MetricsBoard {
   std::atomic<int64_t> speculative_accepted{0};  // of them, equal to the sampled token
   std::atomic<int64_t> draft_pages_used{0};      // the draft model's KV pool (EngineConfig::draft_model_path)
   std::atomic<int64_t> draft_pages_total{0};
+  // The prefix cache's tiers: the page-pool actor's (the index's) counts and the disk-tier
+  // actor's (its reads and writes).
+  std::atomic<int64_t> ram_evictions{0};
+  std::atomic<int64_t> disk_pages{0};
+  std::atomic<int64_t> disk_bytes{0};
+  std::atomic<int64_t> disk_write_backlog{0};
+  std::atomic<int64_t> disk_writes_skipped{0};
+  std::atomic<int64_t> disk_evictions{0};
+  std::atomic<int64_t> disk_hit_tokens{0};
+  std::atomic<int64_t> disk_read_bytes{0};
+  std::atomic<int64_t> disk_written_bytes{0};
+  std::atomic<int64_t> disk_write_errors{0};
+  std::atomic<int64_t> disk_damaged{0};
 };
 
 }  // namespace pagoda

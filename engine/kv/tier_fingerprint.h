@@ -1,0 +1,19 @@
+#pragma once
+// The disk tier's fingerprint of an engine: what, besides the prefix hash chain (which covers
+// the KV layout and type, the adapter and the tokens), decides a KV page's bits — the model
+// file's whole contents (weights, tokenizer, metadata) and the kernels that compute with them
+// (their ISA, and the page file format's version). Two engines share page files only when
+// their fingerprints are equal.
+
+#include <span>
+#include <string_view>
+
+#include "engine/kv/prefix_cache.h"
+
+namespace pagoda {
+
+// XXH3 over `model_file` (in parallel chunks: a model is gigabytes) and `kernels` (the active
+// ISA's name).
+PageHash tier_fingerprint(std::span<const std::byte> model_file, std::string_view kernels);
+
+}  // namespace pagoda
