@@ -27,6 +27,7 @@
 #include "examples/common/chat_template_flag.h"
 #include "examples/common/lora_flag.h"
 #include "examples/common/grammar_flags.h"
+#include "examples/common/kv_tier_flags.h"
 #include "examples/common/sampling_flags.h"
 #include "examples/common/speculative_flags.h"
 #include "examples/common/default_model.h"
@@ -113,6 +114,7 @@ struct Options {
   pagoda::KvCacheType kv_type = pagoda::KvCacheType::F16;
   pagoda::SpeculativeParams speculative;
   std::string draft_model;  // --model-draft; "" = none
+  pagoda::cli::KvTierFlags kv_tiers;
   pagoda::SamplingParams sampling;
   std::optional<pagoda::cli::LoraFlag> lora;
   std::string chat_template;   // "" = the model's
@@ -134,6 +136,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   o.kv_type = pagoda::cli::cache_type_flag(args);
   o.speculative = pagoda::cli::speculative_from_flags(args);
   o.draft_model = pagoda::cli::draft_model_from_flags(args);
+  o.kv_tiers = pagoda::cli::kv_tier_flags(args);
   o.use_mmap = !args.has("--no-mmap");
   o.chat_template = pagoda::cli::chat_template_flag(args);
   pagoda::cli::constraint_from_flags(args, o.constraint);
@@ -183,6 +186,7 @@ pagoda::EngineConfig engine_config(const Options& o, const std::string& model) {
   c.chat_template = o.chat_template;
   c.speculative = o.speculative;
   c.draft_model_path = o.draft_model;
+  o.kv_tiers.apply(c);
   if (o.ctx_size > 0) {
     const int32_t pages = (o.ctx_size + kTokensPerPage - 1) / kTokensPerPage;
     c.kv_pages = pages + pages / 50 + 2;  // and the 1% the engine keeps free at admission
@@ -454,12 +458,14 @@ int main(int argc, char** argv) {
   try {
     const std::array kOwnFlags{"--model", "--tokenizer", "--prompt",     "--n-predict", "--ctx-size",
                                "--seed",  "--threads",   "--cache-type", "--lora",      "--chat-template-file"};
-    const pagoda::cli::Args args(argc, argv,
-                                 pagoda::cli::flag_set({kOwnFlags, pagoda::cli::kSamplingFlags,
-                                                        pagoda::cli::kSpeculativeFlags, pagoda::cli::kGrammarFlags}),
-                                 {"--help", "--no-mmap", "--spec-ngram"}, {{"-p", "--prompt"}, {"-n", "--n-predict"}});
+    const pagoda::cli::Args args(
+        argc, argv,
+        pagoda::cli::flag_set({kOwnFlags, pagoda::cli::kSamplingFlags, pagoda::cli::kSpeculativeFlags,
+                               pagoda::cli::kGrammarFlags, pagoda::cli::kKvTierFlags}),
+        {"--help", "--no-mmap", "--spec-ngram"}, {{"-p", "--prompt"}, {"-n", "--n-predict"}});
     if (args.has("--help")) {
-      std::cout << kUsage << pagoda::cli::kSpeculativeUsage << pagoda::cli::kGrammarUsage << "\nIn the chat:\n"
+      std::cout << kUsage << pagoda::cli::kSpeculativeUsage << pagoda::cli::kGrammarUsage << pagoda::cli::kKvTierUsage
+                << "\nIn the chat:\n"
                 << kCommands << kNotes;
       return 0;
     }

@@ -15,6 +15,7 @@
 #include "examples/common/resource_usage.h"
 #include "examples/common/speculative_flags.h"
 #include "examples/common/grammar_flags.h"
+#include "examples/common/kv_tier_flags.h"
 #include "examples/common/sampling_flags.h"
 #include "pagoda/engine.h"
 
@@ -84,12 +85,13 @@ int main(int argc, char** argv) {
   try {
     const std::array kOwnFlags{"--model", "--tokenizer", "--prompt",  "--prompts",    "--max-tokens", "--max-positions",
                                "--seed",  "--stop-id",   "--threads", "--cache-type", "--lora",       "--adapter"};
-    pagoda::cli::Args args(argc, argv,
-                           pagoda::cli::flag_set({kOwnFlags, pagoda::cli::kSamplingFlags,
-                                                  pagoda::cli::kSpeculativeFlags, pagoda::cli::kGrammarFlags}),
-                           {"--help", "--no-mmap", "--spec-ngram"}, {{"-n", "--max-tokens"}});
+    pagoda::cli::Args args(
+        argc, argv,
+        pagoda::cli::flag_set({kOwnFlags, pagoda::cli::kSamplingFlags, pagoda::cli::kSpeculativeFlags,
+                               pagoda::cli::kGrammarFlags, pagoda::cli::kKvTierFlags}),
+        {"--help", "--no-mmap", "--spec-ngram"}, {{"-n", "--max-tokens"}});
     if (args.has("--help")) {
-      std::cout << kUsage << pagoda::cli::kGrammarUsage << pagoda::cli::kSpeculativeUsage;
+      std::cout << kUsage << pagoda::cli::kGrammarUsage << pagoda::cli::kSpeculativeUsage << pagoda::cli::kKvTierUsage;
       return 0;
     }
     auto model_path = args.get("--model");
@@ -105,13 +107,15 @@ int main(int argc, char** argv) {
       stop_ids.push_back(pagoda::cli::Args::parse<int32_t>("--stop-id", id));
 
     const pagoda::cli::LoadTimer load_timer;
-    pagoda::Engine engine({.model_path = *model_path,
-                           .tokenizer_path = args.get("--tokenizer", ""),
-                           .use_mmap = !args.has("--no-mmap"),
-                           .threads = args.number("--threads", 0),
-                           .kv_cache_type = pagoda::cli::cache_type_flag(args),
-                           .speculative = pagoda::cli::speculative_from_flags(args),
-                           .draft_model_path = pagoda::cli::draft_model_from_flags(args)});
+    pagoda::EngineConfig config{.model_path = *model_path,
+                                .tokenizer_path = args.get("--tokenizer", ""),
+                                .use_mmap = !args.has("--no-mmap"),
+                                .threads = args.number("--threads", 0),
+                                .kv_cache_type = pagoda::cli::cache_type_flag(args),
+                                .speculative = pagoda::cli::speculative_from_flags(args),
+                                .draft_model_path = pagoda::cli::draft_model_from_flags(args)};
+    pagoda::cli::kv_tier_flags(args).apply(config);
+    pagoda::Engine engine(config);
     load_timer.report(stderr, "pagoda-generate: ", "loaded the model");
     for (const std::string& text : args.all("--lora")) {
       const pagoda::cli::LoraFlag lora = pagoda::cli::parse_lora(text);

@@ -20,6 +20,7 @@
 #include "examples/common/cache_type_flag.h"
 #include "examples/common/chat_template_flag.h"
 #include "examples/common/default_model.h"
+#include "examples/common/kv_tier_flags.h"
 #include "examples/common/lora_flag.h"
 #include "examples/common/speculative_flags.h"
 #include "examples/server/http_server.h"
@@ -129,6 +130,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   o.engine.max_running = args.number<int32_t>("--max-running", o.engine.max_running);
   o.engine.speculative = pagoda::cli::speculative_from_flags(args);
   o.engine.draft_model_path = pagoda::cli::draft_model_from_flags(args);
+  pagoda::cli::kv_tier_flags(args).apply(o.engine);
   if (const int64_t ctx = args.number<int64_t>("--ctx-size", 0); ctx < 0) {
     throw pagoda::Error("-c must be a token count");
   } else if (ctx > 0) {
@@ -200,10 +202,11 @@ int main(int argc, char** argv) {
                                "--http-threads",
                                "--shutdown-timeout",
                                "--chat-template-file"};
-    const pagoda::cli::Args args(argc, argv, pagoda::cli::flag_set({kOwnFlags, pagoda::cli::kSpeculativeFlags}),
-                                 {"--help", "--no-mmap", "--no-webui", "--spec-ngram", "--special-in-content"});
+    const pagoda::cli::Args args(
+        argc, argv, pagoda::cli::flag_set({kOwnFlags, pagoda::cli::kSpeculativeFlags, pagoda::cli::kKvTierFlags}),
+        {"--help", "--no-mmap", "--no-webui", "--spec-ngram", "--special-in-content"});
     if (args.has("--help")) {
-      std::cout << kUsage << pagoda::cli::kSpeculativeUsage;
+      std::cout << kUsage << pagoda::cli::kSpeculativeUsage << pagoda::cli::kKvTierUsage;
       return 0;
     }
     const Options opt = parse_options(args);

@@ -476,6 +476,16 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("adapters_resident", &pagoda::EngineMetrics::adapters_resident)
       .def_readonly("adapter_swaps", &pagoda::EngineMetrics::adapter_swaps)
       .def_readonly("adapter_swap_seconds", &pagoda::EngineMetrics::adapter_swap_seconds)
+      .def_readonly("kv_ram_evictions", &pagoda::EngineMetrics::kv_ram_evictions)
+      .def_readonly("kv_disk_hit_tokens", &pagoda::EngineMetrics::kv_disk_hit_tokens)
+      .def_readonly("kv_disk_pages", &pagoda::EngineMetrics::kv_disk_pages)
+      .def_readonly("kv_disk_bytes", &pagoda::EngineMetrics::kv_disk_bytes)
+      .def_readonly("kv_disk_read_bytes", &pagoda::EngineMetrics::kv_disk_read_bytes)
+      .def_readonly("kv_disk_written_bytes", &pagoda::EngineMetrics::kv_disk_written_bytes)
+      .def_readonly("kv_disk_write_backlog", &pagoda::EngineMetrics::kv_disk_write_backlog)
+      .def_readonly("kv_disk_writes_skipped", &pagoda::EngineMetrics::kv_disk_writes_skipped)
+      .def_readonly("kv_disk_evictions", &pagoda::EngineMetrics::kv_disk_evictions)
+      .def_readonly("kv_disk_damaged", &pagoda::EngineMetrics::kv_disk_damaged)
       .def("__repr__", [](const pagoda::EngineMetrics& m) {
         return py::str(
                    "Metrics(queued={}, running={}, finished={}, generated_tokens={}, tokens_per_second={:.1f}, "
@@ -497,7 +507,9 @@ PYBIND11_MODULE(_core, m) {
                        size_t kv_bytes, int32_t tokens_per_page, const std::string& kv_cache_type_name,
                        int32_t max_tokens_per_step, int32_t max_entries_per_step, int32_t max_running,
                        int32_t prefill_chunk, const std::string& preemption, int32_t max_resident_adapters,
-                       int32_t adapter_run_cap, bool mixed_adapter_batches, bool prefix_caching, bool kv_prefault) {
+                       int32_t adapter_run_cap, bool mixed_adapter_batches, bool prefix_caching, bool kv_prefault,
+                       std::string kv_disk, size_t kv_disk_size, std::string kv_events, std::string kv_events_replay,
+                       std::string kv_events_topic) {
              pagoda::EngineConfig c{.model_path = std::move(model),
                                     .tokenizer_path = std::move(tokenizer),
                                     .use_mmap = use_mmap,
@@ -515,7 +527,12 @@ PYBIND11_MODULE(_core, m) {
                                     .adapter_run_cap = adapter_run_cap,
                                     .mixed_adapter_batches = mixed_adapter_batches,
                                     .prefix_caching = prefix_caching,
-                                    .kv_prefault = kv_prefault};
+                                    .kv_prefault = kv_prefault,
+                                    .kv_disk_path = std::move(kv_disk),
+                                    .kv_disk_bytes = kv_disk_size,
+                                    .kv_events_endpoint = std::move(kv_events),
+                                    .kv_events_replay_endpoint = std::move(kv_events_replay),
+                                    .kv_events_topic = std::move(kv_events_topic)};
              py::gil_scoped_release release;  // loading reads the whole model
              return std::make_unique<PyEngine>(c);
            }),
@@ -524,7 +541,8 @@ PYBIND11_MODULE(_core, m) {
            py::arg("max_tokens_per_step"), py::arg("max_entries_per_step"), py::arg("max_running"),
            py::arg("prefill_chunk"), py::arg("preemption"), py::arg("max_resident_adapters"),
            py::arg("adapter_run_cap"), py::arg("mixed_adapter_batches"), py::arg("prefix_caching"),
-           py::arg("kv_prefault"))
+           py::arg("kv_prefault"), py::arg("kv_disk"), py::arg("kv_disk_size"), py::arg("kv_events"),
+           py::arg("kv_events_replay"), py::arg("kv_events_topic"))
       .def("close", &PyEngine::close)
       .def_property_readonly("closed", &PyEngine::closed)
       .def(

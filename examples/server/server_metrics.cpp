@@ -21,6 +21,34 @@ void sample(std::string& out, const std::string& name, double value, const char*
   out += name + " " + number(value) + "\n";
 }
 
+// One series per prefix-cache tier: {tier="ram"} and {tier="disk"}.
+void per_tier(std::string& out, const std::string& name, double ram, double disk, const char* type,
+              const std::string& help) {
+  header(out, name, type, help);
+  out += name + "{tier=\"ram\"} " + number(ram) + "\n" + name + "{tier=\"disk\"} " + number(disk) + "\n";
+}
+
+// The prefix cache's tiers (EngineConfig::kv_disk_path): hits and evictions per tier, and the
+// disk tier's files, traffic, backlog and damage.
+void tier_figures(std::string& out, const EngineMetrics& e) {
+  per_tier(out, "pagoda_kv_tier_hit_tokens_total", double(e.prefix_hit_tokens - e.kv_disk_hit_tokens),
+           double(e.kv_disk_hit_tokens), "counter",
+           "prompt tokens taken from each prefix cache tier instead of computed");
+  per_tier(out, "pagoda_kv_tier_evictions_total", double(e.kv_ram_evictions), double(e.kv_disk_evictions), "counter",
+           "cached pages (RAM) and page files (disk) given up for room");
+  sample(out, "pagoda_kv_disk_pages", double(e.kv_disk_pages), "gauge", "page files in the disk tier");
+  sample(out, "pagoda_kv_disk_bytes", double(e.kv_disk_bytes), "gauge", "bytes of page files in the disk tier");
+  sample(out, "pagoda_kv_disk_read_bytes_total", double(e.kv_disk_read_bytes), "counter", "bytes read back from disk");
+  sample(out, "pagoda_kv_disk_written_bytes_total", double(e.kv_disk_written_bytes), "counter",
+         "bytes written to disk");
+  sample(out, "pagoda_kv_disk_write_backlog", double(e.kv_disk_write_backlog), "gauge",
+         "pages waiting to be written to disk");
+  sample(out, "pagoda_kv_disk_writes_skipped_total", double(e.kv_disk_writes_skipped), "counter",
+         "pages not written to disk because the backlog was full");
+  sample(out, "pagoda_kv_disk_damaged_total", double(e.kv_disk_damaged), "counter",
+         "torn, truncated or corrupted page files found, dropped and recomputed");
+}
+
 const char* outcome_label(Outcome o) {
   switch (o) {
     case Outcome::Stop: return "stop";
@@ -109,6 +137,7 @@ std::string ServerMetrics::exposition(const EngineMetrics& e) const {
   sample(out, "pagoda_kv_pages_free", double(e.kv_pages_free), "gauge", "KV pages free");
   sample(out, "pagoda_kv_pages_total", double(e.kv_pages_total), "gauge", "KV pages in the cache");
   prefix_cache_figures(out, e);
+  tier_figures(out, e);
   sample(out, "pagoda_engine_tokens_per_second", e.tokens_per_second, "gauge",
          "generated tokens over the engine's busy time");
   sample(out, "pagoda_lora_adapters_resident", double(e.adapters_resident), "gauge",

@@ -40,6 +40,12 @@ class Engine:
         threads: compute threads; 0 = all cores.
         kv_cache_type: "f32", "f16", "bf16" or "q8_0".
         prefix_caching: share KV pages between requests with the same prefix.
+        kv_disk: a directory where prefix KV pages are also kept as files, so a prefix evicted from
+            memory or computed before a restart is read back instead of computed again; None: none.
+        kv_disk_size: the files' total size in bytes (least recently used dropped first).
+        kv_events: publish the prefix cache's block events as vLLM does (msgpack over ZeroMQ PUB)
+            at this endpoint, e.g. ``"tcp://*:5557"``; ``kv_events_replay`` and ``kv_events_topic``
+            as vLLM's replay endpoint and topic.
         adapters: LoRA adapters to load, ``{name: path}`` or ``{name: (path, scale)}``.
         tokenizer: a llama2.c checkpoint's tokenizer.bin.
         use_mmap, kv_bytes, tokens_per_page, max_tokens_per_step, max_entries_per_step, max_running,
@@ -56,7 +62,10 @@ class Engine:
                  use_mmap: bool = True, kv_bytes: int = 512 << 20, tokens_per_page: int = 16,
                  max_tokens_per_step: int = 512, max_entries_per_step: int = 256, max_running: int = 256,
                  prefill_chunk: int = 256, preemption: str = "recompute", max_resident_adapters: int = 8,
-                 adapter_run_cap: int = 32, mixed_adapter_batches: bool = True, kv_prefault: bool = False) -> None:
+                 adapter_run_cap: int = 32, mixed_adapter_batches: bool = True, kv_prefault: bool = False,
+                 kv_disk: Optional[Union[str, "os.PathLike[str]"]] = None, kv_disk_size: int = 8 << 30,
+                 kv_events: Optional[str] = None, kv_events_replay: Optional[str] = None,
+                 kv_events_topic: str = "") -> None:
         if n_ctx is not None and (not isinstance(n_ctx, int) or n_ctx < 1):
             raise Error(f"n_ctx must be a positive number of tokens, got {n_ctx!r}")
         if not isinstance(tokens_per_page, int) or tokens_per_page < 1:
@@ -69,7 +78,9 @@ class Engine:
                 max_tokens_per_step=max_tokens_per_step, max_entries_per_step=max_entries_per_step,
                 max_running=max_running, prefill_chunk=prefill_chunk, preemption=preemption,
                 max_resident_adapters=max_resident_adapters, adapter_run_cap=adapter_run_cap,
-                mixed_adapter_batches=mixed_adapter_batches, prefix_caching=prefix_caching, kv_prefault=kv_prefault)
+                mixed_adapter_batches=mixed_adapter_batches, prefix_caching=prefix_caching, kv_prefault=kv_prefault,
+                kv_disk="" if kv_disk is None else os.fspath(kv_disk), kv_disk_size=kv_disk_size,
+                kv_events=kv_events or "", kv_events_replay=kv_events_replay or "", kv_events_topic=kv_events_topic)
         except TypeError as e:  # a setting of the wrong type
             raise Error(f"bad engine setting: {e}") from None
         _open_engines.add(self)
