@@ -33,6 +33,7 @@
 #include "examples/common/resource_usage.h"
 #include "examples/common/static_batcher.h"
 #include "examples/loadgen/http_client.h"
+#include "examples/loadgen/workload.h"
 #include "pagoda/engine.h"
 
 namespace {
@@ -83,19 +84,11 @@ moment a client sends a request.
 
 constexpr int32_t kTokensPerPage = 16;
 
-struct Range {
-  int32_t lo = 0, hi = 0;
-};
-
 struct Options {
   std::string model, preset, model_dir, mode = "continuous", json, prefix_cache = "on", url;
   double disconnect = 0.0;
-  int32_t shared_prefix = 0, turns = 1;
-  int64_t requests = 256;
+  WorkloadSpec work;
   int32_t concurrency = 16;
-  double rate = std::numeric_limits<double>::infinity();
-  Range prompt_len{16, 128}, output_len{16, 256};
-  uint64_t seed = 1;
   float temperature = 0.0f;
   int32_t threads = 0, kv_pages = 0, max_running = 256, token_budget = 512, prefill_chunk = 256;
   KvCacheType kv_type = KvCacheType::F16;
@@ -123,12 +116,6 @@ void require_positive(const std::string& flag, int64_t value) {
 
 int32_t pages_for(int32_t positions) { return (positions + kTokensPerPage - 1) / kTokensPerPage; }
 
-// Positions of the longest request: BOS, the shared prefix, then every turn's message and reply.
-int32_t longest_positions(const Options& o) {
-  return int32_t(std::min<int64_t>(
-      1 + int64_t(o.shared_prefix) + int64_t(o.turns) * (o.prompt_len.hi + o.output_len.hi), INT32_MAX));
-}
-
 Options parse_options(const cli::Args& args) {
   Options o;
   args.set_fields({{"--model", o.model},
@@ -139,14 +126,14 @@ Options parse_options(const cli::Args& args) {
                    {"--url", o.url},
                    {"--disconnect", o.disconnect}});
   if (!(o.disconnect >= 0.0 && o.disconnect <= 1.0)) throw Error("--disconnect must be a fraction in [0, 1]");
-  args.set_fields({{"--requests", o.requests}, {"--concurrency", o.concurrency}});
-  if (auto r = args.get("--rate")) o.rate = parse_rate(*r);
-  if (auto r = args.get("--prompt-len")) o.prompt_len = parse_range("--prompt-len", *r);
-  if (auto r = args.get("--output-len")) o.output_len = parse_range("--output-len", *r);
-  args.set_fields({{"--shared-prefix", o.shared_prefix},
-                   {"--turns", o.turns},
+  args.set_fields({{"--requests", o.work.conversations}, {"--concurrency", o.concurrency}});
+  if (auto r = args.get("--rate")) o.work.rate = parse_rate(*r);
+  if (auto r = args.get("--prompt-len")) o.work.message_len = parse_range("--prompt-len", *r);
+  if (auto r = args.get("--output-len")) o.work.output_len = parse_range("--output-len", *r);
+  args.set_fields({{"--shared-prefix", o.work.shared_prefix},
+                   {"--turns", o.work.turns},
                    {"--prefix-cache", o.prefix_cache},
-                   {"--seed", o.seed},
+                   {"--seed", o.work.seed},
                    {"--temp", o.temperature},
                    {"--threads", o.threads}});
   o.kv_type = cli::cache_type_flag(args);
@@ -163,29 +150,30 @@ Options parse_options(const cli::Args& args) {
   if (o.prefix_cache != "on" && o.prefix_cache != "off" && o.prefix_cache != "both") {
     throw Error("--prefix-cache must be on, off or both, got '" + o.prefix_cache + "'");
   }
-  if (o.shared_prefix < 0) throw Error("--shared-prefix must be >= 0, got " + std::to_string(o.shared_prefix));
-  require_positive("--turns", o.turns);
-  if (o.turns > 1 && o.mode != "continuous")
+  if (o.work.shared_prefix < 0)
+    throw Error("--shared-prefix must be >= 0, got " + std::to_string(o.work.shared_prefix));
+  require_positive("--turns", o.work.turns);
+  if (o.work.turns > 1 && o.mode != "continuous")
     throw Error("--turns needs --mode continuous (static batches have no replies to carry)");
-  require_positive("--requests", o.requests);
+  require_positive("--requests", o.work.conversations);
   require_positive("--concurrency", o.concurrency);
   require_positive("--max-running", o.max_running);
   require_positive("--token-budget", o.token_budget);
   require_positive("--prefill-chunk", o.prefill_chunk);
   if (o.mode == "http" && o.url.empty()) throw Error("--mode http needs --url");
-  if (!o.url.empty() && o.turns > 1)
+  if (!o.url.empty() && o.work.turns > 1)
     throw Error("--turns needs the in-process engine (replies come back as text over HTTP)");
   if (o.threads < 0) throw Error("--threads must be >= 0, got " + std::to_string(o.threads));
   if (!(o.temperature >= 0.0f)) throw Error("--temp must be >= 0");
 
   // Every client's longest request at once, plus the 1% the engine keeps free for growth.
-  const int64_t longest = pages_for(longest_positions(o));
+  const int64_t longest = pages_for(longest_positions(o.work));
   const int64_t need = longest * o.concurrency;
   o.kv_pages = args.number("--kv-pages", int32_t(std::min<int64_t>(need + need / 50 + 1, INT32_MAX)));
   require_positive("--kv-pages", o.kv_pages);
   if (o.mode != "continuous" && need > o.kv_pages) {
     throw Error("--kv-pages " + std::to_string(o.kv_pages) + " cannot hold a static batch of " +
-                std::to_string(o.concurrency) + " requests of up to " + std::to_string(longest_positions(o)) +
+                std::to_string(o.concurrency) + " requests of up to " + std::to_string(longest_positions(o.work)) +
                 " positions (" + std::to_string(need) + " pages)");
   }
   return o;
@@ -212,42 +200,9 @@ std::string resolve_model(const Options& o) {
   return path.string();
 }
 
-// ---- The workload: the same for both modes, given the seed and the vocabulary ----
-
-struct WorkItem {
-  double arrival_s;             // from the start of the run
-  std::vector<int32_t> prompt;  // the first turn's: BOS, the shared prefix, the user message
-  int32_t output_len;
-  std::vector<std::vector<int32_t>> later_messages;  // the user messages of turns 2..K
-};
-
-std::vector<WorkItem> make_workload(const Options& o, int32_t vocab, const std::vector<int32_t>& bos) {
-  std::mt19937_64 rng(o.seed);
-  std::exponential_distribution<double> gap(std::isinf(o.rate) ? 1.0 : o.rate);
-  std::uniform_int_distribution<int32_t> prompt_len(o.prompt_len.lo, o.prompt_len.hi);
-  std::uniform_int_distribution<int32_t> output_len(o.output_len.lo, o.output_len.hi);
-  std::uniform_int_distribution<int32_t> token(0, vocab - 1);
-  std::vector<int32_t> head = bos;
-  for (int32_t i = 0; i < o.shared_prefix; ++i) head.push_back(token(rng));
-  std::vector<WorkItem> work;
-  double t = 0.0;
-  for (int64_t i = 0; i < o.requests; ++i) {
-    if (!std::isinf(o.rate)) t += gap(rng);
-    WorkItem w{t, head, 0, {}};
-    for (int32_t n = prompt_len(rng); n > 0; --n) w.prompt.push_back(token(rng));
-    w.output_len = output_len(rng);
-    for (int32_t turn = 1; turn < o.turns; ++turn) {
-      w.later_messages.emplace_back();
-      for (int32_t n = prompt_len(rng); n > 0; --n) w.later_messages.back().push_back(token(rng));
-    }
-    work.push_back(std::move(w));
-  }
-  return work;
-}
-
-void check_context(const Options& o, int32_t context_length) {
-  if (longest_positions(o) > context_length) {
-    throw Error("the longest prompt + output (" + std::to_string(longest_positions(o)) +
+void check_context(const WorkloadSpec& work, int32_t context_length) {
+  if (longest_positions(work) > context_length) {
+    throw Error("the longest prompt + output (" + std::to_string(longest_positions(work)) +
                 " tokens) exceeds the model's context length " + std::to_string(context_length));
   }
 }
@@ -345,7 +300,7 @@ double process_cpu_s() {
 // `concurrency` clients take the requests in order; each waits for its request's arrival
 // time, sends it and waits for it. A request that arrives while every client is busy is sent
 // late: client-side queueing is not counted in its latency, as with a real client's pool.
-RunSummary drive(const Backend& backend, const std::vector<WorkItem>& work, int32_t concurrency) {
+RunSummary drive(const Backend& backend, const std::vector<Conversation>& work, int32_t concurrency) {
   const size_t turns = work.empty() ? 1 : 1 + work[0].later_messages.size();
   std::vector<RequestRecord> records(work.size() * turns);  // conversation-major
   std::vector<char> failed(work.size(), 0);                 // per conversation
@@ -357,7 +312,7 @@ RunSummary drive(const Backend& backend, const std::vector<WorkItem>& work, int3
   Monitor monitor(backend, int64_t(work.size()), done, start);
   auto client = [&] {
     for (int64_t i = next++; i < int64_t(work.size()); i = next++) {
-      const WorkItem& w = work[size_t(i)];
+      const Conversation& w = work[size_t(i)];
       std::this_thread::sleep_until(
           start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(w.arrival_s)));
       try {
@@ -410,7 +365,7 @@ RunSummary drive(const Backend& backend, const std::vector<WorkItem>& work, int3
 SamplingParams sampling(const Options& o) {
   SamplingParams p;
   p.temperature = o.temperature;
-  p.seed = o.seed;
+  p.seed = o.work.seed;
   return p;
 }
 
@@ -429,16 +384,16 @@ RunSummary run_continuous(const Options& o, const std::string& model_path, bool 
   const cli::LoadTimer load_timer;
   Engine engine(config);
   load_timer.report(stdout, "load      ", "continuous engine");
-  check_context(o, engine.context_length());
+  check_context(o.work, engine.context_length());
   const std::vector<int32_t> bos = engine.tokenize("", engine.add_bos());
-  const auto work = make_workload(o, engine.vocab_size(), bos);
-  if (o.shared_prefix > 0) {
+  const auto work = make_workload(o.work, engine.vocab_size(), bos);
+  if (o.work.shared_prefix > 0) {
     // Steady state: a server's system prompt is cached after its first request. One untimed
     // request of the shared prefix alone warms it (in both --prefix-cache runs alike), so a
     // run with every request sent at once does not measure only the cold start.
     Request warm;
     warm.prompt_ids = work[0].prompt;
-    warm.prompt_ids.resize(bos.size() + size_t(o.shared_prefix));
+    warm.prompt_ids.resize(bos.size() + size_t(o.work.shared_prefix));
     warm.max_new_tokens = 1;
     engine.submit(std::move(warm)).get();
   }
@@ -475,12 +430,13 @@ RunSummary run_continuous(const Options& o, const std::string& model_path, bool 
 // dropped half-way, and the server's pages must all come back.
 RunSummary run_http(const Options& o, const std::string& model_path) {
   const Model model = load_model(model_path);
-  check_context(o, model.config.context_length);
-  const auto work = make_workload(o, model.config.vocab_size, model.tokenizer.encode("", model.tokenizer.add_bos()));
+  check_context(o.work, model.config.context_length);
+  const auto work =
+      make_workload(o.work, model.config.vocab_size, model.tokenizer.encode("", model.tokenizer.add_bos()));
   const loadgen::HttpClient client(o.url);
   client.gauges();  // a clear error now if nothing answers at the URL
   std::mutex drop_mutex;
-  std::mt19937_64 drops(o.seed ^ 0x5eedull);
+  std::mt19937_64 drops(o.work.seed ^ 0x5eedull);
   std::bernoulli_distribution drop(o.disconnect);
   Backend backend{"http",
                   [&](const std::vector<int32_t>& prompt, int32_t output_len) {
@@ -490,7 +446,7 @@ RunSummary run_http(const Options& o, const std::string& model_path) {
                       if (drop(drops)) drop_after = std::max(1, output_len / 2);
                     }
                     const loadgen::StreamedCompletion c =
-                        client.complete(prompt, output_len, o.temperature, o.seed, drop_after);
+                        client.complete(prompt, output_len, o.temperature, o.work.seed, drop_after);
                     return Served{c.ttft_s, c.tpot_s, c.tokens, 0, {}, c.dropped};
                   },
                   [&] {
@@ -514,9 +470,11 @@ RunSummary run_static(const Options& o, const std::string& model_path) {
   const Model model = load_model(model_path);
   ModelRunner runner(model, o.threads);
   load_timer.report(stdout, "load      ", "static batcher");
-  check_context(o, model.config.context_length);
-  const auto work = make_workload(o, model.config.vocab_size, model.tokenizer.encode("", model.tokenizer.add_bos()));
-  StaticBatcher batcher(runner, o.kv_pages, kTokensPerPage, o.kv_type, o.concurrency, o.requests, sampling(o));
+  check_context(o.work, model.config.context_length);
+  const auto work =
+      make_workload(o.work, model.config.vocab_size, model.tokenizer.encode("", model.tokenizer.add_bos()));
+  StaticBatcher batcher(runner, o.kv_pages, kTokensPerPage, o.kv_type, o.concurrency, o.work.conversations,
+                        sampling(o));
   Backend backend{"static",
                   [&](const std::vector<int32_t>& prompt, int32_t output_len) {
                     const auto sent = Clock::now();
@@ -536,10 +494,11 @@ std::string rate_text(double rate) { return std::isinf(rate) ? "inf" : format("%
 void print_header(const Options& o, const std::string& model_path) {
   std::printf("model     %s\n", model_path.c_str());
   std::printf("workload  %lld requests, rate %s, concurrency %d, prompt %s, output %s, seed %llu, temp %g\n",
-              (long long)o.requests, rate_text(o.rate).c_str(), o.concurrency, range_text(o.prompt_len).c_str(),
-              range_text(o.output_len).c_str(), (unsigned long long)o.seed, double(o.temperature));
-  std::printf("          shared prefix %d tokens, %d turn%s, prefix cache %s\n", o.shared_prefix, o.turns,
-              o.turns == 1 ? "" : "s", o.prefix_cache.c_str());
+              (long long)o.work.conversations, rate_text(o.work.rate).c_str(), o.concurrency,
+              range_text(o.work.message_len).c_str(), range_text(o.work.output_len).c_str(),
+              (unsigned long long)o.work.seed, double(o.temperature));
+  std::printf("          shared prefix %d tokens, %d turn%s, prefix cache %s\n", o.work.shared_prefix, o.work.turns,
+              o.work.turns == 1 ? "" : "s", o.prefix_cache.c_str());
   std::printf(
       "engine    threads %s, kv-pages %d x %d tokens (%s), max-running %d, token-budget %d, prefill-chunk %d\n\n",
       o.threads ? std::to_string(o.threads).c_str() : "all", o.kv_pages, kTokensPerPage, kv_cache_type_name(o.kv_type),
@@ -556,15 +515,15 @@ const RunSummary* find_run(const std::vector<RunSummary>& runs, const std::strin
 void write_json(const Options& o, const std::string& model_path, const std::vector<RunSummary>& runs) {
   nlohmann::json j;
   j["model"] = model_path;
-  j["workload"] = {{"requests", o.requests},
-                   {"rate", rate_text(o.rate)},
+  j["workload"] = {{"requests", o.work.conversations},
+                   {"rate", rate_text(o.work.rate)},
                    {"concurrency", o.concurrency},
-                   {"prompt_len", range_text(o.prompt_len)},
-                   {"output_len", range_text(o.output_len)},
-                   {"seed", o.seed},
+                   {"prompt_len", range_text(o.work.message_len)},
+                   {"output_len", range_text(o.work.output_len)},
+                   {"seed", o.work.seed},
                    {"temperature", o.temperature},
-                   {"shared_prefix", o.shared_prefix},
-                   {"turns", o.turns},
+                   {"shared_prefix", o.work.shared_prefix},
+                   {"turns", o.work.turns},
                    {"prefix_cache", o.prefix_cache}};
   j["engine"] = {{"threads", o.threads},
                  {"kv_pages", o.kv_pages},
@@ -606,7 +565,7 @@ int main(int argc, char** argv) {
     if (!o.url.empty()) runs.push_back(run_http(o, model_path));
     print_header(o, model_path);
     print_table(runs);
-    if (o.turns > 1) print_turns(runs);
+    if (o.work.turns > 1) print_turns(runs);
     if (const RunSummary* st = find_run(runs, "static")) print_ratio(compare(runs[0], *st), "continuous", "static");
     if (const RunSummary* off = find_run(runs, "cache off"))
       print_ratio(compare(runs[0], *off), "cache on", "cache off");
