@@ -33,6 +33,7 @@
 #include "examples/common/resource_usage.h"
 #include "examples/common/static_batcher.h"
 #include "examples/loadgen/http_client.h"
+#include "examples/loadgen/turn_queue.h"
 #include "examples/loadgen/workload.h"
 #include "pagoda/engine.h"
 
@@ -297,49 +298,76 @@ double process_cpu_s() {
   return s(u.ru_utime) + s(u.ru_stime);
 }
 
-// `concurrency` clients take the requests in order; each waits for its request's arrival
-// time, sends it and waits for it. A request that arrives while every client is busy is sent
-// late: client-side queueing is not counted in its latency, as with a real client's pool.
-RunSummary drive(const Backend& backend, const std::vector<Conversation>& work, int32_t concurrency) {
+// A conversation between its turns.
+struct ConversationState {
+  std::vector<int32_t> context;  // every prompt and reply so far
+  size_t turn = 0;               // the next one
+};
+
+// Sends a conversation's next turn, its context so far and the turn's new message, and waits
+// for it; the reply joins the context.
+RequestRecord send_turn(const Backend& backend, const Conversation& c, ConversationState& state,
+                        Clock::time_point start) {
+  const std::vector<int32_t>& message = state.turn == 0 ? c.prompt : c.later_messages[state.turn - 1];
+  state.context.insert(state.context.end(), message.begin(), message.end());
+  const auto sent = Clock::now();
+  Served s = backend.serve(state.context, c.output_len);
+  const auto now = Clock::now();
+  const RequestRecord record{s.ttft_s,
+                             s.tpot_s,
+                             seconds(now - sent),
+                             seconds(now - start),
+                             int32_t(state.context.size()),
+                             s.tokens,
+                             s.preemptions,
+                             int32_t(state.turn),
+                             s.dropped};
+  state.context.insert(state.context.end(), s.reply.begin(), s.reply.end());
+  ++state.turn;
+  return record;
+}
+
+// `concurrency` clients take conversations from a TurnQueue; a conversation's first turn waits
+// for its arrival time. A turn whose time comes while every client is busy is sent late:
+// client-side queueing is not counted in its latency, as with a real client's pool.
+RunSummary drive(const Backend& backend, const std::vector<Conversation>& work, bool interleave_turns,
+                 int32_t concurrency) {
   const size_t turns = work.empty() ? 1 : 1 + work[0].later_messages.size();
   std::vector<RequestRecord> records(work.size() * turns);  // conversation-major
-  std::vector<char> failed(work.size(), 0);                 // per conversation
-  std::atomic<int64_t> next{0}, done{0};
+  std::vector<ConversationState> states(work.size());
+  std::vector<char> failed(work.size(), 0);  // per conversation
+  TurnQueue queue(work.size());
+  std::atomic<int64_t> done{0};  // turns
   std::mutex error_mutex;
   std::string error;
   const double cpu_start = process_cpu_s();
   const auto start = Clock::now();
-  Monitor monitor(backend, int64_t(work.size()), done, start);
+  Monitor monitor(backend, int64_t(records.size()), done, start);
   auto client = [&] {
-    for (int64_t i = next++; i < int64_t(work.size()); i = next++) {
-      const Conversation& w = work[size_t(i)];
-      std::this_thread::sleep_until(
-          start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(w.arrival_s)));
+    while (const std::optional<size_t> i = queue.take()) {
+      const Conversation& c = work[*i];
+      ConversationState& state = states[*i];
+      if (state.turn == 0) {
+        std::this_thread::sleep_until(
+            start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.arrival_s)));
+      }
       try {
-        std::vector<int32_t> prompt = w.prompt;
-        for (size_t turn = 0; turn < turns; ++turn) {
-          if (turn > 0)
-            prompt.insert(prompt.end(), w.later_messages[turn - 1].begin(), w.later_messages[turn - 1].end());
-          const auto sent = Clock::now();
-          Served s = backend.serve(prompt, w.output_len);
-          const auto now = Clock::now();
-          records[size_t(i) * turns + turn] = {s.ttft_s,
-                                               s.tpot_s,
-                                               seconds(now - sent),
-                                               seconds(now - start),
-                                               int32_t(prompt.size()),
-                                               s.tokens,
-                                               s.preemptions,
-                                               int32_t(turn),
-                                               s.dropped};
-          prompt.insert(prompt.end(), s.reply.begin(), s.reply.end());
-        }
+        do {
+          const size_t turn = state.turn;
+          records[*i * turns + turn] = send_turn(backend, c, state, start);
+          ++done;
+        } while (!interleave_turns && state.turn < turns);
       } catch (const std::exception& e) {
-        failed[size_t(i)] = 1;
+        failed[*i] = 1;
+        done += int64_t(turns - state.turn);  // the turns it will not send
         std::lock_guard lock(error_mutex);
         if (error.empty()) error = e.what();
       }
-      ++done;
+      if (failed[*i] || state.turn == turns) {
+        queue.finish();
+      } else {
+        queue.put_back(*i);
+      }
     }
   };
   std::vector<std::jthread> clients;
@@ -418,7 +446,7 @@ RunSummary run_continuous(const Options& o, const std::string& model_path, bool 
         const EngineMetrics m = engine.metrics();
         return Gauge{m.kv_pages_used, m.kv_pages_total, m.generated_tokens};
       }};
-  RunSummary s = drive(backend, work, o.concurrency);
+  RunSummary s = drive(backend, work, o.work.interleave_turns, o.concurrency);
   const EngineMetrics m = engine.metrics();
   s.prefix_hit_tokens = m.prefix_hit_tokens - before.prefix_hit_tokens;
   s.prefix_queried_tokens = m.prefix_queried_tokens - before.prefix_queried_tokens;
@@ -453,7 +481,7 @@ RunSummary run_http(const Options& o, const std::string& model_path) {
                     const loadgen::ServerGauges g = client.gauges();
                     return Gauge{g.pages_used, g.pages_total, g.generated_tokens};
                   }};
-  RunSummary summary = drive(backend, work, o.concurrency);
+  RunSummary summary = drive(backend, work, o.work.interleave_turns, o.concurrency);
   // Dropped streams are cancelled as the server notices the closed connections.
   loadgen::ServerGauges after = client.gauges();
   for (int i = 0; i < 200 && (after.pages_used > 0 || after.running > 0); ++i) {
@@ -485,7 +513,7 @@ RunSummary run_static(const Options& o, const std::string& model_path) {
                   [&] {
                     return Gauge{batcher.pages_used(), batcher.pages_total(), batcher.generated_tokens()};
                   }};
-  return drive(backend, work, o.concurrency);
+  return drive(backend, work, o.work.interleave_turns, o.concurrency);
 }
 
 std::string range_text(const Range& r) { return std::to_string(r.lo) + ":" + std::to_string(r.hi); }

@@ -21,6 +21,10 @@ struct WorkloadSpec {
   Range output_len{16, 256};                              // a conversation's reply length, every turn
   int32_t shared_prefix = 0;                              // tokens after BOS every conversation starts with
   uint64_t seed = 1;
+  // After each turn a conversation waits behind all the others (an agent workload: the
+  // contexts of all of them pass through the KV cache between two turns of one), instead of
+  // keeping its client to its last turn (--turns: chat users, each in their own conversation).
+  bool interleave_turns = false;
 };
 
 struct Conversation {
