@@ -64,6 +64,14 @@ moment a client sends a request.
   --turns K               each request is a conversation of K turns, sent one after another
                           by its client: turn k's prompt is turn k-1's prompt + its reply + a
                           new user message of --prompt-len tokens (default 1; the engine only)
+  --agent C:T:L           an agent loop: C conversations of T turns whose contexts grow to
+                          about L tokens by the last turn. Each turn resends the whole
+                          conversation (prompts and replies) with a new message of random
+                          user/tool tokens, all of one length; every conversation starts at
+                          once and each turn queues behind all the others' (at most
+                          --concurrency in flight), so that together their contexts can
+                          exceed the KV pool. Replies have --output-len tokens (one length,
+                          default 64). In place of --requests, --turns, --prompt-len, --rate
   --prefix-cache M        the engine's automatic prefix caching: on (default), off, or both
                           (the same workload each way, one after the other)
   --seed N                workload and sampling seed (default 1)
@@ -89,6 +97,7 @@ struct Options {
   std::string model, preset, model_dir, mode = "continuous", json, prefix_cache = "on", url;
   double disconnect = 0.0;
   WorkloadSpec work;
+  std::optional<AgentShape> agent;
   int32_t concurrency = 16;
   float temperature = 0.0f;
   int32_t threads = 0, kv_pages = 0, max_running = 256, token_budget = 512, prefill_chunk = 256;
@@ -115,6 +124,30 @@ void require_positive(const std::string& flag, int64_t value) {
   if (value < 1) throw Error(flag + " must be at least 1, got " + std::to_string(value));
 }
 
+AgentShape parse_agent_shape(const std::string& text) {
+  const size_t first = text.find(':'), second = text.find(':', first + 1);
+  if (second == std::string::npos) throw Error("--agent needs C:T:L (conversations:turns:context), got '" + text + "'");
+  const AgentShape shape{cli::Args::parse<int64_t>("--agent", text.substr(0, first)),
+                         cli::Args::parse<int32_t>("--agent", text.substr(first + 1, second - first - 1)),
+                         cli::Args::parse<int32_t>("--agent", text.substr(second + 1))};
+  if (shape.conversations < 1 || shape.turns < 1 || shape.context < 1)
+    throw Error("--agent needs C:T:L of positive numbers, got '" + text + "'");
+  return shape;
+}
+
+void reject_flags_agent_sets(const cli::Args& args) {
+  for (const char* flag : {"--requests", "--turns", "--prompt-len", "--rate"}) {
+    if (args.has(flag)) throw Error(std::string("--agent sets what ") + flag + " would; give one of them");
+  }
+}
+
+// An agent's replies: one length, 64 unless --output-len says.
+int32_t agent_output_len(const cli::Args& args, const Range& given) {
+  if (!args.has("--output-len")) return 64;
+  if (given.lo != given.hi) throw Error("--agent needs one --output-len, not a range");
+  return given.lo;
+}
+
 int32_t pages_for(int32_t positions) { return (positions + kTokensPerPage - 1) / kTokensPerPage; }
 
 Options parse_options(const cli::Args& args) {
@@ -137,6 +170,11 @@ Options parse_options(const cli::Args& args) {
                    {"--seed", o.work.seed},
                    {"--temp", o.temperature},
                    {"--threads", o.threads}});
+  if (auto a = args.get("--agent")) {
+    reject_flags_agent_sets(args);
+    o.agent = parse_agent_shape(*a);
+    o.work = agent_workload(*o.agent, agent_output_len(args, o.work.output_len), o.work.shared_prefix, o.work.seed);
+  }
   o.kv_type = cli::cache_type_flag(args);
   args.set_fields(
       {{"--max-running", o.max_running}, {"--token-budget", o.token_budget}, {"--prefill-chunk", o.prefill_chunk}});
@@ -155,7 +193,7 @@ Options parse_options(const cli::Args& args) {
     throw Error("--shared-prefix must be >= 0, got " + std::to_string(o.work.shared_prefix));
   require_positive("--turns", o.work.turns);
   if (o.work.turns > 1 && o.mode != "continuous")
-    throw Error("--turns needs --mode continuous (static batches have no replies to carry)");
+    throw Error("--turns and --agent need --mode continuous (static batches have no replies to carry)");
   require_positive("--requests", o.work.conversations);
   require_positive("--concurrency", o.concurrency);
   require_positive("--max-running", o.max_running);
@@ -163,7 +201,7 @@ Options parse_options(const cli::Args& args) {
   require_positive("--prefill-chunk", o.prefill_chunk);
   if (o.mode == "http" && o.url.empty()) throw Error("--mode http needs --url");
   if (!o.url.empty() && o.work.turns > 1)
-    throw Error("--turns needs the in-process engine (replies come back as text over HTTP)");
+    throw Error("--turns and --agent need the in-process engine (replies come back as text over HTTP)");
   if (o.threads < 0) throw Error("--threads must be >= 0, got " + std::to_string(o.threads));
   if (!(o.temperature >= 0.0f)) throw Error("--temp must be >= 0");
 
@@ -519,12 +557,30 @@ RunSummary run_static(const Options& o, const std::string& model_path) {
 std::string range_text(const Range& r) { return std::to_string(r.lo) + ":" + std::to_string(r.hi); }
 std::string rate_text(double rate) { return std::isinf(rate) ? "inf" : format("%g/s", rate); }
 
+// The tokens of every conversation's last context, against the RAM pool's: above 1, the prefix
+// cache alone cannot keep them all.
+int64_t agent_context_tokens(const Options& o) { return o.work.conversations * longest_positions(o.work); }
+double agent_contexts_over_pool(const Options& o) {
+  return double(agent_context_tokens(o)) / (double(o.kv_pages) * kTokensPerPage);
+}
+
+void print_agent_header(const Options& o) {
+  std::printf(
+      "agent     %lld conversations x %d turns, interleaved; messages of %d tokens, replies of %d: contexts to %d\n",
+      (long long)o.work.conversations, o.work.turns, o.work.message_len.lo, o.work.output_len.lo,
+      longest_positions(o.work));
+  const double over_pool = agent_contexts_over_pool(o);
+  std::printf("          their contexts %lld tokens in all, %.2fx the KV pool%s\n", (long long)agent_context_tokens(o),
+              over_pool, over_pool <= 1.0 ? ": the RAM prefix cache can keep them all (see --kv-pages)" : "");
+}
+
 void print_header(const Options& o, const std::string& model_path) {
   std::printf("model     %s\n", model_path.c_str());
-  std::printf("workload  %lld requests, rate %s, concurrency %d, prompt %s, output %s, seed %llu, temp %g\n",
-              (long long)o.work.conversations, rate_text(o.work.rate).c_str(), o.concurrency,
-              range_text(o.work.message_len).c_str(), range_text(o.work.output_len).c_str(),
-              (unsigned long long)o.work.seed, double(o.temperature));
+  if (o.agent) print_agent_header(o);
+  std::printf("workload  %lld %s, rate %s, concurrency %d, prompt %s, output %s, seed %llu, temp %g\n",
+              (long long)o.work.conversations, o.work.turns > 1 ? "conversations" : "requests",
+              rate_text(o.work.rate).c_str(), o.concurrency, range_text(o.work.message_len).c_str(),
+              range_text(o.work.output_len).c_str(), (unsigned long long)o.work.seed, double(o.temperature));
   std::printf("          shared prefix %d tokens, %d turn%s, prefix cache %s\n", o.work.shared_prefix, o.work.turns,
               o.work.turns == 1 ? "" : "s", o.prefix_cache.c_str());
   std::printf(
@@ -553,6 +609,14 @@ void write_json(const Options& o, const std::string& model_path, const std::vect
                    {"shared_prefix", o.work.shared_prefix},
                    {"turns", o.work.turns},
                    {"prefix_cache", o.prefix_cache}};
+  if (o.agent) {
+    j["workload"]["agent"] = {{"conversations", o.agent->conversations},
+                              {"turns", o.agent->turns},
+                              {"context", o.agent->context},
+                              {"message_len", o.work.message_len.lo},
+                              {"context_tokens", agent_context_tokens(o)},
+                              {"contexts_over_kv_pool", agent_contexts_over_pool(o)}};
+  }
   j["engine"] = {{"threads", o.threads},
                  {"kv_pages", o.kv_pages},
                  {"tokens_per_page", kTokensPerPage},
@@ -576,7 +640,7 @@ int main(int argc, char** argv) {
                                 "--concurrency", "--rate",         "--prompt-len",  "--output-len",   "--shared-prefix",
                                 "--turns",       "--prefix-cache", "--seed",        "--temp",         "--threads",
                                 "--cache-type",  "--kv-pages",     "--max-running", "--token-budget", "--prefill-chunk",
-                                "--json",        "--url",          "--disconnect"},
+                                "--json",        "--url",          "--disconnect",  "--agent"},
                    {"--help"}, {{"-n", "--requests"}, {"-c", "--concurrency"}});
     if (args.has("--help")) {
       std::cout << kUsage;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
+
+#include "pagoda/error.h"
 
 namespace pagoda::loadgen {
 
@@ -28,6 +31,26 @@ std::vector<Conversation> make_workload(const WorkloadSpec& spec, int32_t vocab,
     work.push_back(std::move(c));
   }
   return work;
+}
+
+WorkloadSpec agent_workload(const AgentShape& shape, int32_t output_len, int32_t shared_prefix, uint64_t seed) {
+  const int64_t fixed = 1 + int64_t(shared_prefix) + int64_t(shape.turns) * output_len;  // BOS, prefix, replies
+  const int64_t message_len = (shape.context - fixed) / shape.turns;
+  if (message_len < 1) {
+    throw Error("--agent " + std::to_string(shape.conversations) + ":" + std::to_string(shape.turns) + ":" +
+                std::to_string(shape.context) + " leaves no room for messages: BOS, the shared prefix and " +
+                std::to_string(shape.turns) + " replies of " + std::to_string(output_len) + " tokens take " +
+                std::to_string(fixed) + " positions");
+  }
+  WorkloadSpec spec;
+  spec.conversations = shape.conversations;
+  spec.turns = shape.turns;
+  spec.message_len = {int32_t(message_len), int32_t(message_len)};
+  spec.output_len = {output_len, output_len};
+  spec.shared_prefix = shared_prefix;
+  spec.seed = seed;
+  spec.interleave_turns = true;
+  return spec;
 }
 
 int32_t longest_positions(const WorkloadSpec& spec) {

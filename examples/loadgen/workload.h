@@ -36,6 +36,19 @@ struct Conversation {
 
 std::vector<Conversation> make_workload(const WorkloadSpec& spec, int32_t vocab, const std::vector<int32_t>& bos);
 
+// --agent C:T:L: C conversations of T turns, their contexts growing to about L positions by
+// the last turn's reply.
+struct AgentShape {
+  int64_t conversations = 0;
+  int32_t turns = 0, context = 0;
+};
+
+// An agent loop's workload: every turn resends the whole conversation (its prompts and
+// replies) with a new message of user or tool tokens, all of one length: the one that, with
+// BOS, the shared prefix and T replies of `output_len`, brings the last turn to the shape's
+// context. Every conversation starts at once, and their turns interleave.
+WorkloadSpec agent_workload(const AgentShape& shape, int32_t output_len, int32_t shared_prefix, uint64_t seed);
+
 // Positions of the longest conversation: BOS, the shared prefix, then every turn's message and reply.
 int32_t longest_positions(const WorkloadSpec& spec);
 
