@@ -425,7 +425,24 @@ RunSummary drive(const Backend& backend, const std::vector<Conversation>& work, 
   RunSummary s = summarize(backend.name, served, kv, process_cpu_s() - cpu_start);  // each turn is a request
   s.failed = failures;
   s.first_error = error;
+  s.load_average = load_average();
   return s;
+}
+
+KvTiers kv_tiers(const EngineMetrics& before, const EngineMetrics& after, bool disk_on) {
+  KvTiers t;
+  t.disk_on = disk_on;
+  t.ram_evictions = after.kv_ram_evictions - before.kv_ram_evictions;
+  t.disk_hit_tokens = after.kv_disk_hit_tokens - before.kv_disk_hit_tokens;
+  t.disk_read_bytes = after.kv_disk_read_bytes - before.kv_disk_read_bytes;
+  t.disk_written_bytes = after.kv_disk_written_bytes - before.kv_disk_written_bytes;
+  t.disk_writes_skipped = after.kv_disk_writes_skipped - before.kv_disk_writes_skipped;
+  t.disk_evictions = after.kv_disk_evictions - before.kv_disk_evictions;
+  t.disk_damaged = after.kv_disk_damaged - before.kv_disk_damaged;
+  t.disk_pages = after.kv_disk_pages;
+  t.disk_bytes = after.kv_disk_bytes;
+  t.disk_write_backlog = after.kv_disk_write_backlog;
+  return t;
 }
 
 SamplingParams sampling(const Options& o) {
@@ -488,6 +505,7 @@ RunSummary run_continuous(const Options& o, const std::string& model_path, bool 
   const EngineMetrics m = engine.metrics();
   s.prefix_hit_tokens = m.prefix_hit_tokens - before.prefix_hit_tokens;
   s.prefix_queried_tokens = m.prefix_queried_tokens - before.prefix_queried_tokens;
+  s.kv_tiers = kv_tiers(before, m, !config.kv_disk_path.empty());
   return s;
 }
 
@@ -574,8 +592,9 @@ void print_agent_header(const Options& o) {
               over_pool, over_pool <= 1.0 ? ": the RAM prefix cache can keep them all (see --kv-pages)" : "");
 }
 
-void print_header(const Options& o, const std::string& model_path) {
+void print_header(const Options& o, const std::string& model_path, double load_at_start) {
   std::printf("model     %s\n", model_path.c_str());
+  std::printf("load      1-minute average %.2f at the start\n", load_at_start);
   if (o.agent) print_agent_header(o);
   std::printf("workload  %lld %s, rate %s, concurrency %d, prompt %s, output %s, seed %llu, temp %g\n",
               (long long)o.work.conversations, o.work.turns > 1 ? "conversations" : "requests",
@@ -596,9 +615,11 @@ const RunSummary* find_run(const std::vector<RunSummary>& runs, const std::strin
   return nullptr;
 }
 
-void write_json(const Options& o, const std::string& model_path, const std::vector<RunSummary>& runs) {
+void write_json(const Options& o, const std::string& model_path, double load_at_start,
+                const std::vector<RunSummary>& runs) {
   nlohmann::json j;
   j["model"] = model_path;
+  j["load_average_at_start"] = load_at_start;
   j["workload"] = {{"requests", o.work.conversations},
                    {"rate", rate_text(o.work.rate)},
                    {"concurrency", o.concurrency},
@@ -648,6 +669,7 @@ int main(int argc, char** argv) {
     }
     const Options o = parse_options(args);
     const std::string model_path = resolve_model(o);
+    const double load_at_start = load_average();
     std::vector<RunSummary> runs;
     if (o.mode != "static" && o.mode != "http") {
       if (o.prefix_cache != "off") runs.push_back(run_continuous(o, model_path, true));
@@ -655,16 +677,20 @@ int main(int argc, char** argv) {
     }
     if (o.mode == "static" || o.mode == "both") runs.push_back(run_static(o, model_path));
     if (!o.url.empty()) runs.push_back(run_http(o, model_path));
-    print_header(o, model_path);
+    print_header(o, model_path, load_at_start);
     print_table(runs);
-    if (o.work.turns > 1) print_turns(runs);
+    if (o.work.turns > 1) {
+      print_later_turns(runs);
+      print_turns(runs);
+    }
+    print_kv_tiers(runs);
     if (const RunSummary* st = find_run(runs, "static")) print_ratio(compare(runs[0], *st), "continuous", "static");
     if (const RunSummary* off = find_run(runs, "cache off"))
       print_ratio(compare(runs[0], *off), "cache on", "cache off");
     if (const RunSummary* http = find_run(runs, "http"); http && runs.size() > 1) {
       std::printf("http over in-process: %.3f x the tokens/s\n", http->tokens_per_s / runs[0].tokens_per_s);
     }
-    if (!o.json.empty()) write_json(o, model_path, runs);
+    if (!o.json.empty()) write_json(o, model_path, load_at_start, runs);
     int64_t failed = 0;
     for (const RunSummary& s : runs) {
       if (s.failed == 0) continue;
