@@ -24,10 +24,12 @@
 #include "engine/model/model.h"
 #include "testing/synth.h"
 #include "examples/common/args.h"
+#include "examples/common/byte_size.h"
 #include "examples/common/cache_type_flag.h"
 #include "examples/common/load_report.h"
 #include "examples/common/resource_usage.h"
 #include "examples/common/static_batcher.h"
+#include "examples/loadgen/disk_tier_dir.h"
 #include "examples/loadgen/driver.h"
 #include "examples/loadgen/http_client.h"
 #include "examples/loadgen/workload.h"
@@ -74,8 +76,14 @@ moment a client sends a request.
   --temp X                sampling temperature, 0 = greedy (default 0)
   -t, --threads N         compute threads (default: all cores)
   --cache-type T          KV cache type: f32, f16 (default), bf16 or q8_0; both modes use it
-  --kv-pages N            KV cache pages of 16 tokens (default: enough for C of the longest
-                          requests, so that nothing is preempted); both modes use it
+  --kv-pages N            KV cache pages of 16 tokens, the RAM pool (default: enough for C of
+                          the longest requests, so that nothing is preempted); both modes use it
+  --kv-disk DIR           the engine's prefix cache gets a disk tier in DIR (kept afterwards)
+  --kv-disk-size BYTES    the disk tier's size: bytes, or with K, M, G or T (powers of 1024;
+                          default: the engine's, 8G)
+  --kv-disk-compare       the same workload without, then with the disk tier, which starts
+                          empty: in --kv-disk DIR, else in a fresh directory in $TMPDIR (or
+                          /tmp) removed afterwards
   --max-running N         engine: sequences admitted at once (default 256)
   --token-budget N        engine: tokens in one step (default 512)
   --prefill-chunk N       engine: prompt tokens of one sequence in one step (default 256)
@@ -94,6 +102,9 @@ struct Options {
   double disconnect = 0.0;
   WorkloadSpec work;
   std::optional<AgentShape> agent;
+  std::string kv_disk;  // --kv-disk: empty, a fresh directory when there is a disk tier
+  uint64_t kv_disk_bytes = EngineConfig{}.kv_disk_bytes;
+  bool kv_disk_compare = false;
   int32_t concurrency = 16;
   float temperature = 0.0f;
   int32_t threads = 0, kv_pages = 0, max_running = 256, token_budget = 512, prefill_chunk = 256;
@@ -146,6 +157,26 @@ int32_t agent_output_len(const cli::Args& args, const Range& given) {
 
 int32_t pages_for(int32_t positions) { return (positions + kTokensPerPage - 1) / kTokensPerPage; }
 
+void parse_disk_tier(const cli::Args& args, Options& o) {
+  o.kv_disk = args.get("--kv-disk", "");
+  o.kv_disk_compare = args.has("--kv-disk-compare");
+  const bool disk_tier = args.has("--kv-disk") || o.kv_disk_compare;
+  if (auto size = args.get("--kv-disk-size")) {
+    if (!disk_tier) throw Error("--kv-disk-size needs --kv-disk or --kv-disk-compare");
+    o.kv_disk_bytes = cli::parse_byte_size("--kv-disk-size", *size);
+    require_positive("--kv-disk-size", int64_t(std::min<uint64_t>(o.kv_disk_bytes, INT64_MAX)));
+  }
+  if (args.has("--kv-disk") && o.kv_disk.empty()) throw Error("--kv-disk needs a directory");
+  if (!disk_tier) return;
+  if (o.prefix_cache != "on") throw Error("the disk tier is the prefix cache's: it needs --prefix-cache on");
+  if (o.mode != "continuous") throw Error("the disk tier is the in-process engine's: it needs --mode continuous");
+  if (o.kv_disk_compare && !o.url.empty()) throw Error("--kv-disk-compare compares in-process runs only: drop --url");
+  // Checked before the run without the disk tier, which can take hours.
+  if (o.kv_disk_compare && fs::exists(o.kv_disk) && !fs::is_empty(o.kv_disk)) {
+    throw Error("--kv-disk " + o.kv_disk + " is not empty: a comparison starts its disk tier empty");
+  }
+}
+
 Options parse_options(const cli::Args& args) {
   Options o;
   args.set_fields({{"--model", o.model},
@@ -196,6 +227,7 @@ Options parse_options(const cli::Args& args) {
   require_positive("--token-budget", o.token_budget);
   require_positive("--prefill-chunk", o.prefill_chunk);
   if (o.mode == "http" && o.url.empty()) throw Error("--mode http needs --url");
+  parse_disk_tier(args, o);
   if (!o.url.empty() && o.work.turns > 1)
     throw Error("--turns and --agent need the in-process engine (replies come back as text over HTTP)");
   if (o.threads < 0) throw Error("--threads must be >= 0, got " + std::to_string(o.threads));
@@ -265,9 +297,30 @@ SamplingParams sampling(const Options& o) {
   return p;
 }
 
-RunSummary run_continuous(const Options& o, const std::string& model_path, bool prefix_caching) {
+// One in-process engine run: what a comparison varies, and its column's name.
+struct EngineRun {
+  std::string name;
+  bool prefix_caching = true;
+  bool disk_tier = false;
+};
+
+// The engine runs the flags ask for, in order.
+std::vector<EngineRun> engine_runs(const Options& o) {
+  if (o.kv_disk_compare) return {{"disk off", true, false}, {"disk on", true, true}};
+  if (o.prefix_cache == "both") return {{"cache on", true, false}, {"cache off", false, false}};
+  return {{"continuous", o.prefix_cache == "on", !o.kv_disk.empty()}};
+}
+
+RunSummary run_continuous(const Options& o, const std::string& model_path, const EngineRun& run) {
   EngineConfig config;
-  config.prefix_caching = prefix_caching;
+  config.prefix_caching = run.prefix_caching;
+  std::optional<DiskTierDir> disk;  // before the engine, so that it outlives it
+  if (run.disk_tier) {
+    disk.emplace(o.kv_disk);
+    config.kv_disk_path = disk->path();
+    std::printf("kv disk   %s%s\n", disk->path().c_str(), o.kv_disk.empty() ? " (removed after the run)" : "");
+    config.kv_disk_bytes = size_t(o.kv_disk_bytes);
+  }
   config.model_path = model_path;
   config.threads = o.threads;
   config.kv_pages = o.kv_pages;
@@ -294,9 +347,8 @@ RunSummary run_continuous(const Options& o, const std::string& model_path, bool 
     engine.submit(std::move(warm)).get();
   }
   const EngineMetrics before = engine.metrics();
-  const std::string name = o.prefix_cache == "both" ? (prefix_caching ? "cache on" : "cache off") : "continuous";
   Backend backend{
-      name,
+      run.name,
       [&](const std::vector<int32_t>& prompt, int32_t output_len) {
         Request r;
         r.prompt_ids = prompt;
@@ -318,7 +370,7 @@ RunSummary run_continuous(const Options& o, const std::string& model_path, bool 
   const EngineMetrics m = engine.metrics();
   s.prefix_hit_tokens = m.prefix_hit_tokens - before.prefix_hit_tokens;
   s.prefix_queried_tokens = m.prefix_queried_tokens - before.prefix_queried_tokens;
-  s.kv_tiers = kv_tiers(before, m, !config.kv_disk_path.empty());
+  s.kv_tiers = kv_tiers(before, m, run.disk_tier);
   return s;
 }
 
@@ -415,10 +467,15 @@ void print_header(const Options& o, const std::string& model_path, double load_a
               range_text(o.work.output_len).c_str(), (unsigned long long)o.work.seed, double(o.temperature));
   std::printf("          shared prefix %d tokens, %d turn%s, prefix cache %s\n", o.work.shared_prefix, o.work.turns,
               o.work.turns == 1 ? "" : "s", o.prefix_cache.c_str());
-  std::printf(
-      "engine    threads %s, kv-pages %d x %d tokens (%s), max-running %d, token-budget %d, prefill-chunk %d\n\n",
-      o.threads ? std::to_string(o.threads).c_str() : "all", o.kv_pages, kTokensPerPage, kv_cache_type_name(o.kv_type),
-      o.max_running, o.token_budget, o.prefill_chunk);
+  std::printf("engine    threads %s, kv-pages %d x %d tokens (%s), max-running %d, token-budget %d, prefill-chunk %d\n",
+              o.threads ? std::to_string(o.threads).c_str() : "all", o.kv_pages, kTokensPerPage,
+              kv_cache_type_name(o.kv_type), o.max_running, o.token_budget, o.prefill_chunk);
+  if (!o.kv_disk.empty() || o.kv_disk_compare) {
+    std::printf("kv disk   %s, up to %.1f GiB%s\n", o.kv_disk.empty() ? "a fresh directory" : o.kv_disk.c_str(),
+                double(o.kv_disk_bytes) / double(1ull << 30),
+                o.kv_disk_compare ? "; runs without it, then with it" : "");
+  }
+  std::printf("\n");
 }
 
 const RunSummary* find_run(const std::vector<RunSummary>& runs, const std::string& mode) {
@@ -458,9 +515,13 @@ void write_json(const Options& o, const std::string& model_path, double load_at_
                  {"max_running", o.max_running},
                  {"token_budget", o.token_budget},
                  {"prefill_chunk", o.prefill_chunk}};
+  if (!o.kv_disk.empty() || o.kv_disk_compare) {
+    j["engine"]["kv_disk"] = {{"path", o.kv_disk}, {"bytes", o.kv_disk_bytes}, {"compare", o.kv_disk_compare}};
+  }
   for (const RunSummary& s : runs) j["runs"][s.mode] = to_json(s);
   if (const RunSummary* st = find_run(runs, "static")) j["continuous_over_static"] = to_json(compare(runs[0], *st));
   if (const RunSummary* off = find_run(runs, "cache off")) j["cache_on_over_off"] = to_json(compare(runs[0], *off));
+  if (const RunSummary* on = find_run(runs, "disk on")) j["disk_on_over_off"] = to_json(compare(*on, runs[0]));
   std::ofstream out(o.json);
   out << j.dump(2) << "\n";
   if (!out) throw Error(o.json + ": cannot write");
@@ -474,8 +535,9 @@ int main(int argc, char** argv) {
                                 "--concurrency", "--rate",         "--prompt-len",  "--output-len",   "--shared-prefix",
                                 "--turns",       "--prefix-cache", "--seed",        "--temp",         "--threads",
                                 "--cache-type",  "--kv-pages",     "--max-running", "--token-budget", "--prefill-chunk",
-                                "--json",        "--url",          "--disconnect",  "--agent"},
-                   {"--help"}, {{"-n", "--requests"}, {"-c", "--concurrency"}});
+                                "--json",        "--url",          "--disconnect",  "--agent",        "--kv-disk",
+                                "--kv-disk-size"},
+                   {"--help", "--kv-disk-compare"}, {{"-n", "--requests"}, {"-c", "--concurrency"}});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;
@@ -485,8 +547,7 @@ int main(int argc, char** argv) {
     const double load_at_start = load_average();
     std::vector<RunSummary> runs;
     if (o.mode != "static" && o.mode != "http") {
-      if (o.prefix_cache != "off") runs.push_back(run_continuous(o, model_path, true));
-      if (o.prefix_cache != "on") runs.push_back(run_continuous(o, model_path, false));
+      for (const EngineRun& run : engine_runs(o)) runs.push_back(run_continuous(o, model_path, run));
     }
     if (o.mode == "static" || o.mode == "both") runs.push_back(run_static(o, model_path));
     if (!o.url.empty()) runs.push_back(run_http(o, model_path));
@@ -500,6 +561,7 @@ int main(int argc, char** argv) {
     if (const RunSummary* st = find_run(runs, "static")) print_ratio(compare(runs[0], *st), "continuous", "static");
     if (const RunSummary* off = find_run(runs, "cache off"))
       print_ratio(compare(runs[0], *off), "cache on", "cache off");
+    if (const RunSummary* on = find_run(runs, "disk on")) print_ratio(compare(*on, runs[0]), "disk on", "disk off");
     if (const RunSummary* http = find_run(runs, "http"); http && runs.size() > 1) {
       std::printf("http over in-process: %.3f x the tokens/s\n", http->tokens_per_s / runs[0].tokens_per_s);
     }
