@@ -3,10 +3,13 @@
 // through static max-padded batching on the same kernels, `--mode both` runs both and compares.
 // `--shared-prefix N` starts every prompt with the same N tokens (a system prompt), `--turns K`
 // makes each request a conversation, and `--prefix-cache both` runs the engine with and
-// without prefix caching on the same workload.
+// without prefix caching on the same workload. `--agent C:T:L` is an agent loop's workload,
+// conversations that take turns resending their growing contexts, and `--kv-disk-compare`
+// runs it without and with the prefix cache's disk tier.
 //   pagoda-loadgen --preset s15m --requests 256 --concurrency 64 --prompt-len 16:128 --output-len 16:256
 //   pagoda-loadgen -m model.gguf --rate 8 --mode both --json out.json
 //   pagoda-loadgen --preset s15m -c 32 --shared-prefix 1024 --prompt-len 32:96 --output-len 64 --prefix-cache both
+//   pagoda-loadgen -m model.gguf --agent 32:8:8192 -c 4 --output-len 64 --kv-disk-compare --kv-disk-size 16G
 
 #include <cmath>
 #include <cstdio>
