@@ -18,6 +18,7 @@
 #include <iostream>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -167,7 +168,7 @@ void parse_disk_tier(const cli::Args& args, Options& o) {
   if (auto size = args.get("--kv-disk-size")) {
     if (!disk_tier) throw Error("--kv-disk-size needs --kv-disk or --kv-disk-compare");
     o.kv_disk_bytes = cli::parse_byte_size("--kv-disk-size", *size);
-    require_positive("--kv-disk-size", int64_t(std::min<uint64_t>(o.kv_disk_bytes, INT64_MAX)));
+    if (o.kv_disk_bytes == 0) throw Error("--kv-disk-size must be more than 0 bytes");
   }
   if (args.has("--kv-disk") && o.kv_disk.empty()) throw Error("--kv-disk needs a directory");
   if (!disk_tier) return;
