@@ -3,36 +3,40 @@
 // through static max-padded batching on the same kernels, `--mode both` runs both and compares.
 // `--shared-prefix N` starts every prompt with the same N tokens (a system prompt), `--turns K`
 // makes each request a conversation, and `--prefix-cache both` runs the engine with and
-// without prefix caching on the same workload.
+// without prefix caching on the same workload. `--agent C:T:L` is an agent loop's workload,
+// conversations that take turns resending their growing contexts, and `--kv-disk-compare`
+// runs it without and with the prefix cache's disk tier.
 //   pagoda-loadgen --preset s15m --requests 256 --concurrency 64 --prompt-len 16:128 --output-len 16:256
 //   pagoda-loadgen -m model.gguf --rate 8 --mode both --json out.json
 //   pagoda-loadgen --preset s15m -c 32 --shared-prefix 1024 --prompt-len 32:96 --output-len 64 --prefix-cache both
+//   pagoda-loadgen -m model.gguf --agent 32:8:8192 -c 4 --output-len 64 --kv-disk-compare --kv-disk-size 16G
 
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iostream>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
 #include <nlohmann/json.hpp>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "engine/model/model.h"
 #include "testing/synth.h"
 #include "examples/common/args.h"
+#include "examples/common/byte_size.h"
 #include "examples/common/cache_type_flag.h"
 #include "examples/common/load_report.h"
-#include "examples/common/progress.h"
 #include "examples/common/resource_usage.h"
 #include "examples/common/static_batcher.h"
+#include "examples/loadgen/disk_tier_dir.h"
+#include "examples/loadgen/driver.h"
 #include "examples/loadgen/http_client.h"
+#include "examples/loadgen/workload.h"
 #include "pagoda/engine.h"
 
 namespace {
@@ -62,14 +66,28 @@ moment a client sends a request.
   --turns K               each request is a conversation of K turns, sent one after another
                           by its client: turn k's prompt is turn k-1's prompt + its reply + a
                           new user message of --prompt-len tokens (default 1; the engine only)
+  --agent C:T:L           an agent loop: C conversations of T turns whose contexts grow to
+                          about L tokens by the last turn. Each turn resends the whole
+                          conversation (prompts and replies) with a new message of random
+                          user/tool tokens, all of one length; every conversation starts at
+                          once and each turn queues behind all the others' (at most
+                          --concurrency in flight), so that together their contexts can
+                          exceed the KV pool. Replies have --output-len tokens (one length,
+                          default 64). In place of --requests, --turns, --prompt-len, --rate
   --prefix-cache M        the engine's automatic prefix caching: on (default), off, or both
                           (the same workload each way, one after the other)
   --seed N                workload and sampling seed (default 1)
   --temp X                sampling temperature, 0 = greedy (default 0)
   -t, --threads N         compute threads (default: all cores)
   --cache-type T          KV cache type: f32, f16 (default), bf16 or q8_0; both modes use it
-  --kv-pages N            KV cache pages of 16 tokens (default: enough for C of the longest
-                          requests, so that nothing is preempted); both modes use it
+  --kv-pages N            KV cache pages of 16 tokens, the RAM pool (default: enough for C of
+                          the longest requests, so that nothing is preempted); both modes use it
+  --kv-disk DIR           the engine's prefix cache gets a disk tier in DIR (kept afterwards)
+  --kv-disk-size BYTES    the disk tier's size: bytes, or with K, M, G or T (powers of 1024;
+                          default: the engine's, 8G)
+  --kv-disk-compare       the same workload without, then with the disk tier, which starts
+                          empty: in --kv-disk DIR, else in a fresh directory in $TMPDIR (or
+                          /tmp) removed afterwards
   --max-running N         engine: sequences admitted at once (default 256)
   --token-budget N        engine: tokens in one step (default 512)
   --prefill-chunk N       engine: prompt tokens of one sequence in one step (default 256)
@@ -83,19 +101,15 @@ moment a client sends a request.
 
 constexpr int32_t kTokensPerPage = 16;
 
-struct Range {
-  int32_t lo = 0, hi = 0;
-};
-
 struct Options {
   std::string model, preset, model_dir, mode = "continuous", json, prefix_cache = "on", url;
   double disconnect = 0.0;
-  int32_t shared_prefix = 0, turns = 1;
-  int64_t requests = 256;
+  WorkloadSpec work;
+  std::optional<AgentShape> agent;
+  std::string kv_disk;  // --kv-disk: empty, a fresh directory when there is a disk tier
+  uint64_t kv_disk_bytes = EngineConfig{}.kv_disk_bytes;
+  bool kv_disk_compare = false;
   int32_t concurrency = 16;
-  double rate = std::numeric_limits<double>::infinity();
-  Range prompt_len{16, 128}, output_len{16, 256};
-  uint64_t seed = 1;
   float temperature = 0.0f;
   int32_t threads = 0, kv_pages = 0, max_running = 256, token_budget = 512, prefill_chunk = 256;
   KvCacheType kv_type = KvCacheType::F16;
@@ -121,12 +135,50 @@ void require_positive(const std::string& flag, int64_t value) {
   if (value < 1) throw Error(flag + " must be at least 1, got " + std::to_string(value));
 }
 
+AgentShape parse_agent_shape(const std::string& text) {
+  const size_t first = text.find(':'), second = text.find(':', first + 1);
+  if (second == std::string::npos) throw Error("--agent needs C:T:L (conversations:turns:context), got '" + text + "'");
+  const AgentShape shape{cli::Args::parse<int64_t>("--agent", text.substr(0, first)),
+                         cli::Args::parse<int32_t>("--agent", text.substr(first + 1, second - first - 1)),
+                         cli::Args::parse<int32_t>("--agent", text.substr(second + 1))};
+  if (shape.conversations < 1 || shape.turns < 1 || shape.context < 1)
+    throw Error("--agent needs C:T:L of positive numbers, got '" + text + "'");
+  return shape;
+}
+
+void reject_flags_agent_sets(const cli::Args& args) {
+  for (const char* flag : {"--requests", "--turns", "--prompt-len", "--rate"}) {
+    if (args.has(flag)) throw Error(std::string("--agent sets what ") + flag + " would; give one of them");
+  }
+}
+
+// An agent's replies: one length, 64 unless --output-len says.
+int32_t agent_output_len(const cli::Args& args, const Range& given) {
+  if (!args.has("--output-len")) return 64;
+  if (given.lo != given.hi) throw Error("--agent needs one --output-len, not a range");
+  return given.lo;
+}
+
 int32_t pages_for(int32_t positions) { return (positions + kTokensPerPage - 1) / kTokensPerPage; }
 
-// Positions of the longest request: BOS, the shared prefix, then every turn's message and reply.
-int32_t longest_positions(const Options& o) {
-  return int32_t(std::min<int64_t>(
-      1 + int64_t(o.shared_prefix) + int64_t(o.turns) * (o.prompt_len.hi + o.output_len.hi), INT32_MAX));
+void parse_disk_tier(const cli::Args& args, Options& o) {
+  o.kv_disk = args.get("--kv-disk", "");
+  o.kv_disk_compare = args.has("--kv-disk-compare");
+  const bool disk_tier = args.has("--kv-disk") || o.kv_disk_compare;
+  if (auto size = args.get("--kv-disk-size")) {
+    if (!disk_tier) throw Error("--kv-disk-size needs --kv-disk or --kv-disk-compare");
+    o.kv_disk_bytes = cli::parse_byte_size("--kv-disk-size", *size);
+    if (o.kv_disk_bytes == 0) throw Error("--kv-disk-size must be more than 0 bytes");
+  }
+  if (args.has("--kv-disk") && o.kv_disk.empty()) throw Error("--kv-disk needs a directory");
+  if (!disk_tier) return;
+  if (o.prefix_cache != "on") throw Error("the disk tier is the prefix cache's: it needs --prefix-cache on");
+  if (o.mode != "continuous") throw Error("the disk tier is the in-process engine's: it needs --mode continuous");
+  if (o.kv_disk_compare && !o.url.empty()) throw Error("--kv-disk-compare compares in-process runs only: drop --url");
+  // Checked before the run without the disk tier, which can take hours.
+  if (o.kv_disk_compare && fs::exists(o.kv_disk) && !fs::is_empty(o.kv_disk)) {
+    throw Error("--kv-disk " + o.kv_disk + " is not empty: a comparison starts its disk tier empty");
+  }
 }
 
 Options parse_options(const cli::Args& args) {
@@ -139,16 +191,21 @@ Options parse_options(const cli::Args& args) {
                    {"--url", o.url},
                    {"--disconnect", o.disconnect}});
   if (!(o.disconnect >= 0.0 && o.disconnect <= 1.0)) throw Error("--disconnect must be a fraction in [0, 1]");
-  args.set_fields({{"--requests", o.requests}, {"--concurrency", o.concurrency}});
-  if (auto r = args.get("--rate")) o.rate = parse_rate(*r);
-  if (auto r = args.get("--prompt-len")) o.prompt_len = parse_range("--prompt-len", *r);
-  if (auto r = args.get("--output-len")) o.output_len = parse_range("--output-len", *r);
-  args.set_fields({{"--shared-prefix", o.shared_prefix},
-                   {"--turns", o.turns},
+  args.set_fields({{"--requests", o.work.conversations}, {"--concurrency", o.concurrency}});
+  if (auto r = args.get("--rate")) o.work.rate = parse_rate(*r);
+  if (auto r = args.get("--prompt-len")) o.work.message_len = parse_range("--prompt-len", *r);
+  if (auto r = args.get("--output-len")) o.work.output_len = parse_range("--output-len", *r);
+  args.set_fields({{"--shared-prefix", o.work.shared_prefix},
+                   {"--turns", o.work.turns},
                    {"--prefix-cache", o.prefix_cache},
-                   {"--seed", o.seed},
+                   {"--seed", o.work.seed},
                    {"--temp", o.temperature},
                    {"--threads", o.threads}});
+  if (auto a = args.get("--agent")) {
+    reject_flags_agent_sets(args);
+    o.agent = parse_agent_shape(*a);
+    o.work = agent_workload(*o.agent, agent_output_len(args, o.work.output_len), o.work.shared_prefix, o.work.seed);
+  }
   o.kv_type = cli::cache_type_flag(args);
   args.set_fields(
       {{"--max-running", o.max_running}, {"--token-budget", o.token_budget}, {"--prefill-chunk", o.prefill_chunk}});
@@ -163,29 +220,31 @@ Options parse_options(const cli::Args& args) {
   if (o.prefix_cache != "on" && o.prefix_cache != "off" && o.prefix_cache != "both") {
     throw Error("--prefix-cache must be on, off or both, got '" + o.prefix_cache + "'");
   }
-  if (o.shared_prefix < 0) throw Error("--shared-prefix must be >= 0, got " + std::to_string(o.shared_prefix));
-  require_positive("--turns", o.turns);
-  if (o.turns > 1 && o.mode != "continuous")
-    throw Error("--turns needs --mode continuous (static batches have no replies to carry)");
-  require_positive("--requests", o.requests);
+  if (o.work.shared_prefix < 0)
+    throw Error("--shared-prefix must be >= 0, got " + std::to_string(o.work.shared_prefix));
+  require_positive("--turns", o.work.turns);
+  if (o.work.turns > 1 && o.mode != "continuous")
+    throw Error("--turns and --agent need --mode continuous (static batches have no replies to carry)");
+  require_positive("--requests", o.work.conversations);
   require_positive("--concurrency", o.concurrency);
   require_positive("--max-running", o.max_running);
   require_positive("--token-budget", o.token_budget);
   require_positive("--prefill-chunk", o.prefill_chunk);
   if (o.mode == "http" && o.url.empty()) throw Error("--mode http needs --url");
-  if (!o.url.empty() && o.turns > 1)
-    throw Error("--turns needs the in-process engine (replies come back as text over HTTP)");
+  parse_disk_tier(args, o);
+  if (!o.url.empty() && o.work.turns > 1)
+    throw Error("--turns and --agent need the in-process engine (replies come back as text over HTTP)");
   if (o.threads < 0) throw Error("--threads must be >= 0, got " + std::to_string(o.threads));
   if (!(o.temperature >= 0.0f)) throw Error("--temp must be >= 0");
 
   // Every client's longest request at once, plus the 1% the engine keeps free for growth.
-  const int64_t longest = pages_for(longest_positions(o));
+  const int64_t longest = pages_for(longest_positions(o.work));
   const int64_t need = longest * o.concurrency;
   o.kv_pages = args.number("--kv-pages", int32_t(std::min<int64_t>(need + need / 50 + 1, INT32_MAX)));
   require_positive("--kv-pages", o.kv_pages);
   if (o.mode != "continuous" && need > o.kv_pages) {
     throw Error("--kv-pages " + std::to_string(o.kv_pages) + " cannot hold a static batch of " +
-                std::to_string(o.concurrency) + " requests of up to " + std::to_string(longest_positions(o)) +
+                std::to_string(o.concurrency) + " requests of up to " + std::to_string(longest_positions(o.work)) +
                 " positions (" + std::to_string(need) + " pages)");
   }
   return o;
@@ -212,211 +271,60 @@ std::string resolve_model(const Options& o) {
   return path.string();
 }
 
-// ---- The workload: the same for both modes, given the seed and the vocabulary ----
-
-struct WorkItem {
-  double arrival_s;             // from the start of the run
-  std::vector<int32_t> prompt;  // the first turn's: BOS, the shared prefix, the user message
-  int32_t output_len;
-  std::vector<std::vector<int32_t>> later_messages;  // the user messages of turns 2..K
-};
-
-std::vector<WorkItem> make_workload(const Options& o, int32_t vocab, const std::vector<int32_t>& bos) {
-  std::mt19937_64 rng(o.seed);
-  std::exponential_distribution<double> gap(std::isinf(o.rate) ? 1.0 : o.rate);
-  std::uniform_int_distribution<int32_t> prompt_len(o.prompt_len.lo, o.prompt_len.hi);
-  std::uniform_int_distribution<int32_t> output_len(o.output_len.lo, o.output_len.hi);
-  std::uniform_int_distribution<int32_t> token(0, vocab - 1);
-  std::vector<int32_t> head = bos;
-  for (int32_t i = 0; i < o.shared_prefix; ++i) head.push_back(token(rng));
-  std::vector<WorkItem> work;
-  double t = 0.0;
-  for (int64_t i = 0; i < o.requests; ++i) {
-    if (!std::isinf(o.rate)) t += gap(rng);
-    WorkItem w{t, head, 0, {}};
-    for (int32_t n = prompt_len(rng); n > 0; --n) w.prompt.push_back(token(rng));
-    w.output_len = output_len(rng);
-    for (int32_t turn = 1; turn < o.turns; ++turn) {
-      w.later_messages.emplace_back();
-      for (int32_t n = prompt_len(rng); n > 0; --n) w.later_messages.back().push_back(token(rng));
-    }
-    work.push_back(std::move(w));
-  }
-  return work;
-}
-
-void check_context(const Options& o, int32_t context_length) {
-  if (longest_positions(o) > context_length) {
-    throw Error("the longest prompt + output (" + std::to_string(longest_positions(o)) +
+void check_context(const WorkloadSpec& work, int32_t context_length) {
+  if (longest_positions(work) > context_length) {
+    throw Error("the longest prompt + output (" + std::to_string(longest_positions(work)) +
                 " tokens) exceeds the model's context length " + std::to_string(context_length));
   }
 }
 
-// ---- Driving a backend ----
-
-// What a backend reports for one request: times from when it was sent.
-struct Served {
-  double ttft_s;
-  double tpot_s;  // < 0 with one token
-  int32_t tokens;
-  int32_t preemptions;
-  std::vector<int32_t> reply;  // the generated ids, for the next turn's prompt
-  bool dropped = false;        // disconnected mid-stream on purpose
-};
-
-struct Gauge {
-  int64_t pages_used, pages_total, generated_tokens;
-};
-
-struct Backend {
-  std::string name;
-  std::function<Served(const std::vector<int32_t>& prompt, int32_t output_len)> serve;  // sends one, waits for it
-  std::function<Gauge()> gauge;
-};
-
-// Samples the KV cache and shows progress until stopped.
-class Monitor {
- public:
-  Monitor(const Backend& backend, int64_t total, const std::atomic<int64_t>& done, Clock::time_point start)
-      : backend_(backend),
-        done_(done),
-        start_(start),
-        progress_(backend.name, total),
-        thread_([this](std::stop_token stop) { run(stop); }) {}
-
-  KvSamples stop() {
-    thread_.request_stop();
-    thread_.join();
-    progress_.finish();
-    kv_.mean_utilization = samples_ ? utilization_sum_ / double(samples_) : 0.0;
-    return kv_;
-  }
-
- private:
-  void run(std::stop_token stop) {
-    auto next_report = start_ + period();
-    while (!stop.stop_requested()) {
-      Gauge g{};
-      try {
-        g = backend_.gauge();
-      } catch (const std::exception&) {  // a sample the server did not answer: the next one counts
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        continue;
-      }
-      kv_.peak_pages = std::max(kv_.peak_pages, g.pages_used);
-      kv_.total_pages = g.pages_total;
-      utilization_sum_ += g.pages_total ? double(g.pages_used) / double(g.pages_total) : 0.0;
-      ++samples_;
-      const auto now = Clock::now();
-      if (now >= next_report) {
-        const double elapsed = std::chrono::duration<double>(now - start_).count();
-        progress_.update(done_.load(), elapsed, elapsed > 0 ? double(g.generated_tokens) / elapsed : 0.0,
-                         g.pages_total ? double(g.pages_used) / double(g.pages_total) : 0.0);
-        next_report = now + period();
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-
-  Clock::duration period() const {
-    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(progress_.period_s()));
-  }
-
-  const Backend& backend_;
-  const std::atomic<int64_t>& done_;
-  Clock::time_point start_;
-  Progress progress_;
-  KvSamples kv_;
-  double utilization_sum_ = 0.0;
-  int64_t samples_ = 0;
-  std::jthread thread_;  // last: it starts once everything above is built
-};
-
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-// User and system CPU time of the whole process so far.
-double process_cpu_s() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto s = [](const timeval& t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); };
-  return s(u.ru_utime) + s(u.ru_stime);
-}
-
-// `concurrency` clients take the requests in order; each waits for its request's arrival
-// time, sends it and waits for it. A request that arrives while every client is busy is sent
-// late: client-side queueing is not counted in its latency, as with a real client's pool.
-RunSummary drive(const Backend& backend, const std::vector<WorkItem>& work, int32_t concurrency) {
-  const size_t turns = work.empty() ? 1 : 1 + work[0].later_messages.size();
-  std::vector<RequestRecord> records(work.size() * turns);  // conversation-major
-  std::vector<char> failed(work.size(), 0);                 // per conversation
-  std::atomic<int64_t> next{0}, done{0};
-  std::mutex error_mutex;
-  std::string error;
-  const double cpu_start = process_cpu_s();
-  const auto start = Clock::now();
-  Monitor monitor(backend, int64_t(work.size()), done, start);
-  auto client = [&] {
-    for (int64_t i = next++; i < int64_t(work.size()); i = next++) {
-      const WorkItem& w = work[size_t(i)];
-      std::this_thread::sleep_until(
-          start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(w.arrival_s)));
-      try {
-        std::vector<int32_t> prompt = w.prompt;
-        for (size_t turn = 0; turn < turns; ++turn) {
-          if (turn > 0)
-            prompt.insert(prompt.end(), w.later_messages[turn - 1].begin(), w.later_messages[turn - 1].end());
-          const auto sent = Clock::now();
-          Served s = backend.serve(prompt, w.output_len);
-          const auto now = Clock::now();
-          records[size_t(i) * turns + turn] = {s.ttft_s,
-                                               s.tpot_s,
-                                               seconds(now - sent),
-                                               seconds(now - start),
-                                               int32_t(prompt.size()),
-                                               s.tokens,
-                                               s.preemptions,
-                                               int32_t(turn),
-                                               s.dropped};
-          prompt.insert(prompt.end(), s.reply.begin(), s.reply.end());
-        }
-      } catch (const std::exception& e) {
-        failed[size_t(i)] = 1;
-        std::lock_guard lock(error_mutex);
-        if (error.empty()) error = e.what();
-      }
-      ++done;
-    }
-  };
-  std::vector<std::jthread> clients;
-  for (int32_t c = 0; c < concurrency; ++c) clients.emplace_back(client);
-  clients.clear();  // joins
-  const KvSamples kv = monitor.stop();
-  // A failed conversation counts as failed requests, and its records stay out of the figures.
-  std::vector<RequestRecord> served;
-  int64_t failures = 0;
-  for (size_t i = 0; i < work.size(); ++i) {
-    if (failed[i]) {
-      failures += int64_t(turns);
-      continue;
-    }
-    served.insert(served.end(), records.begin() + ptrdiff_t(i * turns), records.begin() + ptrdiff_t((i + 1) * turns));
-  }
-  RunSummary s = summarize(backend.name, served, kv, process_cpu_s() - cpu_start);  // each turn is a request
-  s.failed = failures;
-  s.first_error = error;
-  return s;
+KvTiers kv_tiers(const EngineMetrics& before, const EngineMetrics& after, bool disk_on) {
+  KvTiers t;
+  t.disk_on = disk_on;
+  t.ram_evictions = after.kv_ram_evictions - before.kv_ram_evictions;
+  t.disk_hit_tokens = after.kv_disk_hit_tokens - before.kv_disk_hit_tokens;
+  t.disk_read_bytes = after.kv_disk_read_bytes - before.kv_disk_read_bytes;
+  t.disk_written_bytes = after.kv_disk_written_bytes - before.kv_disk_written_bytes;
+  t.disk_writes_skipped = after.kv_disk_writes_skipped - before.kv_disk_writes_skipped;
+  t.disk_evictions = after.kv_disk_evictions - before.kv_disk_evictions;
+  t.disk_damaged = after.kv_disk_damaged - before.kv_disk_damaged;
+  t.disk_pages = after.kv_disk_pages;
+  t.disk_bytes = after.kv_disk_bytes;
+  t.disk_write_backlog = after.kv_disk_write_backlog;
+  return t;
 }
 
 SamplingParams sampling(const Options& o) {
   SamplingParams p;
   p.temperature = o.temperature;
-  p.seed = o.seed;
+  p.seed = o.work.seed;
   return p;
 }
 
-RunSummary run_continuous(const Options& o, const std::string& model_path, bool prefix_caching) {
+// One in-process engine run: what a comparison varies, and its column's name.
+struct EngineRun {
+  std::string name;
+  bool prefix_caching = true;
+  bool disk_tier = false;
+};
+
+// The engine runs the flags ask for, in order.
+std::vector<EngineRun> engine_runs(const Options& o) {
+  if (o.kv_disk_compare) return {{"disk off", true, false}, {"disk on", true, true}};
+  if (o.prefix_cache == "both") return {{"cache on", true, false}, {"cache off", false, false}};
+  return {{"continuous", o.prefix_cache == "on", !o.kv_disk.empty()}};
+}
+
+RunSummary run_continuous(const Options& o, const std::string& model_path, const EngineRun& run) {
   EngineConfig config;
-  config.prefix_caching = prefix_caching;
+  config.prefix_caching = run.prefix_caching;
+  std::optional<DiskTierDir> disk;  // before the engine, so that it outlives it
+  if (run.disk_tier) {
+    disk.emplace(o.kv_disk);
+    config.kv_disk_path = disk->path();
+    std::printf("kv disk   %s%s\n", disk->path().c_str(), o.kv_disk.empty() ? " (removed after the run)" : "");
+    config.kv_disk_bytes = size_t(o.kv_disk_bytes);
+  }
   config.model_path = model_path;
   config.threads = o.threads;
   config.kv_pages = o.kv_pages;
@@ -429,23 +337,22 @@ RunSummary run_continuous(const Options& o, const std::string& model_path, bool 
   const cli::LoadTimer load_timer;
   Engine engine(config);
   load_timer.report(stdout, "load      ", "continuous engine");
-  check_context(o, engine.context_length());
+  check_context(o.work, engine.context_length());
   const std::vector<int32_t> bos = engine.tokenize("", engine.add_bos());
-  const auto work = make_workload(o, engine.vocab_size(), bos);
-  if (o.shared_prefix > 0) {
+  const auto work = make_workload(o.work, engine.vocab_size(), bos);
+  if (o.work.shared_prefix > 0) {
     // Steady state: a server's system prompt is cached after its first request. One untimed
     // request of the shared prefix alone warms it (in both --prefix-cache runs alike), so a
     // run with every request sent at once does not measure only the cold start.
     Request warm;
     warm.prompt_ids = work[0].prompt;
-    warm.prompt_ids.resize(bos.size() + size_t(o.shared_prefix));
+    warm.prompt_ids.resize(bos.size() + size_t(o.work.shared_prefix));
     warm.max_new_tokens = 1;
     engine.submit(std::move(warm)).get();
   }
   const EngineMetrics before = engine.metrics();
-  const std::string name = o.prefix_cache == "both" ? (prefix_caching ? "cache on" : "cache off") : "continuous";
   Backend backend{
-      name,
+      run.name,
       [&](const std::vector<int32_t>& prompt, int32_t output_len) {
         Request r;
         r.prompt_ids = prompt;
@@ -463,10 +370,11 @@ RunSummary run_continuous(const Options& o, const std::string& model_path, bool 
         const EngineMetrics m = engine.metrics();
         return Gauge{m.kv_pages_used, m.kv_pages_total, m.generated_tokens};
       }};
-  RunSummary s = drive(backend, work, o.concurrency);
+  RunSummary s = drive(backend, work, o.work.interleave_turns, o.concurrency);
   const EngineMetrics m = engine.metrics();
   s.prefix_hit_tokens = m.prefix_hit_tokens - before.prefix_hit_tokens;
   s.prefix_queried_tokens = m.prefix_queried_tokens - before.prefix_queried_tokens;
+  s.kv_tiers = kv_tiers(before, m, run.disk_tier);
   return s;
 }
 
@@ -475,12 +383,13 @@ RunSummary run_continuous(const Options& o, const std::string& model_path, bool 
 // dropped half-way, and the server's pages must all come back.
 RunSummary run_http(const Options& o, const std::string& model_path) {
   const Model model = load_model(model_path);
-  check_context(o, model.config.context_length);
-  const auto work = make_workload(o, model.config.vocab_size, model.tokenizer.encode("", model.tokenizer.add_bos()));
+  check_context(o.work, model.config.context_length);
+  const auto work =
+      make_workload(o.work, model.config.vocab_size, model.tokenizer.encode("", model.tokenizer.add_bos()));
   const loadgen::HttpClient client(o.url);
   client.gauges();  // a clear error now if nothing answers at the URL
   std::mutex drop_mutex;
-  std::mt19937_64 drops(o.seed ^ 0x5eedull);
+  std::mt19937_64 drops(o.work.seed ^ 0x5eedull);
   std::bernoulli_distribution drop(o.disconnect);
   Backend backend{"http",
                   [&](const std::vector<int32_t>& prompt, int32_t output_len) {
@@ -490,14 +399,14 @@ RunSummary run_http(const Options& o, const std::string& model_path) {
                       if (drop(drops)) drop_after = std::max(1, output_len / 2);
                     }
                     const loadgen::StreamedCompletion c =
-                        client.complete(prompt, output_len, o.temperature, o.seed, drop_after);
+                        client.complete(prompt, output_len, o.temperature, o.work.seed, drop_after);
                     return Served{c.ttft_s, c.tpot_s, c.tokens, 0, {}, c.dropped};
                   },
                   [&] {
                     const loadgen::ServerGauges g = client.gauges();
                     return Gauge{g.pages_used, g.pages_total, g.generated_tokens};
                   }};
-  RunSummary summary = drive(backend, work, o.concurrency);
+  RunSummary summary = drive(backend, work, o.work.interleave_turns, o.concurrency);
   // Dropped streams are cancelled as the server notices the closed connections.
   loadgen::ServerGauges after = client.gauges();
   for (int i = 0; i < 200 && (after.pages_used > 0 || after.running > 0); ++i) {
@@ -514,9 +423,11 @@ RunSummary run_static(const Options& o, const std::string& model_path) {
   const Model model = load_model(model_path);
   ModelRunner runner(model, o.threads);
   load_timer.report(stdout, "load      ", "static batcher");
-  check_context(o, model.config.context_length);
-  const auto work = make_workload(o, model.config.vocab_size, model.tokenizer.encode("", model.tokenizer.add_bos()));
-  StaticBatcher batcher(runner, o.kv_pages, kTokensPerPage, o.kv_type, o.concurrency, o.requests, sampling(o));
+  check_context(o.work, model.config.context_length);
+  const auto work =
+      make_workload(o.work, model.config.vocab_size, model.tokenizer.encode("", model.tokenizer.add_bos()));
+  StaticBatcher batcher(runner, o.kv_pages, kTokensPerPage, o.kv_type, o.concurrency, o.work.conversations,
+                        sampling(o));
   Backend backend{"static",
                   [&](const std::vector<int32_t>& prompt, int32_t output_len) {
                     const auto sent = Clock::now();
@@ -527,23 +438,48 @@ RunSummary run_static(const Options& o, const std::string& model_path) {
                   [&] {
                     return Gauge{batcher.pages_used(), batcher.pages_total(), batcher.generated_tokens()};
                   }};
-  return drive(backend, work, o.concurrency);
+  return drive(backend, work, o.work.interleave_turns, o.concurrency);
 }
 
 std::string range_text(const Range& r) { return std::to_string(r.lo) + ":" + std::to_string(r.hi); }
 std::string rate_text(double rate) { return std::isinf(rate) ? "inf" : format("%g/s", rate); }
 
-void print_header(const Options& o, const std::string& model_path) {
-  std::printf("model     %s\n", model_path.c_str());
-  std::printf("workload  %lld requests, rate %s, concurrency %d, prompt %s, output %s, seed %llu, temp %g\n",
-              (long long)o.requests, rate_text(o.rate).c_str(), o.concurrency, range_text(o.prompt_len).c_str(),
-              range_text(o.output_len).c_str(), (unsigned long long)o.seed, double(o.temperature));
-  std::printf("          shared prefix %d tokens, %d turn%s, prefix cache %s\n", o.shared_prefix, o.turns,
-              o.turns == 1 ? "" : "s", o.prefix_cache.c_str());
+// The tokens of every conversation's last context, against the RAM pool's: above 1, the prefix
+// cache alone cannot keep them all.
+int64_t agent_context_tokens(const Options& o) { return o.work.conversations * longest_positions(o.work); }
+double agent_contexts_over_pool(const Options& o) {
+  return double(agent_context_tokens(o)) / (double(o.kv_pages) * kTokensPerPage);
+}
+
+void print_agent_header(const Options& o) {
   std::printf(
-      "engine    threads %s, kv-pages %d x %d tokens (%s), max-running %d, token-budget %d, prefill-chunk %d\n\n",
-      o.threads ? std::to_string(o.threads).c_str() : "all", o.kv_pages, kTokensPerPage, kv_cache_type_name(o.kv_type),
-      o.max_running, o.token_budget, o.prefill_chunk);
+      "agent     %lld conversations x %d turns, interleaved; messages of %d tokens, replies of %d: contexts to %d\n",
+      (long long)o.work.conversations, o.work.turns, o.work.message_len.lo, o.work.output_len.lo,
+      longest_positions(o.work));
+  const double over_pool = agent_contexts_over_pool(o);
+  std::printf("          their contexts %lld tokens in all, %.2fx the KV pool%s\n", (long long)agent_context_tokens(o),
+              over_pool, over_pool <= 1.0 ? ": the RAM prefix cache can keep them all (see --kv-pages)" : "");
+}
+
+void print_header(const Options& o, const std::string& model_path, double load_at_start) {
+  std::printf("model     %s\n", model_path.c_str());
+  std::printf("load      1-minute average %.2f at the start\n", load_at_start);
+  if (o.agent) print_agent_header(o);
+  std::printf("workload  %lld %s, rate %s, concurrency %d, prompt %s, output %s, seed %llu, temp %g\n",
+              (long long)o.work.conversations, o.work.turns > 1 ? "conversations" : "requests",
+              rate_text(o.work.rate).c_str(), o.concurrency, range_text(o.work.message_len).c_str(),
+              range_text(o.work.output_len).c_str(), (unsigned long long)o.work.seed, double(o.temperature));
+  std::printf("          shared prefix %d tokens, %d turn%s, prefix cache %s\n", o.work.shared_prefix, o.work.turns,
+              o.work.turns == 1 ? "" : "s", o.prefix_cache.c_str());
+  std::printf("engine    threads %s, kv-pages %d x %d tokens (%s), max-running %d, token-budget %d, prefill-chunk %d\n",
+              o.threads ? std::to_string(o.threads).c_str() : "all", o.kv_pages, kTokensPerPage,
+              kv_cache_type_name(o.kv_type), o.max_running, o.token_budget, o.prefill_chunk);
+  if (!o.kv_disk.empty() || o.kv_disk_compare) {
+    std::printf("kv disk   %s, up to %.1f GiB%s\n", o.kv_disk.empty() ? "a fresh directory" : o.kv_disk.c_str(),
+                double(o.kv_disk_bytes) / double(1ull << 30),
+                o.kv_disk_compare ? "; runs without it, then with it" : "");
+  }
+  std::printf("\n");
 }
 
 const RunSummary* find_run(const std::vector<RunSummary>& runs, const std::string& mode) {
@@ -553,19 +489,29 @@ const RunSummary* find_run(const std::vector<RunSummary>& runs, const std::strin
   return nullptr;
 }
 
-void write_json(const Options& o, const std::string& model_path, const std::vector<RunSummary>& runs) {
+void write_json(const Options& o, const std::string& model_path, double load_at_start,
+                const std::vector<RunSummary>& runs) {
   nlohmann::json j;
   j["model"] = model_path;
-  j["workload"] = {{"requests", o.requests},
-                   {"rate", rate_text(o.rate)},
+  j["load_average_at_start"] = load_at_start;
+  j["workload"] = {{"requests", o.work.conversations},
+                   {"rate", rate_text(o.work.rate)},
                    {"concurrency", o.concurrency},
-                   {"prompt_len", range_text(o.prompt_len)},
-                   {"output_len", range_text(o.output_len)},
-                   {"seed", o.seed},
+                   {"prompt_len", range_text(o.work.message_len)},
+                   {"output_len", range_text(o.work.output_len)},
+                   {"seed", o.work.seed},
                    {"temperature", o.temperature},
-                   {"shared_prefix", o.shared_prefix},
-                   {"turns", o.turns},
+                   {"shared_prefix", o.work.shared_prefix},
+                   {"turns", o.work.turns},
                    {"prefix_cache", o.prefix_cache}};
+  if (o.agent) {
+    j["workload"]["agent"] = {{"conversations", o.agent->conversations},
+                              {"turns", o.agent->turns},
+                              {"context", o.agent->context},
+                              {"message_len", o.work.message_len.lo},
+                              {"context_tokens", agent_context_tokens(o)},
+                              {"contexts_over_kv_pool", agent_contexts_over_pool(o)}};
+  }
   j["engine"] = {{"threads", o.threads},
                  {"kv_pages", o.kv_pages},
                  {"tokens_per_page", kTokensPerPage},
@@ -573,9 +519,13 @@ void write_json(const Options& o, const std::string& model_path, const std::vect
                  {"max_running", o.max_running},
                  {"token_budget", o.token_budget},
                  {"prefill_chunk", o.prefill_chunk}};
+  if (!o.kv_disk.empty() || o.kv_disk_compare) {
+    j["engine"]["kv_disk"] = {{"path", o.kv_disk}, {"bytes", o.kv_disk_bytes}, {"compare", o.kv_disk_compare}};
+  }
   for (const RunSummary& s : runs) j["runs"][s.mode] = to_json(s);
   if (const RunSummary* st = find_run(runs, "static")) j["continuous_over_static"] = to_json(compare(runs[0], *st));
   if (const RunSummary* off = find_run(runs, "cache off")) j["cache_on_over_off"] = to_json(compare(runs[0], *off));
+  if (const RunSummary* on = find_run(runs, "disk on")) j["disk_on_over_off"] = to_json(compare(*on, runs[0]));
   std::ofstream out(o.json);
   out << j.dump(2) << "\n";
   if (!out) throw Error(o.json + ": cannot write");
@@ -589,31 +539,37 @@ int main(int argc, char** argv) {
                                 "--concurrency", "--rate",         "--prompt-len",  "--output-len",   "--shared-prefix",
                                 "--turns",       "--prefix-cache", "--seed",        "--temp",         "--threads",
                                 "--cache-type",  "--kv-pages",     "--max-running", "--token-budget", "--prefill-chunk",
-                                "--json",        "--url",          "--disconnect"},
-                   {"--help"}, {{"-n", "--requests"}, {"-c", "--concurrency"}});
+                                "--json",        "--url",          "--disconnect",  "--agent",        "--kv-disk",
+                                "--kv-disk-size"},
+                   {"--help", "--kv-disk-compare"}, {{"-n", "--requests"}, {"-c", "--concurrency"}});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;
     }
     const Options o = parse_options(args);
     const std::string model_path = resolve_model(o);
+    const double load_at_start = load_average();
     std::vector<RunSummary> runs;
     if (o.mode != "static" && o.mode != "http") {
-      if (o.prefix_cache != "off") runs.push_back(run_continuous(o, model_path, true));
-      if (o.prefix_cache != "on") runs.push_back(run_continuous(o, model_path, false));
+      for (const EngineRun& run : engine_runs(o)) runs.push_back(run_continuous(o, model_path, run));
     }
     if (o.mode == "static" || o.mode == "both") runs.push_back(run_static(o, model_path));
     if (!o.url.empty()) runs.push_back(run_http(o, model_path));
-    print_header(o, model_path);
+    print_header(o, model_path, load_at_start);
     print_table(runs);
-    if (o.turns > 1) print_turns(runs);
+    if (o.work.turns > 1) {
+      print_later_turns(runs);
+      print_turns(runs);
+    }
+    print_kv_tiers(runs);
     if (const RunSummary* st = find_run(runs, "static")) print_ratio(compare(runs[0], *st), "continuous", "static");
     if (const RunSummary* off = find_run(runs, "cache off"))
       print_ratio(compare(runs[0], *off), "cache on", "cache off");
+    if (const RunSummary* on = find_run(runs, "disk on")) print_ratio(compare(*on, runs[0]), "disk on", "disk off");
     if (const RunSummary* http = find_run(runs, "http"); http && runs.size() > 1) {
       std::printf("http over in-process: %.3f x the tokens/s\n", http->tokens_per_s / runs[0].tokens_per_s);
     }
-    if (!o.json.empty()) write_json(o, model_path, runs);
+    if (!o.json.empty()) write_json(o, model_path, load_at_start, runs);
     int64_t failed = 0;
     for (const RunSummary& s : runs) {
       if (s.failed == 0) continue;

@@ -1,5 +1,6 @@
 // The example programs' command-line reader (examples/common/args.h): flag tables, the
-// conventional short spellings, and the errors a user sees.
+// conventional short spellings, and the errors a user sees; byte counts with K/M/G/T suffixes
+// (examples/common/byte_size.h).
 
 #include <gtest/gtest.h>
 
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "examples/common/args.h"
+#include "examples/common/byte_size.h"
 #include "examples/common/grammar_flags.h"
 #include "examples/common/sampling_flags.h"
 #include "examples/common/speculative_flags.h"
@@ -63,6 +65,29 @@ TEST(CliArgs, AFlagWithoutItsValueSaysSo) {
     FAIL() << "--model without a value was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--model needs a value"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CliArgs, ByteSizesTakeBinarySuffixes) {
+  EXPECT_EQ(parse_byte_size("--size", "0"), 0u);
+  EXPECT_EQ(parse_byte_size("--size", "123456789"), 123456789u);
+  EXPECT_EQ(parse_byte_size("--size", "4K"), 4096u);
+  EXPECT_EQ(parse_byte_size("--size", "512M"), uint64_t(512) << 20);
+  EXPECT_EQ(parse_byte_size("--size", "16G"), uint64_t(16) << 30);
+  EXPECT_EQ(parse_byte_size("--size", "16g"), uint64_t(16) << 30);
+  EXPECT_EQ(parse_byte_size("--size", "2T"), uint64_t(2) << 40);
+}
+
+TEST(CliArgs, ByteSizeGarbageSaysWhatIsExpected) {
+  for (const std::string text :
+       {"", "G", "12Q", "1.5G", "-1", "16GB", " 16G", "16G ", "99999999999999999999", "16777216T"}) {
+    try {
+      parse_byte_size("--size", text);
+      ADD_FAILURE() << "'" << text << "' was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--size needs a byte count such as"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("got '" + text + "'"), std::string::npos) << e.what();
+    }
   }
 }
 
