@@ -6,6 +6,7 @@ apt-get update
 apt-get install -y --no-install-recommends \
   g++ cmake ninja-build pkg-config \
   libtbb-dev libconcurrentqueue-dev libmimalloc-dev nlohmann-json3-dev libxxhash-dev \
+  libzmq3-dev libmsgpack-cxx-dev \
   libgtest-dev libgmock-dev libbenchmark-dev libpcre2-dev \
   libcpp-httplib-dev libboost-dev curl haproxy \
   chromium chromium-driver \
