@@ -170,8 +170,11 @@ void PagePoolActor::forget_damaged(const PageFilesDamaged& d) {
   disk_->mailbox->post(RemovePageFiles{d.names});
 }
 
+// Only group 0's pages make events (the full-attention group, when a model has sliding ones):
+// vLLM's array-shaped events carry no group, and a router hearing that a sliding group let an
+// old block go would forget a prefix the full-attention group still holds.
 void PagePoolActor::note_stored(const NamedPage& page, KvTier tier) {
-  if (!events_) return;
+  if (!events_ || page.group != 0) return;
   // A sequence's consecutive blocks make one event, as vLLM sends them.
   if (!pending_events_.empty()) {
     if (auto* last = std::get_if<KvBlockStored>(&pending_events_.back());
@@ -192,7 +195,7 @@ void PagePoolActor::note_stored(const NamedPage& page, KvTier tier) {
 }
 
 void PagePoolActor::note_removed(const PageHash& hash, int32_t group, KvTier tier) {
-  if (!events_) return;
+  if (!events_ || group != 0) return;
   if (!pending_events_.empty()) {
     if (auto* last = std::get_if<KvBlockRemoved>(&pending_events_.back());
         last && last->tier == tier && last->group == group) {

@@ -18,6 +18,7 @@
 #include "engine/chat/chat_template.h"
 #include "engine/chat/rerank_prompt.h"
 #include "engine/disk_tier_setup.h"
+#include "engine/events/kv_event_publisher.h"
 #include "engine/grammar/grammar_constraint.h"
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/token_mask_cache.h"
@@ -124,6 +125,11 @@ struct DecoderCore {
         decode(decode_mailbox, runner, pool.view(), pool_actor, prefill_mailbox, c, metrics, draft.get()),
         router(prefill_mailbox, c.max_resident_adapters, c.adapter_run_cap, metrics) {
     pool_actor.set_prefill_mailbox(prefill_mailbox);
+    if (!c.kv_events_endpoint.empty()) {
+      events = std::make_unique<KvEventPublisher>(
+          KvEventPublisherOptions{c.kv_events_endpoint, c.kv_events_replay_endpoint, c.kv_events_topic});
+      pool_actor.set_event_sink(events.get());
+    }
     if (!c.kv_disk_path.empty()) {
       auto disk_mailbox = std::make_shared<Mailbox<DiskMessage>>();
       pool_actor.set_disk_tier(open_disk_tier(c, model, pool.layout(), pool.capacity(), disk_mailbox, metrics));
@@ -171,6 +177,9 @@ struct DecoderCore {
   DecodeScheduler decode;
   LoraRouter router;
   std::unique_ptr<DiskTierActor> disk;  // with EngineConfig::kv_disk_path
+  // With EngineConfig::kv_events_endpoint. Declared last, so destroyed first: the actors have
+  // stopped by then (~Engine shuts down), and it sends what they queued.
+  std::unique_ptr<KvEventPublisher> events;
 };
 
 // An encoder's: whole inputs in one pass each, no KV cache, one actor.

@@ -77,7 +77,7 @@ struct Sequence {
   int32_t prompt_logprobs;  // Request::prompt_logprobs
   bool ignore_eos;
   std::vector<int32_t> ending_ids;  // what the sampler bans before min_tokens (empty without it)
-  bool prefix_cache;  // share cached prefix pages and offer its own (the request's and the engine's choice)
+  bool prefix_cache;       // share cached prefix pages and offer its own (the request's and the engine's choice)
   bool disk_reads = true;  // an admission may read its hit from the disk tier; off after a bad file
   int32_t priority;
   std::string adapter;

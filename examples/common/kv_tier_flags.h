@@ -4,12 +4,12 @@
 // ENDPOINT, --kv-events-replay ENDPOINT and --kv-events-topic T (vLLM's KV events for
 // KV-aware routers).
 
-#include <cctype>
 #include <cstdint>
 #include <optional>
 #include <string>
 
 #include "examples/common/args.h"
+#include "examples/common/byte_size.h"
 #include "pagoda/engine_config.h"
 #include "pagoda/error.h"
 
@@ -23,42 +23,13 @@ inline constexpr const char* kKvTierUsage =
   --kv-disk DIR           also keep prefix KV pages as files in DIR: a prefix evicted from
                           memory, or computed before a restart, is read back instead of
                           computed again (files of other models never match)
-  --kv-disk-size BYTES    the files' total size, least recently used dropped first; a number
-                          with an optional K, M, G or T (powers of 1024) (default 8G)
+  --kv-disk-size BYTES    the files' total size, least recently used dropped first; bytes, or
+                          with K, M, G or T (powers of 1024) (default 8G)
   --kv-events ENDPOINT    publish the prefix cache's block events as vLLM does (msgpack over
                           ZeroMQ PUB), e.g. tcp://*:5557, for KV-aware routers
   --kv-events-replay ENDPOINT  answer replay requests of recent events there, e.g. tcp://*:5558
   --kv-events-topic T     the events' topic (default: none)
 )";
-
-// "512", "64K", "1.5G", "2t": bytes, suffixes in powers of 1024. Throws pagoda::Error naming
-// `flag` for anything else.
-inline size_t parse_byte_size(const std::string& flag, const std::string& text) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  double scale = 1;
-  if (used > 0 && used + 1 == text.size()) {
-    switch (std::toupper(static_cast<unsigned char>(text.back()))) {
-      case 'K': scale = 1024.0; break;
-      case 'M': scale = 1024.0 * 1024; break;
-      case 'G': scale = 1024.0 * 1024 * 1024; break;
-      case 'T': scale = 1024.0 * 1024 * 1024 * 1024; break;
-      default: used = 0;
-    }
-    if (used > 0) ++used;
-  }
-  const double bytes = value * scale;
-  if (used == 0 || used != text.size() || !(bytes >= 1) || bytes > 9.0e18 ||
-      !std::isdigit(static_cast<unsigned char>(text[0]))) {
-    throw Error(flag + " must be a size in bytes, optionally with K, M, G or T (e.g. 64G), got '" + text + "'");
-  }
-  return size_t(bytes);
-}
 
 // What the flags say, to be set on an EngineConfig.
 struct KvTierFlags {
