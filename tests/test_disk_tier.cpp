@@ -3,9 +3,15 @@
 // and logprobs stay bit for bit those of an engine that computes everything; another model or
 // KV type never matches; damaged files are dropped and recomputed; two engines share a
 // directory; shutdown with reads and writes in flight resolves every future and frees every
-// page; the files stay within their budget; an unusable directory is refused at start.
+// page; a writer killed mid-way (kill -9) leaves nothing a restart cannot handle; the files stay
+// within their budget; an unusable directory is refused at start.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -251,6 +257,76 @@ TEST(DiskTier, ShutdownWithReadsAndWritesInFlightResolvesEveryFutureAndFreesEver
     EXPECT_EQ(m.kv_pages_used, 0);
     EXPECT_EQ(m.kv_pages_free + m.kv_pages_cached, m.kv_pages_total);
   }
+}
+
+size_t temporaries_in(const fs::path& dir) {
+  size_t n = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) n += entry.path().filename().string().starts_with(".tmp-");
+  return n;
+}
+
+TEST(DiskTier, AWriterKilledMidWayLeavesNothingARestartCannotHandle) {
+  const std::string dir = fresh_dir("disk-killed");
+  const std::string prompts = test::scratch_path("disk-killed-prompts.jsonl");
+  std::vector<Request> requests;
+  {
+    std::ofstream out(prompts);
+    std::mt19937 rng(31);
+    for (int i = 0; i < 48; ++i) {
+      std::string text;
+      for (int w = 0; w < 60; ++w) text += std::string(1, char('a' + rng() % 26)) + char('a' + rng() % 26) + ' ';
+      out << R"({"prompt": ")" << text << R"(", "max_tokens": 48})"
+          << "\n";
+      Request r;
+      r.prompt = text;
+      r.max_new_tokens = 48;
+      r.sampling.temperature = 0.0f;
+      requests.push_back(std::move(r));
+    }
+  }
+  // pagoda-generate writes pages for all its prompts at once; it is killed once some are on disk.
+  const std::string program = test::program_path("pagoda-generate");
+  std::vector<std::string> args = {
+      program, "-m", test::tiny_gqa_model(), "--prompts", prompts, "--temp", "0", "-t", "1", "--kv-disk", dir};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t quiet;
+  posix_spawn_file_actions_init(&quiet);
+  posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&quiet, 2, "/dev/null", O_WRONLY, 0);
+  pid_t writer = 0;
+  ASSERT_EQ(posix_spawn(&writer, program.c_str(), &quiet, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&quiet);
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while ((!fs::exists(dir) || page_files_in(dir) < 24) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  kill(writer, SIGKILL);
+  int status = 0;
+  waitpid(writer, &status, 0);
+  ASSERT_GE(page_files_in(dir), 24u) << "the writer never wrote";
+  EXPECT_TRUE(WIFSIGNALED(status)) << "the writer finished before it could be killed";
+  const size_t torn = temporaries_in(dir);
+
+  EngineConfig c;
+  c.model_path = test::tiny_gqa_model();
+  c.threads = 1;
+  c.kv_disk_path = dir;
+  std::vector<Completion> want;
+  {
+    EngineConfig plain = c;
+    plain.kv_disk_path.clear();
+    plain.prefix_caching = false;
+    Engine engine(plain);
+    want = test::run_all(engine, requests);
+  }
+  Engine restarted(c);
+  EXPECT_EQ(restarted.metrics().kv_disk_damaged, int64_t(torn)) << "every torn write counted";
+  EXPECT_EQ(temporaries_in(dir), 0u) << "and dropped";
+  test::expect_same_completions(run_in_turn(restarted, requests), want);
+  EXPECT_GT(restarted.metrics().kv_disk_hit_tokens, 0) << "what the killed writer finished is used";
+  test::expect_engine_idle(restarted);
 }
 
 TEST(DiskTier, FilesStayWithinTheirBudget) {
