@@ -1,5 +1,7 @@
 """generate(): the same tokens and text as the C++ engine, and one batch for many prompts."""
 
+import pytest
+
 import pagoda
 from conftest import PROMPTS
 
@@ -74,3 +76,23 @@ def test_logprobs_logit_bias_and_min_tokens(engine):
     eos = engine.eos_id
     late = engine.generate(PROMPTS[0], pagoda.SamplingParams(temperature=0, max_tokens=40, min_tokens=40))[0]
     assert eos not in late.token_ids[:-1] and len(late.token_ids) == 40
+
+
+def test_a_disk_tier_outlives_the_engine_and_changes_no_output(model, tmp_path):
+    prompts = [" ".join(PROMPTS) + " " + p for p in PROMPTS]
+    with pagoda.Engine(model, threads=1, prefix_caching=False) as plain:
+        want = [c.token_ids for c in plain.generate(prompts, GREEDY)]
+    with pagoda.Engine(model, threads=1, kv_disk=tmp_path / "kv", kv_disk_size=64 << 20) as first:
+        assert [c.token_ids for c in first.generate(prompts, GREEDY)] == want
+    with pagoda.Engine(model, threads=1, kv_disk=tmp_path / "kv") as second:
+        assert second.metrics().kv_disk_pages > 0
+        assert [c.token_ids for c in second.generate(prompts, GREEDY)] == want
+        m = second.metrics()
+        assert m.kv_disk_hit_tokens > 0 and m.kv_disk_read_bytes > 0 and m.kv_disk_damaged == 0
+
+
+def test_a_bad_disk_tier_setting_is_an_error(model, tmp_path):
+    with pytest.raises(pagoda.Error, match="KV disk tier"):
+        pagoda.Engine(model, kv_disk=tmp_path / "kv", kv_disk_size=10)
+    with pytest.raises(pagoda.Error):
+        pagoda.Engine(model, kv_disk=tmp_path / "kv", kv_disk_size=-1)
