@@ -96,6 +96,16 @@ size_t page_files_in(const fs::path& dir) {
   return n;
 }
 
+// A new engine on `dir` answers `requests` as computing would, reading from disk, finding no
+// file damaged.
+void expect_a_new_engine_reads_them_whole(const std::string& dir, const std::vector<Request>& requests,
+                                          const std::vector<Completion>& want) {
+  Engine engine(disk_config(dir));
+  test::expect_same_completions(run_in_turn(engine, requests), want);
+  EXPECT_EQ(engine.metrics().kv_disk_damaged, 0);
+  EXPECT_GT(engine.metrics().kv_disk_hit_tokens, 0);
+}
+
 TEST(DiskTier, EvictedPrefixesComeBackFromDiskWithTheSameTokensAndLogprobs) {
   const std::vector<Request> requests = conversation_requests(3, 6);
   const std::vector<Completion> want = computed_answers(requests);
@@ -203,10 +213,7 @@ TEST(DiskTier, DamagedFilesAreDroppedAndRecomputedNeverUsed) {
   test::expect_engine_idle(reader);
   // The damaged files were replaced by good ones: a third engine reads them all.
   reader.shutdown();
-  Engine third(disk_config(dir));
-  test::expect_same_completions(run_in_turn(third, requests), want);
-  EXPECT_EQ(third.metrics().kv_disk_damaged, 0);
-  EXPECT_GT(third.metrics().kv_disk_hit_tokens, 0);
+  expect_a_new_engine_reads_them_whole(dir, requests, want);
 }
 
 TEST(DiskTier, TwoEnginesSharingADirectoryKeepEachOthersFilesWhole) {
@@ -227,13 +234,9 @@ TEST(DiskTier, TwoEnginesSharingADirectoryKeepEachOthersFilesWhole) {
   test::expect_same_completions(got_b, want);
   EXPECT_EQ(a.metrics().kv_disk_damaged, 0);
   EXPECT_EQ(b.metrics().kv_disk_damaged, 0);
-  // A third engine finds every file whole.
   a.shutdown();
   b.shutdown();
-  Engine c(disk_config(dir));
-  test::expect_same_completions(run_in_turn(c, requests), want);
-  EXPECT_EQ(c.metrics().kv_disk_damaged, 0);
-  EXPECT_GT(c.metrics().kv_disk_hit_tokens, 0);
+  expect_a_new_engine_reads_them_whole(dir, requests, want);
 }
 
 TEST(DiskTier, ShutdownWithReadsAndWritesInFlightResolvesEveryFutureAndFreesEveryPage) {
