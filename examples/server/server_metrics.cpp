@@ -44,7 +44,7 @@ void tier_figures(std::string& out, const EngineMetrics& e) {
   sample(out, "pagoda_kv_disk_write_backlog", double(e.kv_disk_write_backlog), "gauge",
          "pages waiting to be written to disk");
   sample(out, "pagoda_kv_disk_writes_skipped_total", double(e.kv_disk_writes_skipped), "counter",
-         "pages not written to disk because the backlog was full");
+         "pages let go by the pool before their turn to be written to disk");
   sample(out, "pagoda_kv_disk_damaged_total", double(e.kv_disk_damaged), "counter",
          "torn, truncated or corrupted page files found, dropped and recomputed");
 }

@@ -54,7 +54,7 @@ struct EngineMetrics {
   int64_t kv_disk_read_bytes = 0;      // read back so far
   int64_t kv_disk_written_bytes = 0;   // written so far
   int64_t kv_disk_write_backlog = 0;   // pages waiting to be written
-  int64_t kv_disk_writes_skipped = 0;  // pages not written because the backlog was full
+  int64_t kv_disk_writes_skipped = 0;  // pages let go by the pool before their turn to be written
   int64_t kv_disk_evictions = 0;       // files removed to stay within kv_disk_bytes
   int64_t kv_disk_damaged = 0;         // torn, truncated or corrupted files found, dropped and recomputed
 };
