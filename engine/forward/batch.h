@@ -12,6 +12,16 @@
 
 namespace pagoda {
 
+// Rows that stand in for the token embeddings of positions [position, position + count) of an
+// entry's sequence: an image's rows from the vision encoder, dim floats each, row after row. The
+// token ids at those positions are placeholders, never looked up. Gemma's √dim scale belongs to
+// token embeddings and is not applied to them (as llama.cpp feeds embeddings).
+struct EmbeddingRun {
+  int32_t position = 0;
+  int32_t count = 0;
+  const float* rows = nullptr;
+};
+
 struct BatchEntry {
   std::span<const int32_t> tokens;          // the new tokens, at positions n_cached, n_cached+1, ...
   int32_t n_cached = 0;                     // positions already in this sequence's KV cache
@@ -22,6 +32,9 @@ struct BatchEntry {
   // The rows needs_logits / all_logits ask for come back as final hidden states (after the
   // output norm, before the classifier) instead of logits: an embedding request's.
   bool hidden = false;
+  // Embedding rows for some of the sequence's positions, sorted and disjoint; runs may reach
+  // beyond the new tokens (an image split across prefill chunks): only the new positions are read.
+  std::span<const EmbeddingRun> embeddings;
 };
 
 struct Batch {

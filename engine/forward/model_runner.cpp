@@ -164,6 +164,13 @@ void ModelRunner::validate(const Batch& batch, const KvView& kv) const {
       }
     }
     if (e.lora && c.has_experts()) throw Error("forward: LoRA adapters on mixture-of-experts models are not supported");
+    for (size_t r = 0; r < e.embeddings.size(); ++r) {
+      const EmbeddingRun& run = e.embeddings[r];
+      if (run.count <= 0 || !run.rows || run.position < 0 ||
+          (r > 0 && run.position < e.embeddings[r - 1].position + e.embeddings[r - 1].count)) {
+        throw Error("forward: embedding runs must be non-empty, hold rows, and be sorted and disjoint");
+      }
+    }
     for (int32_t t : e.tokens) {
       if (t < 0 || t >= c.vocab_size)
         throw Error("forward: token id " + std::to_string(t) + " is outside the vocabulary");
@@ -252,9 +259,17 @@ void ModelRunner::forward(const Batch& batch, const KvView& kv, std::vector<floa
   double weight_bytes = logit_rows_.empty() ? 0.0 : double(classifier_.encoded_bytes());
   arena_.execute([&] {
     for (int32_t e = 0; e < int32_t(batch.entries.size()); ++e) {
-      const auto& tokens = batch.entries[e].tokens;
-      for (size_t i = 0; i < tokens.size(); ++i) {
-        embed(tokens[i], x_.data() + (size_t(entry_start_[e]) + i) * dim);
+      const BatchEntry& entry = batch.entries[e];
+      auto run = entry.embeddings.begin();
+      for (size_t i = 0; i < entry.tokens.size(); ++i) {
+        float* row = x_.data() + (size_t(entry_start_[e]) + i) * dim;
+        const int32_t position = entry.n_cached + int32_t(i);
+        while (run != entry.embeddings.end() && run->position + run->count <= position) ++run;
+        if (run != entry.embeddings.end() && run->position <= position) {
+          std::copy_n(run->rows + size_t(position - run->position) * dim, dim, row);
+        } else {
+          embed(entry.tokens[i], row);
+        }
       }
     }
     for (int32_t l = 0; l < c.n_layers; ++l) {

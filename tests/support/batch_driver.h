@@ -18,6 +18,7 @@ struct DrivenSequence {
   int32_t n_cached = 0;
   BlockTable table{16};                    // made for the pool's layout (its KV groups) when the sequence starts
   const LoraWeights* lora = nullptr;       // its adapter, if any
+  std::vector<EmbeddingRun> embeddings;    // rows fed instead of some positions' token embeddings
   std::vector<std::vector<float>> logits;  // one row each time logits were produced
   bool done = false;
 
