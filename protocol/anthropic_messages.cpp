@@ -42,14 +42,31 @@ json tool_result_text(const json& block, const std::string& path) {
   return parts;
 }
 
+// An image block as a chat image_url part: its base64 source as a data URL. A source by URL is
+// refused, as pagoda fetches nothing over the network (protocol/image_parts.h).
+json image_part(const json& block, const std::string& path) {
+  const json* source = field(block, "source");
+  if (!source || !source->is_object()) throw Error(quoted(path + ".source") + " must be an object");
+  const std::string kind = string_field(*source, "type", path + ".source");
+  if (kind == "url") {
+    throw Error(quoted(path + ".source") +
+                " is a URL: pagoda fetches no images over the network; send the image "
+                "as base64 ({\"type\": \"base64\", \"media_type\": ..., \"data\": ...})");
+  }
+  if (kind != "base64") throw Error(quoted(path + ".source.type") + " must be 'base64', got '" + kind + "'");
+  const std::string media = string_field(*source, "media_type", path + ".source");
+  return {{"type", "image_url"},
+          {"image_url", {{"url", "data:" + media + ";base64," + string_field(*source, "data", path + ".source")}}}};
+}
+
 std::string block_type(const json& block, const std::string& path) {
   if (!block.is_object()) throw Error(quoted(path) + " must be a content block object");
   return string_field(block, "type", path);
 }
 
 [[noreturn]] void unsupported_block(const std::string& type, const std::string& path) {
-  if (type == "image" || type == "document" || type == "search_result" || type == "container_upload") {
-    throw Error(quoted(path) + " is a '" + type + "' block: this server reads text only");
+  if (type == "document" || type == "search_result" || type == "container_upload") {
+    throw Error(quoted(path) + " is a '" + type + "' block: this server reads text and images only");
   }
   throw Error(quoted(path) + " has an unknown block type '" + type + "'");
 }
@@ -76,6 +93,8 @@ void user_turn(const json& content, const std::string& path, json& messages) {
   for_each_block(content, path, [&](const std::string& type, const json& block, const std::string& where) {
     if (type == "text") {
       parts.push_back(text_part(block, where));
+    } else if (type == "image") {
+      parts.push_back(image_part(block, where));
     } else if (type == "tool_result") {
       flush();
       messages.push_back({{"role", "tool"},

@@ -18,15 +18,37 @@ std::string where(size_t index, const char* name = nullptr) {
   return "'messages[" + std::to_string(index) + "]" + (name ? std::string(".") + name : std::string()) + "'";
 }
 
-// A message's content: a string, null, or a list of {"type": "text", "text": ...} parts.
-std::string content_text(const json& content, size_t index) {
+// An image_url part's image: {"type": "image_url", "image_url": {"url": ...}} (or the URL as a
+// string), taken into `images` with its marker appended to `text`.
+void image_part(const json& part, const std::string& path, ChatImages* images, std::string& text) {
+  if (!images) {
+    throw Error(protocol::quoted(path) +
+                " is an image, and this model takes no images (it was loaded without a "
+                "vision projector, --mmproj)");
+  }
+  const json* url = field(part, "image_url");
+  if (url && url->is_object()) url = field(*url, "url");
+  if (!url || !url->is_string()) throw Error(protocol::quoted(path + ".image_url.url") + " must be a string");
+  images->images.push_back(image_url_bytes(url->get<std::string>(), path + ".image_url.url"));
+  text += images->marker;
+}
+
+// A message's content: a string, null, or a list of text and image_url parts.
+std::string content_text(const json& content, size_t index, ChatImages* images) {
   if (content.is_null()) return {};
   if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) throw Error(where(index, "content") + " must be a string or a list of text parts");
+  if (!content.is_array()) throw Error(where(index, "content") + " must be a string or a list of content parts");
   std::string text;
-  for (const json& part : content) {
+  for (size_t k = 0; k < content.size(); ++k) {
+    const json& part = content[k];
+    const std::string path = "messages[" + std::to_string(index) + "].content[" + std::to_string(k) + "]";
+    if (part.is_object() && part.value("type", "") == "image_url") {
+      image_part(part, path, images, text);
+      continue;
+    }
     if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
-      throw Error(where(index, "content") + " may only hold text parts ({\"type\": \"text\", \"text\": ...})");
+      throw Error(protocol::quoted(path) +
+                  " must be a text part ({\"type\": \"text\", \"text\": ...}) or an image_url part");
     }
     text += part["text"].get<std::string>();
   }
@@ -67,7 +89,7 @@ const char* const kToolChoiceForms =
 
 }  // namespace
 
-std::vector<ChatMessage> parse_messages(const json& messages) {
+std::vector<ChatMessage> parse_messages(const json& messages, ChatImages* images) {
   if (!messages.is_array() || messages.empty()) throw Error("'messages' must be a non-empty list");
   // Before any dump() of tool-call arguments, which recurses.
   check_json_depth(messages, "'messages'");
@@ -78,7 +100,7 @@ std::vector<ChatMessage> parse_messages(const json& messages) {
       throw Error(where(i) + " must be an object with a string 'role'");
     }
     ChatMessage m{.role = msg["role"].get<std::string>(),
-                  .content = content_text(msg.value("content", json(nullptr)), i)};
+                  .content = content_text(msg.value("content", json(nullptr)), i, images)};
     if (const json* calls = field(msg, "tool_calls")) m.tool_calls = message_tool_calls(*calls, i);
     m.tool_call_id = optional_string(msg, "tool_call_id", i);
     m.name = optional_string(msg, "name", i);

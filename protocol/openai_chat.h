@@ -19,14 +19,17 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/chat_reply.h"
+#include "protocol/image_parts.h"
 #include "protocol/tool_calls.h"
 #include "pagoda/chat.h"
 
 namespace pagoda::chat {
 
-// OpenAI's `messages`: a non-empty list of {"role", "content" (a string, null, or text parts),
-// "tool_calls"?, "tool_call_id"?, "name"?, "reasoning_content"?}.
-std::vector<ChatMessage> parse_messages(const nlohmann::ordered_json& messages);
+// OpenAI's `messages`: a non-empty list of {"role", "content" (a string, null, or text and
+// image_url parts), "tool_calls"?, "tool_call_id"?, "name"?, "reasoning_content"?}. Images go to
+// `images` (protocol/image_parts.h), each leaving its marker in the content where it stood;
+// without `images` (a model that takes none) an image part is an error saying so.
+std::vector<ChatMessage> parse_messages(const nlohmann::ordered_json& messages, ChatImages* images = nullptr);
 
 // `chat_template_kwargs` (an object, or absent) as ChatTemplateOptions::kwargs.
 std::string template_kwargs(const nlohmann::ordered_json& body);

@@ -24,11 +24,11 @@ std::string type_of(const json& item) {
 }
 
 // A part's text: input_text and output_text (and a refusal, which is text the model wrote).
-// Images, files and audio are refused: the server serves text models.
+// Files and audio are refused (images are message content: message_content).
 std::string part_text(const json& part, const std::string& path) {
   const std::string type = type_of(part);
   if (type == "input_image" || type == "input_file" || type == "input_audio") {
-    throw Error(quoted(path) + " is an " + type + ": images, files and audio are not supported (text only)");
+    throw Error(quoted(path) + " is an " + type + ": files and audio are not supported, and images only in messages");
   }
   const char* key = type == "refusal" ? "refusal" : "text";
   if (type != "input_text" && type != "output_text" && type != "refusal") {
@@ -48,6 +48,39 @@ std::string content_text(const json* content, const std::string& path) {
   if (!content->is_array()) throw Error(quoted(path) + " must be a string or a list of content parts");
   std::string text;
   for (size_t i = 0; i < content->size(); ++i) text += part_text((*content)[i], path + "[" + std::to_string(i) + "]");
+  return text;
+}
+
+// A message's content as chat content: a string (text parts joined), or, with images, text and
+// image_url parts. An input_image
+// comes by URL (a data URL: protocol/image_parts.h); one by file_id is refused, as this server
+// stores no files.
+json message_content(const json* content, const std::string& path) {
+  if (!content) throw Error(quoted(path) + " is required");
+  if (content->is_string()) return *content;
+  if (!content->is_array()) throw Error(quoted(path) + " must be a string or a list of content parts");
+  json parts = json::array();
+  bool has_image = false;
+  for (size_t i = 0; i < content->size(); ++i) {
+    const json& part = (*content)[i];
+    const std::string where = path + "[" + std::to_string(i) + "]";
+    if (type_of(part) != "input_image") {
+      parts.push_back({{"type", "text"}, {"text", part_text(part, where)}});
+      continue;
+    }
+    const json* url = field(part, "image_url");
+    if (!url && field(part, "file_id")) {
+      throw Error(quoted(where) +
+                  " is an input_image by file_id: this server stores no files; send the image as a "
+                  "data URL in 'image_url'");
+    }
+    if (!url || !url->is_string()) throw Error(quoted(where + ".image_url") + " must be a string");
+    parts.push_back({{"type", "image_url"}, {"image_url", {{"url", *url}}}});
+    has_image = true;
+  }
+  if (has_image) return parts;
+  std::string text;  // text alone is joined, as chat joins its text parts
+  for (const json& part : parts) text += part["text"].get<std::string>();
   return text;
 }
 
@@ -90,7 +123,7 @@ class InputReader {
       throw Error(quoted(path + ".role") + " must be 'user', 'assistant', 'system' or 'developer', got '" + role + "'");
     }
     json m = {{"role", role == "developer" ? "system" : role},
-              {"content", content_text(field(item, "content"), path + ".content")}};
+              {"content", message_content(field(item, "content"), path + ".content")}};
     if (role == "assistant") take_reasoning(m);
     reasoning_.clear();  // thinking belongs to the assistant turn right after it
     messages.push_back(std::move(m));

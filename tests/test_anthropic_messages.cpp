@@ -111,7 +111,10 @@ TEST(AnthropicMessages, MalformedBodiesAreErrorsNamingTheField) {
   EXPECT_NE(error_of(R"({"max_tokens": 1, "messages": [{"role": "system", "content": "x"}]})").find("messages[0].role"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"max_tokens": 1, "messages": [{"role": "user", "content": [{"type": "image"}]}]})")
-                .find("'messages[0].content[0]' is a 'image' block"),
+                .find("'messages[0].content[0].source' must be an object"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"max_tokens": 1, "messages": [{"role": "user", "content": [{"type": "document"}]}]})")
+                .find("'messages[0].content[0]' is a 'document' block: this server reads text and images only"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"max_tokens": 1, "messages": [{"role": "user", "content": [{"type": "tool_result"}]}]})")
                 .find("messages[0].content[0].tool_use_id"),

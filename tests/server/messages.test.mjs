@@ -156,7 +156,7 @@ describe('the Messages API through @anthropic-ai/sdk', { skip }, () => {
     });
     await assert.rejects(client.messages.create({
       model, max_tokens: 4, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' } }] }],
-    }), (e) => e.status === 400 && /text only/.test(e.error.error.message));
+    }), (e) => e.status === 400 && /takes no images/.test(e.error.error.message));
     await assert.rejects(client.messages.create({ model: 'claude-none', max_tokens: 4, messages: hello }),
       (e) => e.status === 404 && e.error.error.type === 'not_found_error');
     const stranger = new Anthropic({ baseURL: server.url, apiKey: 'wrong', maxRetries: 0 });
