@@ -90,10 +90,10 @@ struct VisionWeights {
   // kernel over a patch's values channel by channel (R, G, B), each channel row by row:
   // [dim][3 · patch_size · patch_size] (the file's [patch, patch, 3, dim] tensor, unchanged).
   WeightTensor patch_embd;
-  WeightTensor patch_embd_1;       // Qwen2-VL: the kernel of the second frame (an image is both frames); or empty
-  std::vector<float> patch_bias;   // [dim], or empty
-  std::vector<float> class_embd;   // [dim] (CLIP), or empty
-  WeightTensor position_embd;      // [positions][dim] learned positions (CLIP, SigLIP), or empty (Qwen: RoPE)
+  WeightTensor patch_embd_1;      // Qwen2-VL: the kernel of the second frame (an image is both frames); or empty
+  std::vector<float> patch_bias;  // [dim], or empty
+  std::vector<float> class_embd;  // [dim] (CLIP), or empty
+  WeightTensor position_embd;     // [positions][dim] learned positions (CLIP, SigLIP), or empty (Qwen: RoPE)
   std::vector<float> pre_ln, pre_ln_bias;    // [dim], or empty
   std::vector<VisionLayerWeights> layers;    // n_layers
   std::vector<float> post_ln, post_ln_bias;  // [dim] (SigLIP's post LayerNorm; Qwen's merger norm ln_q), or empty
