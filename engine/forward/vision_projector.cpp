@@ -52,7 +52,7 @@ void VisionEncoder::project_llava(std::vector<float>& out) {
 void VisionEncoder::project_gemma3(std::vector<float>& out) {
   const VisionConfig& c = model_.config;
   const int32_t dim = c.dim, side = c.patches_per_side();
-  const int32_t out_side = side / int32_t(std::lround(std::sqrt(double(c.tokens_per_image))));
+  const auto out_side = int32_t(std::lround(std::sqrt(double(c.tokens_per_image))));
   const int32_t k = side / out_side;
   const float inv_area = 1.0f / float(k * k);
   tbb::parallel_for(tbb::blocked_range<int32_t>(0, tokens_, kRowGrain), [&](const tbb::blocked_range<int32_t>& range) {
