@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/forward/compute_arena.h"
+#include "engine/forward/encoder_rows.h"
 #include "engine/forward/pack_weights.h"
 #include "kernels/attention.h"
 #include "kernels/ops.h"
@@ -15,63 +16,6 @@
 namespace pagoda {
 
 namespace {
-
-// Rows per task of the row-wise loops.
-constexpr int32_t kRowGrain = 8;
-
-// Σ f(v[j]) over n floats as 16 lane sums (lane l takes j ≡ l mod 16), folded in a fixed order:
-// the compiler vectorizes it, and the result is a function of the row alone.
-template <class F>
-float lane_sum(const float* v, int32_t n, F&& f) {
-  constexpr int32_t kLanes = 16;
-  float lanes[kLanes] = {};
-  int32_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int32_t l = 0; l < kLanes; ++l) lanes[l] += f(v[j + l]);
-  for (; j < n; ++j) lanes[j % kLanes] += f(v[j]);
-  for (int32_t width = kLanes / 2; width > 0; width /= 2)
-    for (int32_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
-  return lanes[0];
-}
-
-// out[r] = LayerNorm(in[r]) · weight + bias for each of `rows` rows of `dim` (`stride` floats
-// apart; 0: dim), as ggml_norm computes it (the mean, then the variance of the centred row),
-// then ggml_mul and ggml_add. No bias adds nothing.
-void layer_norm_rows(const float* in, float* out, int32_t rows, int32_t dim, const std::vector<float>& weight,
-                     const std::vector<float>& bias, float eps, int32_t stride = 0) {
-  const size_t step = size_t(stride > 0 ? stride : dim);
-  tbb::parallel_for(tbb::blocked_range<int32_t>(0, rows, kRowGrain), [&](const tbb::blocked_range<int32_t>& range) {
-    for (int32_t r = range.begin(); r < range.end(); ++r) {
-      const float* x = in + size_t(r) * step;
-      float* y = out + size_t(r) * step;
-      const float mean = lane_sum(x, dim, [](float v) { return v; }) / float(dim);
-      for (int32_t j = 0; j < dim; ++j) y[j] = x[j] - mean;
-      const float variance = lane_sum(y, dim, [](float v) { return v * v; }) / float(dim);
-      const float scale = 1.0f / std::sqrt(variance + eps);
-      if (bias.empty()) {
-        for (int32_t j = 0; j < dim; ++j) y[j] = y[j] * scale * weight[size_t(j)];
-      } else {
-        for (int32_t j = 0; j < dim; ++j) y[j] = y[j] * scale * weight[size_t(j)] + bias[size_t(j)];
-      }
-    }
-  });
-}
-
-// x[r][j] += bias[j] (when there is one), then += residual[r][j] (when given).
-void add_bias_rows(float* x, int32_t rows, int32_t width, const std::vector<float>& bias,
-                   const float* residual = nullptr) {
-  tbb::parallel_for(tbb::blocked_range<int32_t>(0, rows, kRowGrain), [&](const tbb::blocked_range<int32_t>& range) {
-    for (int32_t r = range.begin(); r < range.end(); ++r) {
-      float* row = x + size_t(r) * width;
-      if (!bias.empty())
-        for (int32_t j = 0; j < width; ++j) row[j] += bias[size_t(j)];
-      if (residual) {
-        const float* add = residual + size_t(r) * width;
-        for (int32_t j = 0; j < width; ++j) row[j] += add[j];
-      }
-    }
-  });
-}
 
 // q·k over `n` floats with eight partial sums combined in a fixed order: vectorizable, and the
 // same bits wherever it runs.
