@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <memory>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +28,17 @@ class Running {
   size_t prefill(int32_t pending, int32_t n_cached = 0, const LoraWeights* adapter = nullptr) {
     return add(SequenceStatus::Prefilling, pending, n_cached, adapter);
   }
+  // The last sequence's prompt images: (position, tokens, cost in tokens, encoded yet).
+  void give_images(std::vector<std::tuple<int32_t, int32_t, int32_t, bool>> images) {
+    std::vector<SequenceImage>& list = images_.emplace_back();
+    for (const auto& [position, tokens, cost, encoded] : images) {
+      SequenceImage image;
+      image.position = position, image.tokens = tokens, image.cost_tokens = cost;
+      if (encoded) image.rows = std::make_shared<const std::vector<float>>();
+      list.push_back(std::move(image));
+    }
+    views_.back().images = list;
+  }
   void remove_last() {
     views_.pop_back();
     tables_.pop_back();
@@ -45,6 +58,7 @@ class Running {
   }
 
   std::deque<BlockTable> tables_;  // a deque, so the views' pointers stay valid
+  std::deque<std::vector<SequenceImage>> images_;
   std::vector<SequenceView> views_;
   int32_t next_page_ = 0;
 };
@@ -359,6 +373,44 @@ TEST(StepPlanner, WithNothingToSpeculateTheFirstReliefIsAPreemption) {
   for (int i = 0; i < 3; ++i) running.decode(4);
   const StepPlanner planner(config_with(512, 256, 256));
   EXPECT_EQ(outcomes(running, planner, 2, 0), (std::vector<std::string>{"preempt 2", "fits in 2"}));
+}
+
+TEST(StepPlanner, TheChunkThatFirstFeedsAnImagePaysForEncodingIt) {
+  const StepPlanner planner(config_with(512, 16, 256));
+  Running r;
+  r.prefill(400);
+  r.give_images({{10, 64, 300, false}});
+  r.prefill(100);
+  StepPlan plan;
+  planner.plan_entries(r.views(), 0, false, plan);
+  // 256 tokens and 300 for the image: the budget is spent, the second sequence waits.
+  EXPECT_EQ(entries(plan), (std::vector<std::pair<size_t, int32_t>>{{0, 256}}));
+}
+
+TEST(StepPlanner, AnImageThatDoesNotFitStopsALaterChunkBeforeIt) {
+  const StepPlanner planner(config_with(512, 16, 256));
+  Running r;
+  r.prefill(300);
+  r.prefill(200, 40);
+  r.give_images({{45, 64, 400, false}});
+  r.prefill(200);
+  r.give_images({{0, 16, 400, false}});
+  StepPlan plan;
+  planner.plan_entries(r.views(), 0, false, plan);
+  // The second chunk stops at its image; the third starts with one and waits for a step with
+  // room; nothing else is left for the third's budget anyway.
+  EXPECT_EQ(entries(plan), (std::vector<std::pair<size_t, int32_t>>{{0, 256}, {1, 5}}));
+}
+
+TEST(StepPlanner, AnImageAlreadyEncodedBehindOrPastTheChunkCostsNothing) {
+  const StepPlanner planner(config_with(512, 16, 256));
+  Running r;
+  r.prefill(100);
+  r.prefill(200, 40);
+  r.give_images({{0, 16, 400, true}, {50, 16, 400, true}, {300, 16, 400, false}});
+  StepPlan plan;
+  planner.plan_entries(r.views(), 0, false, plan);
+  EXPECT_EQ(entries(plan), (std::vector<std::pair<size_t, int32_t>>{{0, 100}, {1, 200}}));
 }
 
 }  // namespace

@@ -10,7 +10,9 @@
 #include <optional>
 #include <vector>
 
+#include "engine/forward/batch.h"
 #include "engine/grammar/grammar_constraint.h"
+#include "engine/image/image.h"
 #include "engine/kv/block_table.h"
 #include "engine/kv/prefix_cache.h"
 #include "engine/lora/lora_weights.h"
@@ -26,6 +28,20 @@ namespace pagoda {
 enum class SequenceStatus { Waiting, Prefilling, Decoding, Finished, Preempted };
 
 using Clock = std::chrono::steady_clock;
+
+// An image of a sequence's prompt: the positions its rows take, its pixels until they are
+// encoded, and then its rows (the decode scheduler encodes it in the step that first feeds one
+// of its positions).
+struct SequenceImage {
+  int32_t position = 0;  // the first prompt position its rows stand in
+  int32_t tokens = 0;    // its rows
+  uint64_t hash = 0;     // of its pixel planes: equal images share their rows
+  // What encoding it costs a step, in the language model's tokens (the encoder's FLOPs over a
+  // token's): the step planner counts it in the budget of the chunk that first feeds the image.
+  int32_t cost_tokens = 0;
+  std::shared_ptr<const PixelPlanes> pixels;
+  std::shared_ptr<const std::vector<float>> rows;  // tokens × the model's dim, once encoded
+};
 
 struct Sequence {
   Sequence(std::shared_ptr<detail::RequestState> state, const Request& request, std::vector<int32_t> prompt,
@@ -87,7 +103,9 @@ struct Sequence {
   std::function<void()> on_adapter_done;    // set by the router: tells it this request is done
   uint64_t adapter_generation = 0;          // set by the router: which load of the adapter
 
-  std::vector<int32_t> tokens;  // the prompt, then what was generated
+  std::vector<int32_t> tokens;           // the prompt (placeholder ids where images go), then what was generated
+  std::vector<SequenceImage> images;     // Request::images, by position
+  std::vector<EmbeddingRun> image_runs;  // the encoded images' rows, for BatchEntry::embeddings
   int32_t prompt_len;
   int32_t n_cached = 0;  // positions whose K/V are in the cache
   BlockTable table;      // a page list per KV group; sliding groups' old pages are holes

@@ -10,6 +10,22 @@ int32_t pages_for(const SequenceView& s, int32_t n_tokens) {
   return s.table->pages_needed(s.n_cached, s.n_cached + n_tokens);
 }
 
+// The images not yet encoded that a chunk of `n` tokens feeds first: their cost, and where the
+// first of them starts (past the chunk when none).
+struct Encoding {
+  int64_t cost = 0;
+  int32_t first = 0;
+};
+Encoding encoding(const SequenceView& s, int32_t n) {
+  Encoding e{0, s.n_cached + n};
+  for (const SequenceImage& image : s.images) {
+    if (image.rows || image.position + image.tokens <= s.n_cached || image.position >= s.n_cached + n) continue;
+    e.cost += image.cost_tokens;
+    e.first = std::min(e.first, std::max(image.position, s.n_cached));
+  }
+  return e;
+}
+
 }  // namespace
 
 bool StepPlan::speculates() const {
@@ -44,10 +60,18 @@ void StepPlanner::plan_entries(std::span<const SequenceView> running, size_t tur
   for (size_t i = 0; i < running.size(); ++i) {
     if (running[i].status != SequenceStatus::Prefilling || excluded(running[i])) continue;
     if (full()) break;
-    const int32_t n = std::min({running[i].pending, prefill_chunk_, budget});
+    int32_t n = std::min({running[i].pending, prefill_chunk_, budget});
+    const Encoding images = encoding(running[i], n);
+    const bool first_chunk = plan.entries.size() == plan.decodes;
+    if (images.cost > 0 && n + images.cost > budget && !first_chunk) {
+      n = images.first - running[i].n_cached;  // stop before the image, or wait for a step with room
+      if (n == 0) continue;
+      budget -= n;
+    } else {
+      budget -= int32_t(std::min<int64_t>(budget, n + images.cost));
+    }
     plan.entries.push_back({i, n, 0, pages_for(running[i], n)});
     pages += plan.entries.back().pages;
-    budget -= n;
   }
   plan.pages = pages;
   // Speculation is a latency tool: in a full batch it would only add compute.

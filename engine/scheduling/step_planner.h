@@ -9,7 +9,10 @@
 // The step planner decides what one decode step computes. Every decoding sequence's next
 // token comes first (latency stays flat), then prefill chunks in admission order, each at most
 // prefill_chunk tokens and cut to what is left of max_tokens_per_step, until the budget or
-// max_entries_per_step runs out. Without mixed-adapter batches a step serves only the adapter
+// max_entries_per_step runs out. A chunk that first feeds an image also pays for encoding it
+// (SequenceImage::cost_tokens); when that does not fit, the chunk stops before the image, or,
+// with nothing before it, waits for a step with room — except the step's first chunk, which
+// always runs, so a large image cannot wait forever. Without mixed-adapter batches a step serves only the adapter
 // (or the base model) whose turn it is. Guesses for speculating decodes take only what is left
 // of the budget after that, and only in steps with at most speculative_max_batch decodes. When
 // the pool cannot give the step its pages, speculation steps aside first, then the most
@@ -47,11 +50,12 @@ struct SequenceView {
   int32_t n_cached = 0;                                // positions whose K/V are in the cache
   const LoraWeights* adapter = nullptr;                // compared, never read; null: the base model
   const BlockTable* table = nullptr;                   // what more positions cost in pages
+  std::span<const SequenceImage> images;               // its prompt's images, by position
 };
 
 // What the planner reads of `seq` (inline: the scheduler views every running sequence every step).
 inline SequenceView view_of(const Sequence& seq) {
-  return {seq.status, seq.pending(), seq.n_cached, seq.lora.get(), &seq.table};
+  return {seq.status, seq.pending(), seq.n_cached, seq.lora.get(), &seq.table, seq.images};
 }
 
 // One sequence's part of the step.
