@@ -24,6 +24,7 @@ DecodeScheduler::DecodeScheduler(std::shared_ptr<Mailbox<DecodeMessage>> mailbox
       config_(config),
       metrics_(metrics),
       draft_(draft),
+      image_rows_(size_t(256) << 20),
       tokenizer_(runner.model().tokenizer),
       planner_(config) {}
 
@@ -63,6 +64,7 @@ void DecodeScheduler::step() {
 
   std::vector<Planned>& planned = planned_;
   if (plan(planned)) {
+    encode_images(planned);
     batch_.entries.clear();
     for (const Planned& p : planned) {
       Sequence& s = *p.seq;
@@ -80,6 +82,7 @@ void DecodeScheduler::step() {
       const bool scoring = s.prompt_logprobs >= 0 && s.n_cached < s.prompt_len;
       batch_.entries.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_cached, p.n_tokens), s.n_cached,
                                 &s.table, last_chunk, s.lora.get(), scoring});
+      batch_.entries.back().embeddings = s.image_runs;
     }
     try {
       runner_.forward(batch_, kv_, logits_, hidden_);
@@ -128,6 +131,82 @@ bool DecodeScheduler::plan(std::vector<Planned>& planned) {
     SequencePtr victim = std::move(running_[relief.victim]);
     running_.erase(running_.begin() + ptrdiff_t(relief.victim));
     preempt(std::move(victim));
+  }
+}
+
+void DecodeScheduler::encode_images(std::vector<Planned>& planned) {
+  if (!vision_) return;
+  struct Wanted {
+    Sequence* seq;
+    size_t image;
+    size_t input;  // its entry in inputs
+  };
+  std::vector<Wanted> wanted;
+  std::vector<const PixelPlanes*> inputs;
+  std::vector<uint64_t> input_hashes;
+  for (const Planned& p : planned) {
+    Sequence& s = *p.seq;
+    bool changed = false;
+    for (size_t i = 0; i < s.images.size(); ++i) {
+      SequenceImage& image = s.images[i];
+      const bool fed = image.position < s.n_cached + p.n_tokens && image.position + image.tokens > s.n_cached;
+      if (image.rows || !fed) continue;
+      if ((image.rows = image_rows_.find(image.hash))) {
+        changed = true;
+        continue;
+      }
+      // Equal images in one step are encoded once.
+      const auto same = std::find(input_hashes.begin(), input_hashes.end(), image.hash);
+      const size_t input = size_t(same - input_hashes.begin());
+      if (same == input_hashes.end()) {
+        inputs.push_back(image.pixels.get());
+        input_hashes.push_back(image.hash);
+      }
+      wanted.push_back({&s, i, input});
+    }
+    if (changed) s.image_runs.clear();
+  }
+  if (!inputs.empty()) {
+    std::vector<float> out;
+    std::vector<int32_t> tokens;
+    try {
+      vision_->encode(inputs, out, tokens);
+    } catch (const std::exception& e) {
+      for (const Wanted& w : wanted) {
+        if (w.seq->status != SequenceStatus::Finished) retire(*w.seq, FinishReason::Error, e.what());
+      }
+      std::erase_if(planned, [](const Planned& p) { return p.seq->status == SequenceStatus::Finished; });
+      return;
+    }
+    const size_t width = size_t(vision_->config().projection_dim);
+    std::vector<ImageRowCache::Rows> rows;
+    size_t at = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const size_t n = size_t(tokens[i]) * width;
+      rows.push_back(
+          std::make_shared<const std::vector<float>>(out.begin() + ptrdiff_t(at), out.begin() + ptrdiff_t(at + n)));
+      image_rows_.insert(input_hashes[i], rows.back());
+      at += n;
+    }
+    for (const Wanted& w : wanted) {
+      SequenceImage& image = w.seq->images[w.image];
+      if (rows[w.input]->size() != size_t(image.tokens) * width) {  // the preprocessor and encoder disagree
+        if (w.seq->status != SequenceStatus::Finished)
+          retire(*w.seq, FinishReason::Error, "the vision encoder gave an image another token count than planned");
+        continue;
+      }
+      image.rows = rows[w.input];
+      image.pixels.reset();  // the rows are kept until the sequence finishes
+      w.seq->image_runs.clear();
+    }
+  }
+  std::erase_if(planned, [](const Planned& p) { return p.seq->status == SequenceStatus::Finished; });
+  for (const Planned& p : planned) {
+    Sequence& s = *p.seq;
+    if (!s.image_runs.empty()) continue;
+    for (const SequenceImage& image : s.images) {
+      if (image.rows) s.image_runs.push_back({image.position, image.tokens, image.rows->data()});
+    }
   }
 }
 

@@ -7,7 +7,9 @@
 // all of them at once (`draft`, null without one). When the page pool runs dry it preempts the
 // sequences the planner names, the most recently admitted (recompute or swap). With nothing to
 // run it blocks on its mailbox. Pages a step fills are named for the prefix cache before
-// anything else can release them.
+// anything else can release them. With a vision encoder (set_vision), a step first encodes the
+// images whose rows its prefill chunks feed for the first time, and feeds those rows in their
+// positions (BatchEntry::embeddings).
 
 #include <optional>
 #include <vector>
@@ -17,6 +19,8 @@
 #include "actors/page_pool_actor.h"
 #include "engine/metrics/metrics_board.h"
 #include "engine/forward/model_runner.h"
+#include "engine/forward/vision_encoder.h"
+#include "engine/request/image_row_cache.h"
 #include "engine/scheduling/step_planner.h"
 #include "engine/speculation/draft_proposer.h"
 #include "pagoda/engine_config.h"
@@ -31,6 +35,9 @@ class DecodeScheduler : public Actor<DecodeMessage> {
 
   // Cancels what is left in the mailbox after the actor stopped (shutdown).
   void drain();
+  // The encoder of the requests' images (null: text only), before start(); it runs in the
+  // runner's arena, on this actor's thread.
+  void set_vision(VisionEncoder* vision) { vision_ = vision; }
 
  private:
   struct Planned {
@@ -46,6 +53,10 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   bool plan(std::vector<Planned>& planned);
   // Asks the proposers for the guesses plan_ leaves room for, and writes down what came.
   void propose_guesses();
+  // Encodes the images whose rows this step's chunks feed and that have none yet (kept ones from
+  // image_rows_, the others in one encoder call), and lists every sequence's encoded rows in its
+  // image_runs. A sequence whose image cannot be encoded finishes with the error and leaves the plan.
+  void encode_images(std::vector<Planned>& planned);
   void preempt(SequencePtr victim);
   void process_outputs(const std::vector<Planned>& planned, const std::vector<float>& logits);
   // An embedding's chunk is in: n_cached past it, its rows of hidden_ (from `hidden_row` on)
@@ -67,6 +78,8 @@ class DecodeScheduler : public Actor<DecodeMessage> {
   EngineConfig config_;
   MetricsBoard& metrics_;
   speculation::DraftProposer* draft_;
+  VisionEncoder* vision_ = nullptr;
+  ImageRowCache image_rows_;                             // recent images' encoder rows, by pixel hash
   std::vector<speculation::DraftingSequence> drafting_;  // this step's decodes that ask the draft model for guesses
   const Tokenizer& tokenizer_;                           // its end-of-generation set ends sequences
 

@@ -3,7 +3,9 @@
 
 #include "pagoda/engine.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <mutex>
 #include <thread>
@@ -28,6 +30,8 @@
 #include "engine/speculation/draft_proposer.h"
 #include "engine/forward/encoder_runner.h"
 #include "engine/forward/model_runner.h"
+#include "engine/forward/vision_encoder.h"
+#include "engine/image_prompt.h"
 #include "pagoda/error.h"
 
 namespace pagoda {
@@ -111,8 +115,9 @@ size_t rerank_tail_of(const Model& model) {
 
 // A decoder's machinery: the forward pass over the paged KV cache and the four actors.
 struct DecoderCore {
-  DecoderCore(const EngineConfig& c, const Model& model, MetricsBoard& metrics)
+  DecoderCore(const EngineConfig& c, const Model& model, const VisionModel* vision_model, MetricsBoard& metrics)
       : runner(model, c.threads, true),
+        vision(vision_model ? std::make_unique<VisionEncoder>(*vision_model, runner.arena()) : nullptr),
         pool(KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type),
              kv_page_count(c, KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type)), c.kv_prefault),
         draft(c.draft_model_path.empty() ? nullptr
@@ -125,6 +130,7 @@ struct DecoderCore {
         decode(decode_mailbox, runner, pool.view(), pool_actor, prefill_mailbox, c, metrics, draft.get()),
         router(prefill_mailbox, c.max_resident_adapters, c.adapter_run_cap, metrics) {
     pool_actor.set_prefill_mailbox(prefill_mailbox);
+    decode.set_vision(vision.get());
     if (!c.kv_events_endpoint.empty()) {
       events = std::make_unique<KvEventPublisher>(
           KvEventPublisherOptions{c.kv_events_endpoint, c.kv_events_replay_endpoint, c.kv_events_topic});
@@ -167,6 +173,7 @@ struct DecoderCore {
   }
 
   ModelRunner runner;
+  std::unique_ptr<VisionEncoder> vision;  // with EngineConfig::mmproj_path; runs in runner's arena
   PagePool pool;
   std::unique_ptr<speculation::DraftProposer> draft;  // with EngineConfig::draft_model_path
   // The schedulers post to each other, so their mailboxes exist before either of them.
@@ -208,12 +215,16 @@ struct Engine::Impl {
         jinja_template(parse_chat_template(chat_template)),
         specials(special_pieces(model.tokenizer.vocab())),
         layout(KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type)),
-        rerank_tail(rerank_tail_of(model)) {
+        rerank_tail(rerank_tail_of(model)),
+        vision(load_vision(c, model)),
+        image_tokens(vision ? pagoda::image_tokens(vision->config, model.tokenizer) : ImageTokens{}) {
     if (model.config.is_encoder()) encoder = std::make_unique<EncoderCore>(c, model, metrics);
-    else decoder = std::make_unique<DecoderCore>(c, model, metrics);
+    else decoder = std::make_unique<DecoderCore>(c, model, vision.get(), metrics);
   }
 
   std::vector<int32_t> validated_prompt(const Request& r) const;
+  // What encoding an image of this size costs a step, in the language model's tokens.
+  int32_t image_cost_tokens(const PixelPlanes& pixels) const;
   // What `pooling` means on this model: Pooling::Model resolved from its GGUF pooling_type.
   // Throws pagoda::Error ("bad request: ...") for a model pooling pagoda cannot give.
   Pooling embedding_pooling(Pooling pooling) const;
@@ -232,6 +243,8 @@ struct Engine::Impl {
   // The tokens of a decoder reranker's prompt after {document} (0 without a rerank prompt),
   // which a truncated pair keeps at its end: the turn's end and the assistant's opening.
   size_t rerank_tail;
+  std::unique_ptr<VisionModel> vision;  // EngineConfig::mmproj_path's projector, or null
+  ImageTokens image_tokens;             // its family's, in the model's vocabulary
   MetricsBoard metrics;
   // One of the two, by the model's kind.
   std::unique_ptr<DecoderCore> decoder;
@@ -345,6 +358,15 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
   return ids;
 }
 
+int32_t Engine::Impl::image_cost_tokens(const PixelPlanes& pixels) const {
+  const std::vector<int32_t> one = {0};
+  Batch token;
+  token.entries.push_back({one, 0, nullptr});
+  const double per_token = decoder->runner.flops(token);
+  const double encoding = decoder->vision->flops(pixels.width, pixels.height);
+  return int32_t(std::min(std::ceil(encoding / per_token), 1e9));
+}
+
 Pooling Engine::Impl::embedding_pooling(Pooling pooling) const {
   const EncoderWeights& e = model.weights.encoder;
   const bool rank_head = !e.cls.empty() || !e.cls_output.empty() || !model.weights.rank_output.empty();
@@ -417,6 +439,18 @@ RequestHandle Engine::submit(Request request) {
     ~Leave() { n.fetch_sub(1); }
   } leave{m.submitting};
   if (!m.accepting.load()) throw Error("the engine is shut down");
+  std::vector<SequenceImage> images;
+  if (!request.images.empty()) {
+    auto refuse = [](const std::string& what) { throw Error("bad request: " + what); };
+    if (!m.vision) refuse("the model takes no images: it was loaded without a vision projector (mmproj)");
+    if (request.embedding) refuse("an embedding request cannot hold images");
+    if (request.prompt_logprobs >= 0) refuse("a prompt with images has no prompt_logprobs");
+    ImagePrompt laid_out = lay_out_images(request, *m.vision, m.image_tokens, m.model.tokenizer);
+    request.prompt_ids = std::move(laid_out.tokens);
+    request.prompt.clear();
+    images = std::move(laid_out.images);
+    for (SequenceImage& image : images) image.cost_tokens = m.image_cost_tokens(*image.pixels);
+  }
   std::vector<int32_t> prompt = m.validated_prompt(request);
   std::unique_ptr<grammar::GrammarConstraint> constraint = m.constraint_of(request);
 
@@ -437,7 +471,9 @@ RequestHandle Engine::submit(Request request) {
   std::future<Completion> future = state->promise.get_future();
   if (!request.speculative) request.speculative = m.config.speculative;
   auto seq = std::make_unique<Sequence>(state, request, std::move(prompt), m.model.tokenizer, m.layout);
-  seq->prefix_cache = seq->prefix_cache && m.config.prefix_caching;
+  // Image rows are not in the prefix cache's keys yet: such prompts neither read nor offer pages.
+  seq->prefix_cache = seq->prefix_cache && m.config.prefix_caching && images.empty();
+  seq->images = std::move(images);
   seq->grammar = std::move(constraint);
   if (request.embedding) {
     const Pooling pooling = m.embedding_pooling(request.embedding->pooling);
@@ -565,6 +601,8 @@ Pooling Engine::model_pooling() const {
 
 int32_t Engine::embedding_size() const { return impl_->model.config.dim; }
 
+bool Engine::takes_images() const { return impl_->vision != nullptr; }
+
 EngineMetrics Engine::metrics() const {
   const MetricsBoard& b = impl_->metrics;
   EngineMetrics e;
@@ -677,6 +715,19 @@ ChatPrompt Engine::render_chat(const std::vector<ChatMessage>& messages, const C
 
 std::vector<int32_t> Engine::tokenize(const ChatPrompt& prompt, bool add_bos) const {
   return impl_->model.tokenizer.encode(prompt.text, add_bos, std::span<const TextSpan>(prompt.data_spans));
+}
+
+std::vector<int32_t> Engine::tokenize(const ChatPrompt& prompt, bool add_bos, std::string_view image_marker,
+                                      std::vector<int32_t>& image_positions) const {
+  image_positions.clear();
+  std::vector<int32_t> ids;
+  const std::vector<ChatPrompt> pieces = split_at_marker(prompt, image_marker);
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    if (k > 0) image_positions.push_back(int32_t(ids.size()));
+    const std::vector<int32_t> piece_ids = tokenize(pieces[k], add_bos && k == 0);
+    ids.insert(ids.end(), piece_ids.begin(), piece_ids.end());
+  }
+  return ids;
 }
 
 std::string Engine::apply_chat_template(const std::vector<ChatMessage>& messages,

@@ -43,6 +43,10 @@ constexpr const char* kUsage = R"(usage: pagoda-generate -m MODEL (--prompt TEXT
   --lora NAME=PATH[:SCALE]  load a LoRA adapter (GGUF) under NAME (repeatable)
   --adapter NAME          run the prompts on this adapter (a JSONL line's "adapter" field
                           overrides it; default: the base model)
+  --mmproj F              the model's vision projector (llama.cpp's mmproj GGUF), for --image
+  --image F               an image (PNG, JPEG or WebP) for every prompt (repeatable): each goes
+                          where the prompt says <__image__>, in order, or all before a prompt
+                          that says it nowhere
 )";
 
 struct Job {
@@ -83,8 +87,9 @@ std::vector<Job> read_jobs(const pagoda::cli::Args& args, int64_t max_tokens, in
 
 int main(int argc, char** argv) {
   try {
-    const std::array kOwnFlags{"--model", "--tokenizer", "--prompt",  "--prompts",    "--max-tokens", "--max-positions",
-                               "--seed",  "--stop-id",   "--threads", "--cache-type", "--lora",       "--adapter"};
+    const std::array kOwnFlags{"--model",         "--tokenizer", "--prompt",  "--prompts", "--max-tokens",
+                               "--max-positions", "--seed",      "--stop-id", "--threads", "--cache-type",
+                               "--lora",          "--adapter",   "--mmproj",  "--image"};
     pagoda::cli::Args args(
         argc, argv,
         pagoda::cli::flag_set({kOwnFlags, pagoda::cli::kSamplingFlags, pagoda::cli::kSpeculativeFlags,
@@ -114,7 +119,14 @@ int main(int argc, char** argv) {
                                 .kv_cache_type = pagoda::cli::cache_type_flag(args),
                                 .speculative = pagoda::cli::speculative_from_flags(args),
                                 .draft_model_path = pagoda::cli::draft_model_from_flags(args)};
+    config.mmproj_path = args.get("--mmproj", "");
     pagoda::cli::kv_tier_flags(args).apply(config);
+    std::vector<pagoda::RequestImage> images;
+    for (const std::string& file : args.all("--image")) {
+      std::ifstream in(file, std::ios::binary);
+      if (!in) throw pagoda::Error(file + ": cannot open");
+      images.push_back({std::string(std::istreambuf_iterator<char>(in), {}), -1});
+    }
     pagoda::Engine engine(config);
     load_timer.report(stderr, "pagoda-generate: ", "loaded the model");
     for (const std::string& text : args.all("--lora")) {
@@ -126,10 +138,22 @@ int main(int argc, char** argv) {
     std::vector<std::vector<int32_t>> prompts;
     for (const Job& job : jobs) {
       pagoda::Request r;
-      r.prompt_ids = engine.tokenize(job.prompt, engine.add_bos());
+      if (images.empty()) {
+        r.prompt_ids = engine.tokenize(job.prompt, engine.add_bos());
+      } else {
+        // The engine lays the images out; the positions they take count against the context.
+        r.prompt = job.prompt;
+        if (r.prompt.find(r.image_marker) == std::string::npos) {
+          for (size_t k = 0; k < images.size(); ++k) r.prompt.insert(0, r.image_marker);
+        }
+        r.images = images;
+      }
       // llama2.c's positions: the last generated token is never fed, so it may sit at the limit.
-      const int64_t by_positions = job.max_positions - int64_t(r.prompt_ids.size()) + 1;
-      const int64_t room = engine.context_length() - int64_t(r.prompt_ids.size());
+      const int64_t by_positions =
+          job.max_positions == INT64_MAX ? INT64_MAX : job.max_positions - int64_t(r.prompt_ids.size()) + 1;
+      // With images the prompt's length is the engine's to know: -n bounds the reply, else 256.
+      const int64_t room = images.empty() ? engine.context_length() - int64_t(r.prompt_ids.size())
+                                          : (job.max_tokens == INT64_MAX ? 256 : job.max_tokens);
       r.max_new_tokens = int32_t(std::min({job.max_tokens, by_positions, room}));
       r.sampling = sampling;
       r.stop_token_ids = stop_ids;
@@ -143,7 +167,8 @@ int main(int argc, char** argv) {
       if (c.finish_reason == pagoda::FinishReason::Error) throw pagoda::Error(c.error);
       nlohmann::json out;
       out["prompt"] = jobs[i].prompt;
-      out["prompt_ids"] = prompts[i];
+      if (images.empty()) out["prompt_ids"] = prompts[i];
+      else out["images"] = images.size();
       out["generated_ids"] = c.token_ids;
       out["text"] = c.text;
       out["finish_reason"] = pagoda::finish_reason_name(c.finish_reason);

@@ -52,6 +52,8 @@ A request's "model" names the base model or a loaded LoRA adapter.
   --cache-type T          KV cache type: f32, f16 (default), bf16 or q8_0
   --lora NAME=PATH[:SCALE]  load a LoRA adapter at start (repeatable)
   --chat-template-file F  lay chats out with this Jinja chat template instead of the model's own
+  --mmproj F              the model's vision projector (llama.cpp's mmproj GGUF): chats may hold
+                          images (image_url parts with data URLs; input_image; Anthropic image blocks)
   --host ADDR             address to listen on (default 127.0.0.1)
   --port N                port (default 8080; 0 = any free port, printed on stderr)
   --api-key KEY           require the key on every route but /health, /metrics and the chat page
@@ -124,6 +126,7 @@ Options parse_options(const pagoda::cli::Args& args) {
   o.engine.threads = args.number("--threads", 0);
   o.engine.use_mmap = !args.has("--no-mmap");
   o.engine.chat_template = pagoda::cli::chat_template_flag(args);
+  o.engine.mmproj_path = args.get("--mmproj", "");
   o.engine.tokens_per_page = kTokensPerPage;
   o.engine.kv_cache_type = pagoda::cli::cache_type_flag(args);
   o.engine.kv_prefault = true;  // a server claims its KV cache at start, as llama-server does
@@ -201,7 +204,8 @@ int main(int argc, char** argv) {
                                "--max-connections-per-ip",
                                "--http-threads",
                                "--shutdown-timeout",
-                               "--chat-template-file"};
+                               "--chat-template-file",
+                               "--mmproj"};
     const pagoda::cli::Args args(
         argc, argv, pagoda::cli::flag_set({kOwnFlags, pagoda::cli::kSpeculativeFlags, pagoda::cli::kKvTierFlags}),
         {"--help", "--no-mmap", "--no-webui", "--spec-ngram", "--special-in-content"});

@@ -339,7 +339,9 @@ ApiRequest parse_api_request(Endpoint endpoint, const json& body, const Engine& 
       const ChatFormat format = engine.chat_format();
       const json* messages_json = field(body, "messages");
       if (!messages_json) throw bad_request("'messages' is required");
-      std::vector<ChatMessage> messages = chat::parse_messages(*messages_json);
+      chat::ChatImages images;
+      std::vector<ChatMessage> messages =
+          chat::parse_messages(*messages_json, engine.takes_images() ? &images : nullptr);
       const std::optional<std::string> chat_template = engine.chat_template();
       const std::optional<chat::ToolRequest> tools = chat::parse_tool_request(body, chat_template);
       ChatTemplateOptions options;
@@ -347,7 +349,15 @@ ApiRequest parse_api_request(Endpoint endpoint, const json& body, const Engine& 
       options.special_in_content = special_in_content;
       if (tools) chat::offer_tools(*tools, messages, options);
       const ChatPrompt prompt = engine.render_chat(messages, options);
-      r.prompt_ids = engine.tokenize(prompt, engine.add_bos());
+      std::vector<int32_t> image_positions;
+      r.prompt_ids =
+          engine.tokenize(prompt, engine.add_bos(), images.images.empty() ? "" : images.marker, image_positions);
+      if (image_positions.size() != images.images.size()) {
+        throw Error("the chat template placed " + std::to_string(image_positions.size()) + " of the " +
+                    std::to_string(images.images.size()) + " images in the prompt");
+      }
+      for (size_t i = 0; i < images.images.size(); ++i)
+        r.images.push_back({std::move(images.images[i]), image_positions[i]});
       if (tools) constrain_tool_calls(*tools, engine, r);
       a.reply = chat::reply_shape(chat_template, prompt.text, tools);
       r.stop_token_ids = format.stop_token_ids;

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -118,6 +119,8 @@ class Engine {
   bool embedding_only() const;
   // The length of an embedding: the model's hidden size.
   int32_t embedding_size() const;
+  // Whether requests may hold images: the engine has a vision projector (EngineConfig::mmproj_path).
+  bool takes_images() const;
 
   EngineMetrics metrics() const;
 
@@ -202,6 +205,12 @@ class Engine {
   // its data spans only; user-defined tokens ("<think>") matched whole everywhere, as by
   // tokenize(text, add_bos, true).
   std::vector<int32_t> tokenize(const ChatPrompt& prompt, bool add_bos) const;
+  // The same for a prompt whose text holds `image_marker` where images go (chat content with
+  // images, each rendered as the marker): the text between markers tokenized piece by piece,
+  // and `image_positions` gets, for each marker in order, the index of the token it precedes
+  // (RequestImage::position). The markers themselves become no tokens.
+  std::vector<int32_t> tokenize(const ChatPrompt& prompt, bool add_bos, std::string_view image_marker,
+                                std::vector<int32_t>& image_positions) const;
   ChatFormat chat_format() const;
 
  private:

@@ -20,6 +20,9 @@ enum class PreemptionMode {
 struct EngineConfig {
   std::string model_path;      // GGUF, or llama2.c checkpoint
   std::string tokenizer_path;  // llama2.c only: its tokenizer.bin
+  // A vision projector (llama.cpp's mmproj GGUF: a ViT and its projector) for the model, so
+  // requests may hold images (Request::images). Empty: text only.
+  std::string mmproj_path;
   // A Jinja chat template that replaces the model's GGUF tokenizer.chat_template; empty: the
   // model's own.
   std::string chat_template;

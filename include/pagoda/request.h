@@ -62,10 +62,27 @@ struct EmbeddingParams {
   bool truncate = false;
 };
 
+// An image of a request's prompt (needs an engine with a vision projector, EngineConfig::
+// mmproj_path). It is decoded, resized and normalized as the model family's own processor does,
+// encoded into rows of the model's embedding width, and those rows stand in the prompt where it
+// goes, between the family's image tokens (Gemma 3's <start_of_image> ... <end_of_image>).
+struct RequestImage {
+  std::string data;  // the image file's bytes: PNG, JPEG or WebP
+  // Where it goes in Request::prompt_ids: before the token at this index (prompt_ids.size():
+  // after the last). -1 with a text prompt: at the next Request::image_marker.
+  int32_t position = -1;
+};
+
 struct Request {
   std::string prompt;               // text, tokenized with the model's tokenizer (BOS added
                                     // when the vocabulary says so), or
   std::vector<int32_t> prompt_ids;  // token ids, used as given when not empty
+  // The prompt's images, in order. A text prompt holds image_marker once for each, where it goes
+  // (the text between markers is tokenized as `prompt` is, each piece on its own); with
+  // prompt_ids each gives its position. A caller that puts other people's text into the prompt
+  // picks a marker they cannot type (pagoda-server draws a random one per request).
+  std::vector<RequestImage> images;
+  std::string image_marker = "<__image__>";
   // Tokenize control tokens written in `prompt` ("<|im_start|>") as their ids, for a prompt
   // laid out by a chat template; off, they are ordinary text (the right thing for user text).
   bool parse_special = false;

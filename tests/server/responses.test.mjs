@@ -300,7 +300,8 @@ describe('the Responses API', { skip }, () => {
     const cases = [
       [{ input: 'x', previous_response_id: 'resp_123' }, /^previous_response_id is not supported: this server does not store responses/],
       [{ input: 'x', conversation: 'conv_1' }, /'conversation' is not supported/],
-      [{ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://example.com/a.png' }] }] }, /'input\[0\]\.content\[0\]' is an input_image/],
+      [{ input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file_1' }] }] }, /'input\[0\]\.content\[0\]' is an input_image by file_id/],
+      [{ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'data:image/png;base64,aGk=' }] }] }, /this model takes no images/],
       [{ input: 'x', tools: [{ type: 'web_search' }] }, /'tools\[0\]' is a 'web_search' tool/],
       [{ input: [{ type: 'function_call', name: 'f', arguments: '{}' }] }, /'input\[0\]\.call_id' must be a string/],
       [{ input: 'x', text: { format: { type: 'json_schema', name: 'a' } } }, /'text\.format\.schema'/],
