@@ -1,6 +1,7 @@
 // pagoda-synth: writes a random-weight model (llama, qwen2, qwen3, gemma2, gemma3, phi3,
 // qwen2moe, qwen3moe, or llama with experts; the bert, nomic-bert and jina-bert-v2 encoders),
-// or a random LoRA adapter for one, as GGUF, deterministic from a seed.
+// a random LoRA adapter for one, or a random vision projector (mmproj) file, as GGUF,
+// deterministic from a seed.
 //   pagoda-synth --preset s15m -o s15m.gguf
 //   pagoda-synth --preset llama-3.2-1b --type q4_k_m -o llama-3.2-1b-q4_k_m.gguf
 //   pagoda-synth --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 160 --vocab 1000 -o tiny.gguf
@@ -10,26 +11,33 @@
 //   pagoda-synth --arch jina-bert-v2 --dim 96 --heads 6 --ffn 256 --layers 2 --type q8_0 -o jina.gguf
 //   pagoda-synth --arch qwen3 --pooling rank --vocab ../shared/vocab/ggml-vocab-qwen2.gguf --dim 64 -o rr.gguf
 //   pagoda-synth --lora-for s15m.gguf --rank 16 -o s15m-lora.gguf
+//   pagoda-synth --mmproj qwen2vl --layout legacy -o mmproj-qwen2vl.gguf
+//   pagoda-synth --mmproj gemma3:full --type f16 -o mmproj-gemma3-4b.gguf
 
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <span>
 
 #include "engine/model/model.h"
 #include "testing/lora_synth.h"
 #include "testing/synth.h"
+#include "testing/vision_synth.h"
 #include "examples/common/args.h"
 
 namespace {
 
 constexpr const char* kUsage = R"(usage: pagoda-synth [--preset NAME] -o FILE.gguf [options]
        pagoda-synth --lora-for BASE -o ADAPTER.gguf [--rank N] [--alpha X] [--type T] [--seed N]
+       pagoda-synth --mmproj FAMILY[:PRESET] -o MMPROJ.gguf [--layout L] [--type T] [--seed N]
 Writes a model with random weights (deterministic from --seed) and a synthetic SentencePiece
 vocabulary, or a real one copied from a GGUF, one tensor at a time straight to the file (an 8B
 model needs about one tensor's memory). Flags override the preset's shape.
 With --lora-for, writes instead a random LoRA adapter (llama.cpp's GGUF adapter format) on
 every attention and FFN projection of every block of BASE.
+With --mmproj, writes instead a vision projector file (llama.cpp's mmproj GGUF: a ViT and the
+projector into a language model's embeddings).
   -o, --output FILE   where to write (required)
   --preset NAME       s15m (dim 288, 6 layers, 6 heads, FFN 768, vocab 32000)
                       s110m (dim 768, 12 layers, 12 heads, FFN 2048, vocab 32000)
@@ -82,6 +90,20 @@ every attention and FFN projection of every block of BASE.
   --lora-for BASE     write a LoRA adapter shaped for the model BASE (GGUF or llama2.c)
   --rank N            the adapter's rank (8)
   --alpha X           adapter.lora.alpha (the rank, so scale 1); the scale is alpha / rank
+  --mmproj FAMILY[:PRESET]
+                      write a projector: llava (CLIP ViT, LLaVA's MLP), gemma3 (SigLIP, pooled
+                      to tokens_per_image, Gemma 3's projection), qwen2vl or qwen2.5vl (Qwen's
+                      ViT and 2x2 merger; 2.5: RMSNorm, gated SiLU FFN, window attention).
+                      PRESET: tiny (the default: image 56 or 112, patch 14, dim 64, 2 to 4
+                      blocks, FFN 128, projecting to 96) or full: LLaVA-1.5's CLIP ViT-L/336
+                      (1024->4096), Gemma 3 4B's (image 896, 1152->2560), Qwen2-VL-2B's
+                      (1280->1536), Qwen2.5-VL-3B's (1280->2048)
+  --layout L          current (default: tools/mtmd's names, as convert_hf_to_gguf.py writes)
+                      or legacy (examples/llava's converters, which llama.cpp's older
+                      llama-llava-cli and llama-qwen2vl-cli read; llava and qwen2vl only)
+  --image-size N  --patch-size N  --projection-dim N
+                      override the preset's shape, as --dim, --layers, --heads and --ffn do;
+                      --projection-dim is the language model's width. --type: f32 or f16
 )";
 
 // Flags that shape a model, meaningless for an adapter, and those only an adapter takes.
@@ -114,6 +136,9 @@ constexpr const char* kModelOnly[] = {"--preset",
                                       "--pooling",
                                       "--no-jina-norms"};
 constexpr const char* kAdapterOnly[] = {"--rank", "--alpha"};
+// Flags only a projector takes, and the model's shape flags a projector shares.
+constexpr const char* kProjectorOnly[] = {"--layout", "--image-size", "--patch-size", "--projection-dim"};
+constexpr const char* kProjectorShape[] = {"--dim", "--layers", "--heads", "--ffn"};
 
 // llama.cpp's llama_pooling_type number of a --pooling name.
 int32_t parse_pooling(const std::string& name) {
@@ -205,6 +230,52 @@ void write_model(const pagoda::cli::Args& args, const std::string& output) {
   std::fprintf(stderr, ")\n");
 }
 
+pagoda::ProjectorType parse_family(const std::string& name) {
+  if (name == "llava" || name == "mlp") return pagoda::ProjectorType::LlavaMlp;
+  if (name == "gemma3") return pagoda::ProjectorType::Gemma3;
+  if (name == "qwen2vl" || name == "qwen2vl_merger") return pagoda::ProjectorType::Qwen2VL;
+  if (name == "qwen2.5vl" || name == "qwen2.5vl_merger") return pagoda::ProjectorType::Qwen25VL;
+  throw pagoda::Error("--mmproj family must be llava, gemma3, qwen2vl or qwen2.5vl, got '" + name + "'");
+}
+
+void write_projector(const pagoda::cli::Args& args, const std::string& output, const std::string& what) {
+  const size_t colon = what.find(':');
+  const pagoda::ProjectorType family = parse_family(what.substr(0, colon));
+  pagoda::VisionSynthSpec spec;
+  spec.config =
+      pagoda::find_vision_synth_preset(family, colon == std::string::npos ? "tiny" : what.substr(colon + 1)).config;
+  pagoda::VisionConfig& c = spec.config;
+  c.image_size = args.number("--image-size", c.image_size);
+  c.patch_size = args.number("--patch-size", c.patch_size);
+  c.dim = args.number("--dim", c.dim);
+  c.n_layers = args.number("--layers", c.n_layers);
+  c.n_heads = args.number("--heads", c.n_heads);
+  c.ffn_dim = args.number("--ffn", c.ffn_dim);
+  c.projection_dim = args.number("--projection-dim", c.projection_dim);
+  if (!c.full_attention_layers.empty()) {
+    // The preset's period of full-attention blocks, over however many blocks there are.
+    const int32_t period = c.full_attention_layers[0] + 1;
+    c.full_attention_layers.clear();
+    for (int32_t l = period - 1; l < c.n_layers; l += period) c.full_attention_layers.push_back(l);
+  }
+  const std::string layout = args.get("--layout", "current");
+  if (layout != "current" && layout != "legacy")
+    throw pagoda::Error("--layout must be current or legacy, got '" + layout + "'");
+  spec.layout = layout == "legacy" ? pagoda::ProjectorLayout::Legacy : pagoda::ProjectorLayout::Current;
+  const std::string type = args.get("--type", "f32");
+  if (type != "f32" && type != "f16")
+    throw pagoda::Error("--type for a projector must be f32 or f16, got '" + type + "'");
+  spec.type = type == "f16" ? pagoda::GgmlType::F16 : pagoda::GgmlType::F32;
+  spec.seed = args.number<uint64_t>("--seed", 1);
+
+  c = pagoda::write_synth_projector(output, spec);
+  std::fprintf(stderr,
+               "pagoda-synth: wrote %s (%s projector, %s layout, image %d, patch %d, dim %d, %d blocks, %d heads, "
+               "FFN %d, projecting to %d, %s)\n",
+               output.c_str(), pagoda::projector_type_name(c.projector), layout.c_str(), c.image_size, c.patch_size,
+               c.dim, c.n_layers, c.n_heads, c.ffn_dim, c.projection_dim, type.c_str());
+}
+
 void write_adapter(const pagoda::cli::Args& args, const std::string& output, const std::string& base_path) {
   // Loading the whole base model also proves it is one the engine can serve the adapter on.
   const pagoda::ModelConfig base = pagoda::load_model(base_path).config;
@@ -230,7 +301,8 @@ int main(int argc, char** argv) {
                      "--seed",           "--lora-for",     "--rank",          "--alpha",      "--rope-dim",
                      "--sliding-window", "--attn-softcap", "--final-softcap", "--longrope",   "--rope-attn-factor",
                      "--experts",        "--experts-used", "--expert-ffn",    "--shared-ffn", "--attn-output-scale",
-                     "--pooling"},
+                     "--pooling",        "--mmproj",       "--layout",        "--image-size", "--patch-size",
+                     "--projection-dim"},
         {"--tied", "--rope-freqs", "--no-jina-norms", "--help"}, {{"-o", "--output"}});
     if (args.has("--help")) {
       std::cout << kUsage;
@@ -240,7 +312,22 @@ int main(int argc, char** argv) {
     if (!output) throw pagoda::Error("-o FILE is required (see --help)");
 
     const std::optional<std::string> lora_for = args.get("--lora-for");
+    const std::optional<std::string> mmproj = args.get("--mmproj");
     using Flags = std::span<const char* const>;
+    if (mmproj) {
+      const std::set<std::string> shared(std::begin(kProjectorShape), std::end(kProjectorShape));
+      for (Flags table : {Flags(kModelOnly), Flags(kAdapterOnly)}) {
+        for (const char* flag : table) {
+          if (args.has(flag) && !shared.count(flag))
+            throw pagoda::Error(std::string(flag) + " does not apply with --mmproj");
+        }
+      }
+      if (lora_for) throw pagoda::Error("--lora-for does not apply with --mmproj");
+      write_projector(args, *output, *mmproj);
+      return 0;
+    }
+    for (const char* flag : kProjectorOnly)
+      if (args.has(flag)) throw pagoda::Error(std::string(flag) + " needs --mmproj");
     for (const char* flag : lora_for ? Flags(kModelOnly) : Flags(kAdapterOnly)) {
       if (args.has(flag)) {
         throw pagoda::Error(std::string(flag) + (lora_for ? " does not apply with" : " needs") + " --lora-for");
