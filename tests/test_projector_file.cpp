@@ -123,6 +123,30 @@ TEST(ProjectorFile, TheTinyPresetsStateWhatEachFamilyNeeds) {
   EXPECT_EQ(qwen25.activation, VisionActivation::Silu);
 }
 
+TEST(ProjectorFile, TheFullPresetsHaveTheRealEncodersShapes) {
+  struct Shape {
+    P family;
+    int32_t image, dim, ffn, heads, layers, out;
+  };
+  for (const Shape& s :
+       {Shape{P::LlavaMlp, 336, 1024, 4096, 16, 24, 4096}, Shape{P::Gemma3, 896, 1152, 4304, 16, 27, 2560},
+        Shape{P::Qwen2VL, 560, 1280, 5120, 16, 32, 1536}, Shape{P::Qwen25VL, 560, 1280, 3420, 16, 32, 2048}}) {
+    const VisionConfig& c = find_vision_synth_preset(s.family, "full").config;
+    SCOPED_TRACE(family_name(s.family));
+    EXPECT_EQ(c.image_size, s.image);
+    EXPECT_EQ(c.patch_size, 14);
+    EXPECT_EQ(c.dim, s.dim);
+    EXPECT_EQ(c.ffn_dim, s.ffn);
+    EXPECT_EQ(c.n_heads, s.heads);
+    EXPECT_EQ(c.n_layers, s.layers);
+    EXPECT_EQ(c.projection_dim, s.out);
+  }
+  EXPECT_EQ(find_vision_synth_preset(P::Gemma3, "full").config.tokens_per_image, 256);
+  EXPECT_EQ(find_vision_synth_preset(P::Qwen25VL, "full").config.full_attention_layers,
+            (std::vector<int32_t>{7, 15, 23, 31}));
+  test::expect_error_containing([] { find_vision_synth_preset(P::Gemma3, "huge"); }, "known: tiny, full");
+}
+
 TEST(ProjectorFile, WeightsAreTheOnesWrittenWithTheFfnTheRightWayRoundInBothLayouts) {
   for (P family : {P::LlavaMlp, P::Qwen2VL}) {
     SCOPED_TRACE(family_name(family));
