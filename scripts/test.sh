@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, builds and runs the whole test suite: every test in the Release build, every test
 # again under AddressSanitizer + UBSan, and the concurrency tests (engine, embeddings, actors, page pool,
-# encoder engine, prefix cache, KV groups, the disk tier, model-file faults, the SIGBUS guard, the server's worker pool) under
+# encoder engine, prefix cache, KV groups, the disk tier, images, model-file faults, the SIGBUS guard, the server's worker pool) under
 # ThreadSanitizer (the tsan test preset selects them), then every libFuzzer harness for a
 # bounded time (scripts/fuzz.sh; PAGODA_FUZZ_SECONDS each, 45 by default).
 set -euo pipefail
@@ -21,7 +21,7 @@ cmake --build --preset asan -j "$jobs"
 ctest --preset asan
 
 cmake --preset tsan -DPAGODA_WERROR=ON
-cmake --build --preset tsan -j "$jobs" --target test_engine test_engine_lora test_engine_embed test_encoder_engine test_page_pool test_actors test_prefix_pool test_prefix_churn test_kv_groups test_faults_mapping test_worker_pool test_disk_tier pagoda-generate
+cmake --build --preset tsan -j "$jobs" --target test_engine test_engine_lora test_engine_embed test_encoder_engine test_page_pool test_actors test_prefix_pool test_prefix_churn test_kv_groups test_faults_mapping test_worker_pool test_disk_tier test_engine_images pagoda-generate
 ctest --preset tsan
 
 bash scripts/fuzz.sh "${PAGODA_FUZZ_SECONDS:-45}"
