@@ -118,16 +118,12 @@ ImagePrompt lay_out_images(const Request& request, const VisionModel& vision, co
   std::vector<int32_t> at;
   if (request.prompt_ids.empty()) {
     if (request.image_marker.empty()) refuse("images in a text prompt need a non-empty image_marker");
-    const std::string_view prompt = request.prompt;
-    size_t from = 0;
-    for (;;) {
-      const size_t marker = prompt.find(request.image_marker, from);
-      const std::string_view piece = prompt.substr(from, marker == std::string_view::npos ? marker : marker - from);
-      const std::vector<int32_t> ids = tokenizer.encode(piece, from == 0 && tokenizer.add_bos(), request.parse_special);
+    const std::vector<ChatPrompt> pieces = split_at_marker(ChatPrompt{request.prompt, {}}, request.image_marker);
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      if (k > 0) at.push_back(int32_t(text.size()));
+      const std::vector<int32_t> ids =
+          tokenizer.encode(pieces[k].text, k == 0 && tokenizer.add_bos(), request.parse_special);
       text.insert(text.end(), ids.begin(), ids.end());
-      if (marker == std::string_view::npos) break;
-      at.push_back(int32_t(text.size()));
-      from = marker + request.image_marker.size();
     }
     if (at.size() != request.images.size()) {
       refuse("the prompt has " + std::to_string(at.size()) + " image markers ('" + request.image_marker + "') for " +
