@@ -68,8 +68,14 @@ void DecodeScheduler::step() {
     batch_.entries.clear();
     for (const Planned& p : planned) {
       Sequence& s = *p.seq;
+      if (s.image_grids.size() != s.images.size()) {
+        s.image_grids.clear();
+        for (const SequenceImage& image : s.images)
+          s.image_grids.push_back({image.position, image.grid_rows, image.grid_cols});
+      }
       if (!s.spec.rows.empty()) {  // a speculating decode: a logits row for every guess too
         batch_.entries.push_back({s.spec.rows, s.n_cached, &s.table, true, s.lora.get(), true});
+        batch_.entries.back().image_grids = s.image_grids;
         continue;
       }
       if (s.embedding) {  // its rows of final hidden states, as its pooling needs them
@@ -83,6 +89,7 @@ void DecodeScheduler::step() {
       batch_.entries.push_back({std::span<const int32_t>(s.tokens).subspan(s.n_cached, p.n_tokens), s.n_cached,
                                 &s.table, last_chunk, s.lora.get(), scoring});
       batch_.entries.back().embeddings = s.image_runs;
+      batch_.entries.back().image_grids = s.image_grids;
     }
     try {
       runner_.forward(batch_, kv_, logits_, hidden_);

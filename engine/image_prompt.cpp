@@ -46,6 +46,8 @@ SequenceImage prepare(const RequestImage& image, size_t index, const VisionModel
     PreprocessedImage pre = preprocess_image(rgb, vision.config);
     SequenceImage out;
     out.tokens = pre.tokens();
+    out.grid_rows = pre.token_rows;
+    out.grid_cols = pre.token_cols;
     out.hash = pixels_hash(pre.pixels);
     out.pixels = std::make_shared<const PixelPlanes>(std::move(pre.pixels));
     return out;
@@ -66,11 +68,15 @@ std::unique_ptr<VisionModel> load_vision(const EngineConfig& c, const Model& mod
                 " wide but the model's embeddings are " + std::to_string(model.config.dim) +
                 ": the projector is not this model's");
   }
-  if (v.projector != ProjectorType::LlavaMlp) {
-    // Gemma 3's images attend both ways within the image, and Qwen2-VL's language model places
-    // them with M-RoPE: neither is in the forward pass yet.
+  const bool qwen = v.projector == ProjectorType::Qwen2VL || v.projector == ProjectorType::Qwen25VL;
+  if (qwen && !model.config.has_mrope()) {
+    throw Error(c.mmproj_path + ": Qwen2-VL's images are placed by M-RoPE positions, which " + model.path + " (" +
+                architecture_name(model.config.arch) + ") does not have: pair it with its qwen2vl language model");
+  }
+  if (v.projector == ProjectorType::Gemma3) {
+    // Gemma 3's images attend both ways within the image, which the forward pass does not yet.
     throw Error(c.mmproj_path + ": " + projector_type_name(v.projector) +
-                " projectors are read but not yet run by the engine (mlp, LLaVA's, is)");
+                " projectors are read but not yet run by the engine (mlp and the Qwen2-VL mergers are)");
   }
   return vision;
 }

@@ -25,6 +25,8 @@ constexpr const char* kUsage = R"(usage: pagoda-generate -m MODEL (--prompt TEXT
   -m, --model PATH        GGUF file, or llama2.c checkpoint (.bin)
   --tokenizer PATH        llama2.c tokenizer.bin (default: tokenizer.bin beside the checkpoint)
   --prompt TEXT           one prompt
+  --special               control tokens written in the prompts ("<|im_start|>") become their
+                          ids, as llama-cli reads a prompt (default: they are ordinary text)
   --prompts FILE          JSON lines with a "prompt" field; optional per-line "max_tokens" and
                           "max_positions" (llama2.c's steps: prompt + generated positions)
   -n, --max-tokens N      new tokens at most (default: up to the context length)
@@ -94,7 +96,7 @@ int main(int argc, char** argv) {
         argc, argv,
         pagoda::cli::flag_set({kOwnFlags, pagoda::cli::kSamplingFlags, pagoda::cli::kSpeculativeFlags,
                                pagoda::cli::kGrammarFlags, pagoda::cli::kKvTierFlags}),
-        {"--help", "--no-mmap", "--spec-ngram"}, {{"-n", "--max-tokens"}});
+        {"--help", "--no-mmap", "--spec-ngram", "--special"}, {{"-n", "--max-tokens"}});
     if (args.has("--help")) {
       std::cout << kUsage << pagoda::cli::kGrammarUsage << pagoda::cli::kSpeculativeUsage << pagoda::cli::kKvTierUsage;
       return 0;
@@ -136,11 +138,13 @@ int main(int argc, char** argv) {
     // Every prompt is submitted at once and runs in the same continuous batch.
     std::vector<pagoda::RequestHandle> handles;
     std::vector<std::vector<int32_t>> prompts;
+    const bool special = args.has("--special");
     for (const Job& job : jobs) {
       pagoda::Request r;
       if (images.empty()) {
-        r.prompt_ids = engine.tokenize(job.prompt, engine.add_bos());
+        r.prompt_ids = engine.tokenize(job.prompt, engine.add_bos(), special);
       } else {
+        r.parse_special = special;
         // The engine lays the images out; the positions they take count against the context.
         r.prompt = job.prompt;
         if (r.prompt.find(r.image_marker) == std::string::npos) {

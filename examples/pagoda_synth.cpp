@@ -1,4 +1,4 @@
-// pagoda-synth: writes a random-weight model (llama, qwen2, qwen3, gemma2, gemma3, phi3,
+// pagoda-synth: writes a random-weight model (llama, qwen2, qwen2vl, qwen3, gemma2, gemma3, phi3,
 // qwen2moe, qwen3moe, or llama with experts; the bert, nomic-bert and jina-bert-v2 encoders),
 // a random LoRA adapter for one, or a random vision projector (mmproj) file, as GGUF,
 // deterministic from a seed.
@@ -45,7 +45,8 @@ projector into a language model's embeddings).
                       family's vocabulary from --vocab-dir: qwen2.5-0.5b, llama-3.2-1b,
                       qwen2.5-3b, llama-3.2-3b, llama-3.1-8b, qwen3-8b, qwen3-30b-a3b
   --vocab-dir DIR     where the presets' vocabularies are (../shared/vocab)
-  --arch NAME         llama (the small presets'), qwen2 (Q/K/V biases, NEOX RoPE), qwen3 (Q/K norms,
+  --arch NAME         llama (the small presets'), qwen2 (Q/K/V biases, NEOX RoPE), qwen2vl (qwen2
+                      with M-RoPE, its sections Qwen2-VL's split of the head), qwen3 (Q/K norms,
                       NEOX RoPE), gemma2 (post-norms, GeGLU, soft-capping 50/30 and window 4096
                       unless given), gemma3 (Q/K norms, 5 sliding layers to 1 global), phi3 (fused
                       QKV and gate|up), qwen2moe (experts and a shared expert), qwen3moe; llama

@@ -8,6 +8,9 @@ namespace pagoda::kernels {
 
 namespace {
 
+// Rotated values per head that apply_sections gathers on the stack; ModelConfig caps heads at 1024.
+constexpr int kMaxRotatedDims = 1024;
+
 // cos/sin of each of the rotated pairs' angles at `pos`, interleaved.
 void angles(int pos, const RopeParams& p, float* cos_sin) {
   const int n = p.rotated_dims();
@@ -59,6 +62,26 @@ RopeTable::RopeTable(int max_positions, const RopeParams& params)
 void RopeTable::apply(float* x, int n_heads, int pos) const {
   assert(pos >= 0 && pos < max_positions_);
   rotate(x, n_heads, head_dim_, rot_dim_, style_, &cos_sin_[std::size_t(pos) * rot_dim_]);
+}
+
+void RopeTable::apply_sections(float* x, int n_heads, const std::array<int32_t, 4>& positions,
+                               const std::array<int32_t, 4>& sections) const {
+  const int half = rot_dim_ / 2;
+  const int period = sections[0] + sections[1] + sections[2] + sections[3];
+  assert(period > 0);
+  // Each pair's cos/sin from its section's row of the table, gathered once for all heads.
+  float cos_sin[kMaxRotatedDims];
+  assert(rot_dim_ <= kMaxRotatedDims);
+  for (int i = 0; i < half; ++i) {
+    int sector = i % period, k = 0;
+    while (sector >= sections[size_t(k)]) sector -= sections[size_t(k++)];
+    const int pos = positions[size_t(k)];
+    assert(pos >= 0 && pos < max_positions_);
+    const float* row = &cos_sin_[std::size_t(pos) * rot_dim_];
+    cos_sin[2 * i] = row[2 * i];
+    cos_sin[2 * i + 1] = row[2 * i + 1];
+  }
+  rotate(x, n_heads, head_dim_, rot_dim_, style_, cos_sin);
 }
 
 }  // namespace pagoda::kernels

@@ -13,6 +13,8 @@
 // and RopeTable give identical bits on every ISA, and a token's rotation depends only on its
 // position (the same table whatever the batch).
 
+#include <array>
+#include <cstdint>
 #include <vector>
 
 namespace pagoda::kernels {
@@ -44,6 +46,13 @@ class RopeTable {
 
   // Same as rope(x, n_heads, pos, params); pos < max_positions().
   void apply(float* x, int n_heads, int pos) const;
+
+  // Multimodal RoPE (M-RoPE, Qwen2-VL): pair i turns by positions[k], k the section that
+  // i mod (the sum of `sections`) falls in, sections being consecutive pair counts; the same
+  // angles as apply() at that position, so equal positions give apply()'s bits. Every position
+  // < max_positions().
+  void apply_sections(float* x, int n_heads, const std::array<int32_t, 4>& positions,
+                      const std::array<int32_t, 4>& sections) const;
 
  private:
   int max_positions_;

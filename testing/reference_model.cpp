@@ -32,12 +32,21 @@ void add(float* x, const std::vector<float>& bias) {
 // RoPE written out plainly: pair i of the first n = rotated_dims values of each head turns by
 // pos · freq_scale · theta^(-2i/n) / factor[i] (theta and scale the layer's), its cos and sin
 // times the attention factor; its two values are adjacent (llama) or n/2 apart (NEOX).
-void rope(float* v, int n_heads, int head_dim, int pos, int layer, const ModelConfig& c,
+// With M-RoPE, pair i takes the position of the section (a run of rope_sections[k] pairs,
+// repeating) it falls in.
+void rope(float* v, int n_heads, int head_dim, const std::array<int32_t, 4>& positions, int layer, const ModelConfig& c,
           const std::vector<float>& factors) {
   const bool neox = c.rope_style() == kernels::RopeStyle::Neox;
   const int n = c.rotated_dims();
+  const std::array<int32_t, 4>& s = c.rope_sections;
   for (int h = 0; h < n_heads; ++h) {
     for (int i = 0; i < n / 2; ++i) {
+      int section = 0;
+      if (c.has_mrope()) {
+        const int j = i % (s[0] + s[1] + s[2] + s[3]);
+        section = j < s[0] ? 0 : j < s[0] + s[1] ? 1 : j < s[0] + s[1] + s[2] ? 2 : 3;
+      }
+      const int pos = positions[size_t(section)];
       double freq = double(c.layer_rope_freq_scale(layer)) /
                     std::pow(double(c.layer_rope_theta(layer)), double(2 * i) / double(n));
       if (!factors.empty()) freq /= double(factors[size_t(i)]);
@@ -111,6 +120,11 @@ ReferenceModel::ReferenceModel(const Model& model) : model_(model) {
 }
 
 const std::vector<float>& ReferenceModel::forward(int32_t token, int32_t pos) {
+  return forward(token, pos, nullptr, {pos, pos, pos, 0});
+}
+
+const std::vector<float>& ReferenceModel::forward(int32_t token, int32_t pos, const float* row,
+                                                  const std::array<int32_t, 4>& rope_positions) {
   const ModelConfig& c = model_.config;
   const ModelWeights& w = model_.weights;
   if (pos != next_pos_) throw Error("ReferenceModel: position " + std::to_string(pos) + " fed out of order");
@@ -119,8 +133,12 @@ const std::vector<float>& ReferenceModel::forward(int32_t token, int32_t pos) {
   next_pos_ = pos + 1;
 
   const int dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), head_dim = c.head_dim();
-  w.token_embd.dequantize_row(token, x_.data());
-  for (float& x : x_) x *= c.embedding_scale();
+  if (row) {
+    std::copy_n(row, c.dim, x_.data());
+  } else {
+    w.token_embd.dequantize_row(token, x_.data());
+    for (float& x : x_) x *= c.embedding_scale();
+  }
 
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
@@ -141,8 +159,8 @@ const std::vector<float>& ReferenceModel::forward(int32_t token, int32_t pos) {
       for (int h = 0; h < c.n_kv_heads; ++h)
         rmsnorm(k + h * head_dim, k + h * head_dim, lw.attn_k_norm.data(), head_dim, c.norm_eps);
     }
-    rope(q_.data(), c.n_heads, head_dim, pos, l, c, w.rope_freqs);
-    rope(k, c.n_kv_heads, head_dim, pos, l, c, w.rope_freqs);
+    rope(q_.data(), c.n_heads, head_dim, rope_positions, l, c, w.rope_freqs);
+    rope(k, c.n_kv_heads, head_dim, rope_positions, l, c, w.rope_freqs);
 
     // A sliding layer sees the last sliding_window positions; scores may be soft-capped.
     const int first = c.is_sliding(l) ? std::max(0, pos - c.sliding_window + 1) : 0;

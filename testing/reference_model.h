@@ -4,6 +4,7 @@
 // every matrix to f32 once and computes in f32: the "dequantize-then-fp32" path that the quantized kernels are compared
 // with.
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +19,11 @@ class ReferenceModel {
   // Runs `token` at position `pos` (positions must be fed in order from 0) and returns the
   // logits over the vocabulary.
   const std::vector<float>& forward(int32_t token, int32_t pos);
+
+  // forward(token, pos) with, when `row` is set, its dim floats (an image's row, unscaled) in
+  // place of the token's embedding, and for an M-RoPE model the rotary positions `rope`
+  // (temporal, height, width, extra) in place of pos.
+  const std::vector<float>& forward(int32_t token, int32_t pos, const float* row, const std::array<int32_t, 4>& rope);
 
   // The last forward's final hidden state after the output norm (dim floats), which the
   // logits are the classifier of: what an embedding pools.

@@ -1,6 +1,7 @@
 #include "testing/synth.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 #include <span>
@@ -404,6 +405,7 @@ void write_decoder_keys(GgufWriter& w, const ModelConfig& c, const SynthSpec& sp
   }
   w.set_u32(key("rope.dimension_count"), uint32_t(c.rotated_dims()));
   w.set_f32(key("rope.freq_base"), c.rope_theta);
+  if (c.has_mrope()) w.set_i32_array(key("rope.dimension_sections"), {c.rope_sections.begin(), c.rope_sections.end()});
   if (spec.longrope) {
     w.set_f32(key("rope.scaling.attn_factor"), c.rope_attn_factor);
     w.set_u32(key("rope.scaling.original_context_length"), uint32_t(c.rope_original_context));
@@ -496,6 +498,11 @@ ModelConfig write_synth_model(const std::string& path, const SynthSpec& given) {
     } else {
       write_synth_vocab(w, c.vocab_size, rng);
     }
+  }
+  if (c.has_mrope() && c.rope_sections == std::array<int32_t, 4>{}) {
+    // Unless given, Qwen2-VL's split ([16, 24, 24] of 64 pairs) scaled to the head.
+    const int32_t pairs = c.rotated_dims() / 2;
+    c.rope_sections = {pairs / 4, pairs * 3 / 8, pairs - pairs / 4 - pairs * 3 / 8, 0};
   }
   c.validate("synthetic model");
   // Another decoder with rank pooling gets the key alone: a file that claims a head it lacks.

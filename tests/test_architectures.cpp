@@ -50,6 +50,8 @@ const Variant kVariants[] = {
     {"llama", Architecture::Llama},
     {"llama31", Architecture::Llama, 0, true, true, 0.5f},  // frequency factors, tied, linear scaling ×2
     {"qwen2", Architecture::Qwen2, 0, false, true},
+    // M-RoPE of sections 2, 3, 3 over the 8 pairs: text turns every section by one position.
+    {"qwen2vl", Architecture::Qwen2VL, 0, false, true},
     {"qwen3", Architecture::Qwen3, 32, false, true},  // head_dim 32 with dim 64 and 4 heads
     // Half of each head rotated (adjacent pairs), with frequency factors for those pairs.
     {"llama_partial_rope", Architecture::Llama, 0, true, false, 1.0f, [](SynthSpec& s) { s.config.rope_dim = 8; }},
@@ -146,6 +148,9 @@ TEST_P(Architectures, LoadsWithItsHyperparameters) {
   EXPECT_EQ(c.n_experts, want.config.n_experts);
   EXPECT_EQ(c.n_experts_used, want.config.n_experts_used);
   EXPECT_EQ(c.rope_attn_factor, want.longrope ? want.config.rope_attn_factor : 1.0f);
+  const std::array<int32_t, 4> sections =
+      v.arch == Architecture::Qwen2VL ? std::array{2, 3, 3, 0} : std::array{0, 0, 0, 0};
+  EXPECT_EQ(c.rope_sections, sections);
   const LayerWeights& l = m.weights.layers[1];
   EXPECT_EQ(l.attn_q_bias.size(), c.has_qkv_bias() ? size_t(c.q_dim()) : 0u);
   EXPECT_EQ(l.attn_v_bias.size(), c.has_qkv_bias() ? size_t(c.kv_dim()) : 0u);
@@ -490,13 +495,33 @@ TEST(ArchitectureErrors, UnknownArchitecture) {
 }
 
 TEST(ArchitectureErrors, Qwen2MissingABias) {
-  expect_load_error(rewrite(synth_variant(kVariants[2]), "no-bias.gguf", {{}, "blk.1.attn_k.bias"}),
+  expect_load_error(rewrite(synth_variant(variant_named("qwen2")), "no-bias.gguf", {{}, "blk.1.attn_k.bias"}),
                     "tensor 'blk.1.attn_k.bias' is missing");
 }
 
 TEST(ArchitectureErrors, Qwen3MissingAQkNorm) {
-  expect_load_error(rewrite(synth_variant(kVariants[3]), "no-q-norm.gguf", {{}, "blk.0.attn_q_norm.weight"}),
+  expect_load_error(rewrite(synth_variant(variant_named("qwen3")), "no-q-norm.gguf", {{}, "blk.0.attn_q_norm.weight"}),
                     "tensor 'blk.0.attn_q_norm.weight' is missing");
+}
+
+TEST(ArchitectureErrors, Qwen2VLWithoutSectionsThatFitItsHeads) {
+  auto sections = [](std::vector<int32_t> v) {
+    GgufArray a{GgufType::INT32, {}};
+    for (int32_t x : v) a.items.emplace_back(x);
+    return GgufValue(std::move(a));
+  };
+  const std::string qwen2vl = synth_variant(variant_named("qwen2vl"));  // 8 rotated pairs
+  expect_load_error(
+      rewrite(qwen2vl, "wide-sections.gguf", {{{"qwen2vl.rope.dimension_sections", sections({4, 4, 4})}}}),
+      "the M-RoPE sections (12 pairs) exceed the 8 rotated pairs of a head");
+  expect_load_error(
+      rewrite(qwen2vl, "five-sections.gguf", {{{"qwen2vl.rope.dimension_sections", sections({1, 1, 1, 1, 1})}}}),
+      "holds 5 values, not 1 to 4");
+  expect_load_error(rewrite(qwen2vl, "text-sections.gguf",
+                            {{{"qwen2vl.rope.dimension_sections", GgufValue(std::string("16,24,24"))}}}),
+                    "qwen2vl.rope.dimension_sections");
+  expect_load_error(rewrite(qwen2vl, "zero-sections.gguf", {{{"qwen2vl.rope.dimension_sections", sections({0, 0})}}}),
+                    "M-RoPE needs rope.dimension_sections with some pairs");
 }
 
 TEST(ArchitectureErrors, BadExpertMetadata) {
@@ -573,7 +598,7 @@ TEST(ArchitectureErrors, RopeScalingTypes) {
 }
 
 TEST(ArchitectureErrors, AdapterForAnotherArchitecture) {
-  const Model qwen2 = load_model(synth_variant(kVariants[2]));
+  const Model qwen2 = load_model(synth_variant(variant_named("qwen2")));
   const Model llama = load_model(synth_variant(kVariants[0]));
   LoraSynthSpec spec;
   const std::string path = test::scratch_path("llama-adapter.gguf");

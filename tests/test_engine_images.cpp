@@ -15,6 +15,7 @@
 #include "pagoda/error.h"
 #include "support/batch_driver.h"
 #include "support/test_support.h"
+#include "testing/synth.h"
 #include "testing/vision_synth.h"
 
 namespace pagoda {
@@ -221,6 +222,109 @@ TEST(EngineImages, ShutdownWithImageRequestsInFlightResolvesEveryFutureAndFreesE
     EXPECT_TRUE(c.finish_reason == FinishReason::Cancelled || c.finish_reason == FinishReason::Length);
   }
   EXPECT_EQ(engine.metrics().kv_pages_used, 0);
+}
+
+// A tiny Qwen2-VL pair: a random qwen2vl (M-RoPE) of width 96 with Qwen2's vocabulary, which
+// holds the vision tokens, and a random Qwen2-VL projector into it; or the same model as plain
+// qwen2 (no M-RoPE).
+std::string qwen2vl_model(const std::string& vocab, Architecture arch) {
+  SynthSpec spec;
+  spec.config = test::tiny_gqa_config();
+  spec.config.arch = arch;
+  spec.config.dim = 96, spec.config.n_heads = 6, spec.config.context_length = 512;
+  spec.vocab_path = vocab;
+  spec.seed = 21;
+  const std::string path = test::scratch_path(std::string(architecture_name(arch)) + "-vision-lm.gguf");
+  write_synth_model(path, spec);
+  return path;
+}
+
+EngineConfig qwen2vl_config(const std::string& vocab, Architecture arch = Architecture::Qwen2VL) {
+  EngineConfig c = vision_config();
+  c.model_path = qwen2vl_model(vocab, arch);
+  c.mmproj_path = test::scratch_path("qwen2vl-mmproj.gguf");
+  VisionSynthSpec spec;
+  spec.config = find_vision_synth_preset(ProjectorType::Qwen2VL, "tiny").config;
+  spec.config.projection_dim = 96;
+  spec.seed = 22;
+  write_synth_projector(c.mmproj_path, spec);
+  return c;
+}
+
+TEST(EngineImagesQwen2VL, TheEncodersRowsStandOnTheirGridsMRopePositions) {
+  PAGODA_SHARED_OR_SKIP(vocab, "vocab/ggml-vocab-qwen2.gguf");
+  const EngineConfig config = qwen2vl_config(vocab);
+  Engine engine(config);
+  Request r = image_request(png_file(90, 60, 6), 6);  // smart-resized to 84×56: 2×3 merged rows
+  r.sampling.temperature = 0.0f;
+  const Completion got = engine.submit(r).get();
+  ASSERT_EQ(got.finish_reason, FinishReason::Length) << got.error;
+
+  // By hand: the encoder's rows between <|vision_start|> and <|vision_end|>, on their grid.
+  const Model model = load_model(config.model_path);
+  const VisionModel vision = load_projector(config.mmproj_path);
+  ModelRunner runner(model, 2);
+  VisionEncoder encoder(vision, runner.arena());
+  const PreprocessedImage pre = preprocess_image(
+      decode_image(std::as_bytes(std::span(r.images[0].data.data(), r.images[0].data.size()))), vision.config);
+  ASSERT_EQ(pre.token_rows, 2);
+  ASSERT_EQ(pre.token_cols, 3);
+  std::vector<float> rows;
+  std::vector<int32_t> counts;
+  const PixelPlanes* input = &pre.pixels;
+  encoder.encode(std::span(&input, 1), rows, counts);
+  std::vector<int32_t> prompt = model.tokenizer.encode("A picture: ", false);
+  prompt.push_back(model.tokenizer.find_piece("<|vision_start|>"));
+  const auto image_at = int32_t(prompt.size());
+  prompt.insert(prompt.end(), size_t(counts[0]), model.tokenizer.find_piece("<|image_pad|>"));
+  prompt.push_back(model.tokenizer.find_piece("<|vision_end|>"));
+  const std::vector<int32_t> rest = model.tokenizer.encode(" What is in it?", false);
+  prompt.insert(prompt.end(), rest.begin(), rest.end());
+  EXPECT_EQ(got.prompt_tokens, int32_t(prompt.size()));
+  PagePool pool(KvLayout::for_model(model.config, 16), 256);
+  std::vector<test::DrivenSequence> seqs;
+  seqs.emplace_back(prompt, int32_t(prompt.size()) + 5, -1, 16);
+  seqs.back().embeddings = {{image_at, counts[0], rows.data()}};
+  seqs.back().image_grids = {{image_at, 2, 3}};
+  test::run_together(runner, pool, seqs, 64);
+  EXPECT_EQ(seqs[0].generated(), got.token_ids);
+}
+
+TEST(EngineImagesQwen2VL, AnImageRequestsAnswerDoesNotDependOnWhatSharesItsSteps) {
+  PAGODA_SHARED_OR_SKIP(vocab, "vocab/ggml-vocab-qwen2.gguf");
+  const std::string a = png_file(120, 70, 7);
+  std::vector<Completion> alone;
+  {
+    Engine engine(qwen2vl_config(vocab));
+    alone = test::run_all(engine, {image_request(a)});
+  }
+  EngineConfig c = qwen2vl_config(vocab);
+  c.max_tokens_per_step = 16;  // the image's rows come over several chunks
+  c.prefill_chunk = 5;
+  Engine engine(c);
+  std::vector<Request> mixed;
+  for (uint32_t i = 0; i < 4; ++i) {
+    Request other = image_request(png_file(60 + int32_t(i) * 30, 90, 30 + i), 6);
+    if (i % 2) {
+      other.images.clear();
+      other.prompt = "text only, number " + std::to_string(i);
+    }
+    mixed.push_back(std::move(other));
+  }
+  mixed.insert(mixed.begin() + 1, image_request(a));
+  const std::vector<Completion> got = test::run_all(engine, mixed);
+  test::expect_same_completions({got[1]}, alone);
+  EXPECT_EQ(engine.metrics().kv_pages_used, 0);
+}
+
+TEST(EngineImagesQwen2VL, AQwenProjectorNeedsAModelWithMRope) {
+  PAGODA_SHARED_OR_SKIP(vocab, "vocab/ggml-vocab-qwen2.gguf");
+  try {
+    Engine engine(qwen2vl_config(vocab, Architecture::Qwen2));
+    ADD_FAILURE() << "a qwen2 model took a Qwen2-VL projector";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("placed by M-RoPE positions"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

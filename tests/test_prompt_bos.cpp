@@ -1,10 +1,12 @@
 // Prompts start with BOS only when the model says so (GGUF tokenizer.ggml.add_bos_token):
 // Qwen's vocabularies say false, and a prompt that starts with their BOS (<|endoftext|>, or
 // llama.cpp's default id 11 when the file names none) reads as the end of a document.
-// Checked through the programs that tokenize prompts themselves.
+// Checked through the programs that tokenize prompts themselves; pagoda-generate reads control
+// tokens written in a prompt as text unless --special says otherwise.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -28,9 +30,10 @@ std::string tiny_model_with_vocab(const std::string& vocab_path, Architecture ar
 }
 
 // pagoda-generate's prompt ids for `prompt` on `model`.
-std::vector<int32_t> generate_prompt_ids(const std::string& model, const std::string& prompt) {
+std::vector<int32_t> generate_prompt_ids(const std::string& model, const std::string& prompt,
+                                         const std::string& flags = "") {
   const test::ProgramRun r =
-      test::run_program("pagoda-generate", "-m " + model + " --prompt '" + prompt + "' --temp 0 -n 2 -t 1");
+      test::run_program("pagoda-generate", "-m " + model + " --prompt '" + prompt + "' --temp 0 -n 2 -t 1 " + flags);
   EXPECT_EQ(r.status, 0) << r.output;
   const size_t at = r.output.find("\n{");  // the JSON line, after the load report
   const nlohmann::json line =
@@ -64,6 +67,22 @@ TEST(PromptBos, GeneratePutsBosFirstWhenTheVocabularyAsks) {
   EXPECT_EQ(ids, m.tokenizer.encode(prompt, true));
   ASSERT_FALSE(ids.empty());
   EXPECT_EQ(ids.front(), m.tokenizer.bos_id());
+}
+
+TEST(PromptBos, GenerateTurnsWrittenControlTokensIntoIdsOnlyWithSpecial) {
+  PAGODA_SHARED_OR_SKIP(vocab, "vocab/ggml-vocab-qwen2.gguf");
+  const std::string model = tiny_model_with_vocab(vocab, Architecture::Qwen2, "qwen2-vocab.gguf");
+  const Model m = load_model(model);
+  const std::string prompt = "<|im_start|>user";
+  const int32_t im_start = m.tokenizer.find_piece("<|im_start|>");
+  ASSERT_GE(im_start, 0);
+  const std::vector<int32_t> special = generate_prompt_ids(model, prompt, "--special");
+  EXPECT_EQ(special, m.tokenizer.encode(prompt, false, true));
+  ASSERT_FALSE(special.empty());
+  EXPECT_EQ(special.front(), im_start);
+  const std::vector<int32_t> text = generate_prompt_ids(model, prompt);
+  EXPECT_EQ(text, m.tokenizer.encode(prompt, false));
+  EXPECT_EQ(std::count(text.begin(), text.end(), im_start), 0);
 }
 
 }  // namespace

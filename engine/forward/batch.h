@@ -22,6 +22,16 @@ struct EmbeddingRun {
   const float* rows = nullptr;
 };
 
+// Where an image's rows lie on its grid, for M-RoPE models (Qwen2-VL): rows × cols positions from
+// `position`, in raster order. Such a model turns the row at (y, x) by the image's temporal
+// position t and by t + y and t + x; the text after the image goes on from t + max(rows, cols)
+// rather than from t + rows × cols (transformers' get_rope_index).
+struct ImageGrid {
+  int32_t position = 0;
+  int32_t rows = 0;
+  int32_t cols = 0;
+};
+
 struct BatchEntry {
   std::span<const int32_t> tokens;          // the new tokens, at positions n_cached, n_cached+1, ...
   int32_t n_cached = 0;                     // positions already in this sequence's KV cache
@@ -35,6 +45,9 @@ struct BatchEntry {
   // Embedding rows for some of the sequence's positions, sorted and disjoint; runs may reach
   // beyond the new tokens (an image split across prefill chunks): only the new positions are read.
   std::span<const EmbeddingRun> embeddings;
+  // Every image of the sequence, sorted and disjoint: the earlier ones too, since each moves the
+  // rotary positions of all that follows it. Only M-RoPE models read them.
+  std::span<const ImageGrid> image_grids;
 };
 
 struct Batch {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "engine/forward/compute_arena.h"
+#include "engine/forward/mrope_positions.h"
 #include "engine/forward/pack_weights.h"
 #include "engine/gguf/ggml_types.h"
 #include "kernels/attention.h"
@@ -171,6 +172,15 @@ void ModelRunner::validate(const Batch& batch, const KvView& kv) const {
         throw Error("forward: embedding runs must be non-empty, hold rows, and be sorted and disjoint");
       }
     }
+    for (size_t g = 0; g < e.image_grids.size(); ++g) {
+      const ImageGrid& grid = e.image_grids[g];
+      const ImageGrid* before = g > 0 ? &e.image_grids[g - 1] : nullptr;
+      if (grid.rows <= 0 || grid.cols <= 0 || grid.position < 0 || grid.rows > c.context_length ||
+          grid.cols > c.context_length || int64_t(grid.rows) * grid.cols > c.context_length ||
+          (before && grid.position < int64_t(before->position) + int64_t(before->rows) * before->cols)) {
+        throw Error("forward: image grids must be non-empty, fit the context, and be sorted and disjoint");
+      }
+    }
     for (int32_t t : e.tokens) {
       if (t < 0 || t >= c.vocab_size)
         throw Error("forward: token id " + std::to_string(t) + " is outside the vocabulary");
@@ -181,6 +191,7 @@ void ModelRunner::validate(const Batch& batch, const KvView& kv) const {
 void ModelRunner::prepare(const Batch& batch) {
   tokens_.clear();
   entry_start_.clear();
+  mrope_positions_.clear();
   logit_rows_.clear();
   hidden_rows_.clear();
   attention_work_ = 0.0;
@@ -189,6 +200,7 @@ void ModelRunner::prepare(const Batch& batch) {
     entry_start_.push_back(int32_t(tokens_.size()));
     for (int32_t i = 0; i < int32_t(entry.tokens.size()); ++i) {
       tokens_.push_back({e, entry.n_cached + i});
+      if (model_.config.has_mrope()) mrope_positions_.push_back(mrope_position(entry.image_grids, entry.n_cached + i));
       attention_work_ += 2.0 * (entry.n_cached + i + 1) * model_.config.n_heads * model_.config.head_dim();
     }
     std::vector<int32_t>& rows = entry.hidden ? hidden_rows_ : logit_rows_;
@@ -372,8 +384,13 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
         for (int32_t h = 0; h < c.n_kv_heads; ++h)
           kernels::rmsnorm(k + h * head_dim, w.attn_k_norm.data(), k + h * head_dim, head_dim, c.norm_eps);
       }
-      rope.apply(q, c.n_heads, ref.position);
-      rope.apply(k, c.n_kv_heads, ref.position);
+      if (c.has_mrope()) {
+        rope.apply_sections(q, c.n_heads, mrope_positions_[size_t(t)], c.rope_sections);
+        rope.apply_sections(k, c.n_kv_heads, mrope_positions_[size_t(t)], c.rope_sections);
+      } else {
+        rope.apply(q, c.n_heads, ref.position);
+        rope.apply(k, c.n_kv_heads, ref.position);
+      }
       const BlockTable& bt = *batch.entries[ref.entry].block_table;
       const int32_t page = bt.pages(kv_group)[ref.position / tpp];
       const size_t slot = size_t(ref.position % tpp) * kv.layout.row_bytes();

@@ -7,6 +7,7 @@
 // batch, however its prompt was chunked, and whatever the thread count, because every kernel
 // computes each row (and each query token's attention) with a fixed reduction order.
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -114,6 +115,8 @@ class ModelRunner {
   };
   std::vector<TokenRef> tokens_;      // every new token of the step, entry by entry
   std::vector<int32_t> entry_start_;  // first row of each entry in tokens_
+  // M-RoPE models: each token's rotary positions (temporal, height, width, extra).
+  std::vector<std::array<int32_t, 4>> mrope_positions_;
   std::vector<int32_t> logit_rows_;   // rows of tokens_ that need logits
   std::vector<int32_t> hidden_rows_;  // rows of tokens_ that give their final hidden state
   std::vector<float> unused_hidden_;  // forward() without a hidden output: stays empty

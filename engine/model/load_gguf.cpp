@@ -3,6 +3,7 @@
 // hyperparameters from the `ARCH.*` metadata (ARCH = general.architecture); the tensors, by
 // llama.cpp's names, in gguf_layers.cpp.
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -76,6 +77,15 @@ void read_family_keys(const GgufFile& f, const std::string& arch, ModelConfig& c
   }
   if (c.has_shared_expert()) c.shared_ffn_dim = opt_int("expert_shared_feed_forward_length", c.ffn_dim);
   c.pooling_type = opt_int("pooling_type", -1);
+  if (c.has_mrope()) {
+    // Up to four sections, the missing ones 0, as llama.cpp reads them.
+    const std::string sections = key("rope.dimension_sections");
+    if (!f.find(sections)) throw Error(f.path() + ": " + sections + " is missing; M-RoPE needs it");
+    const std::vector<int32_t> v = f.get_int32_array(sections);
+    if (v.empty() || v.size() > c.rope_sections.size())
+      throw Error(f.path() + ": " + sections + " holds " + std::to_string(v.size()) + " values, not 1 to 4");
+    std::copy(v.begin(), v.end(), c.rope_sections.begin());
+  }
 }
 
 // Encoders: attention must be non-causal (ARCH.attention.causal, which llama.cpp requires), and

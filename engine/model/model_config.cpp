@@ -18,6 +18,7 @@ const char* architecture_name(Architecture arch) {
   switch (arch) {
     case Architecture::Llama: return "llama";
     case Architecture::Qwen2: return "qwen2";
+    case Architecture::Qwen2VL: return "qwen2vl";
     case Architecture::Qwen3: return "qwen3";
     case Architecture::Gemma2: return "gemma2";
     case Architecture::Gemma3: return "gemma3";
@@ -33,9 +34,10 @@ const char* architecture_name(Architecture arch) {
 
 Architecture parse_architecture(const std::string& name, const std::string& source) {
   std::string known;
-  for (Architecture a : {Architecture::Llama, Architecture::Qwen2, Architecture::Qwen3, Architecture::Gemma2,
-                         Architecture::Gemma3, Architecture::Phi3, Architecture::Qwen2Moe, Architecture::Qwen3Moe,
-                         Architecture::Bert, Architecture::NomicBert, Architecture::JinaBertV2}) {
+  for (Architecture a :
+       {Architecture::Llama, Architecture::Qwen2, Architecture::Qwen2VL, Architecture::Qwen3, Architecture::Gemma2,
+        Architecture::Gemma3, Architecture::Phi3, Architecture::Qwen2Moe, Architecture::Qwen3Moe, Architecture::Bert,
+        Architecture::NomicBert, Architecture::JinaBertV2}) {
     if (name == architecture_name(a)) return a;
     known += (known.empty() ? "" : ", ") + std::string(architecture_name(a));
   }
@@ -105,6 +107,18 @@ void ModelConfig::validate(const std::string& source) const {
   require(!is_encoder() || (n_token_types > 0 && n_token_types <= 1024), source,
           "token type count " + std::to_string(n_token_types) + " is out of range");
   require(alibi_max_bias >= 0.0f && std::isfinite(alibi_max_bias), source, "ALiBi maximum bias must be positive");
+  int32_t sections = 0;
+  for (int32_t s : rope_sections) {
+    require(s >= 0 && s <= 1 << 16, source, "an M-RoPE section (" + std::to_string(s) + ") is out of range");
+    sections += s;
+  }
+  require(has_mrope() == (sections > 0), source,
+          has_mrope() ? "M-RoPE needs rope.dimension_sections with some pairs"
+                      : "rope.dimension_sections belong to M-RoPE (qwen2vl) models");
+  require(!has_mrope() || head_dim() <= 1024, source, "M-RoPE heads are limited to 1024 values");
+  require(sections <= rotated_dims() / 2, source,
+          "the M-RoPE sections (" + std::to_string(sections) + " pairs) exceed the " +
+              std::to_string(rotated_dims() / 2) + " rotated pairs of a head");
   require(shared_ffn_dim >= 0 && shared_ffn_dim <= 1 << 20, source,
           "shared expert feed-forward length " + std::to_string(shared_ffn_dim) + " is out of range");
   require(!has_shared_expert() || shared_ffn_dim > 0, source,

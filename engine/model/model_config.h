@@ -3,6 +3,7 @@
 // `bert`, `nomic-bert` and `jina-bert-v2` encoders — named after llama.cpp's GGUF metadata keys
 // (ARCH.* where ARCH is general.architecture).
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -15,6 +16,8 @@ namespace pagoda {
 enum class Architecture {
   Llama,       // "llama" (Llama 1–3.x, Mistral, Mixtral with experts, SmolLM2): adjacent-pair RoPE
   Qwen2,       // "qwen2": Q/K/V biases, NEOX RoPE
+  Qwen2VL,     // "qwen2vl" (Qwen2-VL, Qwen2.5-VL): qwen2 with multimodal RoPE (M-RoPE), whose
+               // pairs turn by an image row's temporal, height or width position
   Qwen3,       // "qwen3": per-head RMSNorm of Q and K before RoPE, NEOX RoPE, head_dim from key_length
   Gemma2,      // "gemma2": embedding ×√dim, post-attention/FFN norms, GeGLU, soft-capping, sliding
                // window on even layers
@@ -71,6 +74,10 @@ struct ModelConfig {
   // jina-bert-v2: ALiBi's maximum bias (llama.cpp's f_max_alibi_bias, fixed at 8 there: GGUF
   // has no key for it); head h's slope follows from it. 0: no ALiBi.
   float alibi_max_bias = 0.0f;
+  // qwen2vl: ARCH.rope.dimension_sections, the rotated pairs per M-RoPE section (temporal,
+  // height, width, extra); pair i turns by the position of section k where i mod their sum
+  // falls. All 0 without M-RoPE.
+  std::array<int32_t, 4> rope_sections{};
 
   int32_t head_dim() const { return key_length > 0 ? key_length : dim / n_heads; }
   int32_t rotated_dims() const { return rope_dim > 0 ? rope_dim : head_dim(); }
@@ -83,12 +90,13 @@ struct ModelConfig {
     return arch == Architecture::Llama ? kernels::RopeStyle::Adjacent : kernels::RopeStyle::Neox;
   }
   bool has_qkv_bias() const {
-    return arch == Architecture::Qwen2 || arch == Architecture::Qwen2Moe || arch == Architecture::Bert ||
-           arch == Architecture::JinaBertV2;
+    return arch == Architecture::Qwen2 || arch == Architecture::Qwen2VL || arch == Architecture::Qwen2Moe ||
+           arch == Architecture::Bert || arch == Architecture::JinaBertV2;
   }
   bool has_qk_norm() const {
     return arch == Architecture::Qwen3 || arch == Architecture::Qwen3Moe || arch == Architecture::Gemma3;
   }
+  bool has_mrope() const { return arch == Architecture::Qwen2VL; }
   bool is_gemma() const { return arch == Architecture::Gemma2 || arch == Architecture::Gemma3; }
   // Gemma: the embedding scaled by √dim, RMSNorms after attention and after the FFN, and
   // GELU (tanh approximation) instead of SiLU in the gated FFN.

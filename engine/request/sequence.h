@@ -33,9 +33,11 @@ using Clock = std::chrono::steady_clock;
 // encoded, and then its rows (the decode scheduler encodes it in the step that first feeds one
 // of its positions).
 struct SequenceImage {
-  int32_t position = 0;  // the first prompt position its rows stand in
-  int32_t tokens = 0;    // its rows
-  uint64_t hash = 0;     // of its pixel planes: equal images share their rows
+  int32_t position = 0;   // the first prompt position its rows stand in
+  int32_t tokens = 0;     // its rows
+  int32_t grid_rows = 0;  // its rows down the image: tokens = grid_rows × grid_cols, in raster order
+  int32_t grid_cols = 0;
+  uint64_t hash = 0;  // of its pixel planes: equal images share their rows
   // What encoding it costs a step, in the language model's tokens (the encoder's FLOPs over a
   // token's): the step planner counts it in the budget of the chunk that first feeds the image.
   int32_t cost_tokens = 0;
@@ -106,6 +108,7 @@ struct Sequence {
   std::vector<int32_t> tokens;           // the prompt (placeholder ids where images go), then what was generated
   std::vector<SequenceImage> images;     // Request::images, by position
   std::vector<EmbeddingRun> image_runs;  // the encoded images' rows, for BatchEntry::embeddings
+  std::vector<ImageGrid> image_grids;    // every image's grid, for BatchEntry::image_grids
   int32_t prompt_len;
   int32_t n_cached = 0;  // positions whose K/V are in the cache
   BlockTable table;      // a page list per KV group; sliding groups' old pages are holes

@@ -28,6 +28,7 @@ int32_t run_together(ModelRunner& runner, PagePool& pool, std::vector<DrivenSequ
       e.block_table = &s.table;
       e.lora = s.lora;
       e.embeddings = s.embeddings;
+      e.image_grids = s.image_grids;
       e.needs_logits = logits_everywhere || s.n_cached + n_new == int32_t(s.tokens.size());
       batch.entries.push_back(e);
       in_batch.push_back(&s);

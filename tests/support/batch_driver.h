@@ -19,6 +19,7 @@ struct DrivenSequence {
   BlockTable table{16};                    // made for the pool's layout (its KV groups) when the sequence starts
   const LoraWeights* lora = nullptr;       // its adapter, if any
   std::vector<EmbeddingRun> embeddings;    // rows fed instead of some positions' token embeddings
+  std::vector<ImageGrid> image_grids;      // its images' grids, for an M-RoPE model's positions
   std::vector<std::vector<float>> logits;  // one row each time logits were produced
   bool done = false;
 
