@@ -14,6 +14,13 @@ bool admitted_before(const SequencePtr& a, const SequencePtr& b) {
   return a->id() < b->id();
 }
 
+// What the keys of a sequence's pages need of its images.
+std::vector<PrefixImage> prefix_images(const std::vector<SequenceImage>& images) {
+  std::vector<PrefixImage> out;
+  for (const SequenceImage& image : images) out.push_back({image.hash, image.position, image.tokens});
+  return out;
+}
+
 }  // namespace
 
 void PrefillScheduler::handle(PrefillMessage message) {
@@ -75,7 +82,9 @@ void PrefillScheduler::admit() {
 
 std::vector<PageHash> PrefillScheduler::prefix_keys(Sequence& seq) {
   if (!seq.prefix_cache) return {};
-  if (!seq.prefix.seeded()) seq.prefix.reset(prefix_seed(pool_.layout(), seq.adapter, seq.adapter_generation));
+  if (!seq.prefix.seeded()) {
+    seq.prefix.reset(prefix_seed(pool_.layout(), seq.adapter, seq.adapter_generation), prefix_images(seq.images));
+  }
   // A swapped-out sequence brings its own pages' contents back.
   if (!seq.swapped_kv.empty()) return {};
   const auto keys = seq.prefix.lookup_keys(seq.tokens, seq.table.tokens_per_page());
@@ -89,6 +98,13 @@ void PrefillScheduler::took_prefix(Sequence& seq, const PageGrant& grant) {
   seq.prefix.set_offered(grant.pooled_blocks);
   if (!seq.swapped_kv.empty()) return;
   seq.n_cached = grant.cached_blocks * seq.table.tokens_per_page();
+  // A hit may end inside an image. Its rows before n_cached are in pages whose keys name this
+  // image and these rows, so they hold what feeding them would compute; the rest are fed from
+  // the image's encoded rows, as when a prefill chunk ends inside an image (the step planner
+  // charges, and the decode scheduler encodes, an image for the chunk that feeds any of its
+  // rows). Cutting the hit back to the image's start would only compute granted pages again.
+  // An image the hit covers whole is never encoded, but keeps its pixels: a recompute after a
+  // preemption may miss the cache.
   // A hit read from disk counts once its pages are read (the disk-tier actor counts it).
   if (grant.loads.empty()) metrics_.prefix_hit_tokens.fetch_add(seq.n_cached, std::memory_order_relaxed);
   metrics_.prefix_queried_tokens.fetch_add(int64_t(seq.tokens.size()), std::memory_order_relaxed);

@@ -471,8 +471,7 @@ RequestHandle Engine::submit(Request request) {
   std::future<Completion> future = state->promise.get_future();
   if (!request.speculative) request.speculative = m.config.speculative;
   auto seq = std::make_unique<Sequence>(state, request, std::move(prompt), m.model.tokenizer, m.layout);
-  // Image rows are not in the prefix cache's keys yet: such prompts neither read nor offer pages.
-  seq->prefix_cache = seq->prefix_cache && m.config.prefix_caching && images.empty();
+  seq->prefix_cache = seq->prefix_cache && m.config.prefix_caching;
   seq->images = std::move(images);
   seq->grammar = std::move(constraint);
   if (request.embedding) {

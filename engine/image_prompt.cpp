@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "engine/image/image_decode.h"
+#include "engine/kv/tier_fingerprint.h"
 #include "engine/vision/image_preprocess.h"
 #include "pagoda/error.h"
 
@@ -27,10 +28,12 @@ int32_t piece_id(const Tokenizer& tokenizer, std::string_view piece, const Visio
   return id;
 }
 
-// The image's pixels hashed with their size: the key of its rows.
-uint64_t pixels_hash(const PixelPlanes& p) {
+// The image's pixels hashed with their size, seeded with the projector's fingerprint: the key
+// of its rows, in the row cache and in the prefix cache's keys (whose disk tier outlives the
+// engine, so another projector file must not find these rows' pages).
+uint64_t pixels_hash(const PixelPlanes& p, uint64_t projector) {
   XXH3_state_t* state = XXH3_createState();
-  XXH3_64bits_reset(state);
+  XXH3_64bits_reset_withSeed(state, projector);
   const int32_t size[2] = {p.width, p.height};
   XXH3_64bits_update(state, size, sizeof size);
   XXH3_64bits_update(state, p.values.data(), p.values.size() * sizeof(float));
@@ -48,7 +51,7 @@ SequenceImage prepare(const RequestImage& image, size_t index, const VisionModel
     out.tokens = pre.tokens();
     out.grid_rows = pre.token_rows;
     out.grid_cols = pre.token_cols;
-    out.hash = pixels_hash(pre.pixels);
+    out.hash = pixels_hash(pre.pixels, vision.fingerprint);
     out.pixels = std::make_shared<const PixelPlanes>(std::move(pre.pixels));
     return out;
   } catch (const Error& e) {
@@ -78,6 +81,7 @@ std::unique_ptr<VisionModel> load_vision(const EngineConfig& c, const Model& mod
     throw Error(c.mmproj_path + ": " + projector_type_name(v.projector) +
                 " projectors are read but not yet run by the engine (mlp and the Qwen2-VL mergers are)");
   }
+  vision->fingerprint = contents_hash(vision->file->bytes());
   return vision;
 }
 

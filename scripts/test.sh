@@ -21,7 +21,7 @@ cmake --build --preset asan -j "$jobs"
 ctest --preset asan
 
 cmake --preset tsan -DPAGODA_WERROR=ON
-cmake --build --preset tsan -j "$jobs" --target test_engine test_engine_lora test_engine_embed test_encoder_engine test_page_pool test_actors test_prefix_pool test_prefix_churn test_kv_groups test_faults_mapping test_worker_pool test_disk_tier test_engine_images pagoda-generate
+cmake --build --preset tsan -j "$jobs" --target test_engine test_engine_lora test_engine_embed test_encoder_engine test_page_pool test_actors test_prefix_pool test_prefix_churn test_kv_groups test_faults_mapping test_worker_pool test_disk_tier test_engine_images test_engine_image_prefix pagoda-generate
 ctest --preset tsan
 
 bash scripts/fuzz.sh "${PAGODA_FUZZ_SECONDS:-45}"

@@ -3,9 +3,6 @@
 // the batch, and bad images or layouts are refused at submit with what is wrong.
 
 #include <gtest/gtest.h>
-#include <png.h>
-
-#include <random>
 
 #include "engine/forward/model_runner.h"
 #include "engine/forward/vision_encoder.h"
@@ -15,60 +12,17 @@
 #include "pagoda/error.h"
 #include "support/batch_driver.h"
 #include "support/test_support.h"
+#include "support/vision_models.h"
 #include "testing/synth.h"
 #include "testing/vision_synth.h"
 
 namespace pagoda {
 namespace {
 
-// A PNG of random-ish RGB pixels (smooth, so resizing has something to average), from `seed`.
-std::string png_file(int32_t width, int32_t height, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const int r0 = int(rng() % 200), g0 = int(rng() % 200), b0 = int(rng() % 200);
-  std::vector<uint8_t> rgb(size_t(width) * height * 3);
-  for (int32_t y = 0; y < height; ++y) {
-    for (int32_t x = 0; x < width; ++x) {
-      uint8_t* p = rgb.data() + (size_t(y) * width + x) * 3;
-      p[0] = uint8_t((r0 + 3 * x) % 256), p[1] = uint8_t((g0 + 5 * y) % 256), p[2] = uint8_t((b0 + x * y) % 256);
-    }
-  }
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = png_uint_32(width);
-  image.height = png_uint_32(height);
-  image.format = PNG_FORMAT_RGB;
-  png_alloc_size_t size = 0;
-  if (!png_image_write_to_memory(&image, nullptr, &size, 0, rgb.data(), 0, nullptr)) throw Error("png: sizing failed");
-  std::string out(size, '\0');
-  if (!png_image_write_to_memory(&image, out.data(), &size, 0, rgb.data(), 0, nullptr))
-    throw Error("png: write failed");
-  out.resize(size);
-  return out;
-}
-
-// A tiny LLaVA-style pair: a random Llama of width 96 and a random CLIP projector into it.
-struct VisionFiles {
-  std::string model, mmproj;
-};
-const VisionFiles& llava_files() {
-  static const VisionFiles files = [] {
-    ModelConfig c = test::tiny_gqa_config();
-    c.dim = 96, c.n_heads = 8, c.n_kv_heads = 2;
-    VisionFiles f{test::synth_model_once("llava-lm.gguf", c, 5), test::scratch_path("llava-mmproj.gguf")};
-    VisionSynthSpec spec;
-    spec.config = find_vision_synth_preset(ProjectorType::LlavaMlp, "tiny").config;
-    spec.config.projection_dim = c.dim;
-    spec.seed = 9;
-    write_synth_projector(f.mmproj, spec);
-    return f;
-  }();
-  return files;
-}
-
 EngineConfig vision_config() {
   EngineConfig c;
-  c.model_path = llava_files().model;
-  c.mmproj_path = llava_files().mmproj;
+  c.model_path = test::llava_files().model;
+  c.mmproj_path = test::llava_files().mmproj;
   c.threads = 2;
   c.kv_pages = 256;
   c.tokens_per_page = 16;
@@ -88,7 +42,7 @@ Request image_request(const std::string& image, int32_t max_tokens = 8) {
 TEST(EngineImages, TheSameImageGivesTheSameAnswerAndAnotherImageAnotherOne) {
   Engine engine(vision_config());
   ASSERT_TRUE(engine.takes_images());
-  const std::string a = png_file(40, 30, 1), b = png_file(40, 30, 2);
+  const std::string a = test::png_file(40, 30, 1), b = test::png_file(40, 30, 2);
   const std::vector<Completion> got = test::run_all(engine, {image_request(a), image_request(a), image_request(b)});
   test::expect_same_completions({got[1]}, {got[0]});
   EXPECT_NE(got[2].logprobs[0].logprob, got[0].logprobs[0].logprob);
@@ -97,7 +51,7 @@ TEST(EngineImages, TheSameImageGivesTheSameAnswerAndAnotherImageAnotherOne) {
 }
 
 TEST(EngineImages, AnImageRequestsAnswerDoesNotDependOnWhatSharesItsSteps) {
-  const std::string a = png_file(40, 30, 1);
+  const std::string a = test::png_file(40, 30, 1);
   std::vector<Completion> alone;
   {
     Engine engine(vision_config());
@@ -109,7 +63,7 @@ TEST(EngineImages, AnImageRequestsAnswerDoesNotDependOnWhatSharesItsSteps) {
   Engine engine(c);
   std::vector<Request> mixed;
   for (uint32_t i = 0; i < 5; ++i) {
-    Request other = image_request(png_file(20 + int32_t(i) * 9, 50, 10 + i), 6);
+    Request other = image_request(test::png_file(20 + int32_t(i) * 9, 50, 10 + i), 6);
     if (i % 2) {
       other.images.clear();
       other.prompt = "text only, number " + std::to_string(i);
@@ -123,14 +77,14 @@ TEST(EngineImages, AnImageRequestsAnswerDoesNotDependOnWhatSharesItsSteps) {
 
 TEST(EngineImages, TheEncodersRowsStandWhereTheImageIsInThePrompt) {
   Engine engine(vision_config());
-  Request r = image_request(png_file(33, 47, 3), 6);
+  Request r = image_request(test::png_file(33, 47, 3), 6);
   r.sampling.temperature = 0.0f;
   const Completion got = engine.submit(r).get();
   ASSERT_EQ(got.finish_reason, FinishReason::Length) << got.error;
 
   // The same by hand: the encoder's rows after the tokens before the marker, then the rest.
-  const Model model = load_model(llava_files().model);
-  const VisionModel vision = load_projector(llava_files().mmproj);
+  const Model model = load_model(test::llava_files().model);
+  const VisionModel vision = load_projector(test::llava_files().mmproj);
   ModelRunner runner(model, 2);
   VisionEncoder encoder(vision, runner.arena());
   const PreprocessedImage pre = preprocess_image(
@@ -156,7 +110,7 @@ TEST(EngineImages, TheEncodersRowsStandWhereTheImageIsInThePrompt) {
 
 TEST(EngineImages, AMarkerInTextAndAPositionInIdsPlaceTheImageAlike) {
   Engine engine(vision_config());
-  const std::string a = png_file(40, 30, 4);
+  const std::string a = test::png_file(40, 30, 4);
   Request by_marker = image_request(a);
   Request by_position = image_request(a);
   by_position.prompt.clear();
@@ -180,7 +134,7 @@ void expect_refused(Engine& engine, Request r, const std::string& words) {
 
 TEST(EngineImages, BadImagesAndLayoutsAreRefusedAtSubmitSayingWhat) {
   Engine engine(vision_config());
-  const std::string a = png_file(40, 30, 5);
+  const std::string a = test::png_file(40, 30, 5);
   Request two_markers = image_request(a);
   two_markers.prompt += " <__image__>";
   expect_refused(engine, two_markers, "2 image markers ('<__image__>') for 1 images");
@@ -214,7 +168,7 @@ TEST(EngineImages, AProjectorOfAnotherWidthIsRefusedAtStart) {
 TEST(EngineImages, ShutdownWithImageRequestsInFlightResolvesEveryFutureAndFreesEveryPage) {
   Engine engine(vision_config());
   std::vector<RequestHandle> handles;
-  for (uint32_t i = 0; i < 6; ++i) handles.push_back(engine.submit(image_request(png_file(30, 30, 20 + i), 200)));
+  for (uint32_t i = 0; i < 6; ++i) handles.push_back(engine.submit(image_request(test::png_file(30, 30, 20 + i), 200)));
   handles[1].cancel();
   engine.shutdown();
   for (RequestHandle& h : handles) {
@@ -255,7 +209,7 @@ TEST(EngineImagesQwen2VL, TheEncodersRowsStandOnTheirGridsMRopePositions) {
   PAGODA_SHARED_OR_SKIP(vocab, "vocab/ggml-vocab-qwen2.gguf");
   const EngineConfig config = qwen2vl_config(vocab);
   Engine engine(config);
-  Request r = image_request(png_file(90, 60, 6), 6);  // smart-resized to 84×56: 2×3 merged rows
+  Request r = image_request(test::png_file(90, 60, 6), 6);  // smart-resized to 84×56: 2×3 merged rows
   r.sampling.temperature = 0.0f;
   const Completion got = engine.submit(r).get();
   ASSERT_EQ(got.finish_reason, FinishReason::Length) << got.error;
@@ -292,7 +246,7 @@ TEST(EngineImagesQwen2VL, TheEncodersRowsStandOnTheirGridsMRopePositions) {
 
 TEST(EngineImagesQwen2VL, AnImageRequestsAnswerDoesNotDependOnWhatSharesItsSteps) {
   PAGODA_SHARED_OR_SKIP(vocab, "vocab/ggml-vocab-qwen2.gguf");
-  const std::string a = png_file(120, 70, 7);
+  const std::string a = test::png_file(120, 70, 7);
   std::vector<Completion> alone;
   {
     Engine engine(qwen2vl_config(vocab));
@@ -304,7 +258,7 @@ TEST(EngineImagesQwen2VL, AnImageRequestsAnswerDoesNotDependOnWhatSharesItsSteps
   Engine engine(c);
   std::vector<Request> mixed;
   for (uint32_t i = 0; i < 4; ++i) {
-    Request other = image_request(png_file(60 + int32_t(i) * 30, 90, 30 + i), 6);
+    Request other = image_request(test::png_file(60 + int32_t(i) * 30, 90, 30 + i), 6);
     if (i % 2) {
       other.images.clear();
       other.prompt = "text only, number " + std::to_string(i);

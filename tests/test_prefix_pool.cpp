@@ -1,10 +1,14 @@
-// The page pool as the prefix cache's owner: page hashes, the hash → page index, the LRU of
-// cached pages (oldest first, leaves before parents, never a page in use) and the accounting
-// free + cached + in use == capacity.
+// The page pool as the prefix cache's owner: page hashes (images' pages among them, text pages
+// as they always were), the hash → page index, the LRU of cached pages (oldest first, leaves
+// before parents, never a page in use) and the accounting free + cached + in use == capacity.
 
 #include <gtest/gtest.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <map>
@@ -88,6 +92,66 @@ TEST(PrefixHash, LookupLeavesTheLastTokenToBeFed) {
   EXPECT_EQ(hashes.lookup_keys(iota_tokens(8), 4).size(), 1u) << "8 tokens: the second page holds the last one";
   EXPECT_EQ(hashes.lookup_keys(iota_tokens(9), 4).size(), 2u);
   EXPECT_EQ(hashes.lookup_keys(iota_tokens(3), 4).size(), 0u);
+}
+
+// The chain's formula before images were keys, written out again: XXH3-128 of the previous
+// hash's low and high halves, then the block's token ids.
+PageHash text_chain_hash(const PageHash& previous, std::span<const int32_t> tokens) {
+  std::vector<unsigned char> bytes(2 * sizeof(uint64_t) + tokens.size_bytes());
+  std::memcpy(bytes.data(), &previous.low, sizeof(uint64_t));
+  std::memcpy(bytes.data() + sizeof(uint64_t), &previous.high, sizeof(uint64_t));
+  std::memcpy(bytes.data() + 2 * sizeof(uint64_t), tokens.data(), tokens.size_bytes());
+  const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
+  return {h.low64, h.high64};
+}
+
+// The keys lookup_keys gives `tokens` (4 a page) holding `images`.
+std::vector<PageHash> keys_of(const std::vector<int32_t>& tokens, std::vector<PrefixImage> images) {
+  PrefixHashes hashes;
+  hashes.reset(prefix_seed(small_layout(), "", 0), std::move(images));
+  const auto keys = hashes.lookup_keys(tokens, 4);
+  return {keys.begin(), keys.end()};
+}
+
+TEST(PrefixHash, TextBlocksHashWhatTheyHashedBeforeImagesWereKeys) {
+  const std::vector<int32_t> tokens = iota_tokens(21, 7);
+  std::vector<PageHash> want;  // the chain by the old formula
+  PageHash previous = prefix_seed(small_layout(), "", 0);
+  for (size_t b = 0; b < 5; ++b) {
+    previous = text_chain_hash(previous, std::span(tokens).subspan(b * 4, 4));
+    want.push_back(previous);
+  }
+  EXPECT_EQ(keys_of(tokens, {}), want);
+  // An image at 12..15: the three blocks before it are text blocks still; its own is not.
+  const std::vector<PageHash> with_image = keys_of(tokens, {{0x1234, 12, 4}});
+  ASSERT_EQ(with_image.size(), want.size());
+  for (size_t b = 0; b < 3; ++b) EXPECT_EQ(with_image[b], want[b]) << "block " << b;
+  EXPECT_NE(with_image[3], want[3]);
+  // Images with no rows in a page (one ending where it starts, one after it) leave it a text page.
+  const PrefixImage elsewhere[] = {{0x1234, 4, 8}, {0x5678, 40, 2}};
+  EXPECT_EQ(chain_page_hash(want[2], std::span(tokens).subspan(12, 4), elsewhere, 12), want[3]);
+}
+
+TEST(PrefixHash, TheSamePlaceholdersWithAnotherImageDifferFromTheImagesFirstBlockOn) {
+  // Text at 0..5, an image's placeholders at 6..13 (its rows straddle three blocks), text after.
+  std::vector<int32_t> tokens = iota_tokens(6, 3);
+  tokens.insert(tokens.end(), 8, 0);
+  for (int32_t t = 40; t < 45; ++t) tokens.push_back(t);
+  const std::vector<PageHash> a = keys_of(tokens, {{0xa, 6, 8}}), b = keys_of(tokens, {{0xb, 6, 8}});
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_EQ(a[0], b[0]) << "the text before the image's block";
+  for (size_t i = 1; i < a.size(); ++i) EXPECT_NE(a[i], b[i]) << "block " << i;
+  EXPECT_EQ(a, keys_of(tokens, {{0xa, 6, 8}})) << "the same image, the same keys";
+}
+
+TEST(PrefixHash, TheSameImageAtAnotherPlaceIsAnotherKey) {
+  // The same ids either way: fourteen 0s, then text. Whether the image's twelve rows start at
+  // 0 or at 2 (after two text tokens that happen to be id 0, its placeholder), its blocks differ.
+  std::vector<int32_t> tokens(14, 0);
+  for (int32_t t = 40; t < 45; ++t) tokens.push_back(t);
+  const std::vector<PageHash> at_0 = keys_of(tokens, {{0xa, 0, 12}}), at_2 = keys_of(tokens, {{0xa, 2, 12}});
+  ASSERT_EQ(at_0.size(), 4u);
+  for (size_t i = 0; i < at_0.size(); ++i) EXPECT_NE(at_0[i], at_2[i]) << "block " << i;
 }
 
 TEST(PrefixPool, ASecondHolderTakesTheNamedPrefix) {

@@ -413,5 +413,28 @@ TEST(StepPlanner, AnImageAlreadyEncodedBehindOrPastTheChunkCostsNothing) {
   EXPECT_EQ(entries(plan), (std::vector<std::pair<size_t, int32_t>>{{0, 100}, {1, 200}}));
 }
 
+TEST(StepPlanner, AnImageAPrefixHitCoversWholeCostsNothingThoughNeverEncoded) {
+  const StepPlanner planner(config_with(512, 16, 256));
+  Running r;
+  r.prefill(100);
+  r.prefill(200, 40);  // its first 40 positions came from the prefix cache
+  r.give_images({{8, 16, 400, false}, {24, 16, 400, false}});
+  StepPlan plan;
+  planner.plan_entries(r.views(), 0, false, plan);
+  EXPECT_EQ(entries(plan), (std::vector<std::pair<size_t, int32_t>>{{0, 100}, {1, 200}}));
+}
+
+TEST(StepPlanner, AnImageAPrefixHitEndsInsideIsPaidForByTheChunkThatFeedsItsOtherRows) {
+  const StepPlanner planner(config_with(512, 16, 256));
+  Running r;
+  r.prefill(100, 40);
+  r.give_images({{32, 16, 400, false}});  // rows 32..39 cached, 40..47 to feed
+  r.prefill(100);
+  StepPlan plan;
+  planner.plan_entries(r.views(), 0, false, plan);
+  // 100 tokens and 400 for the image leave 12: the second sequence's chunk gets them.
+  EXPECT_EQ(entries(plan), (std::vector<std::pair<size_t, int32_t>>{{0, 100}, {1, 12}}));
+}
+
 }  // namespace
 }  // namespace pagoda::scheduling

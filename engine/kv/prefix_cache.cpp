@@ -4,7 +4,9 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace pagoda {
 
@@ -26,11 +28,19 @@ PageHash prefix_seed(const KvLayout& layout, std::string_view adapter, uint64_t 
   return from_xxh(XXH3_128bits(bytes.data(), bytes.size()));
 }
 
-PageHash chain_page_hash(const PageHash& previous, std::span<const int32_t> page_tokens) {
-  unsigned char bytes[sizeof(PageHash) + 256 * sizeof(int32_t)];
-  std::vector<unsigned char> large;  // only for pages of more than 256 tokens
+PageHash chain_page_hash(const PageHash& previous, std::span<const int32_t> page_tokens,
+                         std::span<const PrefixImage> images, int32_t first) {
+  const int32_t end = first + int32_t(page_tokens.size());
+  auto in_page = [&](const PrefixImage& image) { return image.position < end && image.position + image.rows > first; };
+  // Each image as (hash, position − first, rows) after the tokens: fixed-width fields after a
+  // token count the seed fixes (tokens_per_page), so the bytes read back unambiguously, and a
+  // page without images hashes the bytes it always did.
+  constexpr size_t kImageBytes = sizeof(uint64_t) + 2 * sizeof(int32_t);
+  const auto n_images = size_t(std::count_if(images.begin(), images.end(), in_page));
+  unsigned char bytes[sizeof(PageHash) + 256 * sizeof(int32_t) + 4 * kImageBytes];
+  std::vector<unsigned char> large;  // only for pages of more than 256 tokens or 4 images
   unsigned char* buffer = bytes;
-  const size_t size = sizeof(PageHash) + page_tokens.size_bytes();
+  const size_t size = sizeof(PageHash) + page_tokens.size_bytes() + n_images * kImageBytes;
   if (size > sizeof(bytes)) {
     large.resize(size);
     buffer = large.data();
@@ -38,12 +48,21 @@ PageHash chain_page_hash(const PageHash& previous, std::span<const int32_t> page
   std::memcpy(buffer, &previous.low, sizeof(uint64_t));
   std::memcpy(buffer + sizeof(uint64_t), &previous.high, sizeof(uint64_t));
   std::memcpy(buffer + sizeof(PageHash), page_tokens.data(), page_tokens.size_bytes());
+  unsigned char* at = buffer + sizeof(PageHash) + page_tokens.size_bytes();
+  for (const PrefixImage& image : images) {
+    if (!in_page(image)) continue;
+    const int32_t placement[2] = {image.position - first, image.rows};
+    std::memcpy(at, &image.hash, sizeof(uint64_t));
+    std::memcpy(at + sizeof(uint64_t), placement, sizeof(placement));
+    at += kImageBytes;
+  }
   return from_xxh(XXH3_128bits(buffer, size));
 }
 
-void PrefixHashes::reset(const PageHash& seed) {
+void PrefixHashes::reset(const PageHash& seed, std::vector<PrefixImage> images) {
   seed_ = seed;
   seeded_ = true;
+  images_ = std::move(images);
   hashes_.clear();
   offered_ = 0;
 }
@@ -52,7 +71,8 @@ void PrefixHashes::extend(std::span<const int32_t> tokens, int32_t n_pages, int3
   while (int32_t(hashes_.size()) < n_pages) {
     const size_t i = hashes_.size();
     const PageHash& previous = i == 0 ? seed_ : hashes_.back();
-    hashes_.push_back(chain_page_hash(previous, tokens.subspan(i * size_t(tokens_per_page), size_t(tokens_per_page))));
+    hashes_.push_back(chain_page_hash(previous, tokens.subspan(i * size_t(tokens_per_page), size_t(tokens_per_page)),
+                                      images_, int32_t(i) * tokens_per_page));
   }
 }
 

@@ -4,8 +4,10 @@
 // for every KV group: the pool tells the groups' pages apart), starting from a seed that covers
 // everything else that changes the keys and values: the KV layout and the LoRA adapter (by
 // name and load generation, so a reloaded adapter of the same name never meets old pages).
-// Pages computed bit-identically however a prompt is batched or chunked, so two pages with the
-// same hash hold the same bits and one may stand for the other.
+// A block holding rows of a prompt's image, whose positions hold only placeholder ids, also
+// hashes which image and which of its rows (PrefixImage); blocks after it chain from it, so
+// they differ too. Pages computed bit-identically however a prompt is batched or chunked, so
+// two pages with the same hash hold the same bits and one may stand for the other.
 //
 // PrefixHashes is one sequence's bookkeeping: the hashes of its full blocks, computed as the
 // pages fill, and how many of them the page pool has already been offered.
@@ -33,9 +35,22 @@ struct PageHashHasher {
 // `adapter_generation`, on pages of `layout`.
 PageHash prefix_seed(const KvLayout& layout, std::string_view adapter, uint64_t adapter_generation);
 
-// The hash of a full page holding `page_tokens`, after the page whose hash is `previous`
-// (the seed for a sequence's first page).
-PageHash chain_page_hash(const PageHash& previous, std::span<const int32_t> page_tokens);
+// An image of a sequence's prompt as its keys see it: the forward pass reads the image's rows
+// at positions [position, position + rows) instead of the placeholder ids there.
+struct PrefixImage {
+  uint64_t hash = 0;  // names the rows: the image's pixels under the engine's projector (SequenceImage::hash)
+  int32_t position = 0;
+  int32_t rows = 0;
+};
+
+// The hash of a full page holding `page_tokens` at positions from `first` on, after the page
+// whose hash is `previous` (the seed for a sequence's first page). `images`: the sequence's
+// images; each one with rows in the page adds (its hash, its position relative to `first`, its
+// rows), which say which rows of which image the page's placeholders stand for. A page no image
+// touches hashes (previous, tokens) alone, as before images were keys: the disk tier's files
+// and the KV events of earlier engines keep their names.
+PageHash chain_page_hash(const PageHash& previous, std::span<const int32_t> page_tokens,
+                         std::span<const PrefixImage> images = {}, int32_t first = 0);
 
 // A full page ready to be named in the pool's index, with what a lower tier keeps of it (its
 // tokens, and the hash it was chained from, for the disk tier's checks and the KV events).
@@ -53,8 +68,8 @@ class BlockTable;
 
 class PrefixHashes {
  public:
-  // Starts the chain afresh from `seed`.
-  void reset(const PageHash& seed);
+  // Starts the chain afresh from `seed`, for a sequence whose prompt holds `images` (by position).
+  void reset(const PageHash& seed, std::vector<PrefixImage> images = {});
   bool seeded() const { return seeded_; }
 
   // The hashes of the full pages that lie before the last of `tokens`: the pages an
@@ -84,6 +99,7 @@ class PrefixHashes {
 
   PageHash seed_;
   bool seeded_ = false;
+  std::vector<PrefixImage> images_;
   std::vector<PageHash> hashes_;  // hashes_[i] names token block i of the sequence
   int32_t offered_ = 0;
 };

@@ -31,13 +31,15 @@ using Clock = std::chrono::steady_clock;
 
 // An image of a sequence's prompt: the positions its rows take, its pixels until they are
 // encoded, and then its rows (the decode scheduler encodes it in the step that first feeds one
-// of its positions).
+// of its positions; one a prefix-cache hit covers whole is never fed, and keeps its pixels).
 struct SequenceImage {
   int32_t position = 0;   // the first prompt position its rows stand in
   int32_t tokens = 0;     // its rows
   int32_t grid_rows = 0;  // its rows down the image: tokens = grid_rows × grid_cols, in raster order
   int32_t grid_cols = 0;
-  uint64_t hash = 0;  // of its pixel planes: equal images share their rows
+  // Of its pixel planes, seeded with the projector's VisionModel::fingerprint: equal images
+  // share their rows, and the prefix cache's keys of the pages holding them (PrefixImage).
+  uint64_t hash = 0;
   // What encoding it costs a step, in the language model's tokens (the encoder's FLOPs over a
   // token's): the step planner counts it in the budget of the chunk that first feeds the image.
   int32_t cost_tokens = 0;

@@ -118,6 +118,9 @@ struct VisionModel {
   // transposed Gemma 3 projection).
   std::shared_ptr<const void> storage;
   const MappedFile* file = nullptr;
+  // The file's contents hashed (contents_hash) by the engine that serves it (load_vision), 0
+  // otherwise: its images' rows, and so the prefix cache's keys of their pages, depend on them.
+  uint64_t fingerprint = 0;
 };
 
 // Loads a projector file. Throws pagoda::Error naming the file and what is wrong: not a GGUF,
