@@ -3,9 +3,6 @@
 // the batch, and bad images or layouts are refused at submit with what is wrong.
 
 #include <gtest/gtest.h>
-#include <png.h>
-
-#include <random>
 
 #include "engine/forward/model_runner.h"
 #include "engine/forward/vision_encoder.h"
@@ -15,54 +12,13 @@
 #include "pagoda/error.h"
 #include "support/batch_driver.h"
 #include "support/test_support.h"
-#include "testing/vision_synth.h"
+#include "support/vision_models.h"
 
 namespace pagoda {
 namespace {
 
-// A PNG of random-ish RGB pixels (smooth, so resizing has something to average), from `seed`.
-std::string png_file(int32_t width, int32_t height, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const int r0 = int(rng() % 200), g0 = int(rng() % 200), b0 = int(rng() % 200);
-  std::vector<uint8_t> rgb(size_t(width) * height * 3);
-  for (int32_t y = 0; y < height; ++y) {
-    for (int32_t x = 0; x < width; ++x) {
-      uint8_t* p = rgb.data() + (size_t(y) * width + x) * 3;
-      p[0] = uint8_t((r0 + 3 * x) % 256), p[1] = uint8_t((g0 + 5 * y) % 256), p[2] = uint8_t((b0 + x * y) % 256);
-    }
-  }
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = png_uint_32(width);
-  image.height = png_uint_32(height);
-  image.format = PNG_FORMAT_RGB;
-  png_alloc_size_t size = 0;
-  if (!png_image_write_to_memory(&image, nullptr, &size, 0, rgb.data(), 0, nullptr)) throw Error("png: sizing failed");
-  std::string out(size, '\0');
-  if (!png_image_write_to_memory(&image, out.data(), &size, 0, rgb.data(), 0, nullptr))
-    throw Error("png: write failed");
-  out.resize(size);
-  return out;
-}
-
-// A tiny LLaVA-style pair: a random Llama of width 96 and a random CLIP projector into it.
-struct VisionFiles {
-  std::string model, mmproj;
-};
-const VisionFiles& llava_files() {
-  static const VisionFiles files = [] {
-    ModelConfig c = test::tiny_gqa_config();
-    c.dim = 96, c.n_heads = 8, c.n_kv_heads = 2;
-    VisionFiles f{test::synth_model_once("llava-lm.gguf", c, 5), test::scratch_path("llava-mmproj.gguf")};
-    VisionSynthSpec spec;
-    spec.config = find_vision_synth_preset(ProjectorType::LlavaMlp, "tiny").config;
-    spec.config.projection_dim = c.dim;
-    spec.seed = 9;
-    write_synth_projector(f.mmproj, spec);
-    return f;
-  }();
-  return files;
-}
+using test::llava_files;
+using test::png_file;
 
 EngineConfig vision_config() {
   EngineConfig c;
