@@ -1,9 +1,11 @@
 // pagoda-chat: talk to a model in the terminal. Each reply streams token by token as the engine
 // makes it; the conversation is kept (in the model's chat template when it is one we know, else
-// as plain text the model continues) and submitted whole each turn.
+// as plain text the model continues) and submitted whole each turn, with the images attached to
+// its messages.
 //   pagoda-chat -m model.gguf                        interactive
 //   pagoda-chat -m model.gguf -p "Once upon a time"  one-shot: print the completion and exit
 //   echo "Once upon a time" | pagoda-chat -m model.gguf
+//   pagoda-chat -m llava.gguf --mmproj mmproj.gguf --image cat.png -p "What is this?"
 
 #include <poll.h>
 #include <signal.h>
@@ -17,6 +19,7 @@
 #include <cstdio>
 #include <iostream>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -31,7 +34,9 @@
 #include "examples/common/sampling_flags.h"
 #include "examples/common/speculative_flags.h"
 #include "examples/common/default_model.h"
+#include "examples/common/image_files.h"
 #include "pagoda/engine.h"
+#include "protocol/image_parts.h"
 
 namespace {
 
@@ -69,10 +74,15 @@ With -p, or with the prompt piped on stdin, it prints one completion and exits.
                           its alpha / rank times SCALE (default 1)
   --chat-template-file F  lay the conversation out with this Jinja chat template instead of
                           the model's own
+  --mmproj F              the model's vision projector (llama.cpp's mmproj GGUF, LLaVA-style),
+                          so that messages may hold images
+  --image F               attach an image (PNG, JPEG or WebP) to the first message (repeatable);
+                          needs --mmproj. In the chat, /image F attaches one to the next message
   -h, --help              this text
 )";
 
-constexpr const char* kCommands = R"(  /reset   forget the conversation
+constexpr const char* kCommands = R"(  /image F attach the image file F to your next message (with --mmproj; repeatable)
+  /reset   forget the conversation (and the images attached to your next message)
   /stats   the engine's figures and the last reply's
   /help    this list
   /quit    leave (so do Ctrl-D and Ctrl-C at the prompt)
@@ -82,7 +92,9 @@ constexpr const char* kCommands = R"(  /reset   forget the conversation
 constexpr const char* kNotes = R"(
 A reply ends at EOS, at the end of the template's turn or, in plain continuation, at BOS (the
 model starting a new document). After each reply stderr shows its tokens, time to first token,
-tokens/s and prompt tokens. In one-shot mode Ctrl-C stops the reply and the program exits with
+tokens/s and prompt tokens (an image's are among them). Images stay with their message: each turn
+sends them again, placed by the chat template before the message's text, until the message is
+dropped to fit the context. In one-shot mode Ctrl-C stops the reply and the program exits with
 status 130.
 )";
 
@@ -117,8 +129,10 @@ struct Options {
   pagoda::cli::KvTierFlags kv_tiers;
   pagoda::SamplingParams sampling;
   std::optional<pagoda::cli::LoraFlag> lora;
-  std::string chat_template;   // "" = the model's
-  pagoda::Request constraint;  // its grammar or json_schema, for every reply
+  std::string chat_template;        // "" = the model's
+  pagoda::Request constraint;       // its grammar or json_schema, for every reply
+  std::string mmproj;               // "" = none: text only
+  std::vector<std::string> images;  // --image: attached to the first message
 };
 
 // llama.cpp's flags and defaults.
@@ -140,6 +154,9 @@ Options parse_options(const pagoda::cli::Args& args) {
   o.use_mmap = !args.has("--no-mmap");
   o.chat_template = pagoda::cli::chat_template_flag(args);
   pagoda::cli::constraint_from_flags(args, o.constraint);
+  o.mmproj = args.get("--mmproj", "");
+  o.images = args.all("--image");
+  if (!o.images.empty() && o.mmproj.empty()) throw pagoda::Error("--image needs --mmproj F (the vision projector)");
   if (const auto loras = args.all("--lora"); loras.size() > 1) {
     throw pagoda::Error("give --lora once: a chat runs on one adapter");
   } else if (loras.size() == 1) {
@@ -184,6 +201,7 @@ pagoda::EngineConfig engine_config(const Options& o, const std::string& model) {
   c.tokens_per_page = kTokensPerPage;
   c.use_mmap = o.use_mmap;
   c.chat_template = o.chat_template;
+  c.mmproj_path = o.mmproj;
   c.speculative = o.speculative;
   c.draft_model_path = o.draft_model;
   o.kv_tiers.apply(c);
@@ -227,6 +245,9 @@ pagoda::Completion stream_reply(pagoda::Engine& engine, pagoda::Request r) {
   return handle.get();
 }
 
+// "1 image", "2 images".
+std::string plural(size_t n, const std::string& thing) { return std::to_string(n) + " " + thing + (n == 1 ? "" : "s"); }
+
 std::string describe(const pagoda::Completion& c) {
   char text[200];
   const double rate = c.time_per_output_token_s > 0 ? 1.0 / c.time_per_output_token_s : 0.0;
@@ -235,9 +256,36 @@ std::string describe(const pagoda::Completion& c) {
   return text;
 }
 
+// An image attached to a message: its file's bytes, and the prompt positions it takes.
+struct Image {
+  std::string data;
+  int32_t length = 0;
+};
+
+// A message of the conversation and the images attached to it, which its content places before
+// its text. Shared, so that the history is copied (to drop old turns) without copying images.
+struct Message {
+  pagoda::ChatMessage message;
+  std::vector<std::shared_ptr<const Image>> images;
+};
+
+// A conversation laid out for the engine: its ids, and its images at their positions in them.
+struct Prompt {
+  std::vector<int32_t> ids;
+  std::vector<std::shared_ptr<const Image>> images;
+  std::vector<int32_t> at;  // each image's place: before the token at this index of ids
+
+  // The positions the prompt takes: its tokens and its images' rows.
+  size_t length() const {
+    size_t n = ids.size();
+    for (const auto& image : images) n += size_t(image->length);
+    return n;
+  }
+};
+
 class Chat {
  public:
-  Chat(pagoda::Engine& engine, const Options& o, int32_t n_ctx)
+  Chat(pagoda::Engine& engine, const Options& o, int32_t n_ctx, const std::string& model)
       : engine_(engine),
         sampling_(o.sampling),
         n_predict_(o.n_predict),
@@ -247,43 +295,59 @@ class Chat {
         bos_id_(engine.tokenize("", true).front()),
         adapter_(o.lora ? o.lora->name : std::string()),
         grammar_(o.constraint.grammar),
-        json_schema_(o.constraint.json_schema) {}
+        json_schema_(o.constraint.json_schema),
+        marker_(pagoda::chat::ChatImages::random_image_marker()) {
+    if (engine.takes_images()) sizer_.emplace(o.mmproj, model, o.tokenizer);
+  }
 
   std::string mode() const { return templated_ ? "chat template " + format_.family : "plain continuation"; }
 
-  // One exchange: the user's text in, the reply streamed to stdout and its figures to stderr.
-  // Nullopt when the text cannot be answered (too long for the context, or an engine error).
+  // Reads the image file at `path` and attaches it to the next message. pagoda::Error naming the
+  // file when it cannot be read or is not an image the projector reads, or when the model takes
+  // no images.
+  void attach(const std::string& path) {
+    if (!sizer_) throw pagoda::Error("the model takes no images: start pagoda-chat with --mmproj F (its projector)");
+    std::string data = pagoda::cli::read_image_file(path);
+    const int32_t length = sizer_->positions(data, path);
+    pending_.push_back(std::make_shared<const Image>(Image{std::move(data), length}));
+  }
+  size_t attached() const { return pending_.size(); }
+
+  // One exchange: the user's text (and the images attached to it) in, the reply streamed to
+  // stdout and its figures to stderr. Nullopt when the message cannot be answered (too long for
+  // the context, or an engine error); its images then stay attached to the next message.
   std::optional<pagoda::Completion> turn(const std::string& text) {
-    messages_.push_back({"user", text});
-    const std::optional<std::vector<int32_t>> ids = fitted_prompt();
-    if (!ids) {
-      messages_.pop_back();
-      std::fprintf(stderr, "pagoda-chat: that message does not fit the context of %d tokens\n", n_ctx_);
-      return std::nullopt;
+    history_.push_back({{"user", text}, std::exchange(pending_, {})});
+    try {
+      const std::optional<Prompt> prompt = fitted_prompt();
+      if (!prompt) return take_back("that message does not fit the context of " + std::to_string(n_ctx_) + " tokens");
+      const pagoda::Completion c = stream_reply(engine_, request(*prompt));
+      print("\n");
+      if (c.finish_reason == pagoda::FinishReason::Error) return take_back(c.error);
+      history_.push_back({{"assistant", c.text}, {}});
+      const bool stopped = c.finish_reason == pagoda::FinishReason::Cancelled;
+      std::fprintf(stderr, "[%s%s]\n", stopped ? "stopped: " : "", describe(c).c_str());
+      last_ = c;
+      return c;
+    } catch (const pagoda::Error& e) {  // refused at submit: the conversation goes on without it
+      return take_back(e.what());
     }
-    const pagoda::Completion c = stream_reply(engine_, request(*ids));
-    print("\n");
-    if (c.finish_reason == pagoda::FinishReason::Error) {
-      messages_.pop_back();
-      std::fprintf(stderr, "pagoda-chat: %s\n", c.error.c_str());
-      return std::nullopt;
-    }
-    messages_.push_back({"assistant", c.text});
-    const bool stopped = c.finish_reason == pagoda::FinishReason::Cancelled;
-    std::fprintf(stderr, "[%s%s]\n", stopped ? "stopped: " : "", describe(c).c_str());
-    last_ = c;
-    return c;
   }
 
-  void reset() { messages_.clear(); }
+  // Forgets the conversation and the images waiting for the next message.
+  void reset() {
+    history_.clear();
+    pending_.clear();
+  }
 
   void print_stats() const {
     if (last_)
       std::printf("last reply: %s, ended by %s\n", describe(*last_).c_str(), finish_reason_name(last_->finish_reason));
     // In plain continuation the conversation may outgrow the context; each prompt is its tail.
-    const size_t tokens = messages_.empty() ? 0 : tokenize(render(messages_)).size();
-    std::printf("conversation: %zu messages, %zu tokens, context %d tokens, %s\n", messages_.size(), tokens, n_ctx_,
-                mode().c_str());
+    const Prompt prompt = history_.empty() ? Prompt{} : prompt_of(history_);
+    const std::string images = prompt.images.empty() ? "" : plural(prompt.images.size(), "image") + ", ";
+    std::printf("conversation: %zu messages, %s%zu tokens, context %d tokens, %s\n", history_.size(), images.c_str(),
+                prompt.length(), n_ctx_, mode().c_str());
     const pagoda::EngineMetrics m = engine_.metrics();
     std::printf(
         "engine: %lld requests finished, %lld tokens generated at %.1f tokens/s, KV pages %lld of %lld in use, "
@@ -293,14 +357,40 @@ class Chat {
   }
 
  private:
-  pagoda::ChatPrompt render(const std::vector<pagoda::ChatMessage>& messages) const {
-    return engine_.render_chat(messages, pagoda::ChatTemplateOptions{});
+  // The newest message taken back after it could not be answered: says why, and keeps its images
+  // for the next message.
+  std::nullopt_t take_back(const std::string& why) {
+    pending_ = std::move(history_.back().images);
+    history_.pop_back();
+    const std::string kept = pending_.empty() ? "" : " (its images stay attached to your next message)";
+    std::fprintf(stderr, "pagoda-chat: %s%s\n", why.c_str(), kept.c_str());
+    return std::nullopt;
   }
 
-  // The template's control tokens become themselves, so its "<|im_start|>" is one token; the
-  // same text typed by the user stays text.
-  std::vector<int32_t> tokenize(const pagoda::ChatPrompt& prompt) const {
-    return engine_.tokenize(prompt, engine_.add_bos());
+  // The messages laid out by the chat template, each one's images as markers before its text, and
+  // tokenized: the template's control tokens become themselves, so its "<|im_start|>" is one
+  // token, while the same text typed by the user stays text. The markers become the images'
+  // places, as pagoda-server places a chat's image parts; the marker is drawn at random, so no
+  // typed text can stand for an image.
+  Prompt prompt_of(const std::vector<Message>& history) const {
+    std::vector<pagoda::ChatMessage> messages;
+    Prompt p;
+    for (const Message& m : history) {
+      messages.push_back(m.message);
+      std::string markers;
+      for (const auto& image : m.images) {
+        markers += marker_;
+        p.images.push_back(image);
+      }
+      messages.back().content.insert(0, markers);
+    }
+    const pagoda::ChatPrompt text = engine_.render_chat(messages, pagoda::ChatTemplateOptions{});
+    p.ids = engine_.tokenize(text, engine_.add_bos(), p.images.empty() ? "" : marker_, p.at);
+    if (p.at.size() != p.images.size()) {
+      throw pagoda::Error("the chat template placed " + std::to_string(p.at.size()) + " of the " +
+                          std::to_string(p.images.size()) + " images in the prompt");
+    }
+    return p;
   }
 
   // The conversation as a prompt that leaves room for a reply: the oldest messages go first
@@ -308,28 +398,54 @@ class Chat {
   // plain continuation a message is kept while part of it still fits, and the prompt is cut
   // from the front to the tokens the model continues from. Nullopt when, with a template, the
   // newest message alone is too long.
-  std::optional<std::vector<int32_t>> fitted_prompt() {
+  std::optional<Prompt> fitted_prompt() {
     const size_t budget = size_t(n_ctx_ - std::min(n_predict_, n_ctx_ / 2));
     const size_t drop = templated_ ? 2 : 1;
-    std::vector<int32_t> ids = tokenize(render(messages_));
-    while (ids.size() > budget && messages_.size() > drop) {
-      const std::vector<pagoda::ChatMessage> shorter(messages_.begin() + ptrdiff_t(drop), messages_.end());
-      std::vector<int32_t> shorter_ids = tokenize(render(shorter));
-      if (!templated_ && shorter_ids.size() < budget) break;
-      messages_ = shorter;
-      ids = std::move(shorter_ids);
+    Prompt prompt = prompt_of(history_);
+    while (prompt.length() > budget && history_.size() > drop) {
+      const std::vector<Message> shorter(history_.begin() + ptrdiff_t(drop), history_.end());
+      Prompt shorter_prompt = prompt_of(shorter);
+      if (!templated_ && shorter_prompt.length() < budget) break;
+      history_ = shorter;
+      prompt = std::move(shorter_prompt);
     }
-    if (ids.size() <= budget) return ids;
+    if (prompt.length() <= budget) return prompt;
     if (templated_) return std::nullopt;
-    const size_t keep_front = engine_.add_bos() ? 1 : 0;  // BOS stays first
-    ids.erase(ids.begin() + ptrdiff_t(keep_front), ids.end() - ptrdiff_t(budget - keep_front));
-    return ids;
+    return tail(std::move(prompt), budget);
   }
 
-  pagoda::Request request(std::vector<int32_t> ids) {
+  // Plain continuation: `prompt` cut from the front, after BOS, to its last `budget` positions.
+  // An image before the cut goes whole (part of one means nothing); nullopt when the images
+  // after every cut are still too long.
+  std::optional<Prompt> tail(Prompt prompt, size_t budget) const {
+    const size_t front = engine_.add_bos() ? 1 : 0;  // BOS stays first
+    auto kept = [&](size_t cut) {
+      size_t n = front + prompt.ids.size() - cut;
+      for (size_t i = 0; i < prompt.images.size(); ++i) {
+        if (size_t(prompt.at[i]) >= cut) n += size_t(prompt.images[i]->length);
+      }
+      return n;
+    };
+    size_t cut = front;
+    for (; kept(cut) > budget; ++cut) {
+      if (cut == prompt.ids.size()) return std::nullopt;
+    }
+    Prompt out;
+    out.ids.assign(prompt.ids.begin(), prompt.ids.begin() + ptrdiff_t(front));
+    out.ids.insert(out.ids.end(), prompt.ids.begin() + ptrdiff_t(cut), prompt.ids.end());
+    for (size_t i = 0; i < prompt.images.size(); ++i) {
+      if (size_t(prompt.at[i]) < cut) continue;
+      out.images.push_back(prompt.images[i]);
+      out.at.push_back(prompt.at[i] - int32_t(cut - front));
+    }
+    return out;
+  }
+
+  pagoda::Request request(const Prompt& prompt) {
     pagoda::Request r;
-    r.max_new_tokens = std::min(n_predict_, n_ctx_ - int32_t(ids.size()));
-    r.prompt_ids = std::move(ids);
+    r.max_new_tokens = std::min(n_predict_, n_ctx_ - int32_t(prompt.length()));
+    r.prompt_ids = prompt.ids;
+    for (size_t i = 0; i < prompt.images.size(); ++i) r.images.push_back({prompt.images[i]->data, prompt.at[i]});
     r.sampling = sampling_;
     r.sampling.seed += turns_++;  // a fixed --seed makes the session repeatable, not each reply alike
     r.adapter = adapter_;
@@ -351,10 +467,13 @@ class Chat {
   pagoda::ChatFormat format_;
   bool templated_;
   int32_t bos_id_;
-  std::string adapter_;      // the --lora adapter replies use; empty = the base model
-  std::string grammar_;      // --grammar / --grammar-file: every reply is a sentence of it
-  std::string json_schema_;  // --json-schema / --json-schema-file: every reply validates
-  std::vector<pagoda::ChatMessage> messages_;
+  std::string adapter_;                           // the --lora adapter replies use; empty = the base model
+  std::string grammar_;                           // --grammar / --grammar-file: every reply is a sentence of it
+  std::string json_schema_;                       // --json-schema / --json-schema-file: every reply validates
+  std::string marker_;                            // what stands for an image in the rendered conversation
+  std::optional<pagoda::cli::ImageSizer> sizer_;  // with --mmproj
+  std::vector<Message> history_;
+  std::vector<std::shared_ptr<const Image>> pending_;  // attached to the next message
   uint64_t turns_ = 0;
   std::optional<pagoda::Completion> last_;
 };
@@ -403,23 +522,54 @@ class LineReader {
   bool eof_ = false;
 };
 
-bool is_command(const std::string& line) {
-  return line.size() > 1 && line[0] == '/' &&
-         std::all_of(line.begin() + 1, line.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+struct Command {
+  std::string name;      // "/reset"
+  std::string argument;  // /image's file
+};
+
+// A line that is a slash and lowercase letters ("/reset", "/bogus"), or /image and its argument.
+// Other lines that start with a slash ("/usr/bin is where...") are messages.
+std::optional<Command> command_of(const std::string& line) {
+  const size_t space = line.find(' ');
+  const std::string name = line.substr(0, space);
+  if (name.size() < 2 || name[0] != '/' ||
+      !std::all_of(name.begin() + 1, name.end(), [](char c) { return c >= 'a' && c <= 'z'; })) {
+    return std::nullopt;
+  }
+  if (space == std::string::npos) return Command{name, ""};
+  if (name != "/image") return std::nullopt;
+  const size_t from = line.find_first_not_of(' ', space);
+  return Command{name, from == std::string::npos ? "" : line.substr(from)};
+}
+
+// Attaches /image's file, or says why it cannot; the chat goes on either way.
+void attach(Chat& chat, const std::string& path) {
+  if (path.empty()) {
+    std::fprintf(stderr, "pagoda-chat: /image needs a file: /image PATH\n");
+    return;
+  }
+  try {
+    chat.attach(path);
+    std::fprintf(stderr, "[%s attached to your next message]\n", path.c_str());
+  } catch (const pagoda::Error& e) {
+    std::fprintf(stderr, "pagoda-chat: %s\n", e.what());
+  }
 }
 
 // Runs a /command; false for /quit.
-bool run_command(Chat& chat, const std::string& command) {
-  if (command == "/quit") return false;
-  if (command == "/reset") {
+bool run_command(Chat& chat, const Command& command) {
+  if (command.name == "/quit") return false;
+  if (command.name == "/image") {
+    attach(chat, command.argument);
+  } else if (command.name == "/reset") {
     chat.reset();
     std::fprintf(stderr, "[conversation forgotten]\n");
-  } else if (command == "/stats") {
+  } else if (command.name == "/stats") {
     chat.print_stats();
-  } else if (command == "/help") {
+  } else if (command.name == "/help") {
     std::fputs(kCommands, stdout);
   } else {
-    std::fprintf(stderr, "pagoda-chat: unknown command %s (/help lists them)\n", command.c_str());
+    std::fprintf(stderr, "pagoda-chat: unknown command %s (/help lists them)\n", command.name.c_str());
   }
   return true;
 }
@@ -429,6 +579,8 @@ int interactive(Chat& chat, const std::string& model) {
   std::fprintf(stderr,
                "Type a line and press Enter; /help lists the commands. Ctrl-C stops a reply; "
                "Ctrl-D or Ctrl-C at the prompt quits.\n");
+  if (chat.attached() > 0)
+    std::fprintf(stderr, "[%s attached to your first message]\n", plural(chat.attached(), "image").c_str());
   LineReader in;
   for (;;) {
     print("> ");
@@ -438,8 +590,8 @@ int interactive(Chat& chat, const std::string& model) {
       return 0;
     }
     const std::string word = line->substr(0, line->find_last_not_of(" \t\r") + 1);  // "/quit " too
-    if (is_command(word)) {
-      if (!run_command(chat, word)) return 0;
+    if (const std::optional<Command> command = command_of(word)) {
+      if (!run_command(chat, *command)) return 0;
     } else if (!word.empty()) {
       chat.turn(*line);
     }
@@ -456,8 +608,9 @@ int one_shot(Chat& chat, const std::string& prompt) {
 
 int main(int argc, char** argv) {
   try {
-    const std::array kOwnFlags{"--model", "--tokenizer", "--prompt",     "--n-predict", "--ctx-size",
-                               "--seed",  "--threads",   "--cache-type", "--lora",      "--chat-template-file"};
+    const std::array kOwnFlags{"--model",  "--tokenizer", "--prompt",     "--n-predict",          "--ctx-size",
+                               "--seed",   "--threads",   "--cache-type", "--chat-template-file", "--lora",
+                               "--mmproj", "--image"};
     const pagoda::cli::Args args(
         argc, argv,
         pagoda::cli::flag_set({kOwnFlags, pagoda::cli::kSamplingFlags, pagoda::cli::kSpeculativeFlags,
@@ -481,7 +634,8 @@ int main(int argc, char** argv) {
     pagoda::Engine engine(engine_config(opt, model));
     if (opt.lora) engine.load_adapter(opt.lora->name, opt.lora->path, opt.lora->scale);
     note_unknown_template(engine);
-    Chat chat(engine, opt, context_size(engine, opt));
+    Chat chat(engine, opt, context_size(engine, opt), model);
+    for (const std::string& image : opt.images) chat.attach(image);
     install_sigint_handler();
     return prompt ? one_shot(chat, *prompt) : interactive(chat, model);
   } catch (const std::exception& e) {

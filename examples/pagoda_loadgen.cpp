@@ -5,12 +5,15 @@
 // makes each request a conversation, and `--prefix-cache both` runs the engine with and
 // without prefix caching on the same workload. `--agent C:T:L` is an agent loop's workload,
 // conversations that take turns resending their growing contexts, and `--kv-disk-compare`
-// runs it without and with the prefix cache's disk tier.
+// runs it without and with the prefix cache's disk tier. `--mmproj F --image FILE` attaches an
+// image to every request (a vision model's image+text chats).
 //   pagoda-loadgen --preset s15m --requests 256 --concurrency 64 --prompt-len 16:128 --output-len 16:256
 //   pagoda-loadgen -m model.gguf --rate 8 --mode both --json out.json
 //   pagoda-loadgen --preset s15m -c 32 --shared-prefix 1024 --prompt-len 32:96 --output-len 64 --prefix-cache both
 //   pagoda-loadgen -m model.gguf --agent 32:8:8192 -c 4 --output-len 64 --kv-disk-compare --kv-disk-size 16G
+//   pagoda-loadgen -m llava.gguf --mmproj mmproj.gguf --image a.jpg --image b.png -n 8 -c 8 --prompt-len 32
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -30,6 +33,7 @@
 #include "examples/common/args.h"
 #include "examples/common/byte_size.h"
 #include "examples/common/cache_type_flag.h"
+#include "examples/common/image_files.h"
 #include "examples/common/load_report.h"
 #include "examples/common/resource_usage.h"
 #include "examples/common/static_batcher.h"
@@ -96,13 +100,24 @@ moment a client sends a request.
                           run, for one comparison; --mode http runs only that
   --disconnect F          over HTTP, this fraction of the streams is dropped (the connection
                           closed) after half its tokens, to exercise cancellation (default 0)
+  --mmproj F              the model's vision projector (llama.cpp's mmproj GGUF), for --image
+  --image FILE            an image (PNG, JPEG or WebP) for the requests (repeatable): request i
+                          carries image i mod their count, after BOS and the shared prefix, in
+                          every turn; its rows are prompt tokens (in the figures, the context
+                          check and the default --kv-pages). Latencies count its decoding and
+                          resizing, which submit does on the client's thread. The engine keeps
+                          recent images' encoder rows, so an image sent again is not encoded
+                          again: give as many files as requests to encode every one. Needs
+                          --mmproj and the in-process engine (--mode continuous, no --url)
   --json FILE             also write the figures as JSON
 )";
 
 constexpr int32_t kTokensPerPage = 16;
 
 struct Options {
-  std::string model, preset, model_dir, mode = "continuous", json, prefix_cache = "on", url;
+  std::string model, preset, model_dir, mode = "continuous", json, prefix_cache = "on", url, mmproj;
+  std::vector<std::string> image_paths;  // --image
+  std::vector<std::string> images;       // their bytes, read once the model is known
   double disconnect = 0.0;
   WorkloadSpec work;
   std::optional<AgentShape> agent;
@@ -189,7 +204,8 @@ Options parse_options(const cli::Args& args) {
                    {"--mode", o.mode},
                    {"--json", o.json},
                    {"--url", o.url},
-                   {"--disconnect", o.disconnect}});
+                   {"--disconnect", o.disconnect},
+                   {"--mmproj", o.mmproj}});
   if (!(o.disconnect >= 0.0 && o.disconnect <= 1.0)) throw Error("--disconnect must be a fraction in [0, 1]");
   args.set_fields({{"--requests", o.work.conversations}, {"--concurrency", o.concurrency}});
   if (auto r = args.get("--rate")) o.work.rate = parse_rate(*r);
@@ -236,8 +252,30 @@ Options parse_options(const cli::Args& args) {
     throw Error("--turns and --agent need the in-process engine (replies come back as text over HTTP)");
   if (o.threads < 0) throw Error("--threads must be >= 0, got " + std::to_string(o.threads));
   if (!(o.temperature >= 0.0f)) throw Error("--temp must be >= 0");
+  o.image_paths = args.all("--image");
+  if (!o.image_paths.empty()) {
+    if (o.mmproj.empty()) throw Error("--image needs --mmproj F (the model's vision projector)");
+    if (o.mode != "continuous" || !o.url.empty())
+      throw Error("--image needs the in-process engine: --mode continuous and no --url");
+  }
+  return o;
+}
 
-  // Every client's longest request at once, plus the 1% the engine keeps free for growth.
+// The --image files read, and the positions each takes in a prompt, so that the context check and
+// the KV pool count them. Before any run: a file that is not an image the projector reads is an
+// error now.
+void read_images(Options& o, const std::string& model_path) {
+  if (o.image_paths.empty()) return;
+  const cli::ImageSizer sizer(o.mmproj, model_path);
+  for (const std::string& path : o.image_paths) {
+    o.images.push_back(cli::read_image_file(path));
+    o.work.image_lengths.push_back(sizer.positions(o.images.back(), path));
+  }
+}
+
+// --kv-pages, by default every client's longest request at once, plus the 1% the engine keeps
+// free for growth.
+void size_kv_pages(const cli::Args& args, Options& o) {
   const int64_t longest = pages_for(longest_positions(o.work));
   const int64_t need = longest * o.concurrency;
   o.kv_pages = args.number("--kv-pages", int32_t(std::min<int64_t>(need + need / 50 + 1, INT32_MAX)));
@@ -247,7 +285,6 @@ Options parse_options(const cli::Args& args) {
                 std::to_string(o.concurrency) + " requests of up to " + std::to_string(longest_positions(o.work)) +
                 " positions (" + std::to_string(need) + " pages)");
   }
-  return o;
 }
 
 // The build directory's models/ (beside examples/, where this program is), as bench_forward uses.
@@ -326,6 +363,7 @@ RunSummary run_continuous(const Options& o, const std::string& model_path, const
     config.kv_disk_bytes = size_t(o.kv_disk_bytes);
   }
   config.model_path = model_path;
+  config.mmproj_path = o.mmproj;
   config.threads = o.threads;
   config.kv_pages = o.kv_pages;
   config.kv_cache_type = o.kv_type;
@@ -353,18 +391,30 @@ RunSummary run_continuous(const Options& o, const std::string& model_path, const
   const EngineMetrics before = engine.metrics();
   Backend backend{
       run.name,
-      [&](const std::vector<int32_t>& prompt, int32_t output_len) {
+      [&](const std::vector<int32_t>& prompt, const Conversation& conversation) {
         Request r;
         r.prompt_ids = prompt;
-        r.max_new_tokens = output_len;
+        if (conversation.image >= 0) r.images = {{o.images[size_t(conversation.image)], conversation.image_at}};
+        r.max_new_tokens = conversation.output_len;
         r.ignore_eos = true;
         r.sampling = sampling(o);
-        const Completion c = engine.submit(std::move(r)).get();
+        // The engine's clock for a request starts once submit has laid its prompt out, which for
+        // an image means decoding and resizing it on this thread: the client's clock counts that.
+        const auto sent = Clock::now();
+        RequestHandle handle = engine.submit(std::move(r));
+        const double submit_s = seconds(Clock::now() - sent);
+        const Completion c = handle.get();
         if (c.finish_reason != FinishReason::Length) {
           throw Error(std::string("a request finished with ") + finish_reason_name(c.finish_reason) + " " + c.error);
         }
         const int32_t n = int32_t(c.token_ids.size());
-        return Served{c.time_to_first_token_s, n > 1 ? c.time_per_output_token_s : -1.0, n, c.preemptions, c.token_ids};
+        return Served{submit_s + c.time_to_first_token_s,
+                      n > 1 ? c.time_per_output_token_s : -1.0,
+                      n,
+                      c.preemptions,
+                      c.token_ids,
+                      false,
+                      c.prompt_tokens};
       },
       [&] {
         const EngineMetrics m = engine.metrics();
@@ -392,7 +442,8 @@ RunSummary run_http(const Options& o, const std::string& model_path) {
   std::mt19937_64 drops(o.work.seed ^ 0x5eedull);
   std::bernoulli_distribution drop(o.disconnect);
   Backend backend{"http",
-                  [&](const std::vector<int32_t>& prompt, int32_t output_len) {
+                  [&](const std::vector<int32_t>& prompt, const Conversation& conversation) {
+                    const int32_t output_len = conversation.output_len;
                     int32_t drop_after = 0;
                     {
                       std::lock_guard lock(drop_mutex);
@@ -429,9 +480,9 @@ RunSummary run_static(const Options& o, const std::string& model_path) {
   StaticBatcher batcher(runner, o.kv_pages, kTokensPerPage, o.kv_type, o.concurrency, o.work.conversations,
                         sampling(o));
   Backend backend{"static",
-                  [&](const std::vector<int32_t>& prompt, int32_t output_len) {
+                  [&](const std::vector<int32_t>& prompt, const Conversation& conversation) {
                     const auto sent = Clock::now();
-                    const TokenTimes t = batcher.submit(prompt, output_len).get();
+                    const TokenTimes t = batcher.submit(prompt, conversation.output_len).get();
                     const double tpot = t.tokens > 1 ? seconds(t.last - t.first) / double(t.tokens - 1) : -1.0;
                     return Served{seconds(t.first - sent), tpot, t.tokens, 0, {}};
                   },
@@ -471,6 +522,11 @@ void print_header(const Options& o, const std::string& model_path, double load_a
               range_text(o.work.output_len).c_str(), (unsigned long long)o.work.seed, double(o.temperature));
   std::printf("          shared prefix %d tokens, %d turn%s, prefix cache %s\n", o.work.shared_prefix, o.work.turns,
               o.work.turns == 1 ? "" : "s", o.prefix_cache.c_str());
+  if (!o.images.empty()) {
+    const auto [fewest, most] = std::minmax_element(o.work.image_lengths.begin(), o.work.image_lengths.end());
+    std::printf("          %zu image%s (%d to %d prompt positions each; one a request, after the shared prefix), %s\n",
+                o.images.size(), o.images.size() == 1 ? "" : "s", *fewest, *most, o.mmproj.c_str());
+  }
   std::printf("engine    threads %s, kv-pages %d x %d tokens (%s), max-running %d, token-budget %d, prefill-chunk %d\n",
               o.threads ? std::to_string(o.threads).c_str() : "all", o.kv_pages, kTokensPerPage,
               kv_cache_type_name(o.kv_type), o.max_running, o.token_budget, o.prefill_chunk);
@@ -504,6 +560,9 @@ void write_json(const Options& o, const std::string& model_path, double load_at_
                    {"shared_prefix", o.work.shared_prefix},
                    {"turns", o.work.turns},
                    {"prefix_cache", o.prefix_cache}};
+  if (!o.images.empty()) {
+    j["workload"]["images"] = {{"files", o.image_paths}, {"positions", o.work.image_lengths}, {"mmproj", o.mmproj}};
+  }
   if (o.agent) {
     j["workload"]["agent"] = {{"conversations", o.agent->conversations},
                               {"turns", o.agent->turns},
@@ -535,19 +594,22 @@ void write_json(const Options& o, const std::string& model_path, double load_at_
 
 int main(int argc, char** argv) {
   try {
-    cli::Args args(argc, argv, {"--model",       "--preset",       "--model-dir",   "--mode",         "--requests",
-                                "--concurrency", "--rate",         "--prompt-len",  "--output-len",   "--shared-prefix",
-                                "--turns",       "--prefix-cache", "--seed",        "--temp",         "--threads",
-                                "--cache-type",  "--kv-pages",     "--max-running", "--token-budget", "--prefill-chunk",
-                                "--json",        "--url",          "--disconnect",  "--agent",        "--kv-disk",
-                                "--kv-disk-size"},
-                   {"--help", "--kv-disk-compare"}, {{"-n", "--requests"}, {"-c", "--concurrency"}});
+    cli::Args args(
+        argc, argv,
+        {"--model",        "--preset",        "--model-dir",  "--mode",          "--requests",   "--concurrency",
+         "--rate",         "--prompt-len",    "--output-len", "--shared-prefix", "--turns",      "--prefix-cache",
+         "--seed",         "--temp",          "--threads",    "--cache-type",    "--kv-pages",   "--max-running",
+         "--token-budget", "--prefill-chunk", "--json",       "--url",           "--disconnect", "--agent",
+         "--kv-disk",      "--kv-disk-size",  "--mmproj",     "--image"},
+        {"--help", "--kv-disk-compare"}, {{"-n", "--requests"}, {"-c", "--concurrency"}});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;
     }
-    const Options o = parse_options(args);
+    Options o = parse_options(args);
     const std::string model_path = resolve_model(o);
+    read_images(o, model_path);
+    size_kv_pages(args, o);
     const double load_at_start = load_average();
     std::vector<RunSummary> runs;
     if (o.mode != "static" && o.mode != "http") {

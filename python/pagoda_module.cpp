@@ -23,13 +23,11 @@
 #include <variant>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "protocol/chat_reply.h"
-#include "protocol/openai_chat.h"
 #include "engine/util/json_depth.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
+#include "python/chat_prompt.h"
 
 namespace py = pybind11;
 using namespace std::chrono_literals;
@@ -310,47 +308,6 @@ struct ReplyShapeHandle {
   pagoda::chat::ReplyShape shape;
 };
 
-// An OpenAI chat body (messages, tools, tool_choice, parallel_tool_calls, chat_template_kwargs)
-// as pagoda-server reads it: the prompt with its data spans and its token ids (control tokens
-// typed into messages stay text unless `special_in_content`), the grammar of the tool calls
-// (with `constrain`), and the reply's shape.
-struct PreparedChat {
-  pagoda::ChatPrompt prompt;
-  std::vector<int32_t> prompt_ids;
-  std::string grammar;
-  std::vector<std::string> triggers;
-  std::optional<pagoda::chat::ReplyShape> shape;
-};
-
-PreparedChat prepare_chat(const pagoda::Engine& engine, const std::string& text, bool add_generation_prompt,
-                          bool constrain, bool special_in_content) {
-  // Ordered: the tools and arguments reach the template in the order the dicts were built in.
-  const nlohmann::ordered_json body = pagoda::parse_ordered_json_bounded(text, "the chat", false);
-  if (!body.is_object() || !body.contains("messages")) throw pagoda::Error("a chat needs messages");
-  std::vector<pagoda::ChatMessage> messages = pagoda::chat::parse_messages(body["messages"]);
-  const std::optional<std::string> chat_template = engine.chat_template();
-  const std::optional<pagoda::chat::ToolRequest> tools = pagoda::chat::parse_tool_request(body, chat_template);
-  pagoda::ChatTemplateOptions options;
-  options.add_generation_prompt = add_generation_prompt;
-  options.kwargs = pagoda::chat::template_kwargs(body);
-  options.special_in_content = special_in_content;
-  if (tools) pagoda::chat::offer_tools(*tools, messages, options);
-  PreparedChat p;
-  p.prompt = engine.render_chat(messages, options);
-  p.prompt_ids = engine.tokenize(p.prompt, engine.add_bos());
-  if (tools && constrain) {
-    auto is_control_token = [&](std::string_view t) {
-      const std::string text(t);
-      return engine.tokenize(text, false, true).size() == 1 && engine.tokenize(text, false, false).size() > 1;
-    };
-    const pagoda::chat::ToolGrammar g = pagoda::chat::tool_request_grammar(*tools, is_control_token);
-    p.grammar = g.gbnf;
-    p.triggers = g.triggers;
-  }
-  p.shape = pagoda::chat::reply_shape(chat_template, p.prompt.text, tools);
-  return p;
-}
-
 // The data spans as offsets into the Python str of the prompt (code points, not bytes).
 py::list code_point_spans(const pagoda::ChatPrompt& prompt) {
   py::list out;
@@ -503,15 +460,16 @@ PYBIND11_MODULE(_core, m) {
       .def("forward_to", &Handle::forward_to, py::arg("loop"), py::arg("sink"));
 
   py::class_<PyEngine>(m, "Engine")
-      .def(py::init([](std::string model, std::string tokenizer, bool use_mmap, int threads, int32_t kv_pages,
-                       size_t kv_bytes, int32_t tokens_per_page, const std::string& kv_cache_type_name,
-                       int32_t max_tokens_per_step, int32_t max_entries_per_step, int32_t max_running,
-                       int32_t prefill_chunk, const std::string& preemption, int32_t max_resident_adapters,
-                       int32_t adapter_run_cap, bool mixed_adapter_batches, bool prefix_caching, bool kv_prefault,
-                       std::string kv_disk, size_t kv_disk_size, std::string kv_events, std::string kv_events_replay,
-                       std::string kv_events_topic) {
+      .def(py::init([](std::string model, std::string tokenizer, std::string mmproj, bool use_mmap, int threads,
+                       int32_t kv_pages, size_t kv_bytes, int32_t tokens_per_page,
+                       const std::string& kv_cache_type_name, int32_t max_tokens_per_step, int32_t max_entries_per_step,
+                       int32_t max_running, int32_t prefill_chunk, const std::string& preemption,
+                       int32_t max_resident_adapters, int32_t adapter_run_cap, bool mixed_adapter_batches,
+                       bool prefix_caching, bool kv_prefault, std::string kv_disk, size_t kv_disk_size,
+                       std::string kv_events, std::string kv_events_replay, std::string kv_events_topic) {
              pagoda::EngineConfig c{.model_path = std::move(model),
                                     .tokenizer_path = std::move(tokenizer),
+                                    .mmproj_path = std::move(mmproj),
                                     .use_mmap = use_mmap,
                                     .threads = threads,
                                     .kv_pages = kv_pages,
@@ -536,10 +494,10 @@ PYBIND11_MODULE(_core, m) {
              py::gil_scoped_release release;  // loading reads the whole model
              return std::make_unique<PyEngine>(c);
            }),
-           py::kw_only(), py::arg("model"), py::arg("tokenizer"), py::arg("use_mmap"), py::arg("threads"),
-           py::arg("kv_pages"), py::arg("kv_bytes"), py::arg("tokens_per_page"), py::arg("kv_cache_type"),
-           py::arg("max_tokens_per_step"), py::arg("max_entries_per_step"), py::arg("max_running"),
-           py::arg("prefill_chunk"), py::arg("preemption"), py::arg("max_resident_adapters"),
+           py::kw_only(), py::arg("model"), py::arg("tokenizer"), py::arg("mmproj"), py::arg("use_mmap"),
+           py::arg("threads"), py::arg("kv_pages"), py::arg("kv_bytes"), py::arg("tokens_per_page"),
+           py::arg("kv_cache_type"), py::arg("max_tokens_per_step"), py::arg("max_entries_per_step"),
+           py::arg("max_running"), py::arg("prefill_chunk"), py::arg("preemption"), py::arg("max_resident_adapters"),
            py::arg("adapter_run_cap"), py::arg("mixed_adapter_batches"), py::arg("prefix_caching"),
            py::arg("kv_prefault"), py::arg("kv_disk"), py::arg("kv_disk_size"), py::arg("kv_events"),
            py::arg("kv_events_replay"), py::arg("kv_events_topic"))
@@ -552,9 +510,11 @@ PYBIND11_MODULE(_core, m) {
              std::vector<int32_t> stop_token_ids, bool ignore_eos, int32_t logprobs, int32_t prompt_logprobs,
              std::string adapter, int32_t priority, bool prefix_cache, bool parse_special, bool stream,
              std::optional<py::object> on_token, std::string grammar, std::string json_schema,
-             std::vector<std::string> grammar_triggers) {
+             std::vector<std::string> grammar_triggers, std::vector<std::pair<std::string, int32_t>> images,
+             std::string image_marker) {
             pagoda::Request r{.prompt = std::move(prompt),
                               .prompt_ids = std::move(prompt_ids),
+                              .image_marker = std::move(image_marker),
                               .parse_special = parse_special,
                               .sampling = sampling,
                               .max_new_tokens = max_tokens,
@@ -570,13 +530,16 @@ PYBIND11_MODULE(_core, m) {
                               .priority = priority,
                               .stream = stream,
                               .prefix_cache = prefix_cache};
+            for (auto& [data, position] : images) r.images.push_back({std::move(data), position});
             return self.submit(std::move(r), std::move(on_token));
           },
           py::kw_only(), py::arg("prompt"), py::arg("prompt_ids"), py::arg("sampling"), py::arg("max_tokens"),
           py::arg("stop"), py::arg("stop_token_ids"), py::arg("ignore_eos"), py::arg("logprobs"),
           py::arg("prompt_logprobs"), py::arg("adapter"), py::arg("priority"), py::arg("prefix_cache"),
           py::arg("parse_special"), py::arg("stream"), py::arg("on_token"), py::arg("grammar") = "",
-          py::arg("json_schema") = "", py::arg("grammar_triggers") = std::vector<std::string>{})
+          py::arg("json_schema") = "", py::arg("grammar_triggers") = std::vector<std::string>{},
+          py::arg("images") = std::vector<std::pair<std::string, int32_t>>{},
+          py::arg("image_marker") = pagoda::Request{}.image_marker)
       .def(
           "embed",
           // Converted while the GIL is held; embedded (and waited for) without it.
@@ -624,6 +587,7 @@ PYBIND11_MODULE(_core, m) {
             return self.call([&](pagoda::Engine& e) { return e.rerank_tokens(query, document); });
           },
           py::arg("query"), py::arg("document"))
+      .def("takes_images", [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.takes_images(); }); })
       .def("embedding_only",
            [](PyEngine& self) { return self.call([](pagoda::Engine& e) { return e.embedding_only(); }); })
       .def("rerank_probabilities",
@@ -689,16 +653,21 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "prepare_chat",
           [](PyEngine& self, const std::string& body, bool add_generation_prompt, bool constrain,
-             bool special_in_content) {
-            const PreparedChat p = self.call([&](pagoda::Engine& e) {
-              return prepare_chat(e, body, add_generation_prompt, constrain, special_in_content);
+             bool special_in_content, const std::string& image_marker) {
+            const pagoda::python::PreparedChat p = self.call([&](pagoda::Engine& e) {
+              return pagoda::python::prepare_chat(e, body, add_generation_prompt, constrain, special_in_content,
+                                                  image_marker);
             });
             std::optional<ReplyShapeHandle> shape;
             if (p.shape) shape = ReplyShapeHandle{*p.shape};
-            return py::make_tuple(utf8(p.prompt.text), code_point_spans(p.prompt), p.prompt_ids, p.grammar, p.triggers,
-                                  shape);
+            py::list images;  // (bytes, position): an image file's bytes are not text
+            for (const pagoda::RequestImage& image : p.images)
+              images.append(py::make_tuple(py::bytes(image.data), image.position));
+            return py::make_tuple(utf8(p.prompt.text), code_point_spans(p.prompt), p.prompt_ids, images, p.grammar,
+                                  p.triggers, shape);
           },
-          py::arg("body"), py::arg("add_generation_prompt"), py::arg("constrain"), py::arg("special_in_content"));
+          py::arg("body"), py::arg("add_generation_prompt"), py::arg("constrain"), py::arg("special_in_content"),
+          py::arg("image_marker") = "");
 
   py::class_<ReplyShapeHandle>(m, "ReplyShape", "What a chat reply may hold besides text (thinking, tool calls).");
   m.def("check_json_depth", &check_json_depth, py::arg("value"), py::arg("what"),

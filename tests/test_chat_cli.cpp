@@ -1,6 +1,7 @@
 // pagoda-chat as a person uses it: the real binary on a pseudo-terminal (a prompt, the streamed
-// reply, Ctrl-C mid-reply, /stats, /quit), one-shot and piped runs against the golden output,
-// the errors, and the default model. The chat templates themselves are tests/test_chat_template.cpp.
+// reply, Ctrl-C mid-reply, /stats, /image, /quit), one-shot and piped runs against the golden
+// output, images through the chat template as a server client sends them, the errors, and the
+// default model. The chat templates themselves are tests/test_chat_template.cpp.
 //
 // Every wait on the program has a timeout, so a bug fails a test instead of hanging it. No
 // assertion depends on timing.
@@ -31,6 +32,7 @@
 #include "pagoda/engine.h"
 #include "support/chat_models.h"
 #include "support/test_support.h"
+#include "support/vision_models.h"
 
 extern char** environ;
 
@@ -525,9 +527,135 @@ TEST(ChatCli, ChatTemplateDropsTheOldestExchanges) {
   EXPECT_EQ(chat.wait_exit(), 0);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Images
+
+// The tiny LLaVA pair's language model with a ChatML template and ChatML's tokens.
+const std::string& llava_chatml_model() {
+  static const std::string model =
+      test::model_with_template("llava-chatml.gguf", test::llava_files().model, test::kChatmlJinja, true);
+  return model;
+}
+
+// A conversation as a pagoda-server client holds it: every turn sends all the messages so far,
+// each message's images as image parts before its text; greedy replies.
+class ServedChat {
+ public:
+  explicit ServedChat(const std::string& model) : engine_(config(model)) {}
+
+  Completion say(const std::string& text, const std::vector<std::string>& images, int32_t max_tokens) {
+    std::string markers;
+    for (size_t i = 0; i < images.size(); ++i) markers += kMarker;
+    messages_.push_back({"user", markers + text});
+    images_.insert(images_.end(), images.begin(), images.end());
+    const ChatPrompt prompt = engine_.render_chat(messages_, {});
+    std::vector<int32_t> at;
+    Request r;
+    r.prompt_ids = engine_.tokenize(prompt, engine_.add_bos(), kMarker, at);
+    EXPECT_EQ(at.size(), images_.size());
+    for (size_t i = 0; i < images_.size(); ++i) r.images.push_back({images_[i], at.at(i)});
+    r.max_new_tokens = max_tokens;
+    r.sampling.temperature = 0.0f;
+    r.stop_token_ids = engine_.chat_format().stop_token_ids;
+    r.stop_strings = engine_.chat_format().stop_strings;
+    const Completion c = engine_.submit(std::move(r)).get();
+    messages_.push_back({"assistant", c.text});
+    return c;
+  }
+
+ private:
+  static constexpr const char* kMarker = "<__image_test__>";
+  static EngineConfig config(const std::string& model) {
+    EngineConfig c;
+    c.model_path = model;
+    c.mmproj_path = test::llava_files().mmproj;
+    c.threads = 1;
+    return c;
+  }
+  Engine engine_;
+  std::vector<ChatMessage> messages_;
+  std::vector<std::string> images_;  // every message's, in order
+};
+
+std::vector<std::string> with_images(std::vector<std::string> args) {
+  args.insert(args.begin(), {kChat, "--mmproj", test::llava_files().mmproj, "--temp", "0"});
+  return args;
+}
+
+TEST(ChatCli, ImageFlagPutsTheImageBeforeTheFirstMessagesTextInTheTemplate) {
+  const std::string image = test::png_path("chat-a.png", 40, 30, 1);
+  const Completion want = ServedChat(llava_chatml_model()).say("What is it?", {test::read_file(image)}, 8);
+  ASSERT_NE(want.finish_reason, FinishReason::Error) << want.error;
+  const RunResult r = run(with_images({"-m", llava_chatml_model(), "--image", image, "-p", "What is it?", "-n", "8"}));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, want.text + "\n");
+  EXPECT_NE(r.err.find("prompt " + std::to_string(want.prompt_tokens) + " tokens]"), std::string::npos) << r.err;
+
+  // The image's 16 rows are prompt tokens (the text around it, tokenized in two pieces, may take
+  // a token more than whole).
+  const RunResult text_only = run(with_images({"-m", llava_chatml_model(), "-p", "What is it?", "-n", "8"}));
+  const std::vector<int> sizes = prompt_sizes(text_only.err);
+  ASSERT_EQ(sizes.size(), 1u) << text_only.err;
+  EXPECT_GE(want.prompt_tokens - sizes[0], 16);
+  EXPECT_LE(want.prompt_tokens - sizes[0], 17);
+}
+
+// /image attaches to the next message, and later turns send that message's image again.
+TEST(ChatCli, ImageCommandAttachesToTheNextMessageWhichKeepsItInLaterTurns) {
+  const std::string a = test::png_path("chat-b.png", 40, 30, 2), b = test::png_path("chat-c.png", 30, 50, 3);
+  ServedChat served(llava_chatml_model());
+  const Completion first = served.say("What is it?", {test::read_file(a)}, 8);
+  const Completion second = served.say("And this?", {test::read_file(b)}, 8);
+  const Completion third = served.say("Compare them.", {}, 8);
+
+  PtyProcess chat(with_images({"-m", llava_chatml_model(), "-n", "8"}));
+  ASSERT_TRUE(chat.expect("\n> ")) << chat.output();
+  ASSERT_TRUE(chat.command("/image " + a + "\n", {"attached to your next message"})) << chat.output();
+  ASSERT_TRUE(chat.command("What is it?\n", {"tokens]"})) << chat.output();
+  ASSERT_TRUE(chat.command("/image " + b + "\n", {"attached to your next message"})) << chat.output();
+  ASSERT_TRUE(chat.command("And this?\n", {"tokens]"})) << chat.output();
+  ASSERT_TRUE(chat.command("Compare them.\n", {"tokens]"})) << chat.output();
+  EXPECT_EQ(prompt_sizes(chat.output()),
+            (std::vector<int>{first.prompt_tokens, second.prompt_tokens, third.prompt_tokens}));
+  ASSERT_TRUE(chat.command("/stats\n", {"6 messages, 2 images"})) << chat.output();
+
+  ASSERT_TRUE(chat.command("/image /no/such.png\n", {"pagoda-chat: /no/such.png: cannot open"})) << chat.output();
+  ASSERT_TRUE(chat.command("/image\n", {"/image needs a file"})) << chat.output();
+  ASSERT_TRUE(chat.command("/usr/bin is a folder\n", {"tokens]"})) << "a message, not a command: " << chat.output();
+  chat.type("/quit\n");
+  EXPECT_EQ(chat.wait_exit(), 0) << chat.output();
+
+  PtyProcess text_only({kChat, "-m", test::tiny_gqa_model(), "-n", "4"});
+  ASSERT_TRUE(text_only.expect("\n> ")) << text_only.output();
+  ASSERT_TRUE(text_only.command("/image " + a + "\n", {"takes no images: start pagoda-chat with --mmproj"}))
+      << text_only.output();
+  text_only.type("/quit\n");
+  EXPECT_EQ(text_only.wait_exit(), 0);
+}
+
+// Plain continuation cuts a long conversation from the front: an image goes whole, and the
+// prompts, counted with the images' rows, stay within -c 48 -n 16's 32 positions.
+TEST(ChatCli, PlainContinuationCutsAnImageWholeFromTheTail) {
+  const std::string image = test::png_path("chat-d.png", 40, 30, 4);
+  PtyProcess chat(with_images({"-m", test::llava_files().model, "-c", "48", "-n", "16", "--image", image}));
+  ASSERT_TRUE(chat.expect("[1 image attached to your first message]")) << chat.output();
+  for (const char* line : {"hello", "and then the little dog ran home", "and then the little dog ran home",
+                           "and then the little dog ran home"}) {
+    chat.type(std::string(line) + "\n");
+    ASSERT_TRUE(chat.expect("tokens]\n> ")) << chat.output();
+  }
+  const std::vector<int> sizes = prompt_sizes(chat.output());
+  ASSERT_EQ(sizes.size(), 4u) << chat.output();
+  EXPECT_GT(sizes[0], 16) << "the first prompt holds the image";
+  for (int size : sizes) EXPECT_LE(size, 32);
+  chat.type("/quit\n");
+  EXPECT_EQ(chat.wait_exit(), 0);
+}
+
 // Each mistake gives one line on stderr naming it, nothing on stdout, and a failing status.
 TEST(ChatCli, ErrorsAreOneLineAndAFailingStatus) {
   const std::string tiny = test::tiny_gqa_model();
+  const test::VisionFiles& llava = test::llava_files();
   const std::string garbage = test::scratch_path("garbage.gguf");
   std::ofstream(garbage) << "not a model at all";
   struct Case {
@@ -551,6 +679,11 @@ TEST(ChatCli, ErrorsAreOneLineAndAFailingStatus) {
       {{"-m", tiny}, "stdin is not a terminal and holds no prompt"},
       {{"-m", tiny, "-p", "hi", "--lora", "nameonly"}, "--lora needs NAME=PATH[:SCALE]"},
       {{"-m", tiny, "-p", "hi", "--lora", "a=" + garbage}, garbage},
+      {{"-m", tiny, "-p", "hi", "--image", garbage}, "--image needs --mmproj F"},
+      {{"-m", llava.model, "--mmproj", llava.mmproj, "-p", "hi", "--image", "/no/such.png"},
+       "/no/such.png: cannot open"},
+      {{"-m", llava.model, "--mmproj", llava.mmproj, "-p", "hi", "--image", garbage}, garbage + ": "},
+      {{"-m", tiny, "--mmproj", llava.mmproj, "-p", "hi"}, "not this model's"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {kChat};
@@ -569,9 +702,10 @@ TEST(ChatCli, ErrorsAreOneLineAndAFailingStatus) {
 TEST(ChatCli, HelpDocumentsTheFlagsAndCommands) {
   const RunResult r = run({kChat, "--help"});
   EXPECT_EQ(r.status, 0);
-  for (const char* s : {"--model", "--prompt", "--n-predict", "--ctx-size", "--temp", "--top-k", "--top-p", "--min-p",
-                        "--repeat-penalty", "--repeat-last-n", "--seed", "--threads", "--tokenizer", "/reset", "/stats",
-                        "/help", "/quit", "Ctrl-C"}) {
+  for (const char* s :
+       {"--model", "--prompt",         "--n-predict",     "--ctx-size", "--temp",    "--top-k",     "--top-p",
+        "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed",     "--threads", "--tokenizer", "--mmproj",
+        "--image", "/image",           "/reset",          "/stats",     "/help",     "/quit",       "Ctrl-C"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
   }
 }

@@ -1,8 +1,8 @@
 // pagoda-loadgen as people run it, on a tiny synthetic model: --agent's conversations resend
 // their whole context each turn, find the earlier turns in a prefix cache large enough to keep
 // them, and lose them when the interleaved turns outgrow the pool; the report's tables and JSON;
-// --kv-disk-compare's two runs and its directories; the flag errors. No assertion depends on
-// how fast anything ran.
+// --kv-disk-compare's two runs and its directories; requests with images (--mmproj, --image);
+// the flag errors. No assertion depends on how fast anything ran.
 
 #include <gtest/gtest.h>
 
@@ -13,6 +13,7 @@
 #include <string>
 
 #include "support/test_support.h"
+#include "support/vision_models.h"
 
 namespace pagoda {
 namespace {
@@ -26,14 +27,14 @@ constexpr int kTokensPerPage = 16;
 constexpr int kConversations = 3, kTurns = 3, kOutputLen = 8, kMessageLen = (192 - 1 - kTurns * kOutputLen) / kTurns;
 const std::string kAgent = "--agent 3:3:192 --output-len 8";
 
-test::ProgramStreams run_loadgen(const std::string& args) {
-  return test::run_program_streams("pagoda-loadgen", "-m " + test::tiny_gqa_model() + " -t 1 " + args);
+test::ProgramStreams run_loadgen(const std::string& args, const std::string& model = test::tiny_gqa_model()) {
+  return test::run_program_streams("pagoda-loadgen", "-m " + model + " -t 1 " + args);
 }
 
 // The run's JSON report, after checking the program succeeded.
-json run_json(const std::string& args, const std::string& name) {
+json run_json(const std::string& args, const std::string& name, const std::string& model = test::tiny_gqa_model()) {
   const std::string path = test::scratch_path(name + ".json");
-  const test::ProgramStreams r = run_loadgen(args + " --json " + path);
+  const test::ProgramStreams r = run_loadgen(args + " --json " + path, model);
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   const json j = json::parse(test::read_file(path), nullptr, false);
   EXPECT_TRUE(j.is_object()) << r.out;
@@ -152,6 +153,34 @@ TEST(PagodaLoadgen, DiskCompareRunsWithoutThenWithTheDiskTier) {
   EXPECT_NE(r.out.find("\ndisk tier                         on\n"), std::string::npos) << r.out;
 }
 
+// Every request carries an image (two files, taken in turn): the report covers them, and counts
+// each image's 16 rows as prompt tokens, in the figures and in the KV pool it sizes.
+TEST(PagodaLoadgen, ImageRequestsCountTheImagesRowsAsPromptTokens) {
+  const test::VisionFiles& llava = test::llava_files();
+  const std::string a = test::png_path("loadgen-a.png", 40, 30, 1), b = test::png_path("loadgen-b.png", 30, 70, 2);
+  const std::string work = "--requests 4 -c 4 --prompt-len 8 --output-len 4";
+  const std::string images = " --mmproj " + llava.mmproj + " --image " + a + " --image " + b;
+  const json text = run_json(work, "text-only", llava.model);
+  const json with = run_json(work + images, "images", llava.model);
+  EXPECT_EQ(with.at("workload").at("images").at("positions"), json::array({16, 16}));
+  EXPECT_EQ(with.at("workload").at("images").at("files"), json::array({a, b}));
+  const json& run = with.at("runs").at("continuous");
+  EXPECT_EQ(run.at("failed"), 0);
+  EXPECT_EQ(run.at("requests"), 4);
+  EXPECT_EQ(run.at("generated_tokens"), 4 * 4);
+  EXPECT_EQ(run.at("prompt_tokens"), text.at("runs").at("continuous").at("prompt_tokens").get<int64_t>() + 4 * 16);
+  EXPECT_EQ(run.at("preemptions"), 0);
+  expect_percentiles(run.at("ttft_ms"));
+  expect_percentiles(run.at("tpot_ms"));
+  // Each client's longest request, BOS + an image + 8 + 4 = 29 positions, takes 2 pages.
+  EXPECT_EQ(with.at("engine").at("kv_pages"), 4 * 2 + 1);
+  EXPECT_EQ(text.at("engine").at("kv_pages"), 4 * 1 + 1);
+
+  const test::ProgramStreams r = run_loadgen(work + images, llava.model);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("2 images (16 to 16 prompt positions each; one a request"), std::string::npos) << r.out;
+}
+
 TEST(PagodaLoadgen, FlagErrorsSayWhatIsWrong) {
   const std::pair<std::string, std::string> cases[] = {
       {"--kv-disk-compare --kv-disk-size 12Q", "--kv-disk-size needs a byte count"},
@@ -161,6 +190,9 @@ TEST(PagodaLoadgen, FlagErrorsSayWhatIsWrong) {
       {"--agent 3:3", "--agent needs C:T:L"},
       {"--agent 3:3:20", "leaves no room for messages"},
       {"--agent 3:3:192 --output-len 4:8", "--agent needs one --output-len"},
+      {"--image a.png", "--image needs --mmproj F"},
+      {"--mmproj m.gguf --image a.png --mode both", "--image needs the in-process engine"},
+      {"--mmproj " + test::llava_files().mmproj + " --image /no/such.png", "/no/such.png: cannot open"},
   };
   for (const auto& [args, message] : cases) {
     const test::ProgramStreams r = run_loadgen(args);

@@ -92,13 +92,13 @@ RequestRecord send_turn(const Backend& backend, const Conversation& c, Conversat
   const std::vector<int32_t>& message = state.turn == 0 ? c.prompt : c.later_messages[state.turn - 1];
   state.context.insert(state.context.end(), message.begin(), message.end());
   const auto sent = Clock::now();
-  Served s = backend.serve(state.context, c.output_len);
+  Served s = backend.serve(state.context, c);
   const auto now = Clock::now();
   const RequestRecord record{s.ttft_s,
                              s.tpot_s,
                              seconds(now - sent),
                              seconds(now - start),
-                             int32_t(state.context.size()),
+                             s.prompt_tokens > 0 ? s.prompt_tokens : int32_t(state.context.size()),
                              s.tokens,
                              s.preemptions,
                              int32_t(state.turn),

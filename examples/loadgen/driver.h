@@ -25,6 +25,8 @@ struct Served {
   int32_t preemptions;
   std::vector<int32_t> reply;  // the generated ids, for the next turn's prompt
   bool dropped = false;        // disconnected mid-stream on purpose
+  int32_t prompt_tokens = 0;   // the prompt's positions as the engine counted them (an image's
+                               // rows among them); 0: the ids sent
 };
 
 struct Gauge {
@@ -33,7 +35,9 @@ struct Gauge {
 
 struct Backend {
   std::string name;
-  std::function<Served(const std::vector<int32_t>& prompt, int32_t output_len)> serve;  // sends one, waits for it
+  // Sends one turn of `conversation`, its context so far, and waits for it: a reply of the
+  // conversation's output_len, and its image if it has one.
+  std::function<Served(const std::vector<int32_t>& prompt, const Conversation& conversation)> serve;
   std::function<Gauge()> gauge;
 };
 

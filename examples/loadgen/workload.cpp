@@ -24,6 +24,10 @@ std::vector<Conversation> make_workload(const WorkloadSpec& spec, int32_t vocab,
     Conversation c{t, head, 0, {}};
     for (int32_t n = message_len(rng); n > 0; --n) c.prompt.push_back(token(rng));
     c.output_len = output_len(rng);
+    if (!spec.image_lengths.empty()) {
+      c.image = int32_t(i % int64_t(spec.image_lengths.size()));
+      c.image_at = int32_t(head.size());
+    }
     for (int32_t turn = 1; turn < spec.turns; ++turn) {
       c.later_messages.emplace_back();
       for (int32_t n = message_len(rng); n > 0; --n) c.later_messages.back().push_back(token(rng));
@@ -54,8 +58,11 @@ WorkloadSpec agent_workload(const AgentShape& shape, int32_t output_len, int32_t
 }
 
 int32_t longest_positions(const WorkloadSpec& spec) {
+  const int64_t image =
+      spec.image_lengths.empty() ? 0 : *std::max_element(spec.image_lengths.begin(), spec.image_lengths.end());
   return int32_t(std::min<int64_t>(
-      1 + int64_t(spec.shared_prefix) + int64_t(spec.turns) * (spec.message_len.hi + spec.output_len.hi), INT32_MAX));
+      1 + int64_t(spec.shared_prefix) + image + int64_t(spec.turns) * (spec.message_len.hi + spec.output_len.hi),
+      INT32_MAX));
 }
 
 }  // namespace pagoda::loadgen

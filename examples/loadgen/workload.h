@@ -1,7 +1,7 @@
 #pragma once
 // pagoda-loadgen's workloads: conversations of random token ids (a conversation of one turn is
 // a plain request), drawn from the seed and the vocabulary alone, so that every backend and
-// every run of a comparison gets the same ones.
+// every run of a comparison gets the same ones; with --image, each carries one of the images.
 
 #include <cstdint>
 #include <limits>
@@ -25,6 +25,9 @@ struct WorkloadSpec {
   // contexts of all of them pass through the KV cache between two turns of one), instead of
   // keeping its client to its last turn (--turns: chat users, each in their own conversation).
   bool interleave_turns = false;
+  // The prompt positions each --image takes (its encoder rows and its family's image tokens).
+  // Conversation i carries image i mod their count in every turn. Empty: text only.
+  std::vector<int32_t> image_lengths;
 };
 
 struct Conversation {
@@ -32,6 +35,8 @@ struct Conversation {
   std::vector<int32_t> prompt;  // the first turn's: BOS, the shared prefix, the first message
   int32_t output_len;
   std::vector<std::vector<int32_t>> later_messages;  // the messages of turns 2..K
+  int32_t image = -1;    // the image every turn carries, an index into the --image files; -1: none
+  int32_t image_at = 0;  // where: before this prompt token, after BOS and the shared prefix
 };
 
 std::vector<Conversation> make_workload(const WorkloadSpec& spec, int32_t vocab, const std::vector<int32_t>& bos);
@@ -49,7 +54,8 @@ struct AgentShape {
 // context. Every conversation starts at once, and their turns interleave.
 WorkloadSpec agent_workload(const AgentShape& shape, int32_t output_len, int32_t shared_prefix, uint64_t seed);
 
-// Positions of the longest conversation: BOS, the shared prefix, then every turn's message and reply.
+// Positions of the longest conversation: BOS, the shared prefix, the longest image, then every
+// turn's message and reply.
 int32_t longest_positions(const WorkloadSpec& spec);
 
 }  // namespace pagoda::loadgen

@@ -11,7 +11,7 @@ import numpy
 
 from ._chat import ChatCompletion, Message, chat_completion, prepare_chat, reply_text
 from ._core import Completion, Delta, Handle, Metrics
-from ._engine import Engine, Prompt, _is_one_prompt
+from ._engine import IMAGE_MARKER, Engine, ImageSpec, Prompt, _is_one_prompt, _read_images
 from ._params import SamplingParams
 
 
@@ -81,24 +81,29 @@ class AsyncEngine:
         self.close()
 
     def submit(self, prompt: Prompt, params: Optional[SamplingParams] = None, *, adapter: Optional[str] = None,
-               priority: int = 0, prefix_cache: bool = True, parse_special: bool = False) -> AsyncHandle:
-        """Queues a request (call it from a coroutine). Raises :class:`pagoda.Error` at once for a
-        refused request."""
+               priority: int = 0, prefix_cache: bool = True, parse_special: bool = False,
+               images: Optional[Sequence[ImageSpec]] = None, image_marker: str = IMAGE_MARKER) -> AsyncHandle:
+        """Queues a request (call it from a coroutine); ``images`` as :meth:`Engine.submit`. Raises
+        :class:`pagoda.Error` at once for a refused request."""
         loop = asyncio.get_running_loop()
         return AsyncHandle(self.engine._submit(prompt, params, adapter=adapter, priority=priority,
                                                prefix_cache=prefix_cache, parse_special=parse_special,
-                                               stream=False, on_token=None), loop)
+                                               stream=False, on_token=None, images=images,
+                                               image_marker=image_marker), loop)
 
     async def generate(self, prompts: Union[Prompt, Iterable[Prompt]], params: Optional[SamplingParams] = None, *,
-                       adapter: Optional[str] = None, priority: int = 0,
-                       prefix_cache: bool = True) -> list[Completion]:
-        """Every prompt in one continuous batch; their completions in order. Cancelling the task
-        cancels them all."""
+                       adapter: Optional[str] = None, priority: int = 0, prefix_cache: bool = True,
+                       images: Optional[Sequence[ImageSpec]] = None,
+                       image_marker: str = IMAGE_MARKER) -> list[Completion]:
+        """Every prompt in one continuous batch, each with ``images``; their completions in order.
+        Cancelling the task cancels them all."""
         batch = [prompts] if _is_one_prompt(prompts) else list(prompts)  # type: ignore[arg-type]
+        loaded = _read_images(images)
         handles: list[AsyncHandle] = []
         try:
             for prompt in batch:
-                handles.append(self.submit(prompt, params, adapter=adapter, priority=priority, prefix_cache=prefix_cache))
+                handles.append(self.submit(prompt, params, adapter=adapter, priority=priority,
+                                           prefix_cache=prefix_cache, images=loaded, image_marker=image_marker))
             return [await h.result() for h in handles]
         finally:
             for h in handles:
@@ -106,13 +111,15 @@ class AsyncEngine:
 
     async def stream(self, prompt: Prompt, params: Optional[SamplingParams] = None, *,
                      adapter: Optional[str] = None, priority: int = 0, prefix_cache: bool = True,
-                     parse_special: bool = False) -> AsyncIterator[Delta]:
+                     parse_special: bool = False, images: Optional[Sequence[ImageSpec]] = None,
+                     image_marker: str = IMAGE_MARKER) -> AsyncIterator[Delta]:
         """``async for delta in engine.stream(...)``: the deltas of :meth:`Engine.stream`, handed to
         this loop as they are made. Leaving the loop, closing the iterator or cancelling the task
         cancels the request."""
         loop = asyncio.get_running_loop()
         handle = self.engine._submit(prompt, params, adapter=adapter, priority=priority, prefix_cache=prefix_cache,
-                                     parse_special=parse_special, stream=True, on_token=None)
+                                     parse_special=parse_special, stream=True, on_token=None, images=images,
+                                     image_marker=image_marker)
         deltas: asyncio.Queue[Optional[list[Delta]]] = asyncio.Queue()
         handle.forward_to(loop, deltas.put_nowait)
         try:
@@ -135,7 +142,8 @@ class AsyncEngine:
         loop = asyncio.get_running_loop()
         handle = self.engine._submit(prepared.prompt_ids, prepared.params, adapter=adapter, priority=0, prefix_cache=True,
                                      parse_special=True, stream=prepared.shape is not None, on_token=None,
-                                     grammar=prepared.grammar, grammar_triggers=prepared.triggers)
+                                     grammar=prepared.grammar, grammar_triggers=prepared.triggers,
+                                     images=prepared.images)
         try:
             if prepared.shape is None:
                 return chat_completion(prepared, await AsyncHandle(handle, loop).result(), None)

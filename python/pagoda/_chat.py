@@ -59,6 +59,8 @@ class PreparedChat:
     data_spans: list[Tuple[int, int]]
     #: the prompt's token ids: control tokens parsed only outside data_spans
     prompt_ids: list[int]
+    #: the image parts' file bytes, each with the index in prompt_ids of the token it goes before
+    images: list[Tuple[bytes, int]]
     params: SamplingParams
     grammar: str
     triggers: list[str]
@@ -73,7 +75,7 @@ def _body(messages: Sequence[Message], tools: Optional[Sequence[object]], tool_c
         if not isinstance(m, Mapping) or not isinstance(m.get("role"), str):
             raise Error(f"message {i} needs a str 'role', got {m!r}")
         if "content" in m and m["content"] is not None and not isinstance(m["content"], (str, list)):
-            raise Error(f"message {i}'s 'content' must be a str, got {m['content']!r}")
+            raise Error(f"message {i}'s 'content' must be a str or a list of content parts, got {m['content']!r}")
         if "content" not in m and not m.get("tool_calls"):
             raise Error(f"message {i} needs a 'content'")
     body: dict[str, Any] = {"messages": list(messages)}
@@ -95,20 +97,23 @@ def _body(messages: Sequence[Message], tools: Optional[Sequence[object]], tool_c
 def prepare_chat(engine: Engine, messages: Sequence[Message], params: Optional[SamplingParams], *,
                  tools: Optional[Sequence[object]] = None, tool_choice: Optional[object] = None,
                  parallel_tool_calls: Optional[bool] = None, chat_template_kwargs: Optional[Mapping[str, Any]] = None,
-                 add_generation_prompt: bool = True, constrain: bool = True,
-                 special_in_content: bool = False) -> PreparedChat:
+                 add_generation_prompt: bool = True, constrain: bool = True, special_in_content: bool = False,
+                 image_marker: str = "") -> PreparedChat:
     """The conversation laid out by the model's template and tokenized (control-token text in the
-    messages stays text unless ``special_in_content``), ``params`` with its end of turn added to
-    the stops, and (with ``constrain``) the grammar tool calls are constrained by."""
+    messages stays text unless ``special_in_content``), its images (OpenAI ``image_url`` parts
+    with data URLs) placed in the ids, ``params`` with its end of turn added to the stops, and
+    (with ``constrain``) the grammar tool calls are constrained by. Each image part stands in the
+    prompt's text as ``image_marker``, or as a marker drawn at random when it is empty, so that no
+    text in a message can stand for an image."""
     body = _body(messages, tools, tool_choice, parallel_tool_calls, chat_template_kwargs)
-    prompt, spans, ids, grammar, triggers, shape = engine._core.prepare_chat(body, add_generation_prompt, constrain,
-                                                                             bool(special_in_content))
+    prompt, spans, ids, images, grammar, triggers, shape = engine._core.prepare_chat(
+        body, add_generation_prompt, constrain, bool(special_in_content), image_marker)
     base = SamplingParams() if params is None else params
     if grammar and (base.grammar is not None or base.json_schema is not None):
         raise Error("a grammar or json_schema cannot be combined with tools")
     _, stop_ids, stop_strings = engine.chat_format
-    return PreparedChat(prompt, [tuple(s) for s in spans], list(ids), base.with_stops(stop_strings, stop_ids), grammar,
-                        list(triggers), shape)
+    return PreparedChat(prompt, [tuple(s) for s in spans], list(ids), list(images),
+                        base.with_stops(stop_strings, stop_ids), grammar, list(triggers), shape)
 
 
 def reply_text(engine: Engine, deltas: Iterable[Delta], ending: Iterable[int]) -> str:

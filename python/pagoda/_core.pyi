@@ -103,7 +103,7 @@ class Handle:
         """Hands the request's deltas (in batches) and then None to ``sink`` on ``loop``."""
 
 class Engine:
-    def __init__(self, *, model: str, tokenizer: str, use_mmap: bool, threads: int, kv_pages: int, kv_bytes: int,
+    def __init__(self, *, model: str, tokenizer: str, mmproj: str, use_mmap: bool, threads: int, kv_pages: int, kv_bytes: int,
                  tokens_per_page: int, kv_cache_type: str, max_tokens_per_step: int, max_entries_per_step: int,
                  max_running: int, prefill_chunk: int, preemption: str, max_resident_adapters: int,
                  adapter_run_cap: int, mixed_adapter_batches: bool, prefix_caching: bool, kv_prefault: bool) -> None: ...
@@ -113,11 +113,14 @@ class Engine:
     def submit(self, *, prompt: str, prompt_ids: list[int], sampling: SamplingParams, max_tokens: int, stop: list[str],
                stop_token_ids: list[int], ignore_eos: bool, logprobs: int, prompt_logprobs: int, adapter: str, priority: int, prefix_cache: bool,
                parse_special: bool, stream: bool, on_token: Optional[Callable[[Delta], None]], grammar: str = "",
-               json_schema: str = "", grammar_triggers: list[str] = ...) -> Handle: ...
+               json_schema: str = "", grammar_triggers: list[str] = ..., images: list[tuple[bytes, int]] = ...,
+               image_marker: str = "<__image__>") -> Handle:
+        """``images``: (file bytes, position) pairs, as pagoda::RequestImage (-1: at the next image_marker)."""
     def embed(self, inputs: list[Union[str, list[int]]], pooling: str,
               normalize: bool) -> Union[numpy.ndarray, list[numpy.ndarray]]: ...
     def rerank(self, query: str, documents: list[str]) -> list[float]: ...
     def rerank_tokens(self, query: str, document: str) -> list[int]: ...
+    def takes_images(self) -> bool: ...
     def embedding_only(self) -> bool: ...
     def rerank_probabilities(self) -> bool: ...
     def model_pooling(self) -> str: ...
@@ -137,11 +140,12 @@ class Engine:
     def chat_template(self) -> Optional[str]: ...
     def special_tokens(self) -> dict[str, int]: ...
     def chat_format(self) -> tuple[str, list[int], list[str]]: ...
-    def prepare_chat(self, body: str, add_generation_prompt: bool, constrain: bool,
-                     special_in_content: bool) -> tuple[str, list[tuple[int, int]], list[int], str, list[str],
-                                                        Optional[ReplyShape]]:
-        """An OpenAI chat body (JSON) → (prompt, its data spans as str offsets, its token ids,
-        tool-call grammar, its triggers, the reply's shape)."""
+    def prepare_chat(self, body: str, add_generation_prompt: bool, constrain: bool, special_in_content: bool,
+                     image_marker: str = "") -> tuple[str, list[tuple[int, int]], list[int], list[tuple[bytes, int]], str,
+                                                 list[str], Optional[ReplyShape]]:
+        """An OpenAI chat body (JSON) → (prompt, its data spans as str offsets, its token ids, its
+        images as (file bytes, position in the ids), tool-call grammar, its triggers, the reply's
+        shape). Images stand in the prompt as image_marker; "" draws a random marker."""
 
 class ReplyShape:
     """What a chat reply may hold besides text (thinking, tool calls)."""

@@ -15,6 +15,13 @@ from ._params import SamplingParams
 
 Prompt = Union[str, Sequence[int]]
 AdapterSpec = Union[str, "os.PathLike[str]", Tuple[Union[str, "os.PathLike[str]"], float]]
+#: An image: its file's bytes (PNG, JPEG or WebP), or the file's path.
+Image = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
+#: An image, or with a prompt of token ids an (image, position) pair: before the token at position.
+ImageSpec = Union[Image, Tuple[Image, int]]
+
+#: What stands for each image in a text prompt unless ``image_marker=`` says otherwise.
+IMAGE_MARKER = "<__image__>"
 
 _open_engines: "weakref.WeakSet[Engine]" = weakref.WeakSet()
 
@@ -34,6 +41,8 @@ class Engine:
 
     Args:
         model: a GGUF file or a llama2.c checkpoint.
+        mmproj: the model's vision projector (llama.cpp's mmproj GGUF, LLaVA-style), so that
+            requests may hold images (``images=``, and ``image_url`` parts in :meth:`chat`).
         n_ctx: the KV cache's capacity in tokens, shared by all running requests (llama.cpp's
             meaning); None sizes it by ``kv_bytes``. A request's own limit is the model's context
             length (:attr:`context_length`).
@@ -58,6 +67,7 @@ class Engine:
 
     def __init__(self, model: Union[str, "os.PathLike[str]"], *, n_ctx: Optional[int] = None, threads: int = 0,
                  kv_cache_type: str = "f16", prefix_caching: bool = True,
+                 mmproj: Optional[Union[str, "os.PathLike[str]"]] = None,
                  adapters: Optional[Mapping[str, AdapterSpec]] = None, tokenizer: Union[str, "os.PathLike[str]"] = "",
                  use_mmap: bool = True, kv_bytes: int = 512 << 20, tokens_per_page: int = 16,
                  max_tokens_per_step: int = 512, max_entries_per_step: int = 256, max_running: int = 256,
@@ -73,7 +83,8 @@ class Engine:
         kv_pages = 0 if n_ctx is None else -(-n_ctx // tokens_per_page)
         try:
             self._core = _core.Engine(
-                model=os.fspath(model), tokenizer=os.fspath(tokenizer), use_mmap=use_mmap, threads=threads,
+                model=os.fspath(model), tokenizer=os.fspath(tokenizer),
+                mmproj="" if mmproj is None else os.fspath(mmproj), use_mmap=use_mmap, threads=threads,
                 kv_pages=kv_pages, kv_bytes=kv_bytes, tokens_per_page=tokens_per_page, kv_cache_type=kv_cache_type,
                 max_tokens_per_step=max_tokens_per_step, max_entries_per_step=max_entries_per_step,
                 max_running=max_running, prefill_chunk=prefill_chunk, preemption=preemption,
@@ -113,34 +124,47 @@ class Engine:
 
     def submit(self, prompt: Prompt, params: Optional[SamplingParams] = None, *, adapter: Optional[str] = None,
                priority: int = 0, prefix_cache: bool = True, parse_special: bool = False,
-               on_token: Optional[Callable[[Delta], None]] = None) -> Handle:
+               on_token: Optional[Callable[[Delta], None]] = None, images: Optional[Sequence[ImageSpec]] = None,
+               image_marker: str = IMAGE_MARKER) -> Handle:
         """Queues one request and returns at once.
 
         ``prompt`` is text (tokenized with BOS when the model wants it) or token ids, used as given.
+        ``images`` (an engine with ``mmproj``): each an image file's bytes (PNG, JPEG or WebP) or
+        its path, read here; with a text prompt each goes where the next ``image_marker`` stands
+        (the text holds the marker once per image), with token ids give (image, position) pairs.
+        Each image's rows count as prompt tokens.
         ``on_token`` is called on the engine's scheduler thread (holding the GIL) with each
         :class:`Delta`: keep it short. If it raises, that request alone ends, and its handle's
         :meth:`Handle.result` raises the same exception.
 
         Raises:
             pagoda.Error: the engine refuses the request (empty prompt, ids outside the vocabulary,
-                too long for the context or the KV cache, closed engine); nothing is queued.
+                too long for the context or the KV cache, an image that does not decode, images that
+                do not match the markers, images on an engine without ``mmproj``, closed engine);
+                nothing is queued.
+            OSError: an image path that cannot be read (FileNotFoundError names it).
         """
         return self._submit(prompt, params, adapter=adapter, priority=priority, prefix_cache=prefix_cache,
-                            parse_special=parse_special, stream=False, on_token=on_token)
+                            parse_special=parse_special, stream=False, on_token=on_token, images=images,
+                            image_marker=image_marker)
 
     def generate(self, prompts: Union[Prompt, Iterable[Prompt]], params: Optional[SamplingParams] = None, *,
-                 adapter: Optional[str] = None, priority: int = 0, prefix_cache: bool = True) -> list[Completion]:
+                 adapter: Optional[str] = None, priority: int = 0, prefix_cache: bool = True,
+                 images: Optional[Sequence[ImageSpec]] = None, image_marker: str = IMAGE_MARKER) -> list[Completion]:
         """Runs every prompt in one continuous batch (all are submitted at once) and returns their
-        completions in order. One prompt (a str, or a list of ids) gives a list of one.
+        completions in order. One prompt (a str, or a list of ids) gives a list of one. ``images``
+        (read once) go with every prompt, as :meth:`submit` places them.
 
         Raises:
             pagoda.Error: a request was refused; the others are cancelled.
         """
         batch = [prompts] if _is_one_prompt(prompts) else list(prompts)  # type: ignore[arg-type]
+        loaded = _read_images(images)
         handles: list[Handle] = []
         try:
             for prompt in batch:
-                handles.append(self.submit(prompt, params, adapter=adapter, priority=priority, prefix_cache=prefix_cache))
+                handles.append(self.submit(prompt, params, adapter=adapter, priority=priority,
+                                           prefix_cache=prefix_cache, images=loaded, image_marker=image_marker))
             return [h.result() for h in handles]
         finally:
             for h in handles:
@@ -218,6 +242,11 @@ class Engine:
         return self._core.rerank_probabilities()
 
     @property
+    def takes_images(self) -> bool:
+        """Whether requests may hold images: the engine was given a vision projector (``mmproj``)."""
+        return self._core.takes_images()
+
+    @property
     def embedding_only(self) -> bool:
         """Whether the model computes embeddings or scores only (an encoder such as bert): a
         request to generate text from it raises :class:`pagoda.Error`."""
@@ -235,17 +264,19 @@ class Engine:
         return self._core.model_pooling()
 
     def stream(self, prompt: Prompt, params: Optional[SamplingParams] = None, *, adapter: Optional[str] = None,
-               priority: int = 0, prefix_cache: bool = True, parse_special: bool = False) -> Iterator[Delta]:
+               priority: int = 0, prefix_cache: bool = True, parse_special: bool = False,
+               images: Optional[Sequence[ImageSpec]] = None, image_marker: str = IMAGE_MARKER) -> Iterator[Delta]:
         """Yields the request's output as it is made: each :class:`Delta` holds a token and the text
         it completes (whole UTF-8 characters; the last may have token -1 and only release text held
         back for a stop string). The deltas' texts joined are the completion's text. Leaving the
-        loop early, or ``close()`` on the iterator, cancels the request.
+        loop early, or ``close()`` on the iterator, cancels the request. ``images`` as :meth:`submit`.
 
         Raises:
             pagoda.Error: the request is refused (at once, or when it fails, e.g. an unknown adapter).
         """
         handle = self._submit(prompt, params, adapter=adapter, priority=priority, prefix_cache=prefix_cache,
-                              parse_special=parse_special, stream=True, on_token=None)
+                              parse_special=parse_special, stream=True, on_token=None, images=images,
+                              image_marker=image_marker)
         return _deltas(handle)
 
     def chat(self, messages: Sequence[Message], params: Optional[SamplingParams] = None, *,
@@ -263,6 +294,11 @@ class Engine:
         "required" or a named function; from the layout's opening tag with "auto").
         ``chat_template_kwargs`` are extra template variables (``{"enable_thinking": False}``).
 
+        With ``mmproj``, a message's content may be a list of ``{"type": "text", "text": ...}`` and
+        ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}`` parts, read as
+        pagoda-server reads them: each image goes where its part stands (nothing is fetched: a
+        remote URL is refused).
+
         Text in the messages, tools and kwargs is always text: a user who writes "<|im_end|>" or
         "</s>" gets those characters, not the control token (only the template's own control
         tokens are parsed). ``special_in_content=True`` parses them in the messages too, for
@@ -270,14 +306,15 @@ class Engine:
 
         Raises:
             pagoda.Error: a malformed message or tool, a template that fails on the conversation,
-                or tools together with a grammar or json_schema in ``params``.
+                tools together with a grammar or json_schema in ``params``, or an image that is
+                not a data URL, does not decode, or is sent to an engine without ``mmproj``.
         """
         prepared = prepare_chat(self, messages, params, tools=tools, tool_choice=tool_choice,
                                 parallel_tool_calls=parallel_tool_calls, chat_template_kwargs=chat_template_kwargs,
                                 special_in_content=special_in_content)
         handle = self._submit(prepared.prompt_ids, prepared.params, adapter=adapter, priority=0, prefix_cache=True,
                               parse_special=True, stream=prepared.shape is not None, on_token=None,
-                              grammar=prepared.grammar, grammar_triggers=prepared.triggers)
+                              grammar=prepared.grammar, grammar_triggers=prepared.triggers, images=prepared.images)
         if prepared.shape is None:
             return chat_completion(prepared, handle.result(), None)
         deltas = list(_deltas(handle))
@@ -286,7 +323,8 @@ class Engine:
     def _submit(self, prompt: Prompt, params: Optional[SamplingParams], *, adapter: Optional[str], priority: int,
                 prefix_cache: bool, parse_special: bool, stream: bool,
                 on_token: Optional[Callable[[Delta], None]], grammar: str = "",
-                grammar_triggers: Sequence[str] = ()) -> Handle:
+                grammar_triggers: Sequence[str] = (), images: Optional[Sequence[ImageSpec]] = None,
+                image_marker: str = IMAGE_MARKER) -> Handle:
         params = SamplingParams() if params is None else params
         if not isinstance(params, SamplingParams):
             raise Error(f"params must be a pagoda.SamplingParams, got {type(params).__name__}")
@@ -304,13 +342,17 @@ class Engine:
             raise Error(f"a prompt is a str or a list of token ids, got {type(prompt).__name__}")
         if adapter is not None and not isinstance(adapter, str):
             raise Error(f"adapter must be a name (str), got {type(adapter).__name__}")
+        if not isinstance(image_marker, str):
+            raise Error(f"image_marker must be a str, got {type(image_marker).__name__}")
+        loaded = _read_images(images)
         return self._core.submit(
             prompt=text, prompt_ids=ids, sampling=params._sampling, max_tokens=params.max_tokens,
             stop=list(params.stop), stop_token_ids=list(params.stop_token_ids), ignore_eos=params.ignore_eos,
             logprobs=_off_is_minus_one(params.logprobs), prompt_logprobs=_off_is_minus_one(params.prompt_logprobs),
             adapter=adapter or "", priority=priority, prefix_cache=prefix_cache, parse_special=parse_special,
             stream=stream, on_token=on_token, grammar=grammar or (params.grammar or ""),
-            json_schema=params.json_schema or "", grammar_triggers=list(grammar_triggers))
+            json_schema=params.json_schema or "", grammar_triggers=list(grammar_triggers), images=loaded,
+            image_marker=image_marker)
 
     # ---- adapters, tokenizer, chat layout, metrics ----
 
@@ -348,10 +390,11 @@ class Engine:
         text copied from the messages, tools and kwargs, where :meth:`chat` parses no control
         tokens (none with ``special_in_content``). Tokenizing the text alone with
         ``parse_special=True`` would also turn control-token text a user wrote into control
-        tokens."""
+        tokens. An image part (with ``mmproj``) shows as ``"<__image__>"``, where :meth:`submit`
+        would place an image."""
         prepared = prepare_chat(self, messages, None, tools=tools, chat_template_kwargs=chat_template_kwargs,
                                 add_generation_prompt=add_generation_prompt, constrain=False,
-                                special_in_content=special_in_content)
+                                special_in_content=special_in_content, image_marker=IMAGE_MARKER)
         return (prepared.prompt, prepared.data_spans) if return_spans else prepared.prompt
 
     @property
@@ -407,6 +450,31 @@ def _deltas(handle: Handle) -> Iterator[Delta]:
         handle.result()  # raises the error of a request that failed
     finally:
         handle.cancel()  # nothing once it has finished
+
+
+def _read_images(images: Optional[Sequence[ImageSpec]]) -> list[Tuple[bytes, int]]:
+    """Each image's bytes (a path's file read) and its position (-1: at the next marker)."""
+    if images is None:
+        return []
+    if isinstance(images, (str, bytes, bytearray, memoryview, os.PathLike)):
+        raise Error("images is a list of images (bytes or paths), not one image")
+    loaded: list[Tuple[bytes, int]] = []
+    for i, item in enumerate(images):
+        position = -1
+        if isinstance(item, tuple):
+            if len(item) != 2 or not isinstance(item[1], int) or isinstance(item[1], bool):
+                raise Error(f"images[{i}] is an image or an (image, position) pair, got a tuple of {len(item)}")
+            item, position = item
+            if not -2**31 <= position < 2**31:
+                raise Error(f"images[{i}]'s position {position} is outside the prompt")
+        if isinstance(item, (bytes, bytearray, memoryview)):
+            loaded.append((bytes(item), position))
+        elif isinstance(item, (str, os.PathLike)):
+            with open(item, "rb") as f:  # a missing file is FileNotFoundError naming it
+                loaded.append((f.read(), position))
+        else:
+            raise Error(f"images[{i}] is an image file's bytes or its path, got {type(item).__name__}")
+    return loaded
 
 
 def _off_is_minus_one(k: Optional[int]) -> int:

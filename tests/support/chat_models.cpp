@@ -16,10 +16,15 @@ const char* const kChatmlJinja =
     "'\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
 std::string tiny_model_with_template(const std::string& name, const std::string& jinja, bool chatml_tokens) {
-  return edited_model(name, tiny_gqa_model(), [&](GgufWriter& w) {
+  return model_with_template(name, tiny_gqa_model(), jinja, chatml_tokens);
+}
+
+std::string model_with_template(const std::string& name, const std::string& base, const std::string& jinja,
+                                bool chatml_tokens) {
+  return edited_model(name, base, [&](GgufWriter& w) {
     w.set_string("tokenizer.chat_template", jinja);
     if (!chatml_tokens) return;
-    const GgufFile in = GgufFile::open(tiny_gqa_model());
+    const GgufFile in = GgufFile::open(base);
     std::vector<std::string> tokens = in.get_string_array("tokenizer.ggml.tokens");
     std::vector<int32_t> types = in.get_int32_array("tokenizer.ggml.token_type");
     const size_t n = tokens.size();

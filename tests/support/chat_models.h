@@ -13,5 +13,8 @@ extern const char* const kChatmlJinja;
 // `name`; with `chatml_tokens` its last two tokens become ChatML's special tokens
 // (<|im_start|>, <|im_end|>), so a ChatML prompt can be tokenized as it should be.
 std::string tiny_model_with_template(const std::string& name, const std::string& jinja, bool chatml_tokens);
+// The same edit of another model, `base` (a vision test's language model).
+std::string model_with_template(const std::string& name, const std::string& base, const std::string& jinja,
+                                bool chatml_tokens);
 
 }  // namespace pagoda::test

@@ -2,6 +2,7 @@
 
 #include <png.h>
 
+#include <fstream>
 #include <random>
 #include <vector>
 
@@ -43,6 +44,12 @@ std::string png_file(int32_t width, int32_t height, uint32_t seed) {
     throw Error("png: write failed");
   out.resize(size);
   return out;
+}
+
+std::string png_path(const std::string& name, int32_t width, int32_t height, uint32_t seed) {
+  const std::string path = scratch_path(name);
+  std::ofstream(path, std::ios::binary) << png_file(width, height, seed);
+  return path;
 }
 
 const VisionFiles& llava_files() {
