@@ -66,13 +66,19 @@ std::unique_ptr<VisionModel> load_vision(const EngineConfig& c, const Model& mod
                 " wide but the model's embeddings are " + std::to_string(model.config.dim) +
                 ": the projector is not this model's");
   }
-  if (v.projector != ProjectorType::LlavaMlp) {
-    // Gemma 3's images attend both ways within the image, and Qwen2-VL's language model places
-    // them with M-RoPE: neither is in the forward pass yet.
+  if (v.projector == ProjectorType::Qwen2VL || v.projector == ProjectorType::Qwen25VL) {
+    // Qwen2-VL's language model places images with M-RoPE, which the forward pass lacks yet.
     throw Error(c.mmproj_path + ": " + projector_type_name(v.projector) +
-                " projectors are read but not yet run by the engine (mlp, LLaVA's, is)");
+                " projectors are read but not yet run by the engine (mlp, LLaVA's, and gemma3 are)");
   }
   return vision;
+}
+
+bool images_attend_both_ways(ProjectorType projector) { return projector == ProjectorType::Gemma3; }
+
+int32_t max_step_positions(const EngineConfig& config, const VisionModel* vision) {
+  if (!vision || !images_attend_both_ways(vision->config.projector)) return config.max_tokens_per_step;
+  return std::max(config.max_tokens_per_step, vision->config.tokens_per_image);
 }
 
 std::vector<ChatPrompt> split_at_marker(const ChatPrompt& prompt, std::string_view marker) {
@@ -147,6 +153,7 @@ ImagePrompt lay_out_images(const Request& request, const VisionModel& vision, co
     out.tokens.insert(out.tokens.end(), text.begin() + ptrdiff_t(copied), text.begin() + at[i]);
     copied = size_t(at[i]);
     SequenceImage image = prepare(request.images[i], i, vision);
+    image.bidirectional = images_attend_both_ways(vision.config.projector);
     out.tokens.insert(out.tokens.end(), image_tokens.begin.begin(), image_tokens.begin.end());
     image.position = int32_t(out.tokens.size());
     out.tokens.insert(out.tokens.end(), size_t(image.tokens), image_tokens.placeholder);
