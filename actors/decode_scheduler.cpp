@@ -212,7 +212,7 @@ void DecodeScheduler::encode_images(std::vector<Planned>& planned) {
     Sequence& s = *p.seq;
     if (!s.image_runs.empty()) continue;
     for (const SequenceImage& image : s.images) {
-      if (image.rows) s.image_runs.push_back({image.position, image.tokens, image.rows->data()});
+      if (image.rows) s.image_runs.push_back({image.position, image.tokens, image.rows->data(), image.bidirectional});
     }
   }
 }

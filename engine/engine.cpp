@@ -333,7 +333,7 @@ std::vector<int32_t> Engine::Impl::validated_prompt(const Request& r) const {
   // Sliding-window groups hold only their window's pages at a time (kv_layout.h).
   if (decoder) {
     const PagePool& pool = decoder->pool;
-    const int64_t pages = pool.layout().peak_pages(total, config.max_tokens_per_step);
+    const int64_t pages = pool.layout().peak_pages(total, max_step_positions(config, vision.get()));
     if (pages > pool.capacity()) {
       refuse(std::string(r.embedding ? "the input" : "prompt + max_new_tokens") + " needs " + std::to_string(pages) +
              " KV pages but the whole cache has " + std::to_string(pool.capacity()) + "; it could never run");

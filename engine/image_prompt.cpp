@@ -76,13 +76,15 @@ std::unique_ptr<VisionModel> load_vision(const EngineConfig& c, const Model& mod
     throw Error(c.mmproj_path + ": Qwen2-VL's images are placed by M-RoPE positions, which " + model.path + " (" +
                 architecture_name(model.config.arch) + ") does not have: pair it with its qwen2vl language model");
   }
-  if (v.projector == ProjectorType::Gemma3) {
-    // Gemma 3's images attend both ways within the image, which the forward pass does not yet.
-    throw Error(c.mmproj_path + ": " + projector_type_name(v.projector) +
-                " projectors are read but not yet run by the engine (mlp and the Qwen2-VL mergers are)");
-  }
   vision->fingerprint = contents_hash(vision->file->bytes());
   return vision;
+}
+
+bool images_attend_both_ways(ProjectorType projector) { return projector == ProjectorType::Gemma3; }
+
+int32_t max_step_positions(const EngineConfig& config, const VisionModel* vision) {
+  if (!vision || !images_attend_both_ways(vision->config.projector)) return config.max_tokens_per_step;
+  return std::max(config.max_tokens_per_step, vision->config.tokens_per_image);
 }
 
 std::vector<ChatPrompt> split_at_marker(const ChatPrompt& prompt, std::string_view marker) {
@@ -157,6 +159,7 @@ ImagePrompt lay_out_images(const Request& request, const VisionModel& vision, co
     out.tokens.insert(out.tokens.end(), text.begin() + ptrdiff_t(copied), text.begin() + at[i]);
     copied = size_t(at[i]);
     SequenceImage image = prepare(request.images[i], i, vision);
+    image.bidirectional = images_attend_both_ways(vision.config.projector);
     out.tokens.insert(out.tokens.end(), image_tokens.begin.begin(), image_tokens.begin.end());
     image.position = int32_t(out.tokens.size());
     out.tokens.insert(out.tokens.end(), size_t(image.tokens), image_tokens.placeholder);

@@ -29,6 +29,15 @@ namespace pagoda {
 // family is one the engine does not run yet.
 std::unique_ptr<VisionModel> load_vision(const EngineConfig& config, const Model& model);
 
+// Whether the family's language model attends both ways within an image (SequenceImage::
+// bidirectional): Gemma 3's, as transformers opens its causal mask over each image and llama.cpp's
+// mtmd decodes an image's rows in one non-causal batch.
+bool images_attend_both_ways(ProjectorType projector);
+
+// The most positions of one sequence a step computes: max_tokens_per_step, or one image's rows
+// when they attend both ways and are more (the step planner never cuts such an image).
+int32_t max_step_positions(const EngineConfig& config, const VisionModel* vision);
+
 // `prompt` cut at each `marker` (which becomes no text), each piece with the data spans that
 // fall in it; one piece, the prompt, when the marker is empty or absent.
 std::vector<ChatPrompt> split_at_marker(const ChatPrompt& prompt, std::string_view marker);
@@ -45,7 +54,7 @@ ImageTokens image_tokens(const VisionConfig& config, const Tokenizer& tokenizer)
 
 struct ImagePrompt {
   std::vector<int32_t> tokens;        // the whole prompt, BOS first for a text prompt that adds it
-  std::vector<SequenceImage> images;  // by position: pixels set, rows not yet
+  std::vector<SequenceImage> images;  // by position: pixels and bidirectional set, rows not yet
 };
 
 // Lays out `request`'s prompt and images. A text prompt is cut at each image_marker, and its

@@ -19,6 +19,12 @@ namespace pagoda::kernels {
 struct AttentionVariant {
   int window = 0;        // > 0: the query at position p sees only positions p - window + 1 … p
   float softcap = 0.0f;  // > 0: each score s (already scaled) becomes softcap·tanh(s / softcap)
+  // bidirectional_begin < bidirectional_end: a span of positions that attend to each other both
+  // ways (one of Gemma 3's images). A query in it sees every position of the span, later ones
+  // too, besides what it sees anyway: with a window, the positions of its own window and the
+  // span's, as transformers ORs an image's block into Gemma 3's causal and sliding masks. Queries
+  // outside the span see what they would without it.
+  int bidirectional_begin = 0, bidirectional_end = 0;
 };
 
 // q and out are [group][head_dim]. Position p's key is the row of head_dim values of `type`
@@ -34,7 +40,9 @@ void paged_attention(KvCacheType type, const float* q, int group, int head_dim, 
 // [group][head_dim]. Each output has the bits paged_attention gives that token alone; the
 // tokens share each block of keys and values (read, and widened to floats, once). With a
 // `variant` window, no position before the first token's window is read, so the page pointers
-// of pages wholly before it may be null.
+// of pages wholly before it may be null. A token in the variant's bidirectional span also sees
+// the span's later positions, whose keys and values must be in the pages; its output is then a
+// fixed function of its q and the positions it sees, as any token's is, whoever shares the call.
 void paged_attention_tokens(KvCacheType type, const float* q, size_t q_stride, int tokens, int group, int head_dim,
                             int n_ctx0, const std::byte* const* k_pages, const std::byte* const* v_pages,
                             int tokens_per_page, float scale, float* out, size_t out_stride,

@@ -34,7 +34,10 @@
 // where a row's blocks start (the block holding its first visible position, still aligned to
 // absolute position): a row's bits stay a function of its own q and positions. The masked rows
 // of that block are never read from their pages (they repeat the first visible row, and their
-// weight is exactly 0), so pages wholly before the first token's window may be holes.
+// weight is exactly 0), so pages wholly before the first token's window may be holes. A
+// bidirectional span likewise only moves where the rows of its tokens end (the span's end
+// rather than their own position) and, with a window, start (the span's start when that is
+// earlier): every other row is computed exactly as without it.
 
 #include <algorithm>
 #include <cmath>
@@ -123,12 +126,12 @@ inline void gather_rows(const std::byte* const* k_pages, const std::byte* const*
 }
 
 // `tokens` query tokens of one sequence at consecutive positions (token t sees the first
-// n_ctx0 + t positions, or with a window the last `window` of them), each with `heads` query
-// heads of one KV head: rows (t, h) at
-// q + t·q_stride + h·head_dim, written likewise to out. Each block's keys and values are
-// gathered once for every row still inside it and, for the narrower types when several rows
-// share the block, widened to floats once (P::widen, exact) rather than once per row; the
-// float arithmetic on them is the same, so each row's bits are those of that row alone.
+// n_ctx0 + t positions, or with a window the last `window` of them; in the variant's
+// bidirectional span, up to the span's end), each with `heads` query heads of one KV head:
+// rows (t, h) at q + t·q_stride + h·head_dim, written likewise to out. Each block's keys and
+// values are gathered once for every row still inside it and, for the narrower types when
+// several rows share the block, widened to floats once (P::widen, exact) rather than once per
+// row; the float arithmetic on them is the same, so each row's bits are those of that row alone.
 template <class P, KvCacheType T>
 void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int head_dim, int n_ctx0,
                  const std::byte* const* k_pages, const std::byte* const* v_pages, int tokens_per_page, float scale,
@@ -147,13 +150,21 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
   for (int r = 0; r < tokens * heads; ++r) max[r] = -__builtin_inff(), sum[r] = 0.0f;
   for (int t = 0; t < tokens; ++t)
     for (int d = 0; d < heads * head_dim; ++d) out[t * out_stride + d] = 0.0f;
-  const int n_last = n_ctx0 + tokens - 1;
-  const int n_blocks = (n_last + B - 1) / B;
-  // Token t's first visible position (its query is at n_ctx0 + t - 1).
+  // Token t's query is at position n_ctx0 + t - 1; it sees positions first_visible(t) …
+  // visible_end(t) - 1. Both are non-decreasing in t, span or not (a token before the span sees
+  // less than the span's tokens, which see less than the tokens after it), so the first token's
+  // first visible position is the call's earliest and the last token's end its latest.
+  auto in_span = [&](int t) {
+    return n_ctx0 + t - 1 >= variant.bidirectional_begin && n_ctx0 + t - 1 < variant.bidirectional_end;
+  };
+  auto visible_end = [&](int t) { return in_span(t) ? variant.bidirectional_end : n_ctx0 + t; };
   auto first_visible = [&](int t) {
     const int lo = n_ctx0 + t - variant.window;
-    return variant.window > 0 && lo > 0 ? lo : 0;
+    if (variant.window <= 0 || lo <= 0) return 0;
+    return in_span(t) && variant.bidirectional_begin < lo ? variant.bidirectional_begin : lo;
   };
+  const int n_last = visible_end(tokens - 1);
+  const int n_blocks = (n_last + B - 1) / B;
   // Reading starts at the first token's first visible position: the pages before it may be
   // holes (block_table.h), and that block's earlier rows are masked out anyway.
   const int lo0 = first_visible(0);
@@ -184,7 +195,8 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
     if (has_next) gather_next();
     const std::byte* const* nk = ring_k[(b + kPrefetchAhead) % (kPrefetchAhead + 1)];
     const std::byte* const* nv = ring_v[(b + kPrefetchAhead) % (kPrefetchAhead + 1)];
-    const int t0 = p0 < n_ctx0 ? 0 : p0 - n_ctx0 + 1;  // the first token that sees position p0
+    int t0 = 0;  // the first token that sees position p0
+    while (visible_end(t0) <= p0) ++t0;
     // Widened once when several calls would each widen the block: tokens, or heads unless
     // the policy takes a token's heads together.
     const bool widen = T != KvCacheType::F32 && (tokens - t0 > 1 || (!P::kFusedHeads && heads > 1));
@@ -210,7 +222,7 @@ void attend_rows(const float* q, size_t q_stride, int tokens, int heads, int hea
       const int lo = first_visible(t);
       if (lo >= p0 + B) break;  // this token's window starts past the block, and later ones' too
       const int masked = lo > p0 ? lo - p0 : 0;
-      const int count = n_ctx0 + t - p0 < B ? n_ctx0 + t - p0 : B;
+      const int count = visible_end(t) - p0 < B ? visible_end(t) - p0 : B;
       const float* qt = q + t * q_stride;
       float* o = out + t * out_stride;
       const int r = t * heads;

@@ -24,6 +24,11 @@ class ReferenceModel {
   // place of the token's embedding, and for an M-RoPE model the rotary positions `rope`
   // (temporal, height, width, extra) in place of pos.
   const std::vector<float>& forward(int32_t token, int32_t pos, const float* row, const std::array<int32_t, 4>& rope);
+  // Runs `count` rows of dim floats (an image's, taken as they are, unscaled) at positions pos …
+  // pos + count - 1 in place of token embeddings, and returns the logits at the last. With
+  // `bidirectional`, each row attends to every row of the run, later ones too (Gemma 3's images);
+  // else causally, as tokens do.
+  const std::vector<float>& forward_rows(const float* rows, int32_t count, int32_t pos, bool bidirectional);
 
   // The last forward's final hidden state after the output norm (dim floats), which the
   // logits are the classifier of: what an embedding pools.
@@ -45,6 +50,16 @@ class ReferenceModel {
     DenseFfn shared_expert;
   };
 
+  // Positions pos … pos + count - 1 are next: throws unless they follow the last ones and fit.
+  void take_positions(int32_t pos, int32_t count);
+  // Layer l's query of x_ at `pos` into q, its key and value into the cache, turned by the
+  // rotary positions `rope` (all pos but an M-RoPE model's image rows).
+  void layer_inputs(int l, int pos, const std::array<int32_t, 4>& rope, float* q);
+  // The rest of layer l on x_: attention of q (at `pos`) over the positions it sees (with
+  // span_begin <= pos < span_end, every position of that span as well), the FFN.
+  void layer_outputs(int l, const float* q, int pos, int span_begin, int span_end);
+  // The output norm of x_ (in place) and the logits.
+  const std::vector<float>& logits();
   // out[dim] = the gated FFN (n hidden units) of xb[dim].
   void ffn(const DenseFfn& w, int n, float* out);
 

@@ -27,9 +27,10 @@ class Random {
   std::mt19937_64 rng_;
 };
 
-// Control tokens, the 256 byte tokens, single characters, then merges of earlier pieces with
-// falling scores: a vocabulary on which SentencePiece BPE behaves as on a trained one.
-TokenizerVocab synth_vocab(int32_t size, Random& rng) {
+// Control tokens (<unk>, <s>, </s>, then `controls`), the 256 byte tokens, single characters,
+// then merges of earlier pieces with falling scores: a vocabulary on which SentencePiece BPE
+// behaves as on a trained one.
+TokenizerVocab synth_vocab(int32_t size, const std::vector<std::string>& controls, Random& rng) {
   TokenizerVocab v;
   auto add = [&](std::string text, float score, TokenType type) {
     v.tokens.push_back(std::move(text));
@@ -39,6 +40,7 @@ TokenizerVocab synth_vocab(int32_t size, Random& rng) {
   add("<unk>", 0.0f, TokenType::Unknown);
   add("<s>", 0.0f, TokenType::Control);
   add("</s>", 0.0f, TokenType::Control);
+  for (const std::string& control : controls) add(control, 0.0f, TokenType::Control);
   for (int b = 0; b < 256; ++b) {
     char name[8];
     std::snprintf(name, sizeof name, "<0x%02X>", b);
@@ -166,8 +168,8 @@ int32_t copy_vocab(GgufWriter& w, const std::string& path) {
   return int32_t(n);
 }
 
-void write_synth_vocab(GgufWriter& w, int32_t size, Random& rng) {
-  TokenizerVocab vocab = synth_vocab(size, rng);
+void write_synth_vocab(GgufWriter& w, int32_t size, const std::vector<std::string>& controls, Random& rng) {
+  TokenizerVocab vocab = synth_vocab(size, controls, rng);
   std::vector<int32_t> types(vocab.types.size());
   for (size_t i = 0; i < types.size(); ++i) types[i] = int32_t(vocab.types[i]);
   w.set_string("tokenizer.ggml.model", "llama");
@@ -489,6 +491,8 @@ ModelConfig write_synth_model(const std::string& path, const SynthSpec& given) {
   GgufWriter w;
   ModelConfig c = spec.config;
   if (c.is_encoder() && c.n_token_types == 0) c.n_token_types = 2;  // BERT's sentences A and B
+  if (!spec.control_tokens.empty() && (!spec.vocab_path.empty() || c.is_encoder()))
+    throw Error("synthetic model: control_tokens go into the synthetic SentencePiece vocabulary only");
   if (!spec.vocab_path.empty()) {
     c.vocab_size = copy_vocab(w, spec.vocab_path);
   } else {
@@ -496,7 +500,7 @@ ModelConfig write_synth_model(const std::string& path, const SynthSpec& given) {
     if (c.is_encoder()) {
       write_synth_wpm_vocab(w, c.vocab_size, rng);
     } else {
-      write_synth_vocab(w, c.vocab_size, rng);
+      write_synth_vocab(w, c.vocab_size, spec.control_tokens, rng);
     }
   }
   if (c.has_mrope() && c.rope_sections == std::array<int32_t, 4>{}) {

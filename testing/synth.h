@@ -48,6 +48,10 @@ struct SynthSpec {
   // A GGUF (vocab-only is enough) whose tokenizer.* keys are copied; the vocabulary size is
   // then its token count. Empty: a synthetic SentencePiece vocabulary of config.vocab_size.
   std::string vocab_path;
+  // Control tokens the synthetic SentencePiece vocabulary holds after <unk>, <s> and </s>: a
+  // family's special tokens that the engine looks up by their text (Gemma 3's <start_of_image>,
+  // <end_of_image>, <image_soft_token>). Refused with vocab_path and for an encoder's WordPiece.
+  std::vector<std::string> control_tokens;
 };
 
 // A named shape: llama2.c's TinyStories sizes ("s15m", "s110m", synthetic vocabulary of 32000)

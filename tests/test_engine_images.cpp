@@ -3,10 +3,12 @@
 // the batch, and bad images or layouts are refused at submit with what is wrong.
 
 #include <gtest/gtest.h>
+#include <random>
 
 #include "engine/forward/model_runner.h"
 #include "engine/forward/vision_encoder.h"
 #include "engine/image/image_decode.h"
+#include "engine/sampling/logprobs.h"
 #include "engine/vision/image_preprocess.h"
 #include "pagoda/engine.h"
 #include "pagoda/error.h"
@@ -19,10 +21,38 @@
 namespace pagoda {
 namespace {
 
-EngineConfig vision_config() {
+using test::llava_files;
+using test::png_file;
+using test::VisionFiles;
+
+// A tiny Gemma 3 pair: a random Gemma 3 of width 96 (sliding window 8) whose vocabulary holds
+// Gemma's image tokens, and a random SigLIP projector into it giving 16 rows an image, which
+// attend to each other both ways.
+const VisionFiles& gemma3_files() {
+  static const VisionFiles files = [] {
+    ModelConfig c = test::tiny_gqa_config();
+    c.arch = Architecture::Gemma3;
+    c.dim = 96, c.n_heads = 8, c.n_kv_heads = 2, c.n_layers = 6, c.key_length = 32;
+    c.sliding_window = 8, c.rope_theta = 1e6f;  // layers 0–4 sliding
+    VisionFiles f{test::scratch_path("gemma3-lm.gguf"), test::scratch_path("gemma3-mmproj.gguf")};
+    SynthSpec lm{c, 5};
+    lm.control_tokens = {"<start_of_image>", "<end_of_image>", "<image_soft_token>"};
+    write_synth_model(f.model, lm);
+    VisionSynthSpec spec;
+    spec.config = find_vision_synth_preset(ProjectorType::Gemma3, "tiny").config;
+    spec.config.projection_dim = c.dim;
+    spec.config.tokens_per_image = 16;
+    spec.seed = 9;
+    write_synth_projector(f.mmproj, spec);
+    return f;
+  }();
+  return files;
+}
+
+EngineConfig vision_config(const VisionFiles& files = llava_files()) {
   EngineConfig c;
-  c.model_path = test::llava_files().model;
-  c.mmproj_path = test::llava_files().mmproj;
+  c.model_path = files.model;
+  c.mmproj_path = files.mmproj;
   c.threads = 2;
   c.kv_pages = 256;
   c.tokens_per_page = 16;
@@ -39,10 +69,10 @@ Request image_request(const std::string& image, int32_t max_tokens = 8) {
   return r;
 }
 
-TEST(EngineImages, TheSameImageGivesTheSameAnswerAndAnotherImageAnotherOne) {
-  Engine engine(vision_config());
+void expect_same_image_same_answer(const VisionFiles& files) {
+  Engine engine(vision_config(files));
   ASSERT_TRUE(engine.takes_images());
-  const std::string a = test::png_file(40, 30, 1), b = test::png_file(40, 30, 2);
+  const std::string a = png_file(40, 30, 1), b = png_file(40, 30, 2);
   const std::vector<Completion> got = test::run_all(engine, {image_request(a), image_request(a), image_request(b)});
   test::expect_same_completions({got[1]}, {got[0]});
   EXPECT_NE(got[2].logprobs[0].logprob, got[0].logprobs[0].logprob);
@@ -50,20 +80,30 @@ TEST(EngineImages, TheSameImageGivesTheSameAnswerAndAnotherImageAnotherOne) {
   EXPECT_GT(got[0].prompt_tokens, 16);  // the image's rows count as prompt positions
 }
 
-TEST(EngineImages, AnImageRequestsAnswerDoesNotDependOnWhatSharesItsSteps) {
-  const std::string a = test::png_file(40, 30, 1);
+TEST(EngineImages, TheSameImageGivesTheSameAnswerAndAnotherImageAnotherOne) {
+  expect_same_image_same_answer(llava_files());
+}
+
+TEST(EngineImages, AGemma3ImageGivesTheSameAnswerTwiceAndAnotherImageAnotherOne) {
+  expect_same_image_same_answer(gemma3_files());
+}
+
+// Alone, then among image and text requests in steps of `max_tokens` tokens and chunks of
+// `chunk`, smaller than the image.
+void expect_answer_independent_of_steps(const VisionFiles& files, int32_t max_tokens, int32_t chunk) {
+  const std::string a = png_file(40, 30, 1);
   std::vector<Completion> alone;
   {
-    Engine engine(vision_config());
+    Engine engine(vision_config(files));
     alone = test::run_all(engine, {image_request(a)});
   }
-  EngineConfig c = vision_config();
-  c.max_tokens_per_step = 24;  // the image's rows come over several chunks
-  c.prefill_chunk = 7;
+  EngineConfig c = vision_config(files);
+  c.max_tokens_per_step = max_tokens;
+  c.prefill_chunk = chunk;
   Engine engine(c);
   std::vector<Request> mixed;
   for (uint32_t i = 0; i < 5; ++i) {
-    Request other = image_request(test::png_file(20 + int32_t(i) * 9, 50, 10 + i), 6);
+    Request other = image_request(png_file(20 + int32_t(i) * 9, 50, 10 + i), 6);
     if (i % 2) {
       other.images.clear();
       other.prompt = "text only, number " + std::to_string(i);
@@ -73,18 +113,28 @@ TEST(EngineImages, AnImageRequestsAnswerDoesNotDependOnWhatSharesItsSteps) {
   mixed.insert(mixed.begin() + 2, image_request(a));
   const std::vector<Completion> got = test::run_all(engine, mixed);
   test::expect_same_completions({got[2]}, alone);
+  test::expect_engine_idle(engine);
+}
+
+TEST(EngineImages, AnImageRequestsAnswerDoesNotDependOnWhatSharesItsSteps) {
+  expect_answer_independent_of_steps(llava_files(), 24, 7);  // the image's rows come over several chunks
+}
+
+// Its 16 rows come in one step, the first chunk's, past the budget when they must.
+TEST(EngineImages, AGemma3ImageRequestsAnswerDoesNotDependOnStepsSmallerThanItsImage) {
+  expect_answer_independent_of_steps(gemma3_files(), 12, 5);
 }
 
 TEST(EngineImages, TheEncodersRowsStandWhereTheImageIsInThePrompt) {
   Engine engine(vision_config());
-  Request r = image_request(test::png_file(33, 47, 3), 6);
+  Request r = image_request(png_file(33, 47, 3), 6);
   r.sampling.temperature = 0.0f;
   const Completion got = engine.submit(r).get();
   ASSERT_EQ(got.finish_reason, FinishReason::Length) << got.error;
 
   // The same by hand: the encoder's rows after the tokens before the marker, then the rest.
-  const Model model = load_model(test::llava_files().model);
-  const VisionModel vision = load_projector(test::llava_files().mmproj);
+  const Model model = load_model(llava_files().model);
+  const VisionModel vision = load_projector(llava_files().mmproj);
   ModelRunner runner(model, 2);
   VisionEncoder encoder(vision, runner.arena());
   const PreprocessedImage pre = preprocess_image(
@@ -110,7 +160,7 @@ TEST(EngineImages, TheEncodersRowsStandWhereTheImageIsInThePrompt) {
 
 TEST(EngineImages, AMarkerInTextAndAPositionInIdsPlaceTheImageAlike) {
   Engine engine(vision_config());
-  const std::string a = test::png_file(40, 30, 4);
+  const std::string a = png_file(40, 30, 4);
   Request by_marker = image_request(a);
   Request by_position = image_request(a);
   by_position.prompt.clear();
@@ -134,7 +184,7 @@ void expect_refused(Engine& engine, Request r, const std::string& words) {
 
 TEST(EngineImages, BadImagesAndLayoutsAreRefusedAtSubmitSayingWhat) {
   Engine engine(vision_config());
-  const std::string a = test::png_file(40, 30, 5);
+  const std::string a = png_file(40, 30, 5);
   Request two_markers = image_request(a);
   two_markers.prompt += " <__image__>";
   expect_refused(engine, two_markers, "2 image markers ('<__image__>') for 1 images");
@@ -165,10 +215,10 @@ TEST(EngineImages, AProjectorOfAnotherWidthIsRefusedAtStart) {
   EXPECT_THROW({ Engine engine(c); }, Error);
 }
 
-TEST(EngineImages, ShutdownWithImageRequestsInFlightResolvesEveryFutureAndFreesEveryPage) {
-  Engine engine(vision_config());
+void expect_clean_shutdown(const VisionFiles& files) {
+  Engine engine(vision_config(files));
   std::vector<RequestHandle> handles;
-  for (uint32_t i = 0; i < 6; ++i) handles.push_back(engine.submit(image_request(test::png_file(30, 30, 20 + i), 200)));
+  for (uint32_t i = 0; i < 6; ++i) handles.push_back(engine.submit(image_request(png_file(30, 30, 20 + i), 200)));
   handles[1].cancel();
   engine.shutdown();
   for (RequestHandle& h : handles) {
@@ -176,6 +226,61 @@ TEST(EngineImages, ShutdownWithImageRequestsInFlightResolvesEveryFutureAndFreesE
     EXPECT_TRUE(c.finish_reason == FinishReason::Cancelled || c.finish_reason == FinishReason::Length);
   }
   EXPECT_EQ(engine.metrics().kv_pages_used, 0);
+}
+
+TEST(EngineImages, ShutdownWithImageRequestsInFlightResolvesEveryFutureAndFreesEveryPage) {
+  expect_clean_shutdown(llava_files());
+}
+
+TEST(EngineImages, ShutdownWithGemma3ImageRequestsInFlightResolvesEveryFutureAndFreesEveryPage) {
+  expect_clean_shutdown(gemma3_files());
+}
+
+// The engine's answer is the runner's by hand over the same prompt: the encoder's rows between
+// <start_of_image> and <end_of_image>, attending to each other both ways; attending causally,
+// the same rows give other logprobs.
+TEST(EngineImages, AGemma3ImagesRowsAttendBothWaysBetweenItsImageTokensAsTheRunnerDoesByHand) {
+  Engine engine(vision_config(gemma3_files()));
+  Request r = image_request(png_file(33, 47, 3), 6);
+  r.sampling.temperature = 0.0f;
+  const Completion got = engine.submit(r).get();
+  ASSERT_EQ(got.finish_reason, FinishReason::Length) << got.error;
+
+  const Model model = load_model(gemma3_files().model);
+  const VisionModel vision = load_projector(gemma3_files().mmproj);
+  ModelRunner runner(model, 2);
+  VisionEncoder encoder(vision, runner.arena());
+  const PreprocessedImage pre = preprocess_image(
+      decode_image(std::as_bytes(std::span(r.images[0].data.data(), r.images[0].data.size()))), vision.config);
+  std::vector<float> rows;
+  std::vector<int32_t> counts;
+  const PixelPlanes* input = &pre.pixels;
+  encoder.encode(std::span(&input, 1), rows, counts);
+  ASSERT_EQ(counts[0], 16);
+  const Tokenizer& tok = model.tokenizer;
+  std::vector<int32_t> prompt = tok.encode("A picture: ", tok.add_bos());
+  prompt.push_back(tok.find_piece("<start_of_image>"));
+  const auto image_at = int32_t(prompt.size());
+  prompt.insert(prompt.end(), size_t(counts[0]), tok.find_piece("<image_soft_token>"));
+  prompt.push_back(tok.find_piece("<end_of_image>"));
+  const std::vector<int32_t> rest = tok.encode(" What is in it?", false);
+  prompt.insert(prompt.end(), rest.begin(), rest.end());
+  EXPECT_EQ(got.prompt_tokens, int32_t(prompt.size()));
+  PagePool pool(KvLayout::for_model(model.config, 16, vision_config(gemma3_files()).kv_cache_type), 256);
+  for (bool bidirectional : {true, false}) {
+    std::vector<test::DrivenSequence> seqs;
+    seqs.emplace_back(prompt, int32_t(prompt.size()) + 5, -1, 16);
+    seqs.back().embeddings = {{image_at, counts[0], rows.data(), bidirectional}};
+    test::run_together(runner, pool, seqs, 64);
+    const float first = token_logprobs(seqs[0].logits[0], seqs[0].generated()[0], 2).logprob;
+    if (bidirectional) {
+      EXPECT_EQ(seqs[0].generated(), got.token_ids);
+      for (size_t i = 0; i < got.token_ids.size(); ++i)
+        EXPECT_EQ(token_logprobs(seqs[0].logits[i], got.token_ids[i], 2).logprob, got.logprobs[i].logprob) << i;
+    } else {
+      EXPECT_NE(first, got.logprobs[0].logprob);
+    }
+  }
 }
 
 // A tiny Qwen2-VL pair: a random qwen2vl (M-RoPE) of width 96 with Qwen2's vocabulary, which

@@ -24,6 +24,7 @@
 #include "support/batch_driver.h"
 #include "support/kernel_support.h"
 #include "support/test_support.h"
+#include "support/typed_kv_cache.h"
 
 namespace pagoda {
 namespace {
@@ -32,6 +33,7 @@ using test::DrivenSequence;
 using test::random_uniform;
 using test::run_together;
 using test::supported_isas;
+using test::TypedCache;
 
 constexpr KvCacheType kAllTypes[] = {KvCacheType::F32, KvCacheType::F16, KvCacheType::BF16, KvCacheType::Q8_0};
 
@@ -196,49 +198,6 @@ TEST(KvRows, EveryIsaNarrowsAsTheScalarConversions) {
   }
   kernels::set_isa(before);
 }
-
-// Keys and values of n_ctx positions stored as `type` over pages (with garbage past n_ctx), and
-// the floats they read back as.
-struct TypedCache {
-  KvCacheType type;
-  int head_dim, n_ctx, tokens_per_page;
-  std::vector<float> k, v;  // [n_ctx][head_dim], as stored (dequantized)
-  std::vector<std::vector<std::byte>> k_store, v_store;
-  std::vector<const std::byte*> k_pages, v_pages;
-
-  TypedCache(KvCacheType type, int head_dim, int n_ctx, int tokens_per_page, unsigned seed)
-      : type(type), head_dim(head_dim), n_ctx(n_ctx), tokens_per_page(tokens_per_page) {
-    const size_t row = kernels::kv_row_bytes(type, head_dim);
-    const int pages = (n_ctx + tokens_per_page - 1) / tokens_per_page;
-    const auto garbage = random_uniform(head_dim, seed + 7, 50.0f, 60.0f);
-    for (int p = 0; p < pages; ++p) {
-      k_store.emplace_back(row * tokens_per_page), v_store.emplace_back(row * tokens_per_page);
-      for (int s = 0; s < tokens_per_page; ++s) {
-        kernels::store_kv_row(type, garbage.data(), head_dim, k_store.back().data() + s * row);
-        kernels::store_kv_row(type, garbage.data(), head_dim, v_store.back().data() + s * row);
-      }
-    }
-    const auto k_in = random_uniform(size_t(n_ctx) * head_dim, seed, -2.0f, 2.0f);
-    const auto v_in = random_uniform(size_t(n_ctx) * head_dim, seed + 1);
-    k.resize(k_in.size()), v.resize(v_in.size());
-    for (int t = 0; t < n_ctx; ++t) {
-      std::byte* kr = k_store[t / tokens_per_page].data() + (t % tokens_per_page) * row;
-      std::byte* vr = v_store[t / tokens_per_page].data() + (t % tokens_per_page) * row;
-      kernels::store_kv_row(type, k_in.data() + size_t(t) * head_dim, head_dim, kr);
-      kernels::store_kv_row(type, v_in.data() + size_t(t) * head_dim, head_dim, vr);
-      kernels::load_kv_row(type, kr, head_dim, k.data() + size_t(t) * head_dim);
-      kernels::load_kv_row(type, vr, head_dim, v.data() + size_t(t) * head_dim);
-    }
-    for (int p = 0; p < pages; ++p) k_pages.push_back(k_store[p].data()), v_pages.push_back(v_store[p].data());
-  }
-
-  std::vector<float> attend(const std::vector<float>& q, int group, float scale) const {
-    std::vector<float> out(size_t(group) * head_dim, NAN);
-    kernels::paged_attention(type, q.data(), group, head_dim, n_ctx, k_pages.data(), v_pages.data(), tokens_per_page,
-                             scale, out.data());
-    return out;
-  }
-};
 
 // Attention in double over the floats the cache reads back as.
 std::vector<double> reference_attention(const std::vector<float>& q, int group, const TypedCache& c, float scale) {

@@ -28,12 +28,14 @@ class Running {
   size_t prefill(int32_t pending, int32_t n_cached = 0, const LoraWeights* adapter = nullptr) {
     return add(SequenceStatus::Prefilling, pending, n_cached, adapter);
   }
-  // The last sequence's prompt images: (position, tokens, cost in tokens, encoded yet).
-  void give_images(std::vector<std::tuple<int32_t, int32_t, int32_t, bool>> images) {
+  // The last sequence's prompt images: (position, tokens, cost in tokens, encoded yet), whose
+  // rows attend to each other both ways when `bidirectional` (Gemma 3's).
+  void give_images(std::vector<std::tuple<int32_t, int32_t, int32_t, bool>> images, bool bidirectional = false) {
     std::vector<SequenceImage>& list = images_.emplace_back();
     for (const auto& [position, tokens, cost, encoded] : images) {
       SequenceImage image;
       image.position = position, image.tokens = tokens, image.cost_tokens = cost;
+      image.bidirectional = bidirectional;
       if (encoded) image.rows = std::make_shared<const std::vector<float>>();
       list.push_back(std::move(image));
     }
@@ -434,6 +436,65 @@ TEST(StepPlanner, AnImageAPrefixHitEndsInsideIsPaidForByTheChunkThatFeedsItsOthe
   planner.plan_entries(r.views(), 0, false, plan);
   // 100 tokens and 400 for the image leave 12: the second sequence's chunk gets them.
   EXPECT_EQ(entries(plan), (std::vector<std::pair<size_t, int32_t>>{{0, 100}, {1, 12}}));
+}
+
+// ---- Images whose rows attend to each other both ways: never cut across chunks ----
+
+TEST(StepPlanner, AChunkStopsBeforeABidirectionalImageItWouldCut) {
+  const StepPlanner planner(config_with(512, 16, 256));
+  for (bool bidirectional : {false, true}) {
+    Running r;
+    r.prefill(300);
+    r.give_images({{200, 100, 0, true}}, bidirectional);
+    StepPlan plan;
+    planner.plan_entries(r.views(), 0, false, plan);
+    // A LLaVA image may be cut; a Gemma 3 image waits for the next chunk, which starts with it.
+    EXPECT_EQ(entries(plan), (Entries{{0, bidirectional ? 200 : 256}}));
+  }
+}
+
+TEST(StepPlanner, AChunkThatHoldsBidirectionalImagesWholeIsNotCut) {
+  const StepPlanner planner(config_with(512, 16, 256));
+  Running r;
+  r.prefill(300, 40);
+  r.give_images({{0, 30, 0, true}, {50, 100, 0, true}, {200, 64, 0, true}}, true);
+  StepPlan plan;
+  planner.plan_entries(r.views(), 0, false, plan);
+  // Positions 40–295: the first image is cached already, the other two are whole in the chunk.
+  EXPECT_EQ(entries(plan), (Entries{{0, 256}}));
+}
+
+TEST(StepPlanner, TheStepsFirstChunkTakesABidirectionalImageWholeEvenPastTheBudget) {
+  const StepPlanner planner(config_with(64, 16, 32));
+  Running r;
+  r.decode(20);
+  r.prefill(300, 10);
+  r.give_images({{10, 100, 50, false}}, true);
+  r.prefill(20);
+  StepPlan plan;
+  planner.plan_entries(r.views(), 0, false, plan);
+  // Larger than the budget and the chunk size, the image could never come in parts: it comes
+  // whole, its pages counted, and nothing else fits after it.
+  EXPECT_EQ(entries(plan), (Entries{{0, 1}, {1, 100}}));
+  EXPECT_EQ(plan.entries[1].pages, 25);  // positions 12–109, 4 a page (10 and 11 have theirs)
+}
+
+TEST(StepPlanner, ALaterChunkStartingWithABidirectionalImageThatDoesNotFitWaits) {
+  const StepPlanner planner(config_with(128, 16, 64));
+  Running r;
+  r.prefill(50);
+  r.prefill(200);
+  r.give_images({{0, 100, 0, true}}, true);
+  r.prefill(10);
+  StepPlan plan;
+  planner.plan_entries(r.views(), 0, false, plan);
+  // The second would get 64 of its image's 100 positions: it waits for a step it starts.
+  EXPECT_EQ(entries(plan), (Entries{{0, 50}, {2, 10}}));
+  Running alone;
+  alone.prefill(200);
+  alone.give_images({{0, 100, 0, true}}, true);
+  planner.plan_entries(alone.views(), 0, false, plan);
+  EXPECT_EQ(entries(plan), (Entries{{0, 100}}));
 }
 
 }  // namespace

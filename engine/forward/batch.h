@@ -16,10 +16,20 @@ namespace pagoda {
 // entry's sequence: an image's rows from the vision encoder, dim floats each, row after row. The
 // token ids at those positions are placeholders, never looked up. Gemma's √dim scale belongs to
 // token embeddings and is not applied to them (as llama.cpp feeds embeddings).
+//
+// A `bidirectional` run's positions attend to each other both ways, earlier and later, in every
+// layer (sliding ones too: a key is seen when it is in the query's window or in its run), as
+// Gemma 3 attends within an image; the other positions stay causal and never see a run ahead of
+// them. The flag belongs to the run, not to the model, because it is the image family's layout
+// that asks for it (SequenceImage::bidirectional, from the projector). Every key of such a run
+// must be in the cache before any of its queries attends, so the run must be computed whole in
+// one step: the step planner never cuts one, and forward() refuses an entry whose new tokens
+// hold only part of one.
 struct EmbeddingRun {
   int32_t position = 0;
   int32_t count = 0;
   const float* rows = nullptr;
+  bool bidirectional = false;
 };
 
 // Where an image's rows lie on its grid, for M-RoPE models (Qwen2-VL): rows × cols positions from
@@ -44,6 +54,7 @@ struct BatchEntry {
   bool hidden = false;
   // Embedding rows for some of the sequence's positions, sorted and disjoint; runs may reach
   // beyond the new tokens (an image split across prefill chunks): only the new positions are read.
+  // A bidirectional run is either wholly among the new tokens or wholly outside them.
   std::span<const EmbeddingRun> embeddings;
   // Every image of the sequence, sorted and disjoint: the earlier ones too, since each moves the
   // rotary positions of all that follows it. Only M-RoPE models read them.

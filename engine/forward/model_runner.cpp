@@ -171,6 +171,12 @@ void ModelRunner::validate(const Batch& batch, const KvView& kv) const {
           (r > 0 && run.position < e.embeddings[r - 1].position + e.embeddings[r - 1].count)) {
         throw Error("forward: embedding runs must be non-empty, hold rows, and be sorted and disjoint");
       }
+      // Cut across steps, its first queries would miss its later keys.
+      const int64_t run_end = int64_t(run.position) + run.count;
+      if (run.bidirectional && run.position < end && run_end > e.n_cached &&
+          (run.position < e.n_cached || run_end > end)) {
+        throw Error("forward: an embedding run that attends both ways must be computed whole in one step");
+      }
     }
     for (size_t g = 0; g < e.image_grids.size(); ++g) {
       const ImageGrid& grid = e.image_grids[g];
@@ -213,8 +219,23 @@ void ModelRunner::prepare(const Batch& batch) {
   entry_start_.push_back(int32_t(tokens_.size()));
   attention_chunks_.clear();
   for (size_t e = 0; e + 1 < entry_start_.size(); ++e) {
-    for (int32_t t = entry_start_[e]; t < entry_start_[e + 1]; t += kAttentionChunk) {
-      attention_chunks_.push_back({t, std::min(t + kAttentionChunk, entry_start_[e + 1])});
+    // Chunks end at the edges of bidirectional runs, so each chunk's tokens are all in one run
+    // or all outside every run; rows are independent, so where chunks end changes no bits.
+    const std::span<const EmbeddingRun> runs = batch.entries[e].embeddings;
+    auto run = runs.begin();
+    for (int32_t t = entry_start_[e]; t < entry_start_[e + 1];) {
+      AttentionChunk chunk{t, std::min(t + kAttentionChunk, entry_start_[e + 1])};
+      const int32_t position = tokens_[t].position;  // the entry's rows are consecutive positions
+      while (run != runs.end() && (!run->bidirectional || run->position + run->count <= position)) ++run;
+      if (run != runs.end() && run->position <= position) {
+        chunk.bidirectional_begin = run->position;
+        chunk.bidirectional_end = run->position + run->count;
+        chunk.end = std::min(chunk.end, t + chunk.bidirectional_end - position);
+      } else if (run != runs.end()) {
+        chunk.end = std::min(chunk.end, t + run->position - position);
+      }
+      attention_chunks_.push_back(chunk);
+      t = chunk.end;
     }
   }
 
@@ -413,7 +434,9 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
       const int32_t h = item % c.n_kv_heads;
       const BatchEntry& entry = batch.entries[tokens_[chunk.begin].entry];
       const std::vector<int32_t>& pages = entry.block_table->pages(kv_group);
-      const int32_t n_pages = tokens_[chunk.end - 1].position / tpp + 1;
+      // A bidirectional run's queries read on to its last key, which this step has written.
+      const int32_t last = std::max(tokens_[chunk.end - 1].position, chunk.bidirectional_end - 1);
+      const int32_t n_pages = last / tpp + 1;
       pointers.k.resize(n_pages);
       pointers.v.resize(n_pages);
       // Holes (pages given back, wholly before the chunk's windows) are never read.
@@ -423,9 +446,12 @@ void ModelRunner::attention_layer(const Batch& batch, const KvView& kv, int32_t 
       }
       const float* q = qkv_.data() + size_t(chunk.begin) * row + size_t(h) * group * head_dim;
       float* out = att_.data() + size_t(chunk.begin) * q_dim + size_t(h) * group * head_dim;
+      kernels::AttentionVariant chunk_variant = variant;
+      chunk_variant.bidirectional_begin = chunk.bidirectional_begin;
+      chunk_variant.bidirectional_end = chunk.bidirectional_end;
       kernels::paged_attention_tokens(kv.layout.dtype, q, size_t(row), chunk.end - chunk.begin, group, head_dim,
                                       tokens_[chunk.begin].position + 1, pointers.k.data(), pointers.v.data(), tpp,
-                                      scale, out, size_t(q_dim), variant);
+                                      scale, out, size_t(q_dim), chunk_variant);
     }
   };
   const tbb::blocked_range<int32_t> all(0, n_items * c.n_kv_heads);

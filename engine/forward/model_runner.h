@@ -122,6 +122,9 @@ class ModelRunner {
   std::vector<float> unused_hidden_;  // forward() without a hidden output: stays empty
   struct AttentionChunk {
     int32_t begin, end;  // rows of tokens_, all of one entry
+    // The positions of the bidirectional run (BatchEntry::embeddings) the rows are in; empty
+    // when they are in none.
+    int32_t bidirectional_begin = 0, bidirectional_end = 0;
   };
   std::vector<AttentionChunk> attention_chunks_;
   // The K and V page addresses of the attention task each slot of the arena runs

@@ -43,6 +43,9 @@ struct SequenceImage {
   // What encoding it costs a step, in the language model's tokens (the encoder's FLOPs over a
   // token's): the step planner counts it in the budget of the chunk that first feeds the image.
   int32_t cost_tokens = 0;
+  // Its rows attend to each other both ways (Gemma 3's images; EmbeddingRun::bidirectional), so
+  // the step planner feeds them all in one step.
+  bool bidirectional = false;
   std::shared_ptr<const PixelPlanes> pixels;
   std::shared_ptr<const std::vector<float>> rows;  // tokens × the model's dim, once encoded
 };

@@ -26,6 +26,23 @@ Encoding encoding(const SequenceView& s, int32_t n) {
   return e;
 }
 
+// `n`, the tokens of `s` a chunk would take, changed so that the chunk holds no part of an image
+// whose rows attend both ways without the rest (all its keys must be cached before any of its
+// queries attends): a chunk that would end inside one ends before it instead; one that starts
+// with it takes it whole when it is the step's first chunk — which always runs, past the budget
+// if it must, or an image larger than the budget could never run — and otherwise takes nothing
+// (0) and waits for a step it comes first in.
+int32_t whole_images(const SequenceView& s, int32_t n, bool first_chunk) {
+  const int32_t end = s.n_cached + n;
+  for (const SequenceImage& image : s.images) {
+    const int32_t image_end = image.position + image.tokens;
+    if (!image.bidirectional || image.position >= end || image_end <= end) continue;
+    if (image.position > s.n_cached) return image.position - s.n_cached;
+    return first_chunk ? image_end - s.n_cached : 0;
+  }
+  return n;
+}
+
 }  // namespace
 
 bool StepPlan::speculates() const {
@@ -60,9 +77,10 @@ void StepPlanner::plan_entries(std::span<const SequenceView> running, size_t tur
   for (size_t i = 0; i < running.size(); ++i) {
     if (running[i].status != SequenceStatus::Prefilling || excluded(running[i])) continue;
     if (full()) break;
-    int32_t n = std::min({running[i].pending, prefill_chunk_, budget});
-    const Encoding images = encoding(running[i], n);
     const bool first_chunk = plan.entries.size() == plan.decodes;
+    int32_t n = whole_images(running[i], std::min({running[i].pending, prefill_chunk_, budget}), first_chunk);
+    if (n == 0) continue;
+    const Encoding images = encoding(running[i], n);
     if (images.cost > 0 && n + images.cost > budget && !first_chunk) {
       n = images.first - running[i].n_cached;  // stop before the image, or wait for a step with room
       if (n == 0) continue;

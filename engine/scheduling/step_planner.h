@@ -12,7 +12,11 @@
 // max_entries_per_step runs out. A chunk that first feeds an image also pays for encoding it
 // (SequenceImage::cost_tokens); when that does not fit, the chunk stops before the image, or,
 // with nothing before it, waits for a step with room — except the step's first chunk, which
-// always runs, so a large image cannot wait forever. Without mixed-adapter batches a step serves only the adapter
+// always runs, so a large image cannot wait forever. Nor does a chunk cut an image whose rows
+// attend both ways (Gemma 3's, SequenceImage::bidirectional): it stops before one, and a chunk
+// that starts with one takes it whole when it is the step's first chunk — past prefill_chunk
+// and the budget if it must, else an image larger than they are could never run — and otherwise
+// waits for a step where it is. Without mixed-adapter batches a step serves only the adapter
 // (or the base model) whose turn it is. Guesses for speculating decodes take only what is left
 // of the budget after that, and only in steps with at most speculative_max_batch decodes. When
 // the pool cannot give the step its pages, speculation steps aside first, then the most

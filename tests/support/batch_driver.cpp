@@ -19,7 +19,11 @@ int32_t run_together(ModelRunner& runner, PagePool& pool, std::vector<DrivenSequ
     std::vector<DrivenSequence*> in_batch;
     for (DrivenSequence& s : seqs) {
       if (s.done) continue;
-      const int32_t n_new = std::min<int32_t>(chunk, int32_t(s.tokens.size()) - s.n_cached);
+      int32_t n_new = std::min<int32_t>(chunk, int32_t(s.tokens.size()) - s.n_cached);
+      for (const EmbeddingRun& run : s.embeddings) {  // a run that attends both ways goes whole
+        if (run.bidirectional && run.position < s.n_cached + n_new && run.position + run.count > s.n_cached + n_new)
+          n_new = run.position + run.count - s.n_cached;
+      }
       if (!s.table.reserve(s.n_cached, s.n_cached + n_new, pool))
         throw std::runtime_error("the test's KV pool is too small");
       BatchEntry e;

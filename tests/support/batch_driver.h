@@ -33,7 +33,8 @@ struct DrivenSequence {
 };
 
 // Runs every sequence to its end, all in the same steps: each step holds a chunk of at most
-// `chunk` tokens of every unfinished sequence (prefill chunks and decodes mixed). Logits come
+// `chunk` tokens of every unfinished sequence (prefill chunks and decodes mixed), stretched to
+// the end of a bidirectional embedding run it would cut (such a run is computed whole). Logits come
 // for each chunk's last token, only at the sequence's end unless `logits_everywhere`. After
 // each step, sliding-window groups give back the pages no later query sees, as the engine
 // does. Pages are released at the end unless `release_pages` is false (the caller then
