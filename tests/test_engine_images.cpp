@@ -21,33 +21,10 @@
 namespace pagoda {
 namespace {
 
+using test::gemma3_files;
 using test::llava_files;
 using test::png_file;
 using test::VisionFiles;
-
-// A tiny Gemma 3 pair: a random Gemma 3 of width 96 (sliding window 8) whose vocabulary holds
-// Gemma's image tokens, and a random SigLIP projector into it giving 16 rows an image, which
-// attend to each other both ways.
-const VisionFiles& gemma3_files() {
-  static const VisionFiles files = [] {
-    ModelConfig c = test::tiny_gqa_config();
-    c.arch = Architecture::Gemma3;
-    c.dim = 96, c.n_heads = 8, c.n_kv_heads = 2, c.n_layers = 6, c.key_length = 32;
-    c.sliding_window = 8, c.rope_theta = 1e6f;  // layers 0–4 sliding
-    VisionFiles f{test::scratch_path("gemma3-lm.gguf"), test::scratch_path("gemma3-mmproj.gguf")};
-    SynthSpec lm{c, 5};
-    lm.control_tokens = {"<start_of_image>", "<end_of_image>", "<image_soft_token>"};
-    write_synth_model(f.model, lm);
-    VisionSynthSpec spec;
-    spec.config = find_vision_synth_preset(ProjectorType::Gemma3, "tiny").config;
-    spec.config.projection_dim = c.dim;
-    spec.config.tokens_per_image = 16;
-    spec.seed = 9;
-    write_synth_projector(f.mmproj, spec);
-    return f;
-  }();
-  return files;
-}
 
 EngineConfig vision_config(const VisionFiles& files = llava_files()) {
   EngineConfig c;

@@ -8,6 +8,7 @@
 
 #include "pagoda/error.h"
 #include "support/test_support.h"
+#include "testing/synth.h"
 #include "testing/vision_synth.h"
 
 namespace pagoda::test {
@@ -55,6 +56,27 @@ std::string png_path(const std::string& name, int32_t width, int32_t height, uin
 const VisionFiles& llava_files() {
   static const VisionFiles files{synth_model_once("llava-lm.gguf", llava_model_config(), 5),
                                  llava_projector("llava-mmproj.gguf", 9)};
+  return files;
+}
+
+const VisionFiles& gemma3_files() {
+  static const VisionFiles files = [] {
+    ModelConfig c = tiny_gqa_config();
+    c.arch = Architecture::Gemma3;
+    c.dim = 96, c.n_heads = 8, c.n_kv_heads = 2, c.n_layers = 6, c.key_length = 32;
+    c.sliding_window = 8, c.rope_theta = 1e6f;  // layers 0–4 sliding
+    VisionFiles f{scratch_path("gemma3-lm.gguf"), scratch_path("gemma3-mmproj.gguf")};
+    SynthSpec lm{c, 5};
+    lm.control_tokens = {"<start_of_image>", "<end_of_image>", "<image_soft_token>"};
+    write_synth_model(f.model, lm);
+    VisionSynthSpec spec;
+    spec.config = find_vision_synth_preset(ProjectorType::Gemma3, "tiny").config;
+    spec.config.projection_dim = c.dim;
+    spec.config.tokens_per_image = 16;
+    spec.seed = 9;
+    write_synth_projector(f.mmproj, spec);
+    return f;
+  }();
   return files;
 }
 

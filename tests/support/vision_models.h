@@ -16,6 +16,11 @@ struct VisionFiles {
 // test program and reused.
 const VisionFiles& llava_files();
 
+// A tiny Gemma 3 pair: a random Gemma 3 of width 96 (sliding window 8) whose vocabulary holds
+// Gemma's image tokens, and a random SigLIP projector into it giving 16 rows an image, which
+// attend to each other both ways.
+const VisionFiles& gemma3_files();
+
 // Another random CLIP projector for llava_files().model (`seed` picks its weights), written to
 // the scratch folder as `name`.
 std::string llava_projector(const std::string& name, uint64_t seed);
