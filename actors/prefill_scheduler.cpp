@@ -87,7 +87,15 @@ std::vector<PageHash> PrefillScheduler::prefix_keys(Sequence& seq) {
   }
   // A swapped-out sequence brings its own pages' contents back.
   if (!seq.swapped_kv.empty()) return {};
-  const auto keys = seq.prefix.lookup_keys(seq.tokens, seq.table.tokens_per_page());
+  const int32_t tpp = seq.table.tokens_per_page();
+  auto keys = seq.prefix.lookup_keys(seq.tokens, tpp);
+  // A hit must not end inside an image whose rows attend both ways (Gemma 3's): its other rows
+  // would attend to cached rows that a sliding group gives back at admission, and the forward
+  // pass computes such an image whole. Lookups stop at the page its first row is on; the text
+  // before it still hits, and its rows are encoded once (ImageRowCache) whatever the cache holds.
+  for (const SequenceImage& image : seq.images) {
+    if (image.bidirectional) keys = keys.first(std::min(keys.size(), size_t(image.position / tpp)));
+  }
   return {keys.begin(), keys.end()};
 }
 

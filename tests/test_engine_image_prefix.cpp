@@ -2,8 +2,8 @@
 // takes the pages of the image and what follows it from the cache, in memory or on disk, and
 // answers bit for bit as an engine that computes everything; another image in the same place, or
 // the same image under another projector, finds nothing from the image on; a hit that ends
-// inside an image feeds the image's other rows; the text before an image shares its pages with
-// text-only prompts.
+// inside an image feeds the image's other rows, but one whose rows attend both ways (Gemma 3's)
+// is computed whole; the text before an image shares its pages with text-only prompts.
 
 #include <gtest/gtest.h>
 
@@ -22,10 +22,10 @@ using namespace std::chrono_literals;
 
 constexpr int32_t kTokensPerPage = 4;  // an image's 16 rows span four or five pages
 
-EngineConfig image_prefix_config() {
+EngineConfig image_prefix_config(const test::VisionFiles& files = test::llava_files()) {
   EngineConfig c;
-  c.model_path = test::llava_files().model;
-  c.mmproj_path = test::llava_files().mmproj;
+  c.model_path = files.model;
+  c.mmproj_path = files.mmproj;
   c.threads = 2;
   c.kv_pages = 256;
   c.tokens_per_page = kTokensPerPage;
@@ -69,8 +69,9 @@ struct Conversation {
 };
 
 // What an engine without a prefix cache answers, one request after the other.
-std::vector<Completion> computed_answers(const std::vector<Request>& requests) {
-  EngineConfig c = image_prefix_config();
+std::vector<Completion> computed_answers(const std::vector<Request>& requests,
+                                         const test::VisionFiles& files = test::llava_files()) {
+  EngineConfig c = image_prefix_config(files);
   c.prefix_caching = false;
   Engine engine(c);
   std::vector<Completion> out;
@@ -123,6 +124,28 @@ TEST(EngineImagePrefix, AHitEndingInsideAnImageFeedsTheImagesOtherRows) {
   EXPECT_GT(hit, talk.image_at());
   EXPECT_LT(hit, one.prompt_tokens);
   test::expect_same_completions({one, two}, computed_answers({ends_with_image, ends_with_image}));
+}
+
+// Gemma 3's image rows attend to each other both ways, so an image is computed whole: a hit
+// stops at the page its first row is on, whether the cache holds the image (a second turn) or
+// only some of its pages (a prompt that ends with the image).
+TEST(EngineImagePrefix, AGemma3ImageIsComputedWholeAndOnlyTheTextBeforeItHits) {
+  const test::VisionFiles& gemma = test::gemma3_files();
+  Engine engine(image_prefix_config(gemma));
+  const Conversation talk(engine, test::png_file(40, 30, 5));
+  const int32_t first_row = talk.image_at() + 1;  // after <start_of_image>
+  const Completion one = test::run_all(engine, {talk.first()})[0];
+  ASSERT_EQ(one.finish_reason, FinishReason::Length) << one.error;
+  const Completion two = test::run_all(engine, {talk.second(engine, one)})[0];
+  EXPECT_EQ(engine.metrics().prefix_hit_tokens, whole_pages(first_row));
+  const Request ends_with_image = picture_request(talk.before, talk.image_at(), talk.image);
+  const Completion three = test::run_all(engine, {ends_with_image})[0];
+  const Completion four = test::run_all(engine, {ends_with_image})[0];
+  EXPECT_EQ(engine.metrics().prefix_hit_tokens, 3 * whole_pages(first_row)) << "turns 2 to 4 alike";
+  test::expect_same_completions(
+      {one, two, three, four},
+      computed_answers({talk.first(), talk.second(engine, one), ends_with_image, ends_with_image}, gemma));
+  test::expect_engine_idle(engine);
 }
 
 TEST(EngineImagePrefix, TheTextBeforeAnImageSharesItsPagesWithTextOnlyPrompts) {
