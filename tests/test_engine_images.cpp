@@ -102,6 +102,24 @@ TEST(EngineImages, AGemma3ImageRequestsAnswerDoesNotDependOnStepsSmallerThanItsI
   expect_answer_independent_of_steps(gemma3_files(), 12, 5);
 }
 
+// The encoder's rows for `image` (its file's bytes) under the projector `mmproj`, encoded by
+// hand on `runner`'s arena, and the image as preprocessed.
+struct HandRows {
+  PreprocessedImage pre;
+  std::vector<float> rows;
+  int32_t count = 0;
+};
+HandRows encode_by_hand(const std::string& mmproj, const std::string& image, ModelRunner& runner) {
+  const VisionModel vision = load_projector(mmproj);
+  VisionEncoder encoder(vision, runner.arena());
+  HandRows out{preprocess_image(decode_image(std::as_bytes(std::span(image.data(), image.size()))), vision.config)};
+  std::vector<int32_t> counts;
+  const PixelPlanes* input = &out.pre.pixels;
+  encoder.encode(std::span(&input, 1), out.rows, counts);
+  out.count = counts[0];
+  return out;
+}
+
 TEST(EngineImages, TheEncodersRowsStandWhereTheImageIsInThePrompt) {
   Engine engine(vision_config());
   Request r = image_request(png_file(33, 47, 3), 6);
@@ -111,26 +129,19 @@ TEST(EngineImages, TheEncodersRowsStandWhereTheImageIsInThePrompt) {
 
   // The same by hand: the encoder's rows after the tokens before the marker, then the rest.
   const Model model = load_model(llava_files().model);
-  const VisionModel vision = load_projector(llava_files().mmproj);
   ModelRunner runner(model, 2);
-  VisionEncoder encoder(vision, runner.arena());
-  const PreprocessedImage pre = preprocess_image(
-      decode_image(std::as_bytes(std::span(r.images[0].data.data(), r.images[0].data.size()))), vision.config);
-  std::vector<float> rows;
-  std::vector<int32_t> counts;
-  const PixelPlanes* input = &pre.pixels;
-  encoder.encode(std::span(&input, 1), rows, counts);
-  ASSERT_EQ(counts[0], pre.tokens());
+  const HandRows image = encode_by_hand(llava_files().mmproj, r.images[0].data, runner);
+  ASSERT_EQ(image.count, image.pre.tokens());
   std::vector<int32_t> prompt = model.tokenizer.encode("A picture: ", model.tokenizer.add_bos());
   const auto image_at = int32_t(prompt.size());
-  prompt.insert(prompt.end(), size_t(counts[0]), 0);
+  prompt.insert(prompt.end(), size_t(image.count), 0);
   const std::vector<int32_t> rest = model.tokenizer.encode(" What is in it?", false);
   prompt.insert(prompt.end(), rest.begin(), rest.end());
   EXPECT_EQ(got.prompt_tokens, int32_t(prompt.size()));
   PagePool pool(KvLayout::for_model(model.config, 16), 256);
   std::vector<test::DrivenSequence> seqs;
   seqs.emplace_back(prompt, int32_t(prompt.size()) + 5, -1, 16);
-  seqs.back().embeddings = {{image_at, counts[0], rows.data()}};
+  seqs.back().embeddings = {{image_at, image.count, image.rows.data()}};
   test::run_together(runner, pool, seqs, 64);
   EXPECT_EQ(seqs[0].generated(), got.token_ids);
 }
@@ -224,21 +235,14 @@ TEST(EngineImages, AGemma3ImagesRowsAttendBothWaysBetweenItsImageTokensAsTheRunn
   ASSERT_EQ(got.finish_reason, FinishReason::Length) << got.error;
 
   const Model model = load_model(gemma3_files().model);
-  const VisionModel vision = load_projector(gemma3_files().mmproj);
   ModelRunner runner(model, 2);
-  VisionEncoder encoder(vision, runner.arena());
-  const PreprocessedImage pre = preprocess_image(
-      decode_image(std::as_bytes(std::span(r.images[0].data.data(), r.images[0].data.size()))), vision.config);
-  std::vector<float> rows;
-  std::vector<int32_t> counts;
-  const PixelPlanes* input = &pre.pixels;
-  encoder.encode(std::span(&input, 1), rows, counts);
-  ASSERT_EQ(counts[0], 16);
+  const HandRows image = encode_by_hand(gemma3_files().mmproj, r.images[0].data, runner);
+  ASSERT_EQ(image.count, 16);
   const Tokenizer& tok = model.tokenizer;
   std::vector<int32_t> prompt = tok.encode("A picture: ", tok.add_bos());
   prompt.push_back(tok.find_piece("<start_of_image>"));
   const auto image_at = int32_t(prompt.size());
-  prompt.insert(prompt.end(), size_t(counts[0]), tok.find_piece("<image_soft_token>"));
+  prompt.insert(prompt.end(), size_t(image.count), tok.find_piece("<image_soft_token>"));
   prompt.push_back(tok.find_piece("<end_of_image>"));
   const std::vector<int32_t> rest = tok.encode(" What is in it?", false);
   prompt.insert(prompt.end(), rest.begin(), rest.end());
@@ -247,7 +251,7 @@ TEST(EngineImages, AGemma3ImagesRowsAttendBothWaysBetweenItsImageTokensAsTheRunn
   for (bool bidirectional : {true, false}) {
     std::vector<test::DrivenSequence> seqs;
     seqs.emplace_back(prompt, int32_t(prompt.size()) + 5, -1, 16);
-    seqs.back().embeddings = {{image_at, counts[0], rows.data(), bidirectional}};
+    seqs.back().embeddings = {{image_at, image.count, image.rows.data(), bidirectional}};
     test::run_together(runner, pool, seqs, 64);
     const float first = token_logprobs(seqs[0].logits[0], seqs[0].generated()[0], 2).logprob;
     if (bidirectional) {
@@ -298,21 +302,14 @@ TEST(EngineImagesQwen2VL, TheEncodersRowsStandOnTheirGridsMRopePositions) {
 
   // By hand: the encoder's rows between <|vision_start|> and <|vision_end|>, on their grid.
   const Model model = load_model(config.model_path);
-  const VisionModel vision = load_projector(config.mmproj_path);
   ModelRunner runner(model, 2);
-  VisionEncoder encoder(vision, runner.arena());
-  const PreprocessedImage pre = preprocess_image(
-      decode_image(std::as_bytes(std::span(r.images[0].data.data(), r.images[0].data.size()))), vision.config);
-  ASSERT_EQ(pre.token_rows, 2);
-  ASSERT_EQ(pre.token_cols, 3);
-  std::vector<float> rows;
-  std::vector<int32_t> counts;
-  const PixelPlanes* input = &pre.pixels;
-  encoder.encode(std::span(&input, 1), rows, counts);
+  const HandRows image = encode_by_hand(config.mmproj_path, r.images[0].data, runner);
+  ASSERT_EQ(image.pre.token_rows, 2);
+  ASSERT_EQ(image.pre.token_cols, 3);
   std::vector<int32_t> prompt = model.tokenizer.encode("A picture: ", false);
   prompt.push_back(model.tokenizer.find_piece("<|vision_start|>"));
   const auto image_at = int32_t(prompt.size());
-  prompt.insert(prompt.end(), size_t(counts[0]), model.tokenizer.find_piece("<|image_pad|>"));
+  prompt.insert(prompt.end(), size_t(image.count), model.tokenizer.find_piece("<|image_pad|>"));
   prompt.push_back(model.tokenizer.find_piece("<|vision_end|>"));
   const std::vector<int32_t> rest = model.tokenizer.encode(" What is in it?", false);
   prompt.insert(prompt.end(), rest.begin(), rest.end());
@@ -320,7 +317,7 @@ TEST(EngineImagesQwen2VL, TheEncodersRowsStandOnTheirGridsMRopePositions) {
   PagePool pool(KvLayout::for_model(model.config, 16), 256);
   std::vector<test::DrivenSequence> seqs;
   seqs.emplace_back(prompt, int32_t(prompt.size()) + 5, -1, 16);
-  seqs.back().embeddings = {{image_at, counts[0], rows.data()}};
+  seqs.back().embeddings = {{image_at, image.count, image.rows.data()}};
   seqs.back().image_grids = {{image_at, 2, 3}};
   test::run_together(runner, pool, seqs, 64);
   EXPECT_EQ(seqs[0].generated(), got.token_ids);
