@@ -3,7 +3,7 @@
 # again under AddressSanitizer + UBSan, and the concurrency tests (engine, embeddings, actors, page pool,
 # encoder engine, prefix cache, KV groups, the disk tier, images, model-file faults, the SIGBUS guard, the server's worker pool) under
 # ThreadSanitizer (the tsan test preset selects them), then every libFuzzer harness for a
-# bounded time (scripts/fuzz.sh; PAGODA_FUZZ_SECONDS each, 45 by default).
+# bounded time (scripts/fuzz.sh; PAGODA_FUZZ_SECONDS each, 30 by default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -24,4 +24,4 @@ cmake --preset tsan -DPAGODA_WERROR=ON
 cmake --build --preset tsan -j "$jobs" --target test_engine test_engine_lora test_engine_embed test_encoder_engine test_page_pool test_actors test_prefix_pool test_prefix_churn test_kv_groups test_faults_mapping test_worker_pool test_disk_tier test_engine_images test_engine_image_prefix pagoda-generate
 ctest --preset tsan
 
-bash scripts/fuzz.sh "${PAGODA_FUZZ_SECONDS:-45}"
+bash scripts/fuzz.sh "${PAGODA_FUZZ_SECONDS:-30}"
