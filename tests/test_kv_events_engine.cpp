@@ -124,6 +124,14 @@ TEST(KvEventsFromTheEngine, ARouterReplaysExactlyTheBlocksEachTierStoredAndRemov
   std::map<uint64_t, Block> blocks;
   const PageHash seed =
       prefix_seed(KvLayout::for_model(test::tiny_gqa_config(), kTokensPerPage, c.kv_cache_type), "", 0);
+  // Each request's pages written before the next one's: on a loaded machine the pool would
+  // otherwise let some go before their turn to be written, and the disk tier might never fill.
+  auto settle = [&] {
+    test::expect_engine_idle(engine);
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (engine.metrics().kv_disk_write_backlog > 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
+  };
   for (int conversation = 0; conversation < 5; ++conversation) {
     std::vector<int32_t> prompt;
     for (int i = 0; i < 41; ++i) prompt.push_back(int32_t(3 + rng() % 990));
@@ -132,12 +140,9 @@ TEST(KvEventsFromTheEngine, ARouterReplaysExactlyTheBlocksEachTierStoredAndRemov
       std::vector<int32_t> all = prompt;
       all.insert(all.end(), done.token_ids.begin(), done.token_ids.end());
       add_blocks(all, seed, blocks);
+      settle();
     }
   }
-  test::expect_engine_idle(engine);
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (engine.metrics().kv_disk_write_backlog > 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(1ms);
   const EngineMetrics m = engine.metrics();
   // The publisher's thread sends the last batches a moment after the pool made them: replayed
   // until two replays 50 ms apart agree.
