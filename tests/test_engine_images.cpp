@@ -67,14 +67,14 @@ TEST(EngineImages, AGemma3ImageGivesTheSameAnswerTwiceAndAnotherImageAnotherOne)
 
 // Alone, then among image and text requests in steps of `max_tokens` tokens and chunks of
 // `chunk`, smaller than the image.
-void expect_answer_independent_of_steps(const VisionFiles& files, int32_t max_tokens, int32_t chunk) {
+void expect_answer_independent_of_steps(const EngineConfig& config, int32_t max_tokens, int32_t chunk) {
   const std::string a = png_file(40, 30, 1);
   std::vector<Completion> alone;
   {
-    Engine engine(vision_config(files));
+    Engine engine(config);
     alone = test::run_all(engine, {image_request(a)});
   }
-  EngineConfig c = vision_config(files);
+  EngineConfig c = config;
   c.max_tokens_per_step = max_tokens;
   c.prefill_chunk = chunk;
   Engine engine(c);
@@ -94,12 +94,12 @@ void expect_answer_independent_of_steps(const VisionFiles& files, int32_t max_to
 }
 
 TEST(EngineImages, AnImageRequestsAnswerDoesNotDependOnWhatSharesItsSteps) {
-  expect_answer_independent_of_steps(llava_files(), 24, 7);  // the image's rows come over several chunks
+  expect_answer_independent_of_steps(vision_config(), 24, 7);  // the image's rows come over several chunks
 }
 
 // Its 16 rows come in one step, the first chunk's, past the budget when they must.
 TEST(EngineImages, AGemma3ImageRequestsAnswerDoesNotDependOnStepsSmallerThanItsImage) {
-  expect_answer_independent_of_steps(gemma3_files(), 12, 5);
+  expect_answer_independent_of_steps(vision_config(gemma3_files()), 12, 5);
 }
 
 // The encoder's rows for `image` (its file's bytes) under the projector `mmproj`, encoded by
@@ -325,29 +325,7 @@ TEST(EngineImagesQwen2VL, TheEncodersRowsStandOnTheirGridsMRopePositions) {
 
 TEST(EngineImagesQwen2VL, AnImageRequestsAnswerDoesNotDependOnWhatSharesItsSteps) {
   PAGODA_SHARED_OR_SKIP(vocab, "vocab/ggml-vocab-qwen2.gguf");
-  const std::string a = test::png_file(120, 70, 7);
-  std::vector<Completion> alone;
-  {
-    Engine engine(qwen2vl_config(vocab));
-    alone = test::run_all(engine, {image_request(a)});
-  }
-  EngineConfig c = qwen2vl_config(vocab);
-  c.max_tokens_per_step = 16;  // the image's rows come over several chunks
-  c.prefill_chunk = 5;
-  Engine engine(c);
-  std::vector<Request> mixed;
-  for (uint32_t i = 0; i < 4; ++i) {
-    Request other = image_request(test::png_file(60 + int32_t(i) * 30, 90, 30 + i), 6);
-    if (i % 2) {
-      other.images.clear();
-      other.prompt = "text only, number " + std::to_string(i);
-    }
-    mixed.push_back(std::move(other));
-  }
-  mixed.insert(mixed.begin() + 1, image_request(a));
-  const std::vector<Completion> got = test::run_all(engine, mixed);
-  test::expect_same_completions({got[1]}, alone);
-  EXPECT_EQ(engine.metrics().kv_pages_used, 0);
+  expect_answer_independent_of_steps(qwen2vl_config(vocab), 16, 5);  // the image's rows come over several chunks
 }
 
 TEST(EngineImagesQwen2VL, AQwenProjectorNeedsAModelWithMRope) {
