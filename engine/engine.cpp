@@ -10,27 +10,16 @@
 #include <mutex>
 #include <thread>
 
-#include "actors/decode_scheduler.h"
-#include "actors/disk_tier_actor.h"
-#include "actors/encoder_scheduler.h"
-#include "actors/lora_router.h"
-#include "actors/page_pool_actor.h"
-#include "actors/prefill_scheduler.h"
 #include "engine/chat/chat_renderer.h"
 #include "engine/chat/chat_template.h"
 #include "engine/chat/rerank_prompt.h"
-#include "engine/disk_tier_setup.h"
-#include "engine/events/kv_event_publisher.h"
+#include "engine/engine_cores.h"
 #include "engine/grammar/grammar_constraint.h"
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/token_mask_cache.h"
 #include "engine/lora/lora_adapter.h"
 #include "engine/model/model.h"
 #include "engine/sampling/logprobs.h"
-#include "engine/speculation/draft_proposer.h"
-#include "engine/forward/encoder_runner.h"
-#include "engine/forward/model_runner.h"
-#include "engine/forward/vision_encoder.h"
 #include "engine/image_prompt.h"
 #include "pagoda/error.h"
 
@@ -55,14 +44,6 @@ void validate_config(const EngineConfig& c) {
   if (c.speculative.mode == SpeculativeMode::Draft && c.draft_model_path.empty()) {
     fail("speculative mode draft needs a draft model (draft_model_path, --model-draft)");
   }
-}
-
-int32_t kv_page_count(const EngineConfig& c, const KvLayout& layout) {
-  const int32_t pages = c.kv_pages > 0 ? c.kv_pages : PagePool::pages_for_bytes(layout, c.kv_bytes);
-  if (pages <= 0)
-    throw Error("bad engine config: the KV budget holds no page (a page is " + std::to_string(layout.bytes_per_page()) +
-                " bytes)");
-  return pages;
 }
 
 std::vector<Engine::SpecialToken> special_pieces(const TokenizerVocab& v) {
@@ -112,99 +93,6 @@ size_t rerank_tail_of(const Model& model) {
 }
 
 }  // namespace
-
-// A decoder's machinery: the forward pass over the paged KV cache and the four actors.
-struct DecoderCore {
-  DecoderCore(const EngineConfig& c, const Model& model, const VisionModel* vision_model, MetricsBoard& metrics)
-      : runner(model, c.threads, true),
-        vision(vision_model ? std::make_unique<VisionEncoder>(*vision_model, runner.arena()) : nullptr),
-        pool(KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type),
-             kv_page_count(c, KvLayout::for_model(model.config, c.tokens_per_page, c.kv_cache_type)), c.kv_prefault),
-        draft(c.draft_model_path.empty() ? nullptr
-                                         : std::make_unique<speculation::DraftProposer>(
-                                               c, model, int64_t(pool.capacity()) * c.tokens_per_page, metrics)),
-        pool_actor(pool, metrics),
-        // A new admission leaves 1% of the pages free so running sequences can still grow.
-        prefill(prefill_mailbox, pool_actor, decode_mailbox, c.max_running, std::max(1, pool.capacity() / 100),
-                metrics),
-        decode(decode_mailbox, runner, pool.view(), pool_actor, prefill_mailbox, c, metrics, draft.get()),
-        router(prefill_mailbox, c.max_resident_adapters, c.adapter_run_cap, metrics) {
-    pool_actor.set_prefill_mailbox(prefill_mailbox);
-    decode.set_vision(vision.get());
-    if (!c.kv_events_endpoint.empty()) {
-      events = std::make_unique<KvEventPublisher>(
-          KvEventPublisherOptions{c.kv_events_endpoint, c.kv_events_replay_endpoint, c.kv_events_topic});
-      pool_actor.set_event_sink(events.get());
-    }
-    if (!c.kv_disk_path.empty()) {
-      auto disk_mailbox = std::make_shared<Mailbox<DiskMessage>>();
-      pool_actor.set_disk_tier(open_disk_tier(c, model, pool.layout(), pool.capacity(), disk_mailbox, metrics));
-      prefill.set_disk_mailbox(disk_mailbox);
-      disk = std::make_unique<DiskTierActor>(disk_mailbox, c.kv_disk_path, pool_actor.disk_fingerprint(), pool.view(),
-                                             pool_actor.mailbox(), prefill_mailbox, decode_mailbox, metrics);
-      disk->start();
-    }
-    pool_actor.start();
-    decode.start();
-    prefill.start();
-    router.start();
-  }
-
-  // The Stop travels router → prefill → decode → page pool, behind everything already sent;
-  // each actor cancels what it holds on the way. The disk-tier actor stops last, after its
-  // queued writes (they persist) and loads (their sequences go to the decode scheduler's
-  // drain). What reached a mailbox after its actor stopped is cancelled by the drains, in the
-  // same order, so every page comes back.
-  void shutdown() {
-    router.post(Stop{});
-    router.join();
-    prefill.join();
-    decode.join();
-    pool_actor.join();
-    if (disk) {
-      disk->post(Stop{});
-      disk->join();
-    }
-    router.drain();
-    prefill.drain();
-    if (disk) disk->drain();
-    decode.drain();
-    pool_actor.drain();
-  }
-
-  ModelRunner runner;
-  std::unique_ptr<VisionEncoder> vision;  // with EngineConfig::mmproj_path; runs in runner's arena
-  PagePool pool;
-  std::unique_ptr<speculation::DraftProposer> draft;  // with EngineConfig::draft_model_path
-  // The schedulers post to each other, so their mailboxes exist before either of them.
-  std::shared_ptr<Mailbox<PrefillMessage>> prefill_mailbox = std::make_shared<Mailbox<PrefillMessage>>();
-  std::shared_ptr<Mailbox<DecodeMessage>> decode_mailbox = std::make_shared<Mailbox<DecodeMessage>>();
-  PagePoolActor pool_actor;
-  PrefillScheduler prefill;
-  DecodeScheduler decode;
-  LoraRouter router;
-  std::unique_ptr<DiskTierActor> disk;  // with EngineConfig::kv_disk_path
-  // With EngineConfig::kv_events_endpoint. Declared last, so destroyed first: the actors have
-  // stopped by then (~Engine shuts down), and it sends what they queued.
-  std::unique_ptr<KvEventPublisher> events;
-};
-
-// An encoder's: whole inputs in one pass each, no KV cache, one actor.
-struct EncoderCore {
-  EncoderCore(const EngineConfig& c, const Model& model, MetricsBoard& metrics)
-      : runner(model, c.threads, true), scheduler(runner, c, metrics) {
-    scheduler.start();
-  }
-
-  void shutdown() {
-    scheduler.post(Stop{});
-    scheduler.join();
-    scheduler.drain();
-  }
-
-  EncoderRunner runner;
-  EncoderScheduler scheduler;
-};
 
 struct Engine::Impl {
   explicit Impl(const EngineConfig& c)
