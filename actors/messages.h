@@ -86,12 +86,20 @@ struct PageGrant {
   int32_t pooled_blocks = 0;  // of them, the leading ones whose pages were all in the pool
   std::vector<PageLoad> loads;
 };
+// Token blocks [begin, end) of a prefix that a hit covers all of or none of: one that would end
+// inside them stops at `begin`. Those of an image whose rows attend both ways (Gemma 3's), which
+// the forward pass computes whole.
+struct WholeBlocks {
+  int32_t begin = 0;
+  int32_t end = 0;
+};
 struct AdmitPages {
   std::vector<PageHash> prefix;
-  int32_t from = 0;        // the first position to compute, without a hit (a swapped-out sequence's n_cached)
-  int32_t to = 0;          // positions to hold in all
-  int32_t keep_free = 0;   // refuse unless this many pages stay available afterwards
-  bool disk_tier = false;  // the hit may take blocks from the disk tier
+  std::vector<WholeBlocks> whole;  // of the prefix
+  int32_t from = 0;                // the first position to compute, without a hit (a swapped-out sequence's n_cached)
+  int32_t to = 0;                  // positions to hold in all
+  int32_t keep_free = 0;           // refuse unless this many pages stay available afterwards
+  bool disk_tier = false;          // the hit may take blocks from the disk tier
   std::shared_ptr<Reply<std::optional<PageGrant>>> reply;
 };
 // Pages a step filled, named for the prefix cache.

@@ -13,10 +13,10 @@ std::optional<std::vector<int32_t>> PagePoolActor::allocate(int32_t count, int32
   return reply->wait();
 }
 
-std::optional<PageGrant> PagePoolActor::admit(std::vector<PageHash> prefix, int32_t from, int32_t to, int32_t keep_free,
-                                              bool disk_tier) {
+std::optional<PageGrant> PagePoolActor::admit(std::vector<PageHash> prefix, std::vector<WholeBlocks> whole,
+                                              int32_t from, int32_t to, int32_t keep_free, bool disk_tier) {
   auto reply = Reply<std::optional<PageGrant>>::make();
-  post(AdmitPages{std::move(prefix), from, to, keep_free, disk_tier, reply});
+  post(AdmitPages{std::move(prefix), std::move(whole), from, to, keep_free, disk_tier, reply});
   return reply->wait();
 }
 
@@ -73,7 +73,17 @@ void PagePoolActor::grant(AdmitPages& request) {
   }
   // Cached pages nobody holds count as available, so taking them uses some of that up; so do
   // the fresh pages the blocks on disk are read into.
-  const PagePool::PrefixMatch match = pool_.match(request.prefix, on_disk);
+  PagePool::PrefixMatch match = pool_.match(request.prefix, on_disk);
+  for (bool cut = true; cut;) {
+    cut = false;
+    for (const WholeBlocks& w : request.whole) {
+      if (w.begin < match.blocks && match.blocks < w.end) {
+        request.prefix.resize(size_t(w.begin));
+        match = pool_.match(request.prefix, on_disk);
+        cut = true;
+      }
+    }
+  }
   const int32_t tokens_per_page = pool_.layout().tokens_per_page;
   const int32_t from = std::max(request.from, match.blocks * tokens_per_page);
   const BlockTable shape(pool_.layout());

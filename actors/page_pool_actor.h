@@ -55,11 +55,11 @@ class PagePoolActor : public Actor<PageMessage> {
   std::optional<std::vector<int32_t>> allocate(int32_t count, int32_t keep_free, PageRequester requester);
 
   // An admission's pages for positions up to `to`, computing from `from` on or past the
-  // longest hit of `prefix` in the prefix cache (messages.h: PageGrant); nullopt (and the
-  // prefill scheduler is told when pages come back) when fewer than they + `keep_free` are
-  // available. Blocks for the answer.
-  std::optional<PageGrant> admit(std::vector<PageHash> prefix, int32_t from, int32_t to, int32_t keep_free,
-                                 bool disk_tier = false);
+  // longest hit of `prefix` in the prefix cache that ends outside each of `whole`
+  // (messages.h: PageGrant, WholeBlocks); nullopt (and the prefill scheduler is told when pages
+  // come back) when fewer than they + `keep_free` are available. Blocks for the answer.
+  std::optional<PageGrant> admit(std::vector<PageHash> prefix, std::vector<WholeBlocks> whole, int32_t from, int32_t to,
+                                 int32_t keep_free, bool disk_tier = false);
 
   void release(std::vector<int32_t> pages) {
     if (!pages.empty()) post(ReleasePages{std::move(pages)});

@@ -61,7 +61,8 @@ void PrefillScheduler::admit() {
     Sequence& seq = *waiting_.front();
     const auto len = int32_t(seq.tokens.size());
     const bool disk_tier = disk_ && seq.disk_reads;
-    auto grant = pool_.admit(prefix_keys(seq), seq.n_cached, len, seq.requeued ? 0 : keep_free_, disk_tier);
+    auto grant =
+        pool_.admit(prefix_keys(seq), whole_blocks(seq), seq.n_cached, len, seq.requeued ? 0 : keep_free_, disk_tier);
     if (!grant) return;  // the pool says PagesFreed when some come back
     if (seq.prefix_cache) took_prefix(seq, *grant);
     seq.table.grow(seq.n_cached, len, grant->pages, BlockTable::Reach::Admission);
@@ -87,16 +88,22 @@ std::vector<PageHash> PrefillScheduler::prefix_keys(Sequence& seq) {
   }
   // A swapped-out sequence brings its own pages' contents back.
   if (!seq.swapped_kv.empty()) return {};
-  const int32_t tpp = seq.table.tokens_per_page();
-  auto keys = seq.prefix.lookup_keys(seq.tokens, tpp);
+  const auto keys = seq.prefix.lookup_keys(seq.tokens, seq.table.tokens_per_page());
+  return {keys.begin(), keys.end()};
+}
+
+std::vector<WholeBlocks> PrefillScheduler::whole_blocks(const Sequence& seq) {
   // A hit must not end inside an image whose rows attend both ways (Gemma 3's): its other rows
   // would attend to cached rows that a sliding group gives back at admission, and the forward
-  // pass computes such an image whole. Lookups stop at the page its first row is on; the text
-  // before it still hits, and its rows are encoded once (ImageRowCache) whatever the cache holds.
+  // pass computes such an image whole. A hit that would stops at the page the image's first row
+  // is on (its rows are encoded once, ImageRowCache, whatever the cache holds); one that covers
+  // the image goes on past it.
+  const int32_t tpp = seq.table.tokens_per_page();
+  std::vector<WholeBlocks> whole;
   for (const SequenceImage& image : seq.images) {
-    if (image.bidirectional) keys = keys.first(std::min(keys.size(), size_t(image.position / tpp)));
+    if (image.bidirectional) whole.push_back({image.position / tpp, (image.position + image.tokens + tpp - 1) / tpp});
   }
-  return {keys.begin(), keys.end()};
+  return whole;
 }
 
 void PrefillScheduler::took_prefix(Sequence& seq, const PageGrant& grant) {

@@ -45,6 +45,8 @@ class PrefillScheduler : public Actor<PrefillMessage> {
   // The prefix-cache hashes an admission looks up (none when the sequence does not use the
   // cache or is swapped out), and what it does with the cached pages it got.
   std::vector<PageHash> prefix_keys(Sequence& seq);
+  // The blocks of its prefix a hit covers all of or none of.
+  static std::vector<WholeBlocks> whole_blocks(const Sequence& seq);
   void took_prefix(Sequence& seq, const PageGrant& grant);
   void cancel(Sequence& seq);
 
