@@ -26,7 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kSpace = "\xE2\x96\x81";  // "▁"
 const std::string kFFFD = "\xEF\xBF\xBD";
 
 // ---------------------------------------------------------------------------------------------
@@ -134,7 +133,7 @@ int32_t byte_id(unsigned char b) { return 3 + b; }
 // The O(n^2) reference: llama2.c's loop (merge the best-scoring adjacent pair, leftmost on
 // ties, until none merges) over text spans, as llama.cpp's SPM tokenizer defines the result.
 std::vector<int32_t> naive_encode(const TokenizerVocab& v, std::string_view text, bool add_bos) {
-  const std::string sp = v.space_marker == SpaceMarker::Escaped ? kSpace : " ";
+  const std::string sp = v.space_marker == SpaceMarker::Escaped ? test::kEscapedSpace : " ";
   std::unordered_map<std::string, int32_t> ids;
   for (size_t i = 0; i < v.tokens.size(); ++i) ids[v.tokens[i]] = int32_t(i);
   std::vector<int32_t> out;

@@ -7,8 +7,6 @@
 
 namespace pagoda::test {
 
-const std::string kEscapedSpace = "\xE2\x96\x81";  // "▁"
-
 int32_t add_token(TokenizerVocab& v, std::string text, TokenType type, float score) {
   v.tokens.push_back(std::move(text));
   v.scores.push_back(score);

@@ -20,6 +20,9 @@ std::string byte_token_text(unsigned char b);
 // 256 byte tokens (ids 3 to 258).
 TokenizerVocab spm_vocab_base(bool bytes = true);
 
+// SentencePiece's escaped space, "▁".
+inline const std::string kEscapedSpace = "\xE2\x96\x81";
+
 // <unk> <s> </s>, the 256 byte tokens (when `bytes`), then `pieces` (spaces written as ' ',
 // stored as "▁" when `escaped`).
 TokenizerVocab make_vocab(const std::vector<std::pair<std::string, float>>& pieces, bool escaped = true,
